@@ -1,0 +1,123 @@
+package sqlstore
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"example.com/obsvc/domain"
+)
+
+//go:embed migrations/sqlite/*.sql
+var sqliteMigrations embed.FS
+
+// SQLiteOptions tune the embedded store.
+type SQLiteOptions struct {
+	// BusyTimeout is how long a statement waits for a lock before failing.
+	BusyTimeout time.Duration
+	// MaxReaders bounds the read connections.
+	MaxReaders int
+}
+
+// DefaultSQLiteOptions are the settings `go run ./app` uses.
+func DefaultSQLiteOptions() SQLiteOptions {
+	return SQLiteOptions{BusyTimeout: 10 * time.Second, MaxReaders: 4}
+}
+
+// OpenSQLite opens (creating if missing) the SQLite database at path, applies the migrations and
+// returns a store on it. The database runs in WAL mode with synchronous=FULL, so a write that
+// returned has reached the disk, and with foreign keys enforced.
+func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, error) {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("sqlite: create directory: %w", err)
+		}
+	}
+	q := url.Values{}
+	for _, p := range []string{
+		"foreign_keys(1)",
+		"journal_mode(WAL)",
+		"synchronous(FULL)",
+		fmt.Sprintf("busy_timeout(%d)", opts.BusyTimeout.Milliseconds()),
+	} {
+		q.Add("_pragma", p)
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+
+	// One writer connection whose transactions take the write lock up front (no deadlocking
+	// upgrades), and a few readers that WAL lets run beside it.
+	w, err := sqlx.Open("sqlite", dsn+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	r, err := sqlx.Open("sqlite", dsn+"&_pragma=query_only(1)")
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
+	s := &Store{w: w, r: r, eng: sqliteEngine{}, bind: func(q string) string { return q }}
+
+	migrations, err := fs.Sub(sqliteMigrations, "migrations/sqlite")
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	if err := migrate(ctx, w.DB, goose.DialectSQLite3, migrations); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
+	}
+	return s, nil
+}
+
+type sqliteEngine struct{}
+
+func (sqliteEngine) timeArg(t time.Time) any { return t.UnixMicro() }
+
+func (sqliteEngine) lockSuffix() string { return "" } // the writer holds the database's write lock
+
+// insertLogs uses one prepared statement for every row: with the statement compiled once and one
+// transaction, SQLite's cost is the B-tree work itself.
+func (sqliteEngine) insertLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
+	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs (project_id, time, id, level, message, subject, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, e := range entries {
+		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (sqliteEngine) isForeignKeyViolation(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
+}
+
+func (sqliteEngine) isUnavailable(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff { // primary result code
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,546 @@
+// Package storetest is the contract every domain.Store must keep. It speaks only the domain's
+// ports, so the same suite runs against every engine; a store passes when Run passes.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"example.com/obsvc/domain"
+)
+
+// Open returns a fresh, empty store for one test; the test's cleanup closes it.
+type Open func(t *testing.T) domain.Store
+
+// Run runs the whole contract against stores made by open.
+func Run(t *testing.T, open Open) {
+	t.Run("CreateAndGetProject", func(t *testing.T) { t.Parallel(); testCreateAndGetProject(t, open(t)) })
+	t.Run("ProjectNotFound", func(t *testing.T) { t.Parallel(); testProjectNotFound(t, open(t)) })
+	t.Run("ListProjectsOldestFirst", func(t *testing.T) { t.Parallel(); testListProjects(t, open(t)) })
+	t.Run("UpdateProject", func(t *testing.T) { t.Parallel(); testUpdateProject(t, open(t)) })
+	t.Run("DeleteProjectCascadesLogs", func(t *testing.T) { t.Parallel(); testDeleteProjectCascades(t, open(t)) })
+	t.Run("InsertAndListRoundTrip", func(t *testing.T) { t.Parallel(); testInsertRoundTrip(t, open(t)) })
+	t.Run("InsertLogsIsAllOrNothing", func(t *testing.T) { t.Parallel(); testInsertAllOrNothing(t, open(t)) })
+	t.Run("InsertLogsLargeBatch", func(t *testing.T) { t.Parallel(); testInsertLargeBatch(t, open(t)) })
+	t.Run("FiltersAreInclusiveAndCombineWithAnd", func(t *testing.T) { t.Parallel(); testFilters(t, open(t)) })
+	t.Run("ListLogsOrdersByTimeThenID", func(t *testing.T) { t.Parallel(); testOrdering(t, open(t)) })
+	t.Run("ListLogsPagesWithoutGapsOrDuplicates", func(t *testing.T) { t.Parallel(); testPaging(t, open(t)) })
+	t.Run("ListLogsPageIsStableUnderInserts", func(t *testing.T) { t.Parallel(); testPagingUnderInserts(t, open(t)) })
+	t.Run("ListLogsStopsEarly", func(t *testing.T) { t.Parallel(); testStopEarly(t, open(t)) })
+	t.Run("DeleteLogsWithFilters", func(t *testing.T) { t.Parallel(); testDeleteLogs(t, open(t)) })
+	t.Run("LiteralMatching", func(t *testing.T) { t.Parallel(); testLiteralMatching(t, open(t)) })
+}
+
+var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+
+func ctx(t *testing.T) context.Context { return t.Context() }
+
+func ptr[T any](v T) *T { return &v }
+
+func mustProject(t *testing.T, s domain.Store, name string, created time.Time) domain.Project {
+	t.Helper()
+	p := domain.Project{ID: domain.NewUUIDv7(), Name: name, CreatedAt: created, UpdatedAt: created}
+	if err := s.CreateProject(ctx(t), p); err != nil {
+		t.Fatalf("CreateProject: %v", err)
+	}
+	return p
+}
+
+// entry makes an entry of project p at time ms; ids are UUIDv7 so they increase in creation order.
+func entry(p domain.Project, ms int64, level string) domain.LogEntry {
+	return domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: ms, Level: level, Message: fmt.Sprintf("at %d", ms)}
+}
+
+func mustInsert(t *testing.T, s domain.Store, entries ...domain.LogEntry) {
+	t.Helper()
+	if err := s.InsertLogs(ctx(t), entries); err != nil {
+		t.Fatalf("InsertLogs: %v", err)
+	}
+}
+
+// page lists one page and returns its entries and next cursor.
+func page(t *testing.T, s domain.Store, q domain.LogQuery) ([]domain.LogEntry, *domain.Cursor) {
+	t.Helper()
+	if q.Limit == 0 {
+		q.Limit = 10_000
+	}
+	var got []domain.LogEntry
+	var next *domain.Cursor
+	err := s.ListLogs(ctx(t), q, func(p domain.Page) error {
+		next = p.Next
+		for e, err := range p.Entries {
+			if err != nil {
+				return err
+			}
+			got = append(got, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("ListLogs(%+v): %v", q, err)
+	}
+	return got, next
+}
+
+// ids lists the entries' ids; failure messages print at most a few of them.
+func ids(es []domain.LogEntry) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
+
+func wantKind(t *testing.T, err error, want domain.Kind) {
+	t.Helper()
+	if got := domain.KindOf(err); got != want || err == nil {
+		t.Fatalf("error = %v (kind %v), want kind %v", err, got, want)
+	}
+}
+
+func testCreateAndGetProject(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "checkout ✓", base.Add(123456*time.Microsecond))
+	got, err := s.ProjectByID(ctx(t), p.ID)
+	if err != nil {
+		t.Fatalf("ProjectByID: %v", err)
+	}
+	if !got.CreatedAt.Equal(p.CreatedAt) || !got.UpdatedAt.Equal(p.UpdatedAt) || got.ID != p.ID || got.Name != p.Name {
+		t.Fatalf("ProjectByID = %+v, want %+v", got, p)
+	}
+	if got.CreatedAt.Location() != time.UTC {
+		t.Errorf("CreatedAt location = %v, want UTC", got.CreatedAt.Location())
+	}
+}
+
+func testProjectNotFound(t *testing.T, s domain.Store) {
+	id := domain.NewUUIDv7()
+	_, err := s.ProjectByID(ctx(t), id)
+	wantKind(t, err, domain.KindNotFound)
+	wantKind(t, s.UpdateProject(ctx(t), domain.Project{ID: id, Name: "x", CreatedAt: base, UpdatedAt: base}), domain.KindNotFound)
+	wantKind(t, s.DeleteProject(ctx(t), id), domain.KindNotFound)
+}
+
+func testListProjects(t *testing.T, s domain.Store) {
+	got, err := s.ListProjects(ctx(t))
+	if err != nil || len(got) != 0 {
+		t.Fatalf("ListProjects on an empty store = %v, %v; want none", got, err)
+	}
+	// Created out of order on purpose: the listing follows CreatedAt, not insertion.
+	b := mustProject(t, s, "b", base.Add(2*time.Second))
+	a := mustProject(t, s, "a", base.Add(time.Second))
+	c := mustProject(t, s, "c", base.Add(3*time.Second))
+	got, err = s.ListProjects(ctx(t))
+	if err != nil {
+		t.Fatalf("ListProjects: %v", err)
+	}
+	var names []string
+	for _, p := range got {
+		names = append(names, p.Name)
+	}
+	if want := []string{a.Name, b.Name, c.Name}; !slices.Equal(names, want) {
+		t.Fatalf("ListProjects names = %v, want %v", names, want)
+	}
+}
+
+func testUpdateProject(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "before", base)
+	p.Name, p.UpdatedAt = "after", base.Add(time.Minute+7*time.Microsecond)
+	if err := s.UpdateProject(ctx(t), p); err != nil {
+		t.Fatalf("UpdateProject: %v", err)
+	}
+	got, err := s.ProjectByID(ctx(t), p.ID)
+	if err != nil {
+		t.Fatalf("ProjectByID: %v", err)
+	}
+	if got.Name != "after" || !got.UpdatedAt.Equal(p.UpdatedAt) || !got.CreatedAt.Equal(base) {
+		t.Fatalf("after update = %+v, want name after, updated %v, created %v", got, p.UpdatedAt, base)
+	}
+}
+
+func testDeleteProjectCascades(t *testing.T, s domain.Store) {
+	gone := mustProject(t, s, "gone", base)
+	kept := mustProject(t, s, "kept", base)
+	mustInsert(t, s, entry(gone, 1, "info"), entry(gone, 2, "info"), entry(kept, 1, "info"))
+	if err := s.DeleteProject(ctx(t), gone.ID); err != nil {
+		t.Fatalf("DeleteProject: %v", err)
+	}
+	_, err := s.ProjectByID(ctx(t), gone.ID)
+	wantKind(t, err, domain.KindNotFound)
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: gone.ID}}); len(got) != 0 {
+		t.Fatalf("logs of a deleted project = %d, want 0", len(got))
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: kept.ID}}); len(got) != 1 {
+		t.Fatalf("logs of the other project = %d, want 1", len(got))
+	}
+	// A project id freed by a delete can be written again only after it is created again.
+	wantKind(t, s.InsertLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}), domain.KindUnknownProject)
+}
+
+func testInsertRoundTrip(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	full := domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: -5, Level: "error", Message: "multi\nline \"quoted\" ünïcode \x00 nul", Subject: ptr("checkout"), UserID: ptr("u-1")}
+	bare := domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: 1 << 50, Level: "info", Message: ""}
+	empty := domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: 0, Level: "x", Message: "m", Subject: ptr(""), UserID: ptr("")}
+	mustInsert(t, s, full, bare, empty)
+	got, next := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}})
+	if next != nil {
+		t.Errorf("next = %+v on a complete page, want nil", next)
+	}
+	want := []domain.LogEntry{full, empty, bare}
+	if len(got) != len(want) {
+		t.Fatalf("got %d entries, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if !equalEntry(got[i], want[i]) {
+			t.Errorf("entry %d = %s, want %s", i, show(got[i]), show(want[i]))
+		}
+	}
+}
+
+func equalEntry(a, b domain.LogEntry) bool {
+	eq := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	return a.ID == b.ID && a.ProjectID == b.ProjectID && a.Time == b.Time && a.Level == b.Level &&
+		a.Message == b.Message && eq(a.Subject, b.Subject) && eq(a.UserID, b.UserID)
+}
+
+func show(e domain.LogEntry) string {
+	s := func(p *string) string {
+		if p == nil {
+			return "<nil>"
+		}
+		return fmt.Sprintf("%q", *p)
+	}
+	return fmt.Sprintf("{%s %s t=%d %q %q subject=%s user=%s}", e.ID, e.ProjectID, e.Time, e.Level, e.Message, s(e.Subject), s(e.UserID))
+}
+
+func testInsertAllOrNothing(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	missing := domain.Project{ID: domain.NewUUIDv7()}
+	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
+	err := s.InsertLogs(ctx(t), batch)
+	wantKind(t, err, domain.KindUnknownProject)
+	var de *domain.Error
+	if !asError(err, &de) {
+		t.Fatalf("error %v is not a *domain.Error", err)
+	}
+	var paths []string
+	for _, f := range de.Fields {
+		paths = append(paths, fmt.Sprint(f.Path))
+	}
+	if want := []string{"[1 project_id]", "[3 project_id]"}; !slices.Equal(paths, want) {
+		t.Errorf("fields = %v, want %v", paths, want)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
+		t.Fatalf("a failed batch left %d rows, want 0", len(got))
+	}
+
+	// A duplicate key inside one batch fails the database mid-batch: nothing of it remains.
+	first := entry(p, 10, "info")
+	dup := []domain.LogEntry{first, entry(p, 11, "info"), first}
+	if err := s.InsertLogs(ctx(t), dup); err == nil {
+		t.Fatal("a batch with a duplicate key was accepted")
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
+		t.Fatalf("a batch that failed mid-way left %d rows, want 0", len(got))
+	}
+
+	// A cancelled context fails the batch and leaves nothing either.
+	c, cancel := context.WithCancel(ctx(t))
+	cancel()
+	if err := s.InsertLogs(c, []domain.LogEntry{entry(p, 20, "info")}); err == nil {
+		t.Fatal("a batch with a cancelled context was accepted")
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
+		t.Fatalf("a cancelled batch left %d rows, want 0", len(got))
+	}
+}
+
+func testInsertLargeBatch(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	q := mustProject(t, s, "q", base)
+	batch := make([]domain.LogEntry, 10_000)
+	for i := range batch {
+		owner := p
+		if i%2 == 1 {
+			owner = q
+		}
+		batch[i] = entry(owner, int64(i), "info")
+	}
+	mustInsert(t, s, batch...)
+	got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: q.ID}})
+	if len(got) != 5000 {
+		t.Fatalf("got %d entries of q, want 5000", len(got))
+	}
+}
+
+func testFilters(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	other := mustProject(t, s, "other", base)
+	var all []domain.LogEntry
+	for i := range 12 {
+		e := entry(p, int64(100+i*10), []string{"info", "error", "debug"}[i%3])
+		if i%2 == 0 {
+			e.UserID = ptr("alice")
+		} else if i%4 == 1 {
+			e.UserID = ptr("bob")
+		}
+		all = append(all, e)
+	}
+	mustInsert(t, s, all...)
+	mustInsert(t, s, entry(other, 130, "error"))
+
+	match := func(f domain.LogFilter) []string {
+		var out []string
+		for _, e := range all {
+			if (f.UserID == nil || (e.UserID != nil && *e.UserID == *f.UserID)) &&
+				(f.Level == nil || e.Level == *f.Level) &&
+				(f.Start == nil || e.Time >= *f.Start) &&
+				(f.End == nil || e.Time <= *f.End) {
+				out = append(out, e.ID)
+			}
+		}
+		return out
+	}
+	cases := []struct {
+		name string
+		f    domain.LogFilter
+		want int
+	}{
+		{"project only", domain.LogFilter{}, 12},
+		{"user", domain.LogFilter{UserID: ptr("alice")}, 6},
+		{"level", domain.LogFilter{Level: ptr("error")}, 4},
+		{"start inclusive", domain.LogFilter{Start: ptr[int64](150)}, 7},
+		{"end inclusive", domain.LogFilter{End: ptr[int64](150)}, 6},
+		{"start equals end", domain.LogFilter{Start: ptr[int64](150), End: ptr[int64](150)}, 1},
+		{"range between entries", domain.LogFilter{Start: ptr[int64](151), End: ptr[int64](159)}, 0},
+		{"user and level", domain.LogFilter{UserID: ptr("alice"), Level: ptr("info")}, 2},
+		{"all filters", domain.LogFilter{UserID: ptr("alice"), Level: ptr("debug"), Start: ptr[int64](120), End: ptr[int64](200)}, 2},
+		{"unknown user", domain.LogFilter{UserID: ptr("carol")}, 0},
+		{"level is case-sensitive", domain.LogFilter{Level: ptr("ERROR")}, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.f.ProjectID = p.ID
+			want := match(c.f)
+			if len(want) != c.want {
+				t.Fatalf("test data gives %d matches, the case expects %d", len(want), c.want)
+			}
+			got, _ := page(t, s, domain.LogQuery{LogFilter: c.f})
+			if !slices.Equal(ids(got), want) {
+				t.Fatalf("got %v, want %v", ids(got), want)
+			}
+			n, err := countThenKeep(t, s, c.f)
+			if err != nil || n != int64(len(want)) {
+				t.Fatalf("DeleteLogs in a rolled-back copy = %d, %v; want %d", n, err, len(want))
+			}
+		})
+	}
+}
+
+// countThenKeep checks what DeleteLogs would delete by deleting in a throwaway copy of the data:
+// it deletes, re-inserts what it deleted, and reports the count.
+func countThenKeep(t *testing.T, s domain.Store, f domain.LogFilter) (int64, error) {
+	t.Helper()
+	before, _ := page(t, s, domain.LogQuery{LogFilter: f})
+	n, err := s.DeleteLogs(ctx(t), f)
+	if err != nil {
+		return n, err
+	}
+	if left, _ := page(t, s, domain.LogQuery{LogFilter: f}); len(left) != 0 {
+		t.Fatalf("after DeleteLogs %d matching entries remain", len(left))
+	}
+	if len(before) > 0 {
+		mustInsert(t, s, before...)
+	}
+	return n, nil
+}
+
+func testOrdering(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	// Same time for a whole batch: the ids (made in order) keep the order sent.
+	var batch []domain.LogEntry
+	for i := range 5 {
+		batch = append(batch, entry(p, 500, fmt.Sprint(i)))
+	}
+	early, late := entry(p, 100, "early"), entry(p, 900, "late")
+	batch = append([]domain.LogEntry{late}, append(batch, early)...)
+	mustInsert(t, s, batch...)
+
+	asc, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}})
+	want := append([]string{early.ID}, ids(batch[1:6])...)
+	want = append(want, late.ID)
+	if !slices.Equal(ids(asc), want) {
+		t.Fatalf("ascending = %v, want %v", ids(asc), want)
+	}
+	desc, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}, Desc: true})
+	slices.Reverse(want)
+	if !slices.Equal(ids(desc), want) {
+		t.Fatalf("descending = %v, want %v", ids(desc), want)
+	}
+}
+
+// walk lists every page of f with the given page size and returns the concatenation.
+func walk(t *testing.T, s domain.Store, f domain.LogFilter, desc bool, limit int) ([]domain.LogEntry, int) {
+	t.Helper()
+	var all []domain.LogEntry
+	var after *domain.Cursor
+	pages := 0
+	for {
+		got, next := page(t, s, domain.LogQuery{LogFilter: f, Desc: desc, Limit: limit, After: after})
+		pages++
+		if len(got) > limit {
+			t.Fatalf("page of %d entries with limit %d", len(got), limit)
+		}
+		if next != nil && len(got) != limit {
+			t.Fatalf("a page with a next cursor holds %d entries, want %d", len(got), limit)
+		}
+		if next != nil && (next.ID != got[len(got)-1].ID || next.Time != got[len(got)-1].Time || next.Desc != desc) {
+			t.Fatalf("next cursor %+v is not the page's last entry", next)
+		}
+		all = append(all, got...)
+		if next == nil {
+			return all, pages
+		}
+		if pages > 1000 {
+			t.Fatal("paging does not end")
+		}
+		after = next
+	}
+}
+
+func testPaging(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	var batch []domain.LogEntry
+	for i := range 53 {
+		batch = append(batch, entry(p, int64(i/4), "info")) // runs of equal times cross page edges
+	}
+	mustInsert(t, s, batch...)
+	for _, desc := range []bool{false, true} {
+		for _, limit := range []int{1, 7, 52, 53, 54} {
+			t.Run(fmt.Sprintf("desc=%v/limit=%d", desc, limit), func(t *testing.T) {
+				got, pages := walk(t, s, domain.LogFilter{ProjectID: p.ID}, desc, limit)
+				want := ids(batch)
+				if desc {
+					slices.Reverse(want)
+				}
+				if !slices.Equal(ids(got), want) {
+					t.Fatalf("pages concatenated = %v, want %v", ids(got), want)
+				}
+				if wantPages := (53 + limit - 1) / limit; pages != wantPages && !(53%limit == 0 && pages == wantPages) {
+					t.Fatalf("%d pages, want %d", pages, wantPages)
+				}
+			})
+		}
+	}
+	// Filters hold across pages.
+	got, _ := walk(t, s, domain.LogFilter{ProjectID: p.ID, Start: ptr[int64](3), End: ptr[int64](8)}, false, 5)
+	if len(got) != 24 {
+		t.Fatalf("filtered walk = %d entries, want 24", len(got))
+	}
+}
+
+func testPagingUnderInserts(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	var batch []domain.LogEntry
+	for i := range 20 {
+		batch = append(batch, entry(p, int64(100+i), "info"))
+	}
+	mustInsert(t, s, batch...)
+	first, next := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}, Limit: 10})
+	if next == nil {
+		t.Fatal("no next cursor after a partial page")
+	}
+	// Entries before the cursor must not shift the next page; entries after it must appear.
+	mustInsert(t, s, entry(p, 50, "before"), entry(p, 1000, "after"))
+	rest, _ := walk(t, s, domain.LogFilter{ProjectID: p.ID}, false, 10)
+	rest = slices.DeleteFunc(rest, func(e domain.LogEntry) bool { return e.Time <= next.Time })
+	want := append(ids(batch[10:]), "")
+	got := append(ids(rest), "")
+	if len(got) != len(want)+1 || !slices.Equal(got[:len(want)-1], want[:len(want)-1]) || rest[len(rest)-1].Level != "after" {
+		t.Fatalf("after the cursor: %v, want %v then the late entry", ids(rest), ids(batch[10:]))
+	}
+	if len(first) != 10 {
+		t.Fatalf("first page = %d entries, want 10", len(first))
+	}
+	second, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}, Limit: 10, After: next})
+	if !slices.Equal(ids(second), ids(batch[10:])) {
+		t.Fatalf("second page = %v, want %v", ids(second), ids(batch[10:]))
+	}
+}
+
+func testStopEarly(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	for i := range 5 {
+		mustInsert(t, s, entry(p, int64(i), "info"))
+	}
+	// A consumer that stops ranging early must release the store's resources: do it many times
+	// more than any pool holds connections, then use the store again.
+	for range 50 {
+		err := s.ListLogs(ctx(t), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}, Limit: 5}, func(pg domain.Page) error {
+			for range pg.Entries {
+				break
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ListLogs: %v", err)
+		}
+	}
+	sentinel := fmt.Errorf("consumer failed")
+	err := s.ListLogs(ctx(t), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}, Limit: 5}, func(domain.Page) error { return sentinel })
+	if !isError(err, sentinel) {
+		t.Fatalf("ListLogs returned %v, want the consumer's error", err)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 5 {
+		t.Fatalf("after early stops: %d entries, want 5", len(got))
+	}
+}
+
+func testDeleteLogs(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	other := mustProject(t, s, "other", base)
+	mustInsert(t, s, entry(p, 1, "info"), entry(p, 2, "error"), entry(p, 3, "error"), entry(other, 2, "error"))
+	n, err := s.DeleteLogs(ctx(t), domain.LogFilter{ProjectID: p.ID, Level: ptr("error"), Start: ptr[int64](3)})
+	if err != nil || n != 1 {
+		t.Fatalf("DeleteLogs = %d, %v; want 1", n, err)
+	}
+	n, err = s.DeleteLogs(ctx(t), domain.LogFilter{ProjectID: p.ID})
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteLogs(project) = %d, %v; want 2", n, err)
+	}
+	n, err = s.DeleteLogs(ctx(t), domain.LogFilter{ProjectID: p.ID})
+	if err != nil || n != 0 {
+		t.Fatalf("DeleteLogs on nothing = %d, %v; want 0", n, err)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: other.ID}}); len(got) != 1 {
+		t.Fatalf("other project's logs = %d, want 1 (deletes stay inside their project)", len(got))
+	}
+}
+
+func testLiteralMatching(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "'; DROP TABLE projects; --", base)
+	nasty := []string{"%", "_", "a%", "a_c", "abc", "'", `"`, `\`, "' OR '1'='1", "../../etc/passwd", "..\\..\\win.ini", "%00", "line\nbreak"}
+	var batch []domain.LogEntry
+	for i, v := range nasty {
+		e := entry(p, int64(i), v)
+		e.UserID, e.Subject, e.Message = ptr(v), ptr(v), v
+		batch = append(batch, e)
+	}
+	mustInsert(t, s, batch...)
+	for i, v := range nasty {
+		got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID, UserID: ptr(v)}})
+		if len(got) != 1 || got[0].ID != batch[i].ID || got[0].Message != v {
+			t.Errorf("user_id %q matched %d entries, want exactly its own", v, len(got))
+		}
+		got, _ = page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID, Level: ptr(v)}})
+		if len(got) != 1 || got[0].ID != batch[i].ID {
+			t.Errorf("level %q matched %d entries, want exactly its own", v, len(got))
+		}
+	}
+	if got, err := s.ProjectByID(ctx(t), p.ID); err != nil || got.Name != p.Name {
+		t.Fatalf("project with a hostile name = %+v, %v", got, err)
+	}
+}

@@ -1,0 +1,111 @@
+package domain
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Kind classifies an error by what a caller can do about it. Transports map each kind to their own
+// vocabulary (an HTTP status, a Twirp code) in one place.
+type Kind uint8
+
+// The kinds of error the domain and its stores report.
+const (
+	// KindInternal is a fault of the service itself; its details are for logs only.
+	KindInternal Kind = iota
+	// KindInvalid is input that breaks a rule; Fields say which.
+	KindInvalid
+	// KindNotFound is an id that names nothing, malformed ids included.
+	KindNotFound
+	// KindUnknownProject is a write that names a project that does not exist.
+	KindUnknownProject
+	// KindTooLarge is input over a configured size limit.
+	KindTooLarge
+	// KindUnavailable is a store that cannot be reached right now; retrying later may work.
+	KindUnavailable
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindInvalid:
+		return "invalid"
+	case KindNotFound:
+		return "not found"
+	case KindUnknownProject:
+		return "unknown project"
+	case KindTooLarge:
+		return "too large"
+	case KindUnavailable:
+		return "unavailable"
+	default:
+		return "internal"
+	}
+}
+
+// FieldError names one offending piece of input: a body field by its JSON-pointer path (Path, e.g.
+// ["2", "level"]) or a request parameter by name (Param).
+type FieldError struct {
+	Path   []string
+	Param  string
+	Detail string
+}
+
+// Error is the one error type the domain returns. Msg is safe to show a client; Err, the cause, is
+// for logs only.
+type Error struct {
+	Kind   Kind
+	Msg    string
+	Fields []FieldError
+	Err    error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Msg)
+	for i, f := range e.Fields {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		if f.Param != "" {
+			b.WriteString(f.Param)
+		} else {
+			b.WriteString("/" + strings.Join(f.Path, "/"))
+		}
+		b.WriteString(" ")
+		b.WriteString(f.Detail)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// KindOf reports the Kind of the first *Error in err's chain, or KindInternal if there is none.
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return KindInternal
+}
+
+// Errorf returns an *Error of kind k with a client-safe message.
+func Errorf(k Kind, format string, args ...any) *Error {
+	return &Error{Kind: k, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Unavailable wraps a store's connection failure as KindUnavailable.
+func Unavailable(err error) *Error {
+	return &Error{Kind: KindUnavailable, Msg: "the store is unavailable", Err: err}
+}
+
+// ParamError is a KindInvalid error about one request parameter.
+func ParamError(param, detail string) *Error {
+	return &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: []FieldError{{Param: param, Detail: detail}}}
+}

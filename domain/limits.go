@@ -1,0 +1,38 @@
+package domain
+
+// Limits are the domain's size rules. They are configuration, not constants: the composition root
+// may change any of them. DefaultLimits gives the values the API contract documents.
+type Limits struct {
+	// MaxBatchEntries is the most entries one write may carry (KindTooLarge beyond).
+	MaxBatchEntries int
+	// MaxMessageBytes is the longest message in bytes of UTF-8.
+	MaxMessageBytes int
+	// MaxNameChars is the longest project name in characters.
+	MaxNameChars int
+	// MaxLevelChars is the longest level in characters.
+	MaxLevelChars int
+	// MaxSubjectChars and MaxUserIDChars bound the optional string fields of an entry.
+	MaxSubjectChars int
+	MaxUserIDChars  int
+	// DefaultPageSize is the page size of a listing that names none; MaxPageSize the largest allowed.
+	DefaultPageSize int
+	MaxPageSize     int
+	// MaxFieldErrors caps how many offending fields one error lists, so a bad 10,000-entry batch
+	// does not answer with a 10,000-member error list.
+	MaxFieldErrors int
+}
+
+// DefaultLimits returns the limits the API contract documents.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBatchEntries: 10_000,
+		MaxMessageBytes: 64 << 10,
+		MaxNameChars:    256,
+		MaxLevelChars:   32,
+		MaxSubjectChars: 1024,
+		MaxUserIDChars:  1024,
+		DefaultPageSize: 1000,
+		MaxPageSize:     10_000,
+		MaxFieldErrors:  100,
+	}
+}

@@ -1,0 +1,168 @@
+package domain
+
+import (
+	"iter"
+	"strconv"
+	"unicode/utf8"
+)
+
+// DefaultLevel is the level of an entry sent without one.
+const DefaultLevel = "info"
+
+// LogEntry is a stored log entry. Subject and UserID are nil when the client did not send them.
+type LogEntry struct {
+	ID        string
+	ProjectID string
+	// Time is Unix time in milliseconds.
+	Time    int64
+	Level   string
+	Message string
+	Subject *string
+	UserID  *string
+}
+
+// LogInput is one entry as a client sends it; nil means "not sent".
+type LogInput struct {
+	ProjectID string
+	Message   *string
+	Level     *string
+	Time      *int64
+	Subject   *string
+	UserID    *string
+}
+
+// LogFilter selects a project's entries; every non-nil field must match (AND). Start and End are
+// inclusive bounds on Time.
+type LogFilter struct {
+	ProjectID string
+	UserID    *string
+	Level     *string
+	Start     *int64
+	End       *int64
+}
+
+// LogQuery is one page of a listing: the filter, the order, the page size and where to start.
+type LogQuery struct {
+	LogFilter
+	Desc  bool
+	Limit int
+	// After, when not nil, starts the page right after that position (exclusive).
+	After *Cursor
+}
+
+// Page is one page of a listing as a store streams it. Next, when not nil, is the position after
+// which the following page starts; it is known before the first entry is read so that a transport
+// can announce it ahead of the body. Entries yields the page's entries in order and may be ranged
+// over once, only inside the callback that received the Page.
+type Page struct {
+	Next    *Cursor
+	Entries iter.Seq2[LogEntry, error]
+}
+
+// PageFunc consumes one page. Its error is returned by ListLogs unchanged.
+type PageFunc func(Page) error
+
+func (f LogFilter) validate() error {
+	if f.Start != nil && f.End != nil && *f.Start > *f.End {
+		return ParamError("start_time", "must not be after end_time")
+	}
+	return nil
+}
+
+// fieldErrors collects per-field problems up to a cap, counting the rest.
+type fieldErrors struct {
+	max     int
+	list    []FieldError
+	dropped int
+}
+
+func (fe *fieldErrors) add(index int, field, detail string) {
+	if len(fe.list) >= fe.max {
+		fe.dropped++
+		return
+	}
+	fe.list = append(fe.list, FieldError{Path: []string{strconv.Itoa(index), field}, Detail: detail})
+}
+
+func (fe *fieldErrors) err(kind Kind, msg string) error {
+	if len(fe.list) == 0 {
+		return nil
+	}
+	if fe.dropped > 0 {
+		msg += " (" + strconv.Itoa(fe.dropped) + " more problems not listed)"
+	}
+	return &Error{Kind: kind, Msg: msg, Fields: fe.list}
+}
+
+// checkChars reports a problem with an optional string field bounded to [min, max] characters.
+func checkChars(s string, min, max int) string {
+	if !utf8.ValidString(s) {
+		return "must be valid UTF-8"
+	}
+	n := utf8.RuneCountInString(s)
+	if n < min {
+		return "must not be empty"
+	}
+	if n > max {
+		return "must be at most " + strconv.Itoa(max) + " characters"
+	}
+	return ""
+}
+
+// buildEntries validates a batch and turns it into entries with ids, default levels and times.
+// It checks every entry so that one answer names every problem (up to MaxFieldErrors).
+func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
+	l := s.limits
+	if len(in) == 0 {
+		return nil, &Error{Kind: KindInvalid, Msg: "a batch holds at least one entry", Fields: []FieldError{{Path: []string{}, Detail: "must not be empty"}}}
+	}
+	if len(in) > l.MaxBatchEntries {
+		return nil, Errorf(KindTooLarge, "a batch holds at most %d entries, this one has %d", l.MaxBatchEntries, len(in))
+	}
+	now := s.now().UnixMilli()
+	out := make([]LogEntry, len(in))
+	bad := fieldErrors{max: l.MaxFieldErrors}
+	for i, e := range in {
+		if e.ProjectID == "" {
+			bad.add(i, "project_id", "is required")
+		}
+		switch {
+		case e.Message == nil:
+			bad.add(i, "message", "is required")
+		case len(*e.Message) > l.MaxMessageBytes:
+			bad.add(i, "message", "must be at most "+strconv.Itoa(l.MaxMessageBytes)+" bytes")
+		case !utf8.ValidString(*e.Message):
+			bad.add(i, "message", "must be valid UTF-8")
+		}
+		level := DefaultLevel
+		if e.Level != nil {
+			level = *e.Level
+			if d := checkChars(level, 1, l.MaxLevelChars); d != "" {
+				bad.add(i, "level", d)
+			}
+		}
+		if e.Subject != nil {
+			if d := checkChars(*e.Subject, 0, l.MaxSubjectChars); d != "" {
+				bad.add(i, "subject", d)
+			}
+		}
+		if e.UserID != nil {
+			if d := checkChars(*e.UserID, 0, l.MaxUserIDChars); d != "" {
+				bad.add(i, "user_id", d)
+			}
+		}
+		t := now
+		if e.Time != nil {
+			t = *e.Time
+		}
+		var msg string
+		if e.Message != nil {
+			msg = *e.Message
+		}
+		out[i] = LogEntry{ID: s.newID(), ProjectID: e.ProjectID, Time: t, Level: level, Message: msg, Subject: e.Subject, UserID: e.UserID}
+	}
+	if err := bad.err(KindInvalid, "invalid log entries"); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,36 @@
+package domain
+
+import "context"
+
+// ProjectStore persists projects.
+type ProjectStore interface {
+	// CreateProject stores a new project.
+	CreateProject(ctx context.Context, p Project) error
+	// ProjectByID returns the project; KindNotFound if there is none.
+	ProjectByID(ctx context.Context, id string) (Project, error)
+	// ListProjects returns every project ordered by CreatedAt, then ID.
+	ListProjects(ctx context.Context) ([]Project, error)
+	// UpdateProject replaces the name and UpdatedAt of an existing project; KindNotFound if absent.
+	UpdateProject(ctx context.Context, p Project) error
+	// DeleteProject removes the project and all its log entries; KindNotFound if absent.
+	DeleteProject(ctx context.Context, id string) error
+}
+
+// LogStore persists log entries.
+type LogStore interface {
+	// InsertLogs stores every entry or none. If any entry names a project that does not exist it
+	// stores nothing and returns KindUnknownProject with one FieldError per such entry.
+	InsertLogs(ctx context.Context, entries []LogEntry) error
+	// ListLogs streams one page of entries matching q, ordered by (Time, ID) ascending or, with
+	// q.Desc, descending, starting after q.After. It calls fn once with the page; the page's
+	// entries are read from the store while fn ranges over them, in one consistent snapshot.
+	ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error
+	// DeleteLogs removes the entries matching f and returns how many it removed.
+	DeleteLogs(ctx context.Context, f LogFilter) (int64, error)
+}
+
+// Store is everything the service needs from storage.
+type Store interface {
+	ProjectStore
+	LogStore
+}

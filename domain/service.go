@@ -1,0 +1,232 @@
+// Package domain holds the service's entities, rules, errors and ports, and the use cases that tie
+// them together. It knows nothing of HTTP, Twirp, SQL or generated code: adapters call a *Service
+// and implement its ports.
+package domain
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Options configure a Service. Zero fields take defaults: DefaultLimits, the wall clock, UUIDv7
+// ids and a randomly seeded source.
+type Options struct {
+	Limits Limits
+	Now    func() time.Time
+	NewID  func() string
+	Rand   Random
+}
+
+// Service carries out the use cases of projects, logs and hats.
+type Service struct {
+	store  Store
+	limits Limits
+	now    func() time.Time
+	newID  func() string
+	rand   Random
+}
+
+// NewService returns a Service over store.
+func NewService(store Store, opts Options) *Service {
+	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand}
+	if s.limits == (Limits{}) {
+		s.limits = DefaultLimits()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.newID == nil {
+		s.newID = NewUUIDv7
+	}
+	if s.rand == nil {
+		s.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return s
+}
+
+// Limits returns the limits the service enforces.
+func (s *Service) Limits() Limits { return s.limits }
+
+// NewUUIDv7 returns a new time-ordered UUIDv7 as lowercase text. Ids made in one process increase
+// strictly, so entries of one batch keep the order they were sent in.
+func NewUUIDv7() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// validID reports whether id has the form of the ids this service issues. An id of any other
+// form cannot name anything, so lookups answer KindNotFound without asking the store.
+func validID(id string) bool {
+	if len(id) != 36 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func projectNotFound(id string) error {
+	return Errorf(KindNotFound, "no project with id %q", id)
+}
+
+// CreateProject creates a project named in.Name.
+func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (Project, error) {
+	if err := s.limits.validateProject(in); err != nil {
+		return Project{}, err
+	}
+	now := storeTime(s.now())
+	p := Project{ID: s.newID(), Name: in.Name, CreatedAt: now, UpdatedAt: now}
+	if err := s.store.CreateProject(ctx, p); err != nil {
+		return Project{}, fmt.Errorf("create project: %w", err)
+	}
+	return p, nil
+}
+
+// Project returns the project with the given id; KindNotFound if there is none.
+func (s *Service) Project(ctx context.Context, id string) (Project, error) {
+	if !validID(id) {
+		return Project{}, projectNotFound(id)
+	}
+	p, err := s.store.ProjectByID(ctx, id)
+	if KindOf(err) == KindNotFound {
+		return Project{}, projectNotFound(id)
+	}
+	if err != nil {
+		return Project{}, fmt.Errorf("get project: %w", err)
+	}
+	return p, nil
+}
+
+// Projects returns every project, oldest first.
+func (s *Service) Projects(ctx context.Context) ([]Project, error) {
+	ps, err := s.store.ListProjects(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list projects: %w", err)
+	}
+	return ps, nil
+}
+
+// UpdateProject renames a project. UpdatedAt always advances, even within one clock tick.
+func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput) (Project, error) {
+	if err := s.limits.validateProject(in); err != nil {
+		return Project{}, err
+	}
+	p, err := s.Project(ctx, id)
+	if err != nil {
+		return Project{}, err
+	}
+	now := storeTime(s.now())
+	if !now.After(p.UpdatedAt) {
+		now = p.UpdatedAt.Add(time.Microsecond)
+	}
+	p.Name, p.UpdatedAt = in.Name, now
+	err = s.store.UpdateProject(ctx, p)
+	if KindOf(err) == KindNotFound {
+		return Project{}, projectNotFound(id)
+	}
+	if err != nil {
+		return Project{}, fmt.Errorf("update project: %w", err)
+	}
+	return p, nil
+}
+
+// DeleteProject deletes a project and all its log entries; KindNotFound if there is none.
+func (s *Service) DeleteProject(ctx context.Context, id string) error {
+	if !validID(id) {
+		return projectNotFound(id)
+	}
+	err := s.store.DeleteProject(ctx, id)
+	if KindOf(err) == KindNotFound {
+		return projectNotFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("delete project: %w", err)
+	}
+	return nil
+}
+
+// CreateLogs validates a batch and stores all of it or nothing. It returns how many entries it
+// stored. Bad entries are KindInvalid, a batch over the limit KindTooLarge, entries naming a
+// project that does not exist KindUnknownProject; each lists the offending entries.
+func (s *Service) CreateLogs(ctx context.Context, in []LogInput) (int, error) {
+	entries, err := s.buildEntries(in)
+	if err != nil {
+		return 0, err
+	}
+	// An id of a form this service never issues cannot name a project: answer without the store.
+	unknown := fieldErrors{max: s.limits.MaxFieldErrors}
+	for i, e := range entries {
+		if !validID(e.ProjectID) {
+			unknown.add(i, "project_id", "no project with this id")
+		}
+	}
+	if err := unknown.err(KindUnknownProject, "unknown project"); err != nil {
+		return 0, err
+	}
+	if err := s.store.InsertLogs(ctx, entries); err != nil {
+		return 0, fmt.Errorf("insert logs: %w", err)
+	}
+	return len(entries), nil
+}
+
+// pageQuery checks a listing's parameters and fills in defaults.
+func (s *Service) pageQuery(q LogQuery) (LogQuery, error) {
+	if err := q.LogFilter.validate(); err != nil {
+		return q, err
+	}
+	switch {
+	case q.Limit == 0:
+		q.Limit = s.limits.DefaultPageSize
+	case q.Limit < 0 || q.Limit > s.limits.MaxPageSize:
+		return q, ParamError("limit", fmt.Sprintf("must be between 1 and %d", s.limits.MaxPageSize))
+	}
+	if q.After != nil && q.After.Desc != q.Desc {
+		return q, ParamError("cursor", "belongs to a listing in the other order")
+	}
+	return q, nil
+}
+
+// ListLogs streams one page of the project's entries matching q to fn (see LogStore.ListLogs).
+// A zero q.Limit means DefaultPageSize. The project must exist (KindNotFound otherwise).
+func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
+	q, err := s.pageQuery(q)
+	if err != nil {
+		return err
+	}
+	if _, err := s.Project(ctx, q.ProjectID); err != nil {
+		return err
+	}
+	if err := s.store.ListLogs(ctx, q, fn); err != nil {
+		return fmt.Errorf("list logs: %w", err)
+	}
+	return nil
+}
+
+// DeleteLogs deletes the project's entries matching f and returns how many it deleted. The project
+// must exist (KindNotFound otherwise).
+func (s *Service) DeleteLogs(ctx context.Context, f LogFilter) (int64, error) {
+	if err := f.validate(); err != nil {
+		return 0, err
+	}
+	if _, err := s.Project(ctx, f.ProjectID); err != nil {
+		return 0, err
+	}
+	n, err := s.store.DeleteLogs(ctx, f)
+	if err != nil {
+		return 0, fmt.Errorf("delete logs: %w", err)
+	}
+	return n, nil
+}
