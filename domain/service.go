@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
-
-	"github.com/google/uuid"
 )
 
-// Options configure a Service. Zero fields take defaults: DefaultLimits, the wall clock, UUIDv7
-// ids and a randomly seeded source.
+// Options configure a Service. Zero fields take defaults (DefaultLimits, the wall clock, a randomly
+// seeded source) except NewID, which the composition root supplies: ids must be UUIDv7 text in
+// lowercase, strictly increasing within a process (the listing order relies on it), and their
+// generator is a library the domain does not import.
 type Options struct {
 	Limits Limits
 	Now    func() time.Time
@@ -40,7 +40,7 @@ func NewService(store Store, opts Options) *Service {
 		s.now = time.Now
 	}
 	if s.newID == nil {
-		s.newID = NewUUIDv7
+		s.newID = func() string { return "" } // caught by checkID before anything is stored
 	}
 	if s.rand == nil {
 		s.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
@@ -51,11 +51,8 @@ func NewService(store Store, opts Options) *Service {
 // Limits returns the limits the service enforces.
 func (s *Service) Limits() Limits { return s.limits }
 
-// NewUUIDv7 returns a new time-ordered UUIDv7 as lowercase text. Ids made in one process increase
-// strictly, so entries of one batch keep the order they were sent in.
-func NewUUIDv7() string {
-	return uuid.Must(uuid.NewV7()).String()
-}
+// ValidID reports whether id has the form of the ids this service issues (lowercase UUID text).
+func ValidID(id string) bool { return validID(id) }
 
 // validID reports whether id has the form of the ids this service issues. An id of any other
 // form cannot name anything, so lookups answer KindNotFound without asking the store.
@@ -78,6 +75,9 @@ func validID(id string) bool {
 	return true
 }
 
+// errNoIDs is what a Service built without a working Options.NewID answers instead of storing.
+var errNoIDs = &Error{Kind: KindInternal, Msg: "the service has no id generator"}
+
 func projectNotFound(id string) error {
 	return Errorf(KindNotFound, "no project with id %q", id)
 }
@@ -89,6 +89,9 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (Project, 
 	}
 	now := storeTime(s.now())
 	p := Project{ID: s.newID(), Name: in.Name, CreatedAt: now, UpdatedAt: now}
+	if !validID(p.ID) {
+		return Project{}, errNoIDs
+	}
 	if err := s.store.CreateProject(ctx, p); err != nil {
 		return Project{}, fmt.Errorf("create project: %w", err)
 	}
@@ -165,6 +168,9 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput) (int, error) {
 	entries, err := s.buildEntries(in)
 	if err != nil {
 		return 0, err
+	}
+	if !validID(entries[0].ID) {
+		return 0, errNoIDs
 	}
 	// An id of a form this service never issues cannot name a project: answer without the store.
 	unknown := fieldErrors{max: s.limits.MaxFieldErrors}

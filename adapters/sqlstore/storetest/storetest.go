@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"example.com/obsvc/domain"
 )
 
@@ -36,13 +38,16 @@ func Run(t *testing.T, open Open) {
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 
+// newID makes ids as the service does: UUIDv7, increasing within the process.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
 func ctx(t *testing.T) context.Context { return t.Context() }
 
 func ptr[T any](v T) *T { return &v }
 
 func mustProject(t *testing.T, s domain.Store, name string, created time.Time) domain.Project {
 	t.Helper()
-	p := domain.Project{ID: domain.NewUUIDv7(), Name: name, CreatedAt: created, UpdatedAt: created}
+	p := domain.Project{ID: newID(), Name: name, CreatedAt: created, UpdatedAt: created}
 	if err := s.CreateProject(ctx(t), p); err != nil {
 		t.Fatalf("CreateProject: %v", err)
 	}
@@ -51,7 +56,7 @@ func mustProject(t *testing.T, s domain.Store, name string, created time.Time) d
 
 // entry makes an entry of project p at time ms; ids are UUIDv7 so they increase in creation order.
 func entry(p domain.Project, ms int64, level string) domain.LogEntry {
-	return domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: ms, Level: level, Message: fmt.Sprintf("at %d", ms)}
+	return domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: ms, Level: level, Message: fmt.Sprintf("at %d", ms)}
 }
 
 func mustInsert(t *testing.T, s domain.Store, entries ...domain.LogEntry) {
@@ -116,7 +121,7 @@ func testCreateAndGetProject(t *testing.T, s domain.Store) {
 }
 
 func testProjectNotFound(t *testing.T, s domain.Store) {
-	id := domain.NewUUIDv7()
+	id := newID()
 	_, err := s.ProjectByID(ctx(t), id)
 	wantKind(t, err, domain.KindNotFound)
 	wantKind(t, s.UpdateProject(ctx(t), domain.Project{ID: id, Name: "x", CreatedAt: base, UpdatedAt: base}), domain.KindNotFound)
@@ -181,9 +186,9 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 
 func testInsertRoundTrip(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
-	full := domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: -5, Level: "error", Message: "multi\nline \"quoted\" ünïcode \x00 nul", Subject: ptr("checkout"), UserID: ptr("u-1")}
-	bare := domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: 1 << 50, Level: "info", Message: ""}
-	empty := domain.LogEntry{ID: domain.NewUUIDv7(), ProjectID: p.ID, Time: 0, Level: "x", Message: "m", Subject: ptr(""), UserID: ptr("")}
+	full := domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: -5, Level: "error", Message: "multi\nline \"quoted\" ünïcode \x00 nul", Subject: ptr("checkout"), UserID: ptr("u-1")}
+	bare := domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: 1 << 50, Level: "info", Message: ""}
+	empty := domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: 0, Level: "x", Message: "m", Subject: ptr(""), UserID: ptr("")}
 	mustInsert(t, s, full, bare, empty)
 	got, next := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}})
 	if next != nil {
@@ -218,7 +223,7 @@ func show(e domain.LogEntry) string {
 
 func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
-	missing := domain.Project{ID: domain.NewUUIDv7()}
+	missing := domain.Project{ID: newID()}
 	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
 	err := s.InsertLogs(ctx(t), batch)
 	wantKind(t, err, domain.KindUnknownProject)

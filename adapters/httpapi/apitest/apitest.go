@@ -1,0 +1,152 @@
+// Package apitest checks HTTP traffic against openapi.yaml in tests: every response a test
+// receives through Transport must be one the contract allows, status, headers and body, error
+// responses included. It is a normal package so that tests of several packages share it.
+package apitest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"example.com/obsvc/api/rest"
+)
+
+// Checker validates responses against the embedded spec.
+type Checker struct {
+	router routers.Router
+}
+
+// NewChecker loads the spec the server was generated from.
+func NewChecker() (*Checker, error) {
+	doc, err := rest.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load spec: %w", err)
+	}
+	doc.Servers = openapi3.Servers{{URL: "/"}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("build router: %w", err)
+	}
+	return &Checker{router: router}, nil
+}
+
+// Check validates one exchange. body is the response body, already read. Requests to paths
+// outside the spec (Twirp, unknown routes) must be answered, if at all with an error, as
+// application/problem+json; Twirp paths are not checked here.
+func (c *Checker) Check(req *http.Request, resp *http.Response, body []byte) error {
+	if strings.HasPrefix(req.URL.Path, "/twirp/") {
+		return nil
+	}
+	route, params, err := c.router.FindRoute(req)
+	if err != nil {
+		if resp.StatusCode < 400 {
+			return fmt.Errorf("%s %s is not in the spec but answered %d", req.Method, req.URL.Path, resp.StatusCode)
+		}
+		return checkProblem(resp, body)
+	}
+	in := &openapi3filter.RequestValidationInput{
+		Request:    req,
+		PathParams: params,
+		Route:      route,
+		Options: &openapi3filter.Options{
+			IncludeResponseStatus: true,
+			MultiError:            true,
+			AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
+		},
+	}
+	err = openapi3filter.ValidateResponse(req.Context(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Body:                   io.NopCloser(bytes.NewReader(body)),
+		Options:                in.Options,
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s answered %d against the spec: %w\nbody: %.500s", req.Method, req.URL, resp.StatusCode, err, body)
+	}
+	if resp.StatusCode >= 400 {
+		return checkProblem(resp, body)
+	}
+	return nil
+}
+
+// checkProblem asserts an RFC 9457 body whose status member equals the HTTP status.
+func checkProblem(resp *http.Response, body []byte) error {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != "application/problem+json" {
+		return fmt.Errorf("error %d has Content-Type %q, want application/problem+json; body %.300s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	var p rest.Problem
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf("error %d body is not a problem document: %w", resp.StatusCode, err)
+	}
+	if int(p.Status) != resp.StatusCode || p.Type == "" || p.Title == "" || p.Detail == "" {
+		return fmt.Errorf("problem document %+v does not match status %d or misses members", p, resp.StatusCode)
+	}
+	return nil
+}
+
+// Transport is an http.RoundTripper that validates every response with a Checker and reports a
+// mismatch as a test failure. It buffers each response body to check it, then hands it on.
+type Transport struct {
+	T       testing.TB
+	Base    http.RoundTripper
+	Checker *Checker
+
+	mu      sync.Mutex
+	checked int
+}
+
+// NewTransport returns a validating transport over base (http.DefaultTransport if nil).
+func NewTransport(t testing.TB, base http.RoundTripper) *Transport {
+	t.Helper()
+	c, err := NewChecker()
+	if err != nil {
+		t.Fatalf("apitest: %v", err)
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &Transport{T: t, Base: base, Checker: c}
+}
+
+// RoundTrip implements http.RoundTripper.
+func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// The request body is consumed by the base transport; keep the request for routing only.
+	resp, err := tr.Base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("apitest: read body: %w", err)
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err := tr.Checker.Check(req, resp, body); err != nil {
+		tr.T.Errorf("apitest: response breaks the contract: %v", err)
+	}
+	tr.mu.Lock()
+	tr.checked++
+	tr.mu.Unlock()
+	return resp, nil
+}
+
+// Checked reports how many responses the transport validated.
+func (tr *Transport) Checked() int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.checked
+}

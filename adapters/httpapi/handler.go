@@ -1,0 +1,120 @@
+// Package httpapi is the REST adapter: it serves the generated strict server interface by calling
+// the domain, validates requests against openapi.yaml, and answers every error as
+// application/problem+json (RFC 9457) from one place.
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
+)
+
+// Options configure the REST handler.
+type Options struct {
+	// MaxBodyBytes bounds a request body (413 beyond).
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// DefaultMaxBodyBytes is the documented body limit, 10 MiB.
+const DefaultMaxBodyBytes = 10 << 20
+
+// NewHandler returns the REST API as an http.Handler: validation from the spec in front of the
+// generated routes, which call svc.
+func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	problems := problemWriter{log: opts.Logger}
+	v, err := newValidator(opts.MaxBodyBytes, problems)
+	if err != nil {
+		return nil, err
+	}
+	strict := rest.NewStrictHandlerWithOptions(&server{svc: svc, log: opts.Logger},
+		[]rest.StrictMiddlewareFunc{withRequestURL},
+		rest.StrictHTTPServerOptions{
+			RequestErrorHandlerFunc:  problems.bodyError,
+			ResponseErrorHandlerFunc: problems.write,
+		})
+	mux := http.NewServeMux()
+	rest.HandlerWithOptions(strict, rest.StdHTTPServerOptions{
+		BaseRouter:       mux,
+		ErrorHandlerFunc: problems.paramError,
+	})
+	return v.middleware(problemFallback(mux)), nil
+}
+
+// bodyError answers a body the generated decoder could not read.
+func (p problemWriter) bodyError(w http.ResponseWriter, r *http.Request, err error) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		p.write(w, r, tooLarge(mbe.Limit))
+		return
+	}
+	p.write(w, r, &domain.Error{Kind: domain.KindInvalid, Msg: "the body is not valid JSON for this operation",
+		Fields: []domain.FieldError{{Path: []string{}, Detail: err.Error()}}, Err: err})
+}
+
+// paramError answers a parameter the generated code could not bind.
+func (p problemWriter) paramError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		invalid  *rest.InvalidParamFormatError
+		required *rest.RequiredParamError
+		many     *rest.TooManyValuesForParamError
+		param    string
+	)
+	switch {
+	case errors.As(err, &invalid):
+		param = invalid.ParamName
+	case errors.As(err, &required):
+		param = required.ParamName
+	case errors.As(err, &many):
+		param = many.ParamName
+	}
+	if param == "" {
+		p.write(w, r, &domain.Error{Kind: domain.KindInvalid, Msg: "invalid request", Err: err})
+		return
+	}
+	p.write(w, r, domain.ParamError(param, err.Error()))
+}
+
+// problemFallback answers requests no route matches (404, or 405 with Allow) as problems rather
+// than ServeMux's plain text.
+func problemFallback(mux *http.ServeMux) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		rec := &statusRecorder{header: http.Header{}, code: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		status := rec.code
+		if allow := rec.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		detail := "no such resource"
+		if status == http.StatusMethodNotAllowed {
+			detail = fmt.Sprintf("method %s is not allowed here", r.Method)
+		}
+		writeProblem(w, status, detail, nil)
+	})
+}
+
+// statusRecorder keeps the status and headers ServeMux's own 404/405 handlers set, and drops
+// their plain-text body.
+type statusRecorder struct {
+	header http.Header
+	code   int
+}
+
+func (s *statusRecorder) Header() http.Header         { return s.header }
+func (s *statusRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (s *statusRecorder) WriteHeader(code int)        { s.code = code }

@@ -1,0 +1,117 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
+)
+
+// problemContentType is the media type of every error body (RFC 9457).
+const problemContentType = "application/problem+json"
+
+// statusOf is the one table from domain error kinds to HTTP statuses.
+func statusOf(k domain.Kind) int {
+	switch k {
+	case domain.KindInvalid:
+		return http.StatusBadRequest
+	case domain.KindNotFound:
+		return http.StatusNotFound
+	case domain.KindUnknownProject:
+		return http.StatusUnprocessableEntity
+	case domain.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case domain.KindUnavailable:
+		return http.StatusServiceUnavailable
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// httpError is an error that is an HTTP status and nothing else (415, 405, an unknown route):
+// conditions that belong to the transport, not the domain.
+type httpError struct {
+	status int
+	detail string
+}
+
+func (e *httpError) Error() string { return e.detail }
+
+// problemWriter writes every error response of the REST API; all error exits of the generated
+// code and of the middleware lead here.
+type problemWriter struct {
+	log *slog.Logger
+}
+
+// write answers err as application/problem+json. Causes of 5xx are logged, never shown.
+func (p problemWriter) write(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		status int
+		detail string
+		fields []rest.ProblemField
+		he     *httpError
+		de     *domain.Error
+	)
+	switch {
+	case errors.As(err, &he):
+		status, detail = he.status, he.detail
+	case errors.As(err, &de):
+		status, detail = statusOf(de.Kind), de.Msg
+		fields = problemFields(de.Fields)
+	default:
+		status = http.StatusInternalServerError
+	}
+	if status >= 500 {
+		p.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		if status == http.StatusInternalServerError || detail == "" {
+			detail = "the server failed to handle the request"
+		}
+	}
+	writeProblem(w, status, detail, fields)
+}
+
+// writeProblem writes one problem document with the given status.
+func writeProblem(w http.ResponseWriter, status int, detail string, fields []rest.ProblemField) {
+	body := rest.Problem{Type: "about:blank", Title: http.StatusText(status), Status: int32(status), Detail: detail}
+	if len(fields) > 0 {
+		body.Errors = &fields
+	}
+	h := w.Header()
+	h.Del("Content-Length")
+	h.Set("Content-Type", problemContentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body) // the status is out; a failed write has no one to tell
+}
+
+// problemFields renders domain field errors as the contract's pointer/parameter members.
+func problemFields(fs []domain.FieldError) []rest.ProblemField {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]rest.ProblemField, len(fs))
+	for i, f := range fs {
+		out[i] = rest.ProblemField{Detail: f.Detail}
+		if f.Param != "" {
+			out[i].Parameter = &fs[i].Param
+		} else {
+			ptr := jsonPointer(f.Path)
+			out[i].Pointer = &ptr
+		}
+	}
+	return out
+}
+
+// jsonPointer renders path as an RFC 6901 pointer; an empty path is the whole document ("").
+func jsonPointer(path []string) string {
+	var b strings.Builder
+	for _, seg := range path {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(seg))
+	}
+	return b.String()
+}

@@ -1,0 +1,210 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/url"
+
+	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
+)
+
+// server implements the generated strict server interface by calling the domain. Handlers return
+// domain errors as errors; the one problem writer maps them.
+type server struct {
+	svc *domain.Service
+	log *slog.Logger
+}
+
+var _ rest.StrictServerInterface = (*server)(nil)
+
+func toProject(p domain.Project) rest.Project {
+	return rest.Project{Id: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+func toEntry(e domain.LogEntry) rest.LogEntry {
+	return rest.LogEntry{Id: e.ID, ProjectId: e.ProjectID, Time: e.Time, Level: e.Level, Message: e.Message, Subject: e.Subject, UserId: e.UserID}
+}
+
+// ListProjects implements rest.StrictServerInterface.
+func (s *server) ListProjects(ctx context.Context, _ rest.ListProjectsRequestObject) (rest.ListProjectsResponseObject, error) {
+	ps, err := s.svc.Projects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(rest.ListProjects200JSONResponse, len(ps))
+	for i, p := range ps {
+		out[i] = toProject(p)
+	}
+	return out, nil
+}
+
+// CreateProject implements rest.StrictServerInterface.
+func (s *server) CreateProject(ctx context.Context, req rest.CreateProjectRequestObject) (rest.CreateProjectResponseObject, error) {
+	p, err := s.svc.CreateProject(ctx, domain.ProjectInput{Name: req.Body.Name})
+	if err != nil {
+		return nil, err
+	}
+	return rest.CreateProject201JSONResponse{
+		Body:    toProject(p),
+		Headers: rest.CreateProject201ResponseHeaders{Location: "/projects/" + url.PathEscape(p.ID)},
+	}, nil
+}
+
+// GetProject implements rest.StrictServerInterface.
+func (s *server) GetProject(ctx context.Context, req rest.GetProjectRequestObject) (rest.GetProjectResponseObject, error) {
+	p, err := s.svc.Project(ctx, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	return rest.GetProject200JSONResponse(toProject(p)), nil
+}
+
+// UpdateProject implements rest.StrictServerInterface.
+func (s *server) UpdateProject(ctx context.Context, req rest.UpdateProjectRequestObject) (rest.UpdateProjectResponseObject, error) {
+	p, err := s.svc.UpdateProject(ctx, req.Id, domain.ProjectInput{Name: req.Body.Name})
+	if err != nil {
+		return nil, err
+	}
+	return rest.UpdateProject200JSONResponse(toProject(p)), nil
+}
+
+// DeleteProject implements rest.StrictServerInterface.
+func (s *server) DeleteProject(ctx context.Context, req rest.DeleteProjectRequestObject) (rest.DeleteProjectResponseObject, error) {
+	if err := s.svc.DeleteProject(ctx, req.Id); err != nil {
+		return nil, err
+	}
+	return rest.DeleteProject204Response{}, nil
+}
+
+// CreateLogs implements rest.StrictServerInterface.
+func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObject) (rest.CreateLogsResponseObject, error) {
+	body := *req.Body
+	in := make([]domain.LogInput, len(body))
+	for i := range body {
+		e := &body[i]
+		in[i] = domain.LogInput{ProjectID: e.ProjectId, Message: &e.Message, Level: e.Level, Time: e.Time, Subject: e.Subject, UserID: e.UserId}
+	}
+	n, err := s.svc.CreateLogs(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return rest.CreateLogs201JSONResponse{Created: int64(n)}, nil
+}
+
+// DeleteLogs implements rest.StrictServerInterface.
+func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObject) (rest.DeleteLogsResponseObject, error) {
+	p := req.Params
+	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, Start: p.StartTime, End: p.EndTime})
+	if err != nil {
+		return nil, err
+	}
+	return rest.DeleteLogs200JSONResponse{Deleted: n}, nil
+}
+
+// ListLogs implements rest.StrictServerInterface. The page is not read here: the returned
+// response streams it from the store while writing the body.
+func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (rest.ListLogsResponseObject, error) {
+	p := req.Params
+	q := domain.LogQuery{
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, Start: p.StartTime, End: p.EndTime},
+		Desc:      p.Order != nil && *p.Order == rest.Desc,
+	}
+	if p.Limit != nil {
+		q.Limit = int(*p.Limit)
+		if q.Limit == 0 {
+			q.Limit = -1 // zero means "default" to the domain; a client's 0 is out of range
+		}
+	}
+	if p.Cursor != nil {
+		c, err := domain.DecodeCursor(*p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		q.After = &c
+	}
+	return logsPage{ctx: ctx, svc: s.svc, q: q, self: requestURL(ctx), log: s.log}, nil
+}
+
+// logsPage is the 200 response of ListLogs, streamed: the Link header comes from the page's next
+// cursor, known before the first entry; the entries are encoded one by one as the store yields
+// them, so memory does not grow with the page size.
+type logsPage struct {
+	ctx  context.Context
+	svc  *domain.Service
+	q    domain.LogQuery
+	self *url.URL
+	log  *slog.Logger
+}
+
+// streamBuffer is how much of a listing is buffered between writes to the connection.
+const streamBuffer = 32 << 10
+
+func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
+	started := false
+	err := p.svc.ListLogs(p.ctx, p.q, func(page domain.Page) error {
+		h := w.Header()
+		h.Set("Content-Type", "application/json")
+		if page.Next != nil && p.self != nil {
+			h.Set("Link", "<"+nextURL(p.self, *page.Next)+`>; rel="next"`)
+		}
+		started = true
+		w.WriteHeader(http.StatusOK)
+		bw := bufio.NewWriterSize(w, streamBuffer)
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		_ = bw.WriteByte('[')
+		first := true
+		for e, err := range page.Entries {
+			if err != nil {
+				return err
+			}
+			if !first {
+				_ = bw.WriteByte(',')
+			}
+			first = false
+			if err := enc.Encode(toEntry(e)); err != nil {
+				return err
+			}
+		}
+		_, _ = bw.WriteString("]\n")
+		return bw.Flush()
+	})
+	if err != nil && started {
+		// The status and part of the body are out: the only honest signal left is to cut the
+		// response short, so the client sees a broken body rather than a short valid page.
+		p.log.ErrorContext(p.ctx, "listing failed mid-stream", "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return err
+}
+
+// nextURL is self with the cursor parameter set to c.
+func nextURL(self *url.URL, c domain.Cursor) string {
+	u := *self
+	q := u.Query()
+	q.Set("cursor", domain.EncodeCursor(c))
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+type requestURLKey struct{}
+
+// withRequestURL is a strict middleware that records the absolute URL of the request, for links.
+func withRequestURL(f rest.StrictHandlerFunc, _ string) rest.StrictHandlerFunc {
+	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
+		u := &url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
+		if r.TLS != nil {
+			u.Scheme = "https"
+		}
+		return f(context.WithValue(ctx, requestURLKey{}, u), w, r, req)
+	}
+}
+
+func requestURL(ctx context.Context) *url.URL {
+	u, _ := ctx.Value(requestURLKey{}).(*url.URL)
+	return u
+}

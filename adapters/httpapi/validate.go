@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
+)
+
+// validator checks every request against openapi.yaml before the generated code sees it: body
+// size, media type, then parameters and body with kin-openapi. Whatever it rejects is answered
+// in the contract's problem format naming each offending pointer or parameter.
+type validator struct {
+	router   routers.Router
+	maxBody  int64
+	problems problemWriter
+}
+
+func newValidator(maxBody int64, problems problemWriter) (*validator, error) {
+	doc, err := rest.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	// Match paths only: the server may be reached under any host name.
+	doc.Servers = openapi3.Servers{{URL: "/"}}
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("build spec router: %w", err)
+	}
+	return &validator{router: router, maxBody: maxBody, problems: problems}, nil
+}
+
+func (v *validator) middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, params, err := v.router.FindRoute(r)
+		if err != nil {
+			// Not a route of the spec (or not this method): the router behind answers 404/405.
+			next.ServeHTTP(w, r)
+			return
+		}
+		if route.Operation.RequestBody != nil {
+			if err := v.checkBody(w, r); err != nil {
+				v.problems.write(w, r, err)
+				return
+			}
+		}
+		err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+			Request:    r,
+			PathParams: params,
+			Route:      route,
+			Options: &openapi3filter.Options{
+				MultiError:         true,
+				AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+				// The domain applies defaults; letting the validator write them would re-encode
+				// every body and every query.
+				SkipSettingDefaults: true,
+			},
+		})
+		if err != nil {
+			v.problems.write(w, r, validationError(err))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkBody enforces the JSON media type and the body limit of operations that take a body, and
+// rejects a body that is not one well-formed JSON value: the decoders behind read only the first
+// value and would accept trailing data. The body is read once here and handed on from memory.
+func (v *validator) checkBody(w http.ResponseWriter, r *http.Request) error {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be application/json"}
+	}
+	if r.ContentLength > v.maxBody {
+		return tooLarge(v.maxBody)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, v.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return tooLarge(mbe.Limit)
+		}
+		return &domain.Error{Kind: domain.KindInvalid, Msg: "the body could not be read", Err: err}
+	}
+	var raw json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		detail := "the body is not valid JSON"
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			detail = fmt.Sprintf("%s: %v (at byte %d)", detail, se, se.Offset)
+		}
+		return &domain.Error{Kind: domain.KindInvalid, Msg: "the body is not valid JSON",
+			Fields: []domain.FieldError{{Path: []string{}, Detail: detail}}, Err: err}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	return nil
+}
+
+func tooLarge(limit int64) error {
+	return &domain.Error{Kind: domain.KindTooLarge, Msg: fmt.Sprintf("the body is larger than %d bytes", limit)}
+}
+
+// validationError turns kin-openapi's errors into one KindInvalid error listing every offending
+// parameter and body pointer, or KindTooLarge when the body ran over the limit while being read.
+func validationError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return tooLarge(mbe.Limit)
+	}
+	var fields []domain.FieldError
+	collectFields(err, nil, &fields)
+	if len(fields) == 0 {
+		fields = []domain.FieldError{{Path: []string{}, Detail: "the request does not match the API"}}
+	}
+	return &domain.Error{Kind: domain.KindInvalid, Msg: "the request is invalid", Fields: fields, Err: err}
+}
+
+// collectFields walks kin-openapi's error tree. param is the parameter the errors below belong
+// to, if any; body errors become pointers. It switches on each node's own type: errors.As would
+// look through a RequestError into its MultiError and lose the parameter.
+func collectFields(err error, param *openapi3.Parameter, out *[]domain.FieldError) {
+	add := func(path []string, detail string) {
+		if param != nil {
+			*out = append(*out, domain.FieldError{Param: param.Name, Detail: detail})
+			return
+		}
+		*out = append(*out, domain.FieldError{Path: path, Detail: detail})
+	}
+	switch e := err.(type) {
+	case openapi3.MultiError:
+		for _, x := range e {
+			collectFields(x, param, out)
+		}
+	case *openapi3filter.RequestError:
+		if e.Parameter != nil {
+			param = e.Parameter
+		}
+		if e.Err == nil {
+			add([]string{}, e.Reason)
+			return
+		}
+		collectFields(e.Err, param, out)
+	case *openapi3.SchemaError:
+		add(e.JSONPointer(), e.Reason)
+	case *openapi3filter.ParseError:
+		if param != nil {
+			add(nil, parseDetail(e))
+			return
+		}
+		add([]string{}, "the body is not valid JSON: "+parseDetail(e))
+	default:
+		if next := errors.Unwrap(err); next != nil {
+			collectFields(next, param, out)
+			return
+		}
+		add([]string{}, err.Error())
+	}
+}
+
+func parseDetail(pe *openapi3filter.ParseError) string {
+	if pe.Reason != "" {
+		return pe.Reason
+	}
+	if c := pe.RootCause(); c != nil {
+		return c.Error()
+	}
+	return "cannot be parsed"
+}

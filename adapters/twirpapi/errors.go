@@ -1,0 +1,35 @@
+package twirpapi
+
+import (
+	"errors"
+
+	"github.com/twitchtv/twirp"
+
+	"example.com/obsvc/domain"
+)
+
+// toTwirp is the one mapping from domain errors to Twirp errors. Invalid input becomes
+// invalid_argument with meta "argument" naming the proto field; causes of internal errors stay
+// out of the message.
+func toTwirp(err error) twirp.Error {
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		return twirp.InternalErrorWith(err)
+	}
+	switch de.Kind {
+	case domain.KindInvalid:
+		if len(de.Fields) > 0 {
+			f := de.Fields[0]
+			return twirp.InvalidArgumentError(f.Param, f.Detail)
+		}
+		return twirp.NewError(twirp.InvalidArgument, de.Msg)
+	case domain.KindNotFound:
+		return twirp.NewError(twirp.NotFound, de.Msg)
+	case domain.KindUnavailable:
+		return twirp.NewError(twirp.Unavailable, de.Msg)
+	case domain.KindTooLarge:
+		return twirp.NewError(twirp.ResourceExhausted, de.Msg)
+	default:
+		return twirp.NewError(twirp.Internal, "the server failed to handle the request")
+	}
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/domain"
+)
+
+// config is every setting of the service. Each has a flag and an environment variable; a flag
+// given on the command line wins over the variable, which wins over the default.
+type config struct {
+	Addr            string
+	DatabaseURL     string
+	LogLevel        slog.Level
+	ShutdownTimeout time.Duration
+	MaxBodyBytes    int64
+	MaxBatchEntries int
+	ReadHeaderTO    time.Duration
+	ReadTO          time.Duration
+	WriteTO         time.Duration
+	IdleTO          time.Duration
+}
+
+// defaultSQLitePath is where the embedded store lives when DATABASE_URL is empty.
+const defaultSQLitePath = "data/obsvc.db"
+
+// setting describes one configuration entry for flags, environment and -h.
+type setting struct {
+	flag, env, usage string
+	value            flag.Value
+}
+
+func settings(c *config) []setting {
+	return []setting{
+		{"addr", "ADDR", "`host:port` to listen on", stringVar(&c.Addr)},
+		{"database-url", "DATABASE_URL", "`store`: empty = SQLite at " + defaultSQLitePath + ", sqlite:PATH, or postgres://...", stringVar(&c.DatabaseURL)},
+		{"log-level", "LOG_LEVEL", "log `level`: debug, info, warn or error", levelVar{&c.LogLevel}},
+		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)", durationVar(&c.ShutdownTimeout)},
+		{"max-body-bytes", "MAX_BODY_BYTES", "largest request body in `bytes` (413 beyond)", int64Var(&c.MaxBodyBytes)},
+		{"max-batch-entries", "MAX_BATCH_ENTRIES", "most `entries` in one POST /logs (413 beyond)", intVar(&c.MaxBatchEntries)},
+		{"read-header-timeout", "READ_HEADER_TIMEOUT", "time allowed to read request headers (a `duration`)", durationVar(&c.ReadHeaderTO)},
+		{"read-timeout", "READ_TIMEOUT", "time allowed to read a whole request (a `duration`)", durationVar(&c.ReadTO)},
+		{"write-timeout", "WRITE_TIMEOUT", "time allowed to write a response (a `duration`)", durationVar(&c.WriteTO)},
+		{"idle-timeout", "IDLE_TIMEOUT", "how long an idle keep-alive connection stays open (a `duration`)", durationVar(&c.IdleTO)},
+	}
+}
+
+func defaultConfig() config {
+	return config{
+		Addr:            ":8080",
+		LogLevel:        slog.LevelInfo,
+		ShutdownTimeout: 15 * time.Second,
+		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
+		MaxBatchEntries: domain.DefaultLimits().MaxBatchEntries,
+		ReadHeaderTO:    10 * time.Second,
+		ReadTO:          time.Minute,
+		WriteTO:         5 * time.Minute,
+		IdleTO:          2 * time.Minute,
+	}
+}
+
+// parseConfig reads the environment, then the flags. It returns flag.ErrHelp after printing the
+// usage for -h.
+func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("obsvc", flag.ContinueOnError)
+	fs.SetOutput(out)
+	all := settings(&c)
+	for _, s := range all {
+		// Registered before the environment is applied, so -h shows the built-in defaults.
+		fs.Var(s.value, s.flag, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+	}
+	for _, s := range all {
+		if v := getenv(s.env); v != "" {
+			if err := s.value.Set(v); err != nil {
+				return c, fmt.Errorf("invalid %s=%q: %w", s.env, v, err)
+			}
+		}
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(out, "Usage: obsvc [flags]\n\nServes the REST API and the Twirp Haberdasher on one port.\nEvery flag can also be set by its environment variable; flags win.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return c, c.validate()
+}
+
+func (c config) validate() error {
+	switch {
+	case c.Addr == "":
+		return fmt.Errorf("invalid ADDR: must not be empty")
+	case c.MaxBodyBytes <= 0:
+		return fmt.Errorf("invalid MAX_BODY_BYTES: must be positive")
+	case c.MaxBatchEntries <= 0:
+		return fmt.Errorf("invalid MAX_BATCH_ENTRIES: must be positive")
+	case c.ShutdownTimeout <= 0:
+		return fmt.Errorf("invalid SHUTDOWN_TIMEOUT: must be positive")
+	}
+	for name, d := range map[string]time.Duration{"READ_HEADER_TIMEOUT": c.ReadHeaderTO, "READ_TIMEOUT": c.ReadTO, "WRITE_TIMEOUT": c.WriteTO, "IDLE_TIMEOUT": c.IdleTO} {
+		if d < 0 {
+			return fmt.Errorf("invalid %s: must not be negative", name)
+		}
+	}
+	return nil
+}
+
+type stringValue struct{ p *string }
+
+func stringVar(p *string) flag.Value { return stringValue{p} }
+func (v stringValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+func (v stringValue) Set(s string) error      { *v.p = s; return nil }
+func durationVar(p *time.Duration) flag.Value { return durationValue{p} }
+
+type durationValue struct{ p *time.Duration }
+
+func (v durationValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return v.p.String()
+}
+func (v durationValue) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("not a duration such as 30s or 2m")
+	}
+	*v.p = d
+	return nil
+}
+
+type int64Value struct{ p *int64 }
+
+func int64Var(p *int64) flag.Value { return int64Value{p} }
+func (v int64Value) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.FormatInt(*v.p, 10)
+}
+func (v int64Value) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("not a whole number")
+	}
+	*v.p = n
+	return nil
+}
+
+type intValue struct{ p *int }
+
+func intVar(p *int) flag.Value { return intValue{p} }
+func (v intValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.Itoa(*v.p)
+}
+func (v intValue) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("not a whole number")
+	}
+	*v.p = n
+	return nil
+}
+
+type levelVar struct{ p *slog.Level }
+
+func (v levelVar) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strings.ToLower(v.p.String())
+}
+func (v levelVar) Set(s string) error { return v.p.UnmarshalText([]byte(s)) }

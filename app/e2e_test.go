@@ -1,0 +1,816 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
+)
+
+// storeOpener opens a fresh, empty store for one test.
+type storeOpener func(t *testing.T) store
+
+func openSQLiteStore(t *testing.T) store {
+	t.Helper()
+	s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "e2e.db"), sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		t.Fatalf("open sqlite: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// env is one running server (the real wiring, on a random loopback port) and clients for it.
+// Every response the clients receive is validated against openapi.yaml.
+type env struct {
+	t      *testing.T
+	url    string
+	store  store
+	client *rest.ClientWithResponses
+	http   *http.Client
+	tr     *apitest.Transport
+}
+
+func newEnv(t *testing.T, open storeOpener, tweak func(*config)) *env {
+	t.Helper()
+	cfg := defaultConfig()
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	st := open(t)
+	limits := domain.DefaultLimits()
+	limits.MaxBatchEntries = cfg.MaxBatchEntries
+	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
+	h, err := newHandler(svc, cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("newHandler: %v", err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	tr := apitest.NewTransport(t, nil)
+	hc := &http.Client{Transport: tr}
+	c, err := rest.NewClientWithResponses(srv.URL, rest.WithHTTPClient(hc))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	return &env{t: t, url: srv.URL, store: st, client: c, http: hc, tr: tr}
+}
+
+// do sends a raw request through the validating client.
+func (e *env) do(method, path, contentType, body string) (*http.Response, []byte) {
+	e.t.Helper()
+	req, err := http.NewRequestWithContext(e.t.Context(), method, e.url+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := e.http.Do(req)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp, b
+}
+
+func (e *env) project(name string) rest.Project {
+	e.t.Helper()
+	r, err := e.client.CreateProjectWithResponse(e.t.Context(), rest.ProjectInput{Name: name})
+	if err != nil || r.JSON201 == nil {
+		e.t.Fatalf("create project: %v, status %d %s", err, r.StatusCode(), r.Body)
+	}
+	return *r.JSON201
+}
+
+// logCount is how many entries the store holds for a project, read past the API.
+func (e *env) logCount(projectID string) int {
+	e.t.Helper()
+	n := 0
+	err := e.store.ListLogs(e.t.Context(), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projectID}, Limit: 1_000_000}, func(p domain.Page) error {
+		for _, err := range p.Entries {
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("count logs: %v", err)
+	}
+	return n
+}
+
+func problemOf(t *testing.T, body []byte) rest.Problem {
+	t.Helper()
+	var p rest.Problem
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatalf("not a problem document: %v: %s", err, body)
+	}
+	return p
+}
+
+// fieldsOf lists a problem's errors as "pointer" or "?parameter" strings.
+func fieldsOf(p rest.Problem) []string {
+	var out []string
+	if p.Errors == nil {
+		return nil
+	}
+	for _, f := range *p.Errors {
+		switch {
+		case f.Pointer != nil:
+			out = append(out, *f.Pointer)
+		case f.Parameter != nil:
+			out = append(out, "?"+*f.Parameter)
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestE2E runs the whole REST and Twirp contract against each store.
+func TestE2E(t *testing.T) {
+	for _, s := range e2eStores() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			runContract(t, s.open)
+		})
+	}
+}
+
+type namedStore struct {
+	name string
+	open storeOpener
+}
+
+func runContract(t *testing.T, open storeOpener) {
+	tests := []struct {
+		name string
+		fn   func(*testing.T, storeOpener)
+	}{
+		{"ProjectsLifecycle", testProjectsLifecycle},
+		{"ProjectInputErrors", testProjectInputErrors},
+		{"ProjectIDsThatDoNotResolve", testProjectIDsThatDoNotResolve},
+		{"LogsRoundTrip", testLogsRoundTrip},
+		{"BadBatchesStoreNothing", testBadBatches},
+		{"BatchLimits", testBatchLimits},
+		{"ListLogsFilters", testListLogsFilters},
+		{"ListLogsParameterErrors", testListLogsParameterErrors},
+		{"ListLogsPaging", testListLogsPaging},
+		{"DeleteLogs", testDeleteLogs},
+		{"DeleteProjectDeletesLogs", testDeleteProjectDeletesLogs},
+		{"UnknownRoutes", testUnknownRoutes},
+		{"MakeHat", testMakeHat},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, open)
+		})
+	}
+}
+
+func testProjectsLifecycle(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	ctx := t.Context()
+
+	list, err := e.client.ListProjectsWithResponse(ctx)
+	if err != nil || list.StatusCode() != 200 || list.JSON200 == nil || len(*list.JSON200) != 0 {
+		t.Fatalf("empty list = %v %d %s", err, list.StatusCode(), list.Body)
+	}
+
+	created, err := e.client.CreateProjectWithResponse(ctx, rest.ProjectInput{Name: "checkout"})
+	if err != nil || created.StatusCode() != 201 {
+		t.Fatalf("create = %v %d %s", err, created.StatusCode(), created.Body)
+	}
+	p := *created.JSON201
+	if loc := created.HTTPResponse.Header.Get("Location"); loc != "/projects/"+p.Id {
+		t.Errorf("Location = %q, want /projects/%s", loc, p.Id)
+	}
+	if p.Name != "checkout" || !p.CreatedAt.Equal(p.UpdatedAt) || time.Since(p.CreatedAt) > time.Minute {
+		t.Errorf("created project = %+v", p)
+	}
+	if len(p.Id) != 36 || p.Id[14] != '7' {
+		t.Errorf("id %q is not a UUIDv7", p.Id)
+	}
+
+	got, err := e.client.GetProjectWithResponse(ctx, p.Id)
+	if err != nil || got.StatusCode() != 200 {
+		t.Fatalf("get = %v %d", err, got.StatusCode())
+	}
+	if !bytes.Equal(bytes.TrimSpace(got.Body), bytes.TrimSpace(created.Body)) {
+		t.Errorf("read back %s, created %s: a resource must read back exactly as returned", got.Body, created.Body)
+	}
+
+	second := e.project("second")
+	third := e.project("third")
+	list, _ = e.client.ListProjectsWithResponse(ctx)
+	var ids []string
+	for _, q := range *list.JSON200 {
+		ids = append(ids, q.Id)
+	}
+	if want := []string{p.Id, second.Id, third.Id}; !slices.Equal(ids, want) {
+		t.Errorf("list = %v, want oldest first %v", ids, want)
+	}
+
+	// Server-owned fields sent by a client are ignored, on create and on update.
+	resp, body := e.do("POST", "/projects", "application/json", `{"name":"own","id":"x","created_at":"2000-01-01T00:00:00Z","updated_at":"2000-01-01T00:00:00Z","extra":1}`)
+	var own rest.Project
+	_ = json.Unmarshal(body, &own)
+	if resp.StatusCode != 201 || own.Id == "x" || own.CreatedAt.Year() == 2000 {
+		t.Errorf("server-owned fields were taken from the client: %d %s", resp.StatusCode, body)
+	}
+
+	// Updates: the name changes, updated_at advances even within one clock tick, created_at stays.
+	prev := p
+	for i := range 3 {
+		up, err := e.client.UpdateProjectWithResponse(ctx, p.Id, rest.ProjectInput{Name: fmt.Sprintf("renamed-%d", i)})
+		if err != nil || up.StatusCode() != 200 {
+			t.Fatalf("update = %v %d %s", err, up.StatusCode(), up.Body)
+		}
+		u := *up.JSON200
+		if u.Name != fmt.Sprintf("renamed-%d", i) || !u.UpdatedAt.After(prev.UpdatedAt) || !u.CreatedAt.Equal(p.CreatedAt) || u.Id != p.Id {
+			t.Fatalf("update %d = %+v after %+v", i, u, prev)
+		}
+		again, _ := e.client.GetProjectWithResponse(ctx, p.Id)
+		if !bytes.Equal(bytes.TrimSpace(again.Body), bytes.TrimSpace(up.Body)) {
+			t.Errorf("read back %s, updated %s", again.Body, up.Body)
+		}
+		prev = u
+	}
+	resp, body = e.do("PUT", "/projects/"+p.Id, "application/json", `{"name":"with-owned","updated_at":"2000-01-01T00:00:00Z"}`)
+	var u rest.Project
+	_ = json.Unmarshal(body, &u)
+	if resp.StatusCode != 200 || u.UpdatedAt.Year() == 2000 {
+		t.Errorf("update took updated_at from the client: %d %s", resp.StatusCode, body)
+	}
+
+	del, err := e.client.DeleteProjectWithResponse(ctx, p.Id)
+	if err != nil || del.StatusCode() != 204 || len(del.Body) != 0 {
+		t.Fatalf("delete = %v %d %q", err, del.StatusCode(), del.Body)
+	}
+	for _, check := range []func() int{
+		func() int { r, _ := e.client.GetProjectWithResponse(ctx, p.Id); return r.StatusCode() },
+		func() int { r, _ := e.client.DeleteProjectWithResponse(ctx, p.Id); return r.StatusCode() },
+		func() int {
+			r, _ := e.client.UpdateProjectWithResponse(ctx, p.Id, rest.ProjectInput{Name: "x"})
+			return r.StatusCode()
+		},
+	} {
+		if got := check(); got != 404 {
+			t.Errorf("after delete: status %d, want 404", got)
+		}
+	}
+}
+
+func testProjectInputErrors(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, func(c *config) { c.MaxBodyBytes = 4096 })
+	p := e.project("target")
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		fields                  []string
+	}{
+		{"empty name", "application/json", `{"name":""}`, 400, []string{"/name"}},
+		{"blank name", "application/json", `{"name":"  \t "}`, 400, []string{"/name"}},
+		{"name too long", "application/json", `{"name":"` + strings.Repeat("n", 257) + `"}`, 400, []string{"/name"}},
+		{"missing name", "application/json", `{}`, 400, []string{"/name"}},
+		{"name of wrong type", "application/json", `{"name":5}`, 400, []string{"/name"}},
+		{"null name", "application/json", `{"name":null}`, 400, []string{"/name"}},
+		{"not an object", "application/json", `["name"]`, 400, []string{""}},
+		{"malformed JSON", "application/json", `{"name":`, 400, []string{""}},
+		{"empty body", "application/json", ``, 400, nil},
+		{"not JSON", "text/plain", `name=x`, 415, nil},
+		{"form post", "application/x-www-form-urlencoded", `name=x`, 415, nil},
+		{"no content type", "", `{"name":"x"}`, 415, nil},
+		{"body over the limit", "application/json", `{"name":"x","pad":"` + strings.Repeat("p", 5000) + `"}`, 413, nil},
+	}
+	for _, method := range []string{"POST", "PUT"} {
+		for _, c := range cases {
+			t.Run(method+" "+c.name, func(t *testing.T) {
+				path := "/projects"
+				if method == "PUT" {
+					path += "/" + p.Id
+				}
+				resp, body := e.do(method, path, c.contentType, c.body)
+				if resp.StatusCode != c.status {
+					t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
+				}
+				if c.fields != nil {
+					if got := fieldsOf(problemOf(t, body)); !slices.Equal(got, c.fields) {
+						t.Errorf("errors name %q, want %q", got, c.fields)
+					}
+				}
+			})
+		}
+	}
+	// Nothing of the above was stored or changed.
+	list, _ := e.client.ListProjectsWithResponse(t.Context())
+	if n := len(*list.JSON200); n != 1 {
+		t.Errorf("%d projects after bad input, want 1", n)
+	}
+	got, _ := e.client.GetProjectWithResponse(t.Context(), p.Id)
+	if got.JSON200.Name != "target" || !got.JSON200.UpdatedAt.Equal(p.UpdatedAt) {
+		t.Errorf("a rejected update changed the project: %+v", got.JSON200)
+	}
+	// Limits are characters, not bytes: 256 multi-byte characters are fine.
+	r, _ := e.client.CreateProjectWithResponse(t.Context(), rest.ProjectInput{Name: strings.Repeat("é", 256)})
+	if r.StatusCode() != 201 {
+		t.Errorf("256 two-byte characters: status %d, want 201", r.StatusCode())
+	}
+}
+
+func testProjectIDsThatDoNotResolve(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	for _, id := range []string{newID(), "not-a-uuid", "01936F0E-8C2A-7B3E-9D4F-2A6B8C0D1E2F", "' OR 1=1 --", "..%2F..%2Fetc%2Fpasswd", "%00", strings.Repeat("a", 300)} {
+		for _, method := range []string{"GET", "PUT", "DELETE"} {
+			resp, body := e.do(method, "/projects/"+id, "application/json", `{"name":"x"}`)
+			if resp.StatusCode != 404 {
+				t.Errorf("%s /projects/%s = %d, want 404: %s", method, id, resp.StatusCode, body)
+			}
+		}
+	}
+}
+
+func testLogsRoundTrip(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	before := time.Now().UnixMilli()
+	body := fmt.Sprintf(`[
+		{"project_id":%[1]q,"message":"full","level":"error","time":1795428000123,"subject":"checkout","user_id":"u-1","unknown":{"nested":[1,2]}},
+		{"project_id":%[1]q,"message":"defaults"},
+		{"project_id":%[1]q,"message":"","subject":"","user_id":""},
+		{"project_id":%[1]q,"message":"big time","time":9007199254740993},
+		{"project_id":%[1]q,"message":"negative time","time":-1}
+	]`, p.Id)
+	resp, b := e.do("POST", "/logs", "application/json", body)
+	if resp.StatusCode != 201 || strings.TrimSpace(string(b)) != `{"created":5}` {
+		t.Fatalf("create logs = %d %s", resp.StatusCode, b)
+	}
+	after := time.Now().UnixMilli()
+
+	resp, b = e.do("GET", "/logs?project_id="+p.Id, "", "")
+	if resp.StatusCode != 200 || resp.Header.Get("Link") != "" {
+		t.Fatalf("list = %d, Link %q", resp.StatusCode, resp.Header.Get("Link"))
+	}
+	var raw []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		t.Fatalf("decode %s: %v", b, err)
+	}
+	if len(raw) != 5 {
+		t.Fatalf("got %d entries, want 5", len(raw))
+	}
+	byMsg := map[string]map[string]any{}
+	for _, r := range raw {
+		byMsg[r["message"].(string)] = r
+		if r["id"] == "" || r["project_id"] != p.Id {
+			t.Errorf("entry %v lacks id or project", r)
+		}
+	}
+	full := byMsg["full"]
+	if full["level"] != "error" || full["time"] != json.Number("1795428000123") || full["subject"] != "checkout" || full["user_id"] != "u-1" {
+		t.Errorf("full entry = %v", full)
+	}
+	if _, ok := full["unknown"]; ok {
+		t.Errorf("unknown fields were kept: %v", full)
+	}
+	def := byMsg["defaults"]
+	if def["level"] != "info" {
+		t.Errorf("default level = %v, want info", def["level"])
+	}
+	if tm, _ := def["time"].(json.Number).Int64(); tm < before || tm > after {
+		t.Errorf("default time %d not within [%d, %d]", tm, before, after)
+	}
+	for _, k := range []string{"subject", "user_id"} {
+		if _, ok := def[k]; ok {
+			t.Errorf("optional %s not sent but returned: %v", k, def)
+		}
+		if v, ok := byMsg[""][k]; !ok || v != "" {
+			t.Errorf("empty %s sent but returned as %v (present %v)", k, v, ok)
+		}
+	}
+	if byMsg["big time"]["time"] != json.Number("9007199254740993") {
+		t.Errorf("int64 time lost precision: %v", byMsg["big time"]["time"])
+	}
+	// Ascending by time: negative first, then the explicit 2026 time, the server-time pair, then 2^53+1.
+	var order []string
+	for _, r := range raw {
+		order = append(order, r["message"].(string))
+	}
+	if order[0] != "negative time" || order[4] != "big time" {
+		t.Errorf("order = %q", order)
+	}
+
+	// A batch with one time reads back in the order it was sent.
+	var batch rest.CreateLogsJSONRequestBody
+	for i := range 50 {
+		batch = append(batch, rest.LogEntryInput{ProjectId: p.Id, Message: fmt.Sprint(i), Time: ptr[int64](42)})
+	}
+	cr, err := e.client.CreateLogsWithResponse(t.Context(), batch)
+	if err != nil || cr.StatusCode() != 201 || cr.JSON201.Created != 50 {
+		t.Fatalf("batch = %v %d %s", err, cr.StatusCode(), cr.Body)
+	}
+	lr, err := e.client.ListLogsWithResponse(t.Context(), &rest.ListLogsParams{ProjectId: p.Id, StartTime: ptr[int64](42), EndTime: ptr[int64](42)})
+	if err != nil || lr.StatusCode() != 200 || len(*lr.JSON200) != 50 {
+		t.Fatalf("list batch = %v %d", err, lr.StatusCode())
+	}
+	for i, le := range *lr.JSON200 {
+		if le.Message != fmt.Sprint(i) {
+			t.Fatalf("entry %d has message %q: the batch's order was not kept", i, le.Message)
+		}
+	}
+}
+
+func testBadBatches(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	ok := fmt.Sprintf(`{"project_id":%q,"message":"fine"}`, p.Id)
+	ghost := newID()
+	cases := []struct {
+		name, contentType, body string
+		status                  int
+		fields                  []string
+	}{
+		{"malformed JSON", "application/json", `[` + ok + `,{"project_id":`, 400, []string{""}},
+		{"trailing garbage", "application/json", `[` + ok + `] x`, 400, nil},
+		{"not an array", "application/json", ok, 400, []string{""}},
+		{"empty array", "application/json", `[]`, 400, []string{""}},
+		{"null", "application/json", `null`, 400, nil},
+		{"entry not an object", "application/json", `[` + ok + `,5]`, 400, []string{"/1"}},
+		{"missing message", "application/json", fmt.Sprintf(`[%s,{"project_id":%q}]`, ok, p.Id), 400, []string{"/1/message"}},
+		{"missing project_id", "application/json", `[` + ok + `,{"message":"m"}]`, 400, []string{"/1/project_id"}},
+		{"message of wrong type", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":1}]`, p.Id), 400, []string{"/0/message"}},
+		{"time of wrong type", "application/json", fmt.Sprintf(`[%s,%s,{"project_id":%q,"message":"m","time":"now"}]`, ok, ok, p.Id), 400, []string{"/2/time"}},
+		{"time not an integer", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"m","time":1.5}]`, p.Id), 400, []string{"/0/time"}},
+		{"time out of int64", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"m","time":99999999999999999999}]`, p.Id), 400, []string{"/0/time"}},
+		{"empty level", "application/json", fmt.Sprintf(`[%s,{"project_id":%q,"message":"m","level":""}]`, ok, p.Id), 400, []string{"/1/level"}},
+		{"level too long", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"m","level":%q}]`, p.Id, strings.Repeat("l", 33)), 400, []string{"/0/level"}},
+		{"message too long", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":%q}]`, p.Id, strings.Repeat("m", 64<<10+1)), 400, []string{"/0/message"}},
+		{"message too long in bytes", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":%q}]`, p.Id, strings.Repeat("é", 40<<10)), 400, []string{"/0/message"}},
+		{"null level", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"m","level":null}]`, p.Id), 400, []string{"/0/level"}},
+		{"several problems", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"m","level":""},%s,{"project_id":%q}]`, p.Id, ok, p.Id), 400, []string{"/0/level", "/2/message"}},
+		{"unknown project among valid entries", "application/json", fmt.Sprintf(`[%s,{"project_id":%q,"message":"m"},%s]`, ok, ghost, ok), 422, []string{"/1/project_id"}},
+		{"malformed project id", "application/json", fmt.Sprintf(`[%s,{"project_id":"nope","message":"m"}]`, ok), 422, []string{"/1/project_id"}},
+		{"not JSON", "text/plain", `[` + ok + `]`, 415, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			resp, body := e.do("POST", "/logs", c.contentType, c.body)
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, c.status, body)
+			}
+			if c.fields != nil {
+				if got := fieldsOf(problemOf(t, body)); !slices.Equal(got, c.fields) {
+					t.Errorf("errors name %q, want %q", got, c.fields)
+				}
+			}
+			if n := e.logCount(p.Id); n != 0 {
+				t.Fatalf("a rejected batch stored %d entries", n)
+			}
+		})
+	}
+}
+
+func testBatchLimits(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	entry := fmt.Sprintf(`{"project_id":%q,"message":"m"}`, p.Id)
+	batch := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + "]" }
+
+	resp, body := e.do("POST", "/logs", "application/json", batch(10_001))
+	if resp.StatusCode != 413 {
+		t.Fatalf("10,001 entries: %d, want 413: %.300s", resp.StatusCode, body)
+	}
+	if n := e.logCount(p.Id); n != 0 {
+		t.Fatalf("an oversize batch stored %d entries", n)
+	}
+	resp, body = e.do("POST", "/logs", "application/json", batch(10_000))
+	if resp.StatusCode != 201 {
+		t.Fatalf("10,000 entries: %d, want 201: %.300s", resp.StatusCode, body)
+	}
+	if n := e.logCount(p.Id); n != 10_000 {
+		t.Fatalf("stored %d entries, want 10000", n)
+	}
+
+	// Over 10 MiB of body: 413 whatever the entry count.
+	big := fmt.Sprintf(`{"project_id":%q,"message":%q}`, p.Id, strings.Repeat("x", 60_000))
+	resp, body = e.do("POST", "/logs", "application/json", "["+strings.TrimSuffix(strings.Repeat(big+",", 180), ",")+"]")
+	if resp.StatusCode != 413 {
+		t.Fatalf("10.3 MB body: %d, want 413: %.300s", resp.StatusCode, body)
+	}
+	if n := e.logCount(p.Id); n != 10_000 {
+		t.Fatalf("an oversize body changed the store: %d entries", n)
+	}
+
+	// Both limits are configuration.
+	small := newEnv(t, open, func(c *config) { c.MaxBatchEntries = 3; c.MaxBodyBytes = 1000 })
+	sp := small.project("p")
+	entry = fmt.Sprintf(`{"project_id":%q,"message":"m"}`, sp.Id)
+	if resp, _ := small.do("POST", "/logs", "application/json", "["+strings.Repeat(entry+",", 3)+entry+"]"); resp.StatusCode != 413 {
+		t.Errorf("4 entries over a limit of 3: %d, want 413", resp.StatusCode)
+	}
+	if resp, _ := small.do("POST", "/logs", "application/json", "["+strings.Repeat(entry+",", 2)+entry+"]"); resp.StatusCode != 201 {
+		t.Errorf("3 entries at a limit of 3: %d, want 201", resp.StatusCode)
+	}
+	if resp, _ := small.do("POST", "/logs", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":%q}]`, sp.Id, strings.Repeat("m", 1000))); resp.StatusCode != 413 {
+		t.Errorf("body over 1000 bytes: %d, want 413", resp.StatusCode)
+	}
+}
+
+// seed writes entries at times 100, 110, ... with users and levels in a fixed pattern.
+func seed(t *testing.T, e *env, projectID string, n int) []rest.LogEntryInput {
+	t.Helper()
+	var in []rest.LogEntryInput
+	levels := []string{"info", "error", "debug"}
+	for i := range n {
+		le := rest.LogEntryInput{ProjectId: projectID, Message: fmt.Sprint(i), Time: ptr(int64(100 + 10*i)), Level: ptr(levels[i%3])}
+		if i%2 == 0 {
+			le.UserId = ptr("alice")
+		}
+		in = append(in, le)
+	}
+	r, err := e.client.CreateLogsWithResponse(t.Context(), in)
+	if err != nil || r.StatusCode() != 201 {
+		t.Fatalf("seed: %v %d %s", err, r.StatusCode(), r.Body)
+	}
+	return in
+}
+
+func messages(es []rest.LogEntry) []string {
+	var out []string
+	for _, e := range es {
+		out = append(out, e.Message)
+	}
+	return out
+}
+
+func testListLogsFilters(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	other := e.project("other")
+	seed(t, e, p.Id, 12)
+	seed(t, e, other.Id, 3)
+	desc := rest.Desc
+	cases := []struct {
+		name   string
+		params rest.ListLogsParams
+		want   []string
+	}{
+		{"project", rest.ListLogsParams{}, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"}},
+		{"user", rest.ListLogsParams{UserId: ptr("alice")}, []string{"0", "2", "4", "6", "8", "10"}},
+		{"level", rest.ListLogsParams{LogLevel: ptr("error")}, []string{"1", "4", "7", "10"}},
+		{"start inclusive", rest.ListLogsParams{StartTime: ptr[int64](180)}, []string{"8", "9", "10", "11"}},
+		{"end inclusive", rest.ListLogsParams{EndTime: ptr[int64](120)}, []string{"0", "1", "2"}},
+		{"start equals end", rest.ListLogsParams{StartTime: ptr[int64](150), EndTime: ptr[int64](150)}, []string{"5"}},
+		{"all combined", rest.ListLogsParams{UserId: ptr("alice"), LogLevel: ptr("info"), StartTime: ptr[int64](100), EndTime: ptr[int64](190)}, []string{"0", "6"}},
+		{"newest first", rest.ListLogsParams{Order: &desc, LogLevel: ptr("debug")}, []string{"11", "8", "5", "2"}},
+		{"nothing matches", rest.ListLogsParams{UserId: ptr("nobody")}, nil},
+		{"limit", rest.ListLogsParams{Limit: ptr[int32](2)}, []string{"0", "1"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.params.ProjectId = p.Id
+			r, err := e.client.ListLogsWithResponse(t.Context(), &c.params)
+			if err != nil || r.StatusCode() != 200 {
+				t.Fatalf("list = %v %d %s", err, r.StatusCode(), r.Body)
+			}
+			if got := messages(*r.JSON200); !slices.Equal(got, c.want) {
+				t.Errorf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func testListLogsParameterErrors(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	seed(t, e, p.Id, 3)
+	q := "/logs?project_id=" + p.Id
+	cases := []struct {
+		name, query string
+		status      int
+		fields      []string
+	}{
+		{"missing project_id", "/logs", 400, []string{"?project_id"}},
+		{"unknown project", "/logs?project_id=" + newID(), 404, nil},
+		{"malformed project id", "/logs?project_id=nope", 404, nil},
+		{"start after end", q + "&start_time=5&end_time=4", 400, []string{"?start_time"}},
+		{"start not a number", q + "&start_time=yesterday", 400, []string{"?start_time"}},
+		{"end not a number", q + "&end_time=1.5", 400, []string{"?end_time"}},
+		{"limit zero", q + "&limit=0", 400, []string{"?limit"}},
+		{"limit over the maximum", q + "&limit=10001", 400, []string{"?limit"}},
+		{"limit negative", q + "&limit=-1", 400, []string{"?limit"}},
+		{"limit not a number", q + "&limit=ten", 400, []string{"?limit"}},
+		{"unknown order", q + "&order=sideways", 400, []string{"?order"}},
+		{"cursor not ours", q + "&cursor=bm90LWEtY3Vyc29y", 400, []string{"?cursor"}},
+		{"cursor not base64", q + "&cursor=%25%25%25", 400, []string{"?cursor"}},
+		{"cursor of the other order", q + "&order=desc&cursor=" + domain.EncodeCursor(domain.Cursor{Time: 1, ID: newID()}), 400, []string{"?cursor"}},
+	}
+	listingOnly := func(query string) bool {
+		return strings.Contains(query, "limit=") || strings.Contains(query, "order=") || strings.Contains(query, "cursor=")
+	}
+	for _, method := range []string{"GET", "DELETE"} {
+		for _, c := range cases {
+			if method == "DELETE" && listingOnly(c.query) {
+				continue // DELETE /logs takes no paging parameters
+			}
+			t.Run(method+" "+c.name, func(t *testing.T) {
+				resp, body := e.do(method, c.query, "", "")
+				if resp.StatusCode != c.status {
+					t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
+				}
+				if c.fields != nil {
+					if got := fieldsOf(problemOf(t, body)); !slices.Equal(got, c.fields) {
+						t.Errorf("errors name %q, want %q", got, c.fields)
+					}
+				}
+			})
+		}
+	}
+	if n := e.logCount(p.Id); n != 3 {
+		t.Errorf("rejected deletes removed entries: %d left, want 3", n)
+	}
+}
+
+// nextLink extracts the URL of a Link: <...>; rel="next" header.
+func nextLink(t *testing.T, h http.Header) string {
+	t.Helper()
+	v := h.Get("Link")
+	if v == "" {
+		return ""
+	}
+	start, end := strings.Index(v, "<"), strings.Index(v, ">")
+	if start != 0 || end < 0 || !strings.HasSuffix(v, `; rel="next"`) {
+		t.Fatalf("Link header %q is not <URL>; rel=\"next\"", v)
+	}
+	return v[1:end]
+}
+
+func testListLogsPaging(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	const total = 23
+	var in []rest.LogEntryInput
+	for i := range total {
+		in = append(in, rest.LogEntryInput{ProjectId: p.Id, Message: fmt.Sprint(i), Time: ptr(int64(i / 3)), UserId: ptr("u")})
+	}
+	if r, err := e.client.CreateLogsWithResponse(t.Context(), in); err != nil || r.StatusCode() != 201 {
+		t.Fatalf("seed: %v", err)
+	}
+	for _, order := range []string{"asc", "desc"} {
+		for _, limit := range []int{1, 5, 22, 23, 24} {
+			t.Run(fmt.Sprintf("%s/limit=%d", order, limit), func(t *testing.T) {
+				next := fmt.Sprintf("%s/logs?project_id=%s&user_id=u&order=%s&limit=%d", e.url, p.Id, order, limit)
+				var got []string
+				for pages := 0; next != ""; pages++ {
+					if pages > total+1 {
+						t.Fatal("paging does not end")
+					}
+					u, err := url.Parse(next)
+					if err != nil || !u.IsAbs() {
+						t.Fatalf("next link %q is not an absolute URL", next)
+					}
+					resp, body := e.do("GET", u.RequestURI(), "", "")
+					if resp.StatusCode != 200 {
+						t.Fatalf("page %d: %d %s", pages, resp.StatusCode, body)
+					}
+					var page []rest.LogEntry
+					if err := json.Unmarshal(body, &page); err != nil {
+						t.Fatal(err)
+					}
+					if len(page) > limit {
+						t.Fatalf("page of %d entries over limit %d", len(page), limit)
+					}
+					got = append(got, messages(page)...)
+					next = nextLink(t, resp.Header)
+					if next != "" && len(page) != limit {
+						t.Fatalf("a page with a next link holds %d entries, want %d", len(page), limit)
+					}
+				}
+				var want []string
+				for i := range total {
+					want = append(want, fmt.Sprint(i))
+				}
+				if order == "desc" {
+					slices.Reverse(want)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("pages = %v, want %v", got, want)
+				}
+			})
+		}
+	}
+	// The default page size is 1,000: a listing of 1,001 entries has a next page.
+	var more rest.CreateLogsJSONRequestBody
+	for range 1001 - total {
+		more = append(more, rest.LogEntryInput{ProjectId: p.Id, Message: "m", Time: ptr[int64](1000)})
+	}
+	if r, err := e.client.CreateLogsWithResponse(t.Context(), more); err != nil || r.StatusCode() != 201 {
+		t.Fatalf("seed more: %v", err)
+	}
+	r, _ := e.client.ListLogsWithResponse(t.Context(), &rest.ListLogsParams{ProjectId: p.Id})
+	if len(*r.JSON200) != 1000 || nextLink(t, r.HTTPResponse.Header) == "" {
+		t.Fatalf("default page = %d entries, Link %q; want 1000 and a next link", len(*r.JSON200), r.HTTPResponse.Header.Get("Link"))
+	}
+	r, _ = e.client.ListLogsWithResponse(t.Context(), &rest.ListLogsParams{ProjectId: p.Id, Limit: ptr[int32](10_000)})
+	if len(*r.JSON200) != 1001 || r.HTTPResponse.Header.Get("Link") != "" {
+		t.Fatalf("limit 10000 = %d entries, Link %q; want 1001 and none", len(*r.JSON200), r.HTTPResponse.Header.Get("Link"))
+	}
+}
+
+func testDeleteLogs(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	other := e.project("other")
+	seed(t, e, p.Id, 12)
+	seed(t, e, other.Id, 12)
+	del := func(params rest.DeleteLogsParams) int64 {
+		t.Helper()
+		r, err := e.client.DeleteLogsWithResponse(t.Context(), &params)
+		if err != nil || r.StatusCode() != 200 {
+			t.Fatalf("delete %+v = %v %d %s", params, err, r.StatusCode(), r.Body)
+		}
+		return r.JSON200.Deleted
+	}
+	if n := del(rest.DeleteLogsParams{ProjectId: p.Id, UserId: ptr("alice"), LogLevel: ptr("info")}); n != 2 {
+		t.Errorf("delete alice/info = %d, want 2", n)
+	}
+	// 150, 160 and 170 are entries 5, 6 and 7; entry 6 (alice, info) is gone already.
+	if n := del(rest.DeleteLogsParams{ProjectId: p.Id, StartTime: ptr[int64](150), EndTime: ptr[int64](170)}); n != 2 {
+		t.Errorf("delete [150, 170] = %d, want 2", n)
+	}
+	if n := del(rest.DeleteLogsParams{ProjectId: p.Id}); n != 8 {
+		t.Errorf("delete the rest = %d, want 8", n)
+	}
+	if n := del(rest.DeleteLogsParams{ProjectId: p.Id}); n != 0 {
+		t.Errorf("delete again = %d, want 0", n)
+	}
+	if n := e.logCount(other.Id); n != 12 {
+		t.Errorf("the other project has %d entries, want 12", n)
+	}
+	r, _ := e.client.DeleteLogsWithResponse(t.Context(), &rest.DeleteLogsParams{ProjectId: newID()})
+	if r.StatusCode() != 404 {
+		t.Errorf("delete in an unknown project = %d, want 404", r.StatusCode())
+	}
+}
+
+func testDeleteProjectDeletesLogs(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	keep := e.project("keep")
+	seed(t, e, p.Id, 5)
+	seed(t, e, keep.Id, 5)
+	if r, _ := e.client.DeleteProjectWithResponse(t.Context(), p.Id); r.StatusCode() != 204 {
+		t.Fatalf("delete = %d", r.StatusCode())
+	}
+	if n := e.logCount(p.Id); n != 0 {
+		t.Errorf("%d entries outlived their project", n)
+	}
+	if n := e.logCount(keep.Id); n != 5 {
+		t.Errorf("another project's entries: %d, want 5", n)
+	}
+	if r, _ := e.client.ListLogsWithResponse(t.Context(), &rest.ListLogsParams{ProjectId: p.Id}); r.StatusCode() != 404 {
+		t.Errorf("list logs of a deleted project = %d, want 404", r.StatusCode())
+	}
+}
+
+func testUnknownRoutes(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	for _, c := range []struct{ method, path string }{{"GET", "/"}, {"GET", "/nothing"}, {"GET", "/projects/a/b"}} {
+		resp, body := e.do(c.method, c.path, "", "")
+		if resp.StatusCode != 404 {
+			t.Errorf("%s %s = %d, want 404: %s", c.method, c.path, resp.StatusCode, body)
+		}
+	}
+	for _, c := range []struct{ method, path, allow string }{{"PATCH", "/projects", "GET, HEAD, POST"}, {"POST", "/projects/x", "DELETE, GET, HEAD, PUT"}, {"PUT", "/logs", "DELETE, GET, HEAD, POST"}} {
+		resp, body := e.do(c.method, c.path, "application/json", "{}")
+		if resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s = %d Allow %q, want 405 Allow %q: %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), c.allow, body)
+		}
+	}
+	if e.tr.Checked() == 0 {
+		t.Fatal("no response went through the contract check")
+	}
+}

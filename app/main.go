@@ -1,0 +1,163 @@
+// Command obsvc serves the observability REST API and the Twirp Haberdasher on one port.
+//
+//	go run ./app            # SQLite under ./data, port 8080
+//	go run ./app -h         # every setting, its environment variable and default
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/google/uuid"
+
+	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/twirpapi"
+	"example.com/obsvc/domain"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "obsvc:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses the configuration, opens the store and serves until ctx ends, then drains in-flight
+// requests (up to the shutdown timeout) and closes the store.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log := newLogger(stdout, cfg.LogLevel)
+
+	st, err := openStore(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := st.Close(); err != nil {
+			log.Error("close store", "err", err)
+		}
+	}()
+
+	limits := domain.DefaultLimits()
+	limits.MaxBatchEntries = cfg.MaxBatchEntries
+	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
+	handler, err := newHandler(svc, cfg, log)
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: cfg.ReadHeaderTO,
+		ReadTimeout:       cfg.ReadTO,
+		WriteTimeout:      cfg.WriteTO,
+		IdleTimeout:       cfg.IdleTO,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(cfg.DatabaseURL))
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down", "drain_timeout", cfg.ShutdownTimeout.String())
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(drainCtx); err != nil {
+		return fmt.Errorf("drain: %w", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// newHandler wires the REST API and the Twirp service on one mux. Tests call it too.
+func newHandler(svc *domain.Service, cfg config, log *slog.Logger) (http.Handler, error) {
+	restHandler, err := httpapi.NewHandler(svc, httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(svc, log))
+	mux.Handle("/", restHandler)
+	return mux, nil
+}
+
+// newID makes the service's ids: UUIDv7 (RFC 9562), time-ordered and, within this process,
+// strictly increasing, so entries of one batch list in the order they were sent.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// store is what the service needs of a storage adapter.
+type store interface {
+	domain.Store
+	Close() error
+}
+
+// openStore opens the store DATABASE_URL names.
+func openStore(ctx context.Context, dbURL string) (store, error) {
+	switch {
+	case dbURL == "":
+		return sqlstore.OpenSQLite(ctx, defaultSQLitePath, sqlstore.DefaultSQLiteOptions())
+	case strings.HasPrefix(dbURL, "sqlite:"):
+		path := strings.TrimPrefix(dbURL, "sqlite:")
+		if path == "" {
+			return nil, fmt.Errorf("invalid DATABASE_URL: sqlite: needs a path, e.g. sqlite:data/obsvc.db")
+		}
+		return sqlstore.OpenSQLite(ctx, path, sqlstore.DefaultSQLiteOptions())
+	case strings.HasPrefix(dbURL, "postgres://"), strings.HasPrefix(dbURL, "postgresql://"):
+		return nil, fmt.Errorf("invalid DATABASE_URL: PostgreSQL is not supported yet")
+	default:
+		return nil, fmt.Errorf("invalid DATABASE_URL: want empty, sqlite:PATH, postgres:// or postgresql://")
+	}
+}
+
+func storeKind(dbURL string) string {
+	switch {
+	case dbURL == "":
+		return "sqlite:" + defaultSQLitePath
+	case strings.HasPrefix(dbURL, "sqlite:"):
+		return dbURL
+	default:
+		return "postgres"
+	}
+}
+
+// newLogger logs JSON when out is not a terminal (a log pipeline reads it), text otherwise.
+func newLogger(out io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if f, ok := out.(*os.File); ok && isTerminal(f) {
+		return slog.New(slog.NewTextHandler(out, opts))
+	}
+	return slog.New(slog.NewJSONHandler(out, opts))
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

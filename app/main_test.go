@@ -1,0 +1,178 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's log writes and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func getenvFrom(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// listeningAddr waits for the "listening" log line and returns its address.
+func listeningAddr(t *testing.T, logs *syncBuffer, done <-chan error) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		sc := bufio.NewScanner(strings.NewReader(logs.String()))
+		for sc.Scan() {
+			var line struct{ Msg, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+				return line.Addr
+			}
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("run returned before listening: %v\nlogs:\n%s", err, logs)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no listening line in the logs:\n%s", logs)
+	return ""
+}
+
+func TestRunServesBothAPIsAndStopsCleanly(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db")}), &stdout, &stderr)
+	}()
+	base := "http://" + listeningAddr(t, &stdout, done)
+
+	resp, err := http.Post(base+"/projects", "application/json", strings.NewReader(`{"name":"boot"}`))
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("POST /projects = %v %v", resp, err)
+	}
+	resp.Body.Close()
+	resp, err = http.Post(base+"/twirp/rpc.example.haberdasher.Haberdasher/MakeHat", "application/json", strings.NewReader(`{"inches":3}`))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("MakeHat = %v %v", resp, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), `"inches":3`) {
+		t.Errorf("MakeHat body %s", body)
+	}
+
+	cancel() // what SIGINT/SIGTERM do through signal.NotifyContext
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run after shutdown = %v, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+	if !strings.Contains(stdout.String(), `"msg":"stopped"`) {
+		t.Errorf("no stopped line in logs:\n%s", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.db")); err != nil {
+		t.Errorf("the sqlite:PATH store was not created: %v", err)
+	}
+}
+
+func TestRunDefaultStoreIsCreatedUnderData(t *testing.T) {
+	t.Chdir(t.TempDir())
+	ctx, cancel := context.WithCancel(t.Context())
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(nil), &stdout, &stderr) }()
+	listeningAddr(t, &stdout, done)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(defaultSQLitePath); err != nil {
+		t.Fatalf("default store not created at %s: %v", defaultSQLitePath, err)
+	}
+}
+
+func TestHelpListsEverySetting(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"-h"}, getenvFrom(nil), &stdout, &stderr); err != nil {
+		t.Fatalf("-h = %v", err)
+	}
+	c := defaultConfig()
+	for _, s := range settings(&c) {
+		if !strings.Contains(stderr.String(), "-"+s.flag) || !strings.Contains(stderr.String(), s.env) {
+			t.Errorf("-h does not list -%s / %s:\n%s", s.flag, s.env, stderr.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "(default :8080)") {
+		t.Errorf("-h does not show the default address:\n%s", stderr.String())
+	}
+}
+
+func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"bad duration env", nil, map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, "SHUTDOWN_TIMEOUT"},
+		{"bad number flag", []string{"-max-body-bytes", "lots"}, nil, "max-body-bytes"},
+		{"zero batch", nil, map[string]string{"MAX_BATCH_ENTRIES": "0"}, "MAX_BATCH_ENTRIES"},
+		{"bad log level", nil, map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{"unknown scheme", nil, map[string]string{"DATABASE_URL": "mysql://x"}, "DATABASE_URL"},
+		{"empty sqlite path", nil, map[string]string{"DATABASE_URL": "sqlite:"}, "DATABASE_URL"},
+		{"unknown flag", []string{"-colour"}, nil, "colour"},
+		{"stray argument", []string{"serve"}, nil, "serve"},
+		{"address in use or bad", []string{"-addr", "256.0.0.1:1"}, nil, "listen"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Chdir(t.TempDir())
+			var stdout, stderr bytes.Buffer
+			err := run(t.Context(), c.args, getenvFrom(c.env), &stdout, &stderr)
+			if err == nil {
+				t.Fatal("run accepted an invalid configuration")
+			}
+			if !strings.Contains(err.Error()+stderr.String(), c.want) {
+				t.Errorf("error %q (stderr %q) does not name %q", err, stderr.String(), c.want)
+			}
+		})
+	}
+}
+
+func TestFlagsWinOverEnvironment(t *testing.T) {
+	var out bytes.Buffer
+	c, err := parseConfig([]string{"-addr", ":9000"}, getenvFrom(map[string]string{"ADDR": ":7000", "MAX_BODY_BYTES": "123"}), &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Addr != ":9000" || c.MaxBodyBytes != 123 {
+		t.Fatalf("config = %+v, want flag addr :9000 and env body limit 123", c)
+	}
+}

@@ -1,0 +1,6 @@
+package main
+
+// e2eStores lists the stores the end-to-end contract runs against.
+func e2eStores() []namedStore {
+	return []namedStore{{"sqlite", openSQLiteStore}}
+}

@@ -1,0 +1,242 @@
+package domain
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func testID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// opts are Options with the id source the composition root would supply.
+func opts(o Options) Options {
+	if o.NewID == nil {
+		o.NewID = testID
+	}
+	return o
+}
+
+// fakeStore is a pure in-memory stand-in for the domain's unit tests only; the real stores are
+// tested against real databases.
+type fakeStore struct {
+	Store
+	projects map[string]Project
+	inserted []LogEntry
+}
+
+func newFake() *fakeStore { return &fakeStore{projects: map[string]Project{}} }
+
+func (f *fakeStore) CreateProject(_ context.Context, p Project) error {
+	f.projects[p.ID] = p
+	return nil
+}
+
+func (f *fakeStore) ProjectByID(_ context.Context, id string) (Project, error) {
+	p, ok := f.projects[id]
+	if !ok {
+		return Project{}, Errorf(KindNotFound, "not found")
+	}
+	return p, nil
+}
+
+func (f *fakeStore) UpdateProject(_ context.Context, p Project) error {
+	f.projects[p.ID] = p
+	return nil
+}
+
+func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry) error {
+	f.inserted = append(f.inserted, es...)
+	return nil
+}
+
+func TestProjectNameRules(t *testing.T) {
+	s := NewService(newFake(), opts(Options{}))
+	cases := []struct {
+		name string
+		ok   bool
+	}{
+		{"a", true},
+		{strings.Repeat("n", 256), true},
+		{strings.Repeat("ü", 256), true},
+		{" padded ", true},
+		{"", false},
+		{"   ", false},
+		{"\t\n", false},
+		{strings.Repeat("n", 257), false},
+		{"bad \xff utf-8", false},
+	}
+	for _, c := range cases {
+		_, err := s.CreateProject(t.Context(), ProjectInput{Name: c.name})
+		if (err == nil) != c.ok {
+			t.Errorf("name %q: err = %v, want ok=%v", c.name, err, c.ok)
+		}
+		if err != nil && (KindOf(err) != KindInvalid || err.(*Error).Fields[0].Path[0] != "name") {
+			t.Errorf("name %q: error %v is not KindInvalid on /name", c.name, err)
+		}
+	}
+}
+
+func TestUpdatedAtAlwaysAdvances(t *testing.T) {
+	now := time.Date(2026, 11, 23, 10, 0, 0, 999, time.UTC) // sub-microsecond part is dropped
+	s := NewService(newFake(), opts(Options{Now: func() time.Time { return now }}))
+	p, err := s.CreateProject(t.Context(), ProjectInput{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.CreatedAt.Nanosecond()%1000 != 0 {
+		t.Fatalf("created_at %v keeps more than microseconds", p.CreatedAt)
+	}
+	prev := p.UpdatedAt
+	for range 3 { // the clock stands still
+		u, err := s.UpdateProject(t.Context(), p.ID, ProjectInput{Name: "q"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !u.UpdatedAt.After(prev) || !u.CreatedAt.Equal(p.CreatedAt) {
+			t.Fatalf("updated_at %v after %v; created %v", u.UpdatedAt, prev, u.CreatedAt)
+		}
+		prev = u.UpdatedAt
+	}
+}
+
+func TestMalformedIDsAreNotFound(t *testing.T) {
+	s := NewService(newFake(), opts(Options{}))
+	for _, id := range []string{"", "x", "01936F0E-8C2A-7B3E-9D4F-2A6B8C0D1E2F", "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2", "01936f0e_8c2a_7b3e_9d4f_2a6b8c0d1e2f"} {
+		if _, err := s.Project(t.Context(), id); KindOf(err) != KindNotFound {
+			t.Errorf("Project(%q) = %v, want KindNotFound", id, err)
+		}
+	}
+}
+
+func TestBatchRules(t *testing.T) {
+	pid := testID()
+	good := func() LogInput { return LogInput{ProjectID: pid, Message: ptr("m")} }
+	with := func(f func(*LogInput)) LogInput { in := good(); f(&in); return in }
+	limits := DefaultLimits()
+	limits.MaxBatchEntries = 3
+	cases := []struct {
+		name   string
+		batch  []LogInput
+		kind   Kind
+		fields []string
+	}{
+		{"empty", nil, KindInvalid, []string{""}},
+		{"over the entry limit", []LogInput{good(), good(), good(), good()}, KindTooLarge, nil},
+		{"missing message", []LogInput{good(), with(func(i *LogInput) { i.Message = nil })}, KindInvalid, []string{"/1/message"}},
+		{"missing project", []LogInput{with(func(i *LogInput) { i.ProjectID = "" })}, KindInvalid, []string{"/0/project_id"}},
+		{"message over 64 KiB", []LogInput{with(func(i *LogInput) { i.Message = ptr(strings.Repeat("é", 32<<10+1)) })}, KindInvalid, []string{"/0/message"}},
+		{"empty level", []LogInput{with(func(i *LogInput) { i.Level = ptr("") })}, KindInvalid, []string{"/0/level"}},
+		{"level of 33 characters", []LogInput{with(func(i *LogInput) { i.Level = ptr(strings.Repeat("l", 33)) })}, KindInvalid, []string{"/0/level"}},
+		{"subject too long", []LogInput{with(func(i *LogInput) { i.Subject = ptr(strings.Repeat("s", 1025)) })}, KindInvalid, []string{"/0/subject"}},
+		{"user id not UTF-8", []LogInput{with(func(i *LogInput) { i.UserID = ptr("\xff") })}, KindInvalid, []string{"/0/user_id"}},
+		{"malformed project id", []LogInput{good(), with(func(i *LogInput) { i.ProjectID = "nope" })}, KindUnknownProject, []string{"/1/project_id"}},
+		{"every problem named", []LogInput{with(func(i *LogInput) { i.Level = ptr("") }), good(), with(func(i *LogInput) { i.Message = nil })}, KindInvalid, []string{"/0/level", "/2/message"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake()
+			s := NewService(f, opts(Options{Limits: limits}))
+			_, err := s.CreateLogs(t.Context(), c.batch)
+			if KindOf(err) != c.kind || err == nil {
+				t.Fatalf("err = %v, want kind %v", err, c.kind)
+			}
+			var got []string
+			for _, fe := range err.(*Error).Fields {
+				got = append(got, "/"+strings.Join(fe.Path, "/"))
+			}
+			for i := range got {
+				if got[i] == "/" {
+					got[i] = ""
+				}
+			}
+			if c.fields != nil && !slices.Equal(got, c.fields) {
+				t.Errorf("fields = %q, want %q", got, c.fields)
+			}
+			if len(f.inserted) != 0 {
+				t.Errorf("a rejected batch reached the store")
+			}
+		})
+	}
+}
+
+func TestBatchDefaults(t *testing.T) {
+	now := time.UnixMilli(1_795_428_000_123)
+	n := 0
+	f := newFake()
+	s := NewService(f, Options{Now: func() time.Time { return now }, NewID: func() string { n++; return "00000000-0000-7000-8000-00000000000" + string(rune('0'+n)) }})
+	if _, err := s.CreateLogs(t.Context(), []LogInput{{ProjectID: testID(), Message: ptr("a")}, {ProjectID: testID(), Message: ptr("b"), Level: ptr("warn"), Time: ptr[int64](-7)}}); err != nil {
+		t.Fatal(err)
+	}
+	a, b := f.inserted[0], f.inserted[1]
+	if a.Level != DefaultLevel || a.Time != now.UnixMilli() || a.Subject != nil || a.UserID != nil {
+		t.Errorf("defaults = %+v", a)
+	}
+	if b.Level != "warn" || b.Time != -7 || a.ID >= b.ID {
+		t.Errorf("explicit = %+v (ids %s, %s)", b, a.ID, b.ID)
+	}
+}
+
+func TestUUIDv7IsOrderedAndWellFormed(t *testing.T) {
+	prev := ""
+	for range 10_000 {
+		id := testID()
+		if !validID(id) || id[14] != '7' || id <= prev {
+			t.Fatalf("id %q after %q", id, prev)
+		}
+		prev = id
+	}
+}
+
+func TestCursorRoundTripAndRejects(t *testing.T) {
+	c := Cursor{Time: -42, ID: testID(), Desc: true}
+	got, err := DecodeCursor(EncodeCursor(c))
+	if err != nil || got != c {
+		t.Fatalf("round trip = %+v, %v; want %+v", got, err, c)
+	}
+	for _, bad := range []string{"", "!!", "e30", EncodeCursor(Cursor{ID: "not-an-id"})} {
+		if _, err := DecodeCursor(bad); KindOf(err) != KindInvalid || err.(*Error).Fields[0].Param != "cursor" {
+			t.Errorf("DecodeCursor(%q) = %v, want KindInvalid on cursor", bad, err)
+		}
+	}
+}
+
+func TestListingParameters(t *testing.T) {
+	s := NewService(newFake(), opts(Options{}))
+	cases := []struct {
+		q     LogQuery
+		param string
+	}{
+		{LogQuery{Limit: -1}, "limit"},
+		{LogQuery{Limit: 10_001}, "limit"},
+		{LogQuery{LogFilter: LogFilter{Start: ptr[int64](2), End: ptr[int64](1)}}, "start_time"},
+		{LogQuery{After: &Cursor{Desc: true}}, "cursor"},
+	}
+	for _, c := range cases {
+		_, err := s.pageQuery(c.q)
+		if KindOf(err) != KindInvalid || err.(*Error).Fields[0].Param != c.param {
+			t.Errorf("pageQuery(%+v) = %v, want invalid %s", c.q, err, c.param)
+		}
+	}
+	q, err := s.pageQuery(LogQuery{LogFilter: LogFilter{Start: ptr[int64](1), End: ptr[int64](1)}})
+	if err != nil || q.Limit != 1000 {
+		t.Errorf("defaults = %+v, %v; want limit 1000 and start == end accepted", q, err)
+	}
+}
+
+func TestMakeHatRejectsNonPositive(t *testing.T) {
+	s := NewService(nil, Options{})
+	for _, in := range []int32{0, -1} {
+		if _, err := s.MakeHat(t.Context(), in); KindOf(err) != KindInvalid || err.(*Error).Fields[0].Param != "inches" {
+			t.Errorf("MakeHat(%d) = %v", in, err)
+		}
+	}
+	if slices.Contains(HatColors(), "invisible") {
+		t.Error("the palette holds invisible")
+	}
+}
