@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 // given on the command line wins over the variable, which wins over the default.
 type config struct {
 	Addr            string
+	MetricsAddr     string
 	DatabaseURL     string
 	LogLevel        slog.Level
 	ShutdownTimeout time.Duration
@@ -40,6 +42,7 @@ type setting struct {
 func settings(c *config) []setting {
 	return []setting{
 		{"addr", "ADDR", "`host:port` to listen on", stringVar(&c.Addr)},
+		{"metrics-addr", "METRICS_ADDR", "serve /metrics on this `host:port` instead of the main address", stringVar(&c.MetricsAddr)},
 		{"database-url", "DATABASE_URL", "`store`: empty = SQLite at " + defaultSQLitePath + ", sqlite:PATH, or postgres://...", stringVar(&c.DatabaseURL)},
 		{"log-level", "LOG_LEVEL", "log `level`: debug, info, warn or error", levelVar{&c.LogLevel}},
 		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)", durationVar(&c.ShutdownTimeout)},
@@ -190,3 +193,28 @@ func (v levelVar) String() string {
 	return strings.ToLower(v.p.String())
 }
 func (v levelVar) Set(s string) error { return v.p.UnmarshalText([]byte(s)) }
+
+// logEffective logs the configuration in force, with the database password redacted.
+func (c config) logEffective(log *slog.Logger) {
+	attrs := make([]any, 0, 2*12)
+	for _, s := range settings(&c) {
+		v := s.value.String()
+		if s.env == "DATABASE_URL" {
+			v = redactURL(v)
+		}
+		attrs = append(attrs, s.env, v)
+	}
+	log.Info("configuration", attrs...)
+}
+
+// redactURL hides the password of a URL; text that is not a URL with user info is kept as is.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		if err != nil && strings.Contains(raw, "@") {
+			return "(unparseable, redacted)"
+		}
+		return raw
+	}
+	return u.Redacted()
+}

@@ -55,7 +55,8 @@ func newEnv(t *testing.T, open storeOpener, tweak func(*config)) *env {
 	limits := domain.DefaultLimits()
 	limits.MaxBatchEntries = cfg.MaxBatchEntries
 	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
-	h, err := newHandler(svc, cfg, slog.New(slog.DiscardHandler))
+	m := newMetrics(st.Pools())
+	h, err := newHandler(svc, st, cfg, slog.New(slog.DiscardHandler), m)
 	if err != nil {
 		t.Fatalf("newHandler: %v", err)
 	}

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -46,6 +48,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := newLogger(stdout, cfg.LogLevel)
+	cfg.logEffective(log)
 
 	st, err := openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -60,9 +63,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	limits := domain.DefaultLimits()
 	limits.MaxBatchEntries = cfg.MaxBatchEntries
 	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
-	handler, err := newHandler(svc, cfg, log)
+	m := newMetrics(st.Pools())
+	handler, err := newHandler(svc, st, cfg, log, m)
 	if err != nil {
 		return err
+	}
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, m, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
 	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
@@ -97,16 +108,45 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-// newHandler wires the REST API and the Twirp service on one mux. Tests call it too.
-func newHandler(svc *domain.Service, cfg config, log *slog.Logger) (http.Handler, error) {
-	restHandler, err := httpapi.NewHandler(svc, httpapi.Options{MaxBodyBytes: cfg.MaxBodyBytes, Logger: log})
+// newHandler wires the REST API, the Twirp service, health checks and (unless it has an address
+// of its own) /metrics on one mux, behind the request-id, access-log and metrics middleware.
+// Tests call it too.
+func newHandler(svc *domain.Service, st store, cfg config, log *slog.Logger, m *metrics) (http.Handler, error) {
+	restHandler, err := httpapi.NewHandler(svc, httpapi.Options{
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Logger:        log,
+		OnLogsCreated: m.logsCreated,
+		OnLogsDeleted: m.logsRemoved,
+	})
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(svc, log))
+	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(svc, log, m.twirpHooks()))
+	healthHandlers(mux, st)
+	if cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", m.handler())
+	}
 	mux.Handle("/", restHandler)
-	return mux, nil
+	return observe(mux, log, m), nil
+}
+
+// serveMetrics serves /metrics on an address of its own; the returned func stops it.
+func serveMetrics(addr string, m *metrics, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on METRICS_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server", "err", err)
+		}
+	}()
+	log.Info("metrics listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
 }
 
 // newID makes the service's ids: UUIDv7 (RFC 9562), time-ordered and, within this process,
@@ -116,6 +156,8 @@ func newID() string { return uuid.Must(uuid.NewV7()).String() }
 // store is what the service needs of a storage adapter.
 type store interface {
 	domain.Store
+	Ping(ctx context.Context) error
+	Pools() map[string]*sql.DB
 	Close() error
 }
 
@@ -152,9 +194,9 @@ func storeKind(dbURL string) string {
 func newLogger(out io.Writer, level slog.Level) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	if f, ok := out.(*os.File); ok && isTerminal(f) {
-		return slog.New(slog.NewTextHandler(out, opts))
+		return slog.New(contextHandler{slog.NewTextHandler(out, opts)})
 	}
-	return slog.New(slog.NewJSONHandler(out, opts))
+	return slog.New(contextHandler{slog.NewJSONHandler(out, opts)})
 }
 
 func isTerminal(f *os.File) bool {

@@ -176,3 +176,7 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 		t.Fatalf("config = %+v, want flag addr :9000 and env body limit 123", c)
 	}
 }
+
+func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
+	return context.WithCancel(t.Context())
+}

@@ -18,6 +18,10 @@ type Options struct {
 	// MaxBodyBytes bounds a request body (413 beyond).
 	MaxBodyBytes int64
 	Logger       *slog.Logger
+	// OnLogsCreated and OnLogsDeleted, when set, are told how many entries each successful
+	// write or delete stored or removed (for metrics).
+	OnLogsCreated func(n int)
+	OnLogsDeleted func(n int64)
 }
 
 // DefaultMaxBodyBytes is the documented body limit, 10 MiB.
@@ -37,7 +41,8 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	strict := rest.NewStrictHandlerWithOptions(&server{svc: svc, log: opts.Logger},
+	srv := &server{svc: svc, log: opts.Logger, onCreated: opts.OnLogsCreated, onDeleted: opts.OnLogsDeleted}
+	strict := rest.NewStrictHandlerWithOptions(srv,
 		[]rest.StrictMiddlewareFunc{withRequestURL},
 		rest.StrictHTTPServerOptions{
 			RequestErrorHandlerFunc:  problems.bodyError,
@@ -48,7 +53,7 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 		BaseRouter:       mux,
 		ErrorHandlerFunc: problems.paramError,
 	})
-	return v.middleware(problemFallback(mux)), nil
+	return problems.recoverer(v.middleware(problemFallback(mux))), nil
 }
 
 // bodyError answers a body the generated decoder could not read.
@@ -104,7 +109,7 @@ func problemFallback(mux *http.ServeMux) http.Handler {
 		if status == http.StatusMethodNotAllowed {
 			detail = fmt.Sprintf("method %s is not allowed here", r.Method)
 		}
-		writeProblem(w, status, detail, nil)
+		writeProblem(w, r, status, detail, nil)
 	})
 }
 

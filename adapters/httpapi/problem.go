@@ -71,14 +71,17 @@ func (p problemWriter) write(w http.ResponseWriter, r *http.Request, err error) 
 			detail = "the server failed to handle the request"
 		}
 	}
-	writeProblem(w, status, detail, fields)
+	writeProblem(w, r, status, detail, fields)
 }
 
-// writeProblem writes one problem document with the given status.
-func writeProblem(w http.ResponseWriter, status int, detail string, fields []rest.ProblemField) {
+// writeProblem writes one problem document with the given status, naming the request's id.
+func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail string, fields []rest.ProblemField) {
 	body := rest.Problem{Type: "about:blank", Title: http.StatusText(status), Status: int32(status), Detail: detail}
 	if len(fields) > 0 {
 		body.Errors = &fields
+	}
+	if id := domain.RequestID(r.Context()); id != "" {
+		body.RequestId = &id
 	}
 	h := w.Header()
 	h.Del("Content-Length")

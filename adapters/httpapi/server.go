@@ -15,8 +15,10 @@ import (
 // server implements the generated strict server interface by calling the domain. Handlers return
 // domain errors as errors; the one problem writer maps them.
 type server struct {
-	svc *domain.Service
-	log *slog.Logger
+	svc       *domain.Service
+	log       *slog.Logger
+	onCreated func(int)
+	onDeleted func(int64)
 }
 
 var _ rest.StrictServerInterface = (*server)(nil)
@@ -92,6 +94,9 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 	if err != nil {
 		return nil, err
 	}
+	if s.onCreated != nil {
+		s.onCreated(n)
+	}
 	return rest.CreateLogs201JSONResponse{Created: int64(n)}, nil
 }
 
@@ -101,6 +106,9 @@ func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObjec
 	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, Start: p.StartTime, End: p.EndTime})
 	if err != nil {
 		return nil, err
+	}
+	if s.onDeleted != nil {
+		s.onDeleted(n)
 	}
 	return rest.DeleteLogs200JSONResponse{Deleted: n}, nil
 }

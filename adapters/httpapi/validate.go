@@ -49,6 +49,9 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// Name the route as ServeMux will (the spec's paths use its {name} syntax), so that a
+		// request rejected here is still counted and logged under its route.
+		r.Pattern = route.Method + " " + route.Path
 		if route.Operation.RequestBody != nil {
 			if err := v.checkBody(w, r); err != nil {
 				v.problems.write(w, r, err)

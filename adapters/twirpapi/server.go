@@ -26,8 +26,8 @@ func (s *server) MakeHat(ctx context.Context, size *haberdasher.Size) (*haberdas
 }
 
 // NewHandler returns the Twirp Haberdasher service; mount it at PathPrefix. Internal errors are
-// logged with their cause.
-func NewHandler(svc *domain.Service, log *slog.Logger) haberdasher.TwirpServer {
+// logged with their cause; extra hooks (metrics) run after the adapter's own.
+func NewHandler(svc *domain.Service, log *slog.Logger, extra ...*twirp.ServerHooks) haberdasher.TwirpServer {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -39,7 +39,7 @@ func NewHandler(svc *domain.Service, log *slog.Logger) haberdasher.TwirpServer {
 			return ctx
 		},
 	}
-	return haberdasher.NewHaberdasherServer(&server{svc: svc}, twirp.WithServerHooks(hooks))
+	return haberdasher.NewHaberdasherServer(&server{svc: svc}, twirp.WithServerHooks(twirp.ChainHooks(append([]*twirp.ServerHooks{hooks}, extra...)...)))
 }
 
 // PathPrefix is where the Haberdasher service is mounted.

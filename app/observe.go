@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/twitchtv/twirp"
+
+	"example.com/obsvc/domain"
+)
+
+// metrics are the service's Prometheus metrics, on a registry of their own (no global state).
+type metrics struct {
+	reg           *prometheus.Registry
+	httpRequests  *prometheus.CounterVec
+	httpDuration  *prometheus.HistogramVec
+	twirpRequests *prometheus.CounterVec
+	twirpDuration *prometheus.HistogramVec
+	logsIngested  prometheus.Counter
+	logsDeleted   prometheus.Counter
+	batchEntries  prometheus.Histogram
+}
+
+func newMetrics(pools map[string]*sql.DB) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "obsvc_http_requests_total",
+			Help: "HTTP requests by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		httpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "obsvc_http_request_duration_seconds",
+			Help:    "HTTP request latency by route pattern and method, until the handler returned.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"route", "method"}),
+		twirpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "obsvc_twirp_requests_total",
+			Help: "Twirp calls by method and Twirp error code (ok when none).",
+		}, []string{"method", "code"}),
+		twirpDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "obsvc_twirp_request_duration_seconds",
+			Help:    "Twirp call latency by method.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method"}),
+		logsIngested: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "obsvc_log_entries_ingested_total",
+			Help: "Log entries stored by POST /logs.",
+		}),
+		logsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "obsvc_log_entries_deleted_total",
+			Help: "Log entries removed by DELETE /logs.",
+		}),
+		batchEntries: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "obsvc_log_batch_entries",
+			Help:    "Entries per stored POST /logs batch.",
+			Buckets: []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000},
+		}),
+	}
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsIngested, m.logsDeleted, m.batchEntries,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for name, db := range pools {
+		m.reg.MustRegister(collectors.NewDBStatsCollector(db, name))
+	}
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+func (m *metrics) logsCreated(n int) {
+	m.logsIngested.Add(float64(n))
+	m.batchEntries.Observe(float64(n))
+}
+
+func (m *metrics) logsRemoved(n int64) { m.logsDeleted.Add(float64(n)) }
+
+type twirpStartKey struct{}
+type twirpCodeKey struct{}
+
+// twirpHooks count Twirp calls by method and error code, and time them.
+func (m *metrics) twirpHooks() *twirp.ServerHooks {
+	return &twirp.ServerHooks{
+		RequestReceived: func(ctx context.Context) (context.Context, error) {
+			return context.WithValue(ctx, twirpStartKey{}, time.Now()), nil
+		},
+		Error: func(ctx context.Context, err twirp.Error) context.Context {
+			return context.WithValue(ctx, twirpCodeKey{}, string(err.Code()))
+		},
+		ResponseSent: func(ctx context.Context) {
+			method, ok := twirp.MethodName(ctx)
+			if !ok {
+				method = "unknown"
+			}
+			code, ok := ctx.Value(twirpCodeKey{}).(string)
+			if !ok {
+				code = "ok"
+			}
+			m.twirpRequests.WithLabelValues(method, code).Inc()
+			if start, ok := ctx.Value(twirpStartKey{}).(time.Time); ok {
+				m.twirpDuration.WithLabelValues(method).Observe(time.Since(start).Seconds())
+			}
+		},
+	}
+}
+
+// maxRequestIDLen caps a client's X-Request-Id.
+const maxRequestIDLen = 128
+
+// validRequestID accepts 1..maxRequestIDLen visible ASCII characters: safe to log and echo.
+func validRequestID(id string) bool {
+	if id == "" || len(id) > maxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if id[i] < 0x21 || id[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// quietRoute reports routes logged at debug level: probes and scrapes would drown the access log.
+func quietRoute(route string) bool {
+	switch route {
+	case "GET /healthz", "GET /readyz", "GET /metrics":
+		return true
+	}
+	return false
+}
+
+// observe is the outermost middleware: it takes or makes the request id, puts it in the context
+// and the response, and after the request writes one access log line and the HTTP metrics,
+// labelled by the ServeMux pattern that served it (never the raw path).
+func observe(next http.Handler, log *slog.Logger, m *metrics) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID(id) {
+			id = newID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(domain.WithRequestID(r.Context(), id))
+		rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
+		defer func() {
+			// Also on panic (then the connection is dropped): the line and the metrics still count it.
+			elapsed := time.Since(start)
+			route := r.Pattern
+			if route == "" {
+				route = "unmatched"
+			}
+			code := strconv.Itoa(rec.status)
+			m.httpRequests.WithLabelValues(route, r.Method, code).Inc()
+			m.httpDuration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+			level := slog.LevelInfo
+			if quietRoute(route) {
+				level = slog.LevelDebug
+			}
+			log.LogAttrs(r.Context(), level, "request",
+				slog.String("method", r.Method),
+				slog.String("route", route),
+				slog.Int("status", rec.status),
+				slog.Int64("bytes", rec.bytes),
+				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+			)
+		}()
+		next.ServeHTTP(rec, r)
+	})
+}
+
+// responseRecorder notes the status and body size of a response on its way out.
+type responseRecorder struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+	wrote  bool
+}
+
+func (r *responseRecorder) WriteHeader(code int) {
+	if !r.wrote {
+		r.status, r.wrote = code, true
+	}
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *responseRecorder) Write(b []byte) (int, error) {
+	r.wrote = true
+	n, err := r.ResponseWriter.Write(b)
+	r.bytes += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (r *responseRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// pinger is what readiness needs of a store.
+type pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// readyTimeout bounds the store check of /readyz.
+const readyTimeout = 2 * time.Second
+
+// healthHandlers serve liveness (the process serves) and readiness (the store answers; migrations
+// ran when it opened).
+func healthHandlers(mux *http.ServeMux, st pinger) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := st.Ping(ctx); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "the store does not answer"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the status is out; nobody to tell of a failed write
+}
+
+// contextHandler adds the request id a context carries to every log record made with it, so the
+// store's and adapters' logs name the request they served.
+type contextHandler struct{ slog.Handler }
+
+func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := domain.RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h contextHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return contextHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h contextHandler) WithGroup(name string) slog.Handler {
+	return contextHandler{h.Handler.WithGroup(name)}
+}
