@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -24,6 +25,11 @@ type config struct {
 	ShutdownTimeout time.Duration
 	MaxBodyBytes    int64
 	MaxBatchEntries int
+	APIKeys         string
+	APIKeysFile     string
+	MaxInFlight     int
+	WriteRate       float64
+	WriteBurst      int
 	ReadHeaderTO    time.Duration
 	ReadTO          time.Duration
 	WriteTO         time.Duration
@@ -48,6 +54,11 @@ func settings(c *config) []setting {
 		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)", durationVar(&c.ShutdownTimeout)},
 		{"max-body-bytes", "MAX_BODY_BYTES", "largest request body in `bytes` (413 beyond)", int64Var(&c.MaxBodyBytes)},
 		{"max-batch-entries", "MAX_BATCH_ENTRIES", "most `entries` in one POST /logs (413 beyond)", intVar(&c.MaxBatchEntries)},
+		{"api-keys", "API_KEYS", "API `keys`, comma- or newline-separated: \"admin sha256:HEX\" or \"project ID sha256:HEX\" (HEX = SHA-256 of the secret); none = open", stringVar(&c.APIKeys)},
+		{"api-keys-file", "API_KEYS_FILE", "read API keys, one per line, from this `file` too", stringVar(&c.APIKeysFile)},
+		{"max-in-flight", "MAX_IN_FLIGHT", "requests served at once; more are refused with 503 (0 = no cap)", intVar(&c.MaxInFlight)},
+		{"write-rate", "WRITE_RATE", "writes per second per API key (per client address without keys), 429 beyond; 0 = off", floatVar(&c.WriteRate)},
+		{"write-burst", "WRITE_BURST", "writes a key may make at once before WRITE_RATE applies", intVar(&c.WriteBurst)},
 		{"read-header-timeout", "READ_HEADER_TIMEOUT", "time allowed to read request headers (a `duration`)", durationVar(&c.ReadHeaderTO)},
 		{"read-timeout", "READ_TIMEOUT", "time allowed to read a whole request (a `duration`)", durationVar(&c.ReadTO)},
 		{"write-timeout", "WRITE_TIMEOUT", "time allowed to write a response (a `duration`)", durationVar(&c.WriteTO)},
@@ -62,6 +73,8 @@ func defaultConfig() config {
 		ShutdownTimeout: 15 * time.Second,
 		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
 		MaxBatchEntries: domain.DefaultLimits().MaxBatchEntries,
+		MaxInFlight:     64,
+		WriteBurst:      20,
 		ReadHeaderTO:    10 * time.Second,
 		ReadTO:          time.Minute,
 		WriteTO:         5 * time.Minute,
@@ -110,6 +123,12 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_BATCH_ENTRIES: must be positive")
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("invalid SHUTDOWN_TIMEOUT: must be positive")
+	case c.MaxInFlight < 0:
+		return fmt.Errorf("invalid MAX_IN_FLIGHT: must not be negative")
+	case c.WriteRate < 0:
+		return fmt.Errorf("invalid WRITE_RATE: must not be negative")
+	case c.WriteBurst < 1:
+		return fmt.Errorf("invalid WRITE_BURST: must be at least 1")
 	}
 	for name, d := range map[string]time.Duration{"READ_HEADER_TIMEOUT": c.ReadHeaderTO, "READ_TIMEOUT": c.ReadTO, "WRITE_TIMEOUT": c.WriteTO, "IDLE_TIMEOUT": c.IdleTO} {
 		if d < 0 {
@@ -145,6 +164,24 @@ func (v durationValue) Set(s string) error {
 		return fmt.Errorf("not a duration such as 30s or 2m")
 	}
 	*v.p = d
+	return nil
+}
+
+type floatValue struct{ p *float64 }
+
+func floatVar(p *float64) flag.Value { return floatValue{p} }
+func (v floatValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*v.p, 'g', -1, 64)
+}
+func (v floatValue) Set(s string) error {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return fmt.Errorf("not a number")
+	}
+	*v.p = f
 	return nil
 }
 
@@ -199,8 +236,13 @@ func (c config) logEffective(log *slog.Logger) {
 	attrs := make([]any, 0, 2*12)
 	for _, s := range settings(&c) {
 		v := s.value.String()
-		if s.env == "DATABASE_URL" {
+		switch s.env {
+		case "DATABASE_URL":
 			v = redactURL(v)
+		case "API_KEYS":
+			if v != "" {
+				v = "(set, not shown)"
+			}
 		}
 		attrs = append(attrs, s.env, v)
 	}
@@ -217,4 +259,21 @@ func redactURL(raw string) string {
 		return raw
 	}
 	return u.Redacted()
+}
+
+// loadKeys reads the API keys of API_KEYS and API_KEYS_FILE.
+func (c config) loadKeys() (*domain.Keys, error) {
+	text := c.APIKeys
+	if c.APIKeysFile != "" {
+		b, err := os.ReadFile(c.APIKeysFile)
+		if err != nil {
+			return nil, fmt.Errorf("invalid API_KEYS_FILE: %w", err)
+		}
+		text += "\n" + string(b)
+	}
+	keys, err := domain.ParseKeys(text)
+	if err != nil {
+		return nil, fmt.Errorf("invalid API_KEYS / API_KEYS_FILE: %w", err)
+	}
+	return keys, nil
 }

@@ -55,8 +55,12 @@ func newEnv(t *testing.T, open storeOpener, tweak func(*config)) *env {
 	limits := domain.DefaultLimits()
 	limits.MaxBatchEntries = cfg.MaxBatchEntries
 	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
+	keys, err := cfg.loadKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
 	m := newMetrics(st.Pools())
-	h, err := newHandler(svc, st, cfg, slog.New(slog.DiscardHandler), m)
+	h, err := newHandler(svc, st, cfg, keys, slog.New(slog.DiscardHandler), m)
 	if err != nil {
 		t.Fatalf("newHandler: %v", err)
 	}

@@ -49,6 +49,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := newLogger(stdout, cfg.LogLevel)
 	cfg.logEffective(log)
+	keys, err := cfg.loadKeys()
+	if err != nil {
+		return err
+	}
+	if !keys.Enabled() {
+		log.Warn("no API keys configured: the service is open to anyone who can reach it")
+	}
 
 	st, err := openStore(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -64,7 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	limits.MaxBatchEntries = cfg.MaxBatchEntries
 	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
 	m := newMetrics(st.Pools())
-	handler, err := newHandler(svc, st, cfg, log, m)
+	handler, err := newHandler(svc, st, cfg, keys, log, m)
 	if err != nil {
 		return err
 	}
@@ -111,7 +118,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // newHandler wires the REST API, the Twirp service, health checks and (unless it has an address
 // of its own) /metrics on one mux, behind the request-id, access-log and metrics middleware.
 // Tests call it too.
-func newHandler(svc *domain.Service, st store, cfg config, log *slog.Logger, m *metrics) (http.Handler, error) {
+func newHandler(svc *domain.Service, st store, cfg config, keys *domain.Keys, log *slog.Logger, m *metrics) (http.Handler, error) {
 	restHandler, err := httpapi.NewHandler(svc, httpapi.Options{
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Logger:        log,
@@ -128,7 +135,8 @@ func newHandler(svc *domain.Service, st store, cfg config, log *slog.Logger, m *
 		mux.Handle("GET /metrics", m.handler())
 	}
 	mux.Handle("/", restHandler)
-	return observe(mux, log, m), nil
+	limiter := newWriteLimiter(cfg.WriteRate, cfg.WriteBurst, keys)
+	return observe(shed(cfg.MaxInFlight, authenticate(keys, limiter.middleware(notePattern(mux)))), log, m), nil
 }
 
 // serveMetrics serves /metrics on an address of its own; the returned func stops it.

@@ -148,12 +148,13 @@ func observe(next http.Handler, log *slog.Logger, m *metrics) http.Handler {
 			id = newID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(domain.WithRequestID(r.Context(), id))
+		info := &routeInfo{}
+		r = r.WithContext(context.WithValue(domain.WithRequestID(r.Context(), id), routeInfoKey{}, info))
 		rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
 		defer func() {
 			// Also on panic (then the connection is dropped): the line and the metrics still count it.
 			elapsed := time.Since(start)
-			route := r.Pattern
+			route := info.pattern
 			if route == "" {
 				route = "unmatched"
 			}
@@ -173,6 +174,26 @@ func observe(next http.Handler, log *slog.Logger, m *metrics) http.Handler {
 			)
 		}()
 		next.ServeHTTP(rec, r)
+	})
+}
+
+// routeInfo carries the ServeMux pattern that served a request back out to observe: the
+// middleware between them hand on copies of the request (WithContext), and ServeMux writes the
+// pattern into the copy it is given.
+type routeInfo struct{ pattern string }
+
+type routeInfoKey struct{}
+
+// notePattern sits right around the mux and records the pattern it (or a mux nested in it)
+// chose for the request.
+func notePattern(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if info, ok := r.Context().Value(routeInfoKey{}).(*routeInfo); ok {
+				info.pattern = r.Pattern
+			}
+		}()
+		next.ServeHTTP(w, r)
 	})
 }
 

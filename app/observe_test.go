@@ -31,7 +31,7 @@ func bootForOps(t *testing.T, open storeOpener, logs io.Writer, tweak func(*conf
 	st := open(t)
 	svc := domain.NewService(st, domain.Options{NewID: newID})
 	log := slog.New(contextHandler{slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel})})
-	h, err := newHandler(svc, st, cfg, log, newMetrics(st.Pools()))
+	h, err := newHandler(svc, st, cfg, nil, log, newMetrics(st.Pools()))
 	if err != nil {
 		t.Fatal(err)
 	}

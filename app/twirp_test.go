@@ -76,7 +76,7 @@ func (f fixedRandom) IntN(n int) int { return f.n % n }
 
 func TestMakeHatIsDeterministicWithAFixedSource(t *testing.T) {
 	svc := domain.NewService(nil, domain.Options{Rand: fixedRandom{n: 1}})
-	hat, err := svc.MakeHat(t.Context(), 7)
+	hat, err := svc.MakeHat(domain.WithPrincipal(t.Context(), domain.Principal{Admin: true}), 7)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,9 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// admin is a context acting for an admin, as transports make in an open deployment.
+func admin(t *testing.T) context.Context { return WithPrincipal(t.Context(), Principal{Admin: true}) }
+
 func testID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // opts are Options with the id source the composition root would supply.
@@ -50,6 +53,19 @@ func (f *fakeStore) UpdateProject(_ context.Context, p Project) error {
 	return nil
 }
 
+func (f *fakeStore) DeleteProject(_ context.Context, id string) error {
+	delete(f.projects, id)
+	return nil
+}
+
+func (f *fakeStore) ListProjects(context.Context) ([]Project, error) { return nil, nil }
+
+func (f *fakeStore) ListLogs(_ context.Context, _ LogQuery, fn PageFunc) error {
+	return fn(Page{Entries: func(func(LogEntry, error) bool) {}})
+}
+
+func (f *fakeStore) DeleteLogs(context.Context, LogFilter) (int64, error) { return 0, nil }
+
 func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry) error {
 	f.inserted = append(f.inserted, es...)
 	return nil
@@ -72,7 +88,7 @@ func TestProjectNameRules(t *testing.T) {
 		{"bad \xff utf-8", false},
 	}
 	for _, c := range cases {
-		_, err := s.CreateProject(t.Context(), ProjectInput{Name: c.name})
+		_, err := s.CreateProject(admin(t), ProjectInput{Name: c.name})
 		if (err == nil) != c.ok {
 			t.Errorf("name %q: err = %v, want ok=%v", c.name, err, c.ok)
 		}
@@ -85,7 +101,7 @@ func TestProjectNameRules(t *testing.T) {
 func TestUpdatedAtAlwaysAdvances(t *testing.T) {
 	now := time.Date(2026, 11, 23, 10, 0, 0, 999, time.UTC) // sub-microsecond part is dropped
 	s := NewService(newFake(), opts(Options{Now: func() time.Time { return now }}))
-	p, err := s.CreateProject(t.Context(), ProjectInput{Name: "p"})
+	p, err := s.CreateProject(admin(t), ProjectInput{Name: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +110,7 @@ func TestUpdatedAtAlwaysAdvances(t *testing.T) {
 	}
 	prev := p.UpdatedAt
 	for range 3 { // the clock stands still
-		u, err := s.UpdateProject(t.Context(), p.ID, ProjectInput{Name: "q"})
+		u, err := s.UpdateProject(admin(t), p.ID, ProjectInput{Name: "q"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,7 +124,7 @@ func TestUpdatedAtAlwaysAdvances(t *testing.T) {
 func TestMalformedIDsAreNotFound(t *testing.T) {
 	s := NewService(newFake(), opts(Options{}))
 	for _, id := range []string{"", "x", "01936F0E-8C2A-7B3E-9D4F-2A6B8C0D1E2F", "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2", "01936f0e_8c2a_7b3e_9d4f_2a6b8c0d1e2f"} {
-		if _, err := s.Project(t.Context(), id); KindOf(err) != KindNotFound {
+		if _, err := s.Project(admin(t), id); KindOf(err) != KindNotFound {
 			t.Errorf("Project(%q) = %v, want KindNotFound", id, err)
 		}
 	}
@@ -142,7 +158,7 @@ func TestBatchRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFake()
 			s := NewService(f, opts(Options{Limits: limits}))
-			_, err := s.CreateLogs(t.Context(), c.batch)
+			_, err := s.CreateLogs(admin(t), c.batch)
 			if KindOf(err) != c.kind || err == nil {
 				t.Fatalf("err = %v, want kind %v", err, c.kind)
 			}
@@ -170,7 +186,7 @@ func TestBatchDefaults(t *testing.T) {
 	n := 0
 	f := newFake()
 	s := NewService(f, Options{Now: func() time.Time { return now }, NewID: func() string { n++; return "00000000-0000-7000-8000-00000000000" + string(rune('0'+n)) }})
-	if _, err := s.CreateLogs(t.Context(), []LogInput{{ProjectID: testID(), Message: ptr("a")}, {ProjectID: testID(), Message: ptr("b"), Level: ptr("warn"), Time: ptr[int64](-7)}}); err != nil {
+	if _, err := s.CreateLogs(admin(t), []LogInput{{ProjectID: testID(), Message: ptr("a")}, {ProjectID: testID(), Message: ptr("b"), Level: ptr("warn"), Time: ptr[int64](-7)}}); err != nil {
 		t.Fatal(err)
 	}
 	a, b := f.inserted[0], f.inserted[1]
@@ -232,7 +248,7 @@ func TestListingParameters(t *testing.T) {
 func TestMakeHatRejectsNonPositive(t *testing.T) {
 	s := NewService(nil, Options{})
 	for _, in := range []int32{0, -1} {
-		if _, err := s.MakeHat(t.Context(), in); KindOf(err) != KindInvalid || err.(*Error).Fields[0].Param != "inches" {
+		if _, err := s.MakeHat(admin(t), in); KindOf(err) != KindInvalid || err.(*Error).Fields[0].Param != "inches" {
 			t.Errorf("MakeHat(%d) = %v", in, err)
 		}
 	}

@@ -24,6 +24,10 @@ const (
 	KindTooLarge
 	// KindUnavailable is a store that cannot be reached right now; retrying later may work.
 	KindUnavailable
+	// KindUnauthenticated is a request that does not say who it acts for.
+	KindUnauthenticated
+	// KindForbidden is a principal acting beyond what its key covers.
+	KindForbidden
 )
 
 func (k Kind) String() string {
@@ -38,6 +42,10 @@ func (k Kind) String() string {
 		return "too large"
 	case KindUnavailable:
 		return "unavailable"
+	case KindUnauthenticated:
+		return "unauthenticated"
+	case KindForbidden:
+		return "forbidden"
 	default:
 		return "internal"
 	}

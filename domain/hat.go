@@ -30,6 +30,9 @@ func HatNames() []string { return append([]string(nil), hatNames[:]...) }
 // MakeHat makes a hat of the given size in a random colour and of a random kind. inches must be
 // positive (KindInvalid on "inches" otherwise); there is no upper limit.
 func (s *Service) MakeHat(ctx context.Context, inches int32) (Hat, error) {
+	if _, ok := PrincipalFrom(ctx); !ok {
+		return Hat{}, Errorf(KindUnauthenticated, "authentication required")
+	}
 	if inches <= 0 {
 		return Hat{}, ParamError("inches", "must be positive")
 	}

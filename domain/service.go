@@ -84,6 +84,9 @@ func projectNotFound(id string) error {
 
 // CreateProject creates a project named in.Name.
 func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (Project, error) {
+	if err := authorize(ctx, ""); err != nil {
+		return Project{}, err
+	}
 	if err := s.limits.validateProject(in); err != nil {
 		return Project{}, err
 	}
@@ -98,8 +101,16 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (Project, 
 	return p, nil
 }
 
-// Project returns the project with the given id; KindNotFound if there is none.
+// Project returns the project with the given id; KindNotFound if there is none. A project key
+// may read its own project only (KindForbidden otherwise, whether or not the id exists).
 func (s *Service) Project(ctx context.Context, id string) (Project, error) {
+	if err := authorize(ctx, id); err != nil {
+		return Project{}, err
+	}
+	return s.project(ctx, id)
+}
+
+func (s *Service) project(ctx context.Context, id string) (Project, error) {
 	if !validID(id) {
 		return Project{}, projectNotFound(id)
 	}
@@ -115,6 +126,9 @@ func (s *Service) Project(ctx context.Context, id string) (Project, error) {
 
 // Projects returns every project, oldest first.
 func (s *Service) Projects(ctx context.Context) ([]Project, error) {
+	if err := authorize(ctx, ""); err != nil {
+		return nil, err
+	}
 	ps, err := s.store.ListProjects(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", err)
@@ -124,10 +138,13 @@ func (s *Service) Projects(ctx context.Context) ([]Project, error) {
 
 // UpdateProject renames a project. UpdatedAt always advances, even within one clock tick.
 func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput) (Project, error) {
+	if err := authorize(ctx, ""); err != nil {
+		return Project{}, err
+	}
 	if err := s.limits.validateProject(in); err != nil {
 		return Project{}, err
 	}
-	p, err := s.Project(ctx, id)
+	p, err := s.project(ctx, id)
 	if err != nil {
 		return Project{}, err
 	}
@@ -148,6 +165,9 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 
 // DeleteProject deletes a project and all its log entries; KindNotFound if there is none.
 func (s *Service) DeleteProject(ctx context.Context, id string) error {
+	if err := authorize(ctx, ""); err != nil {
+		return err
+	}
 	if !validID(id) {
 		return projectNotFound(id)
 	}
@@ -165,9 +185,24 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 // stored. Bad entries are KindInvalid, a batch over the limit KindTooLarge, entries naming a
 // project that does not exist KindUnknownProject; each lists the offending entries.
 func (s *Service) CreateLogs(ctx context.Context, in []LogInput) (int, error) {
+	who, ok := PrincipalFrom(ctx)
+	if !ok {
+		return 0, Errorf(KindUnauthenticated, "authentication required")
+	}
 	entries, err := s.buildEntries(in)
 	if err != nil {
 		return 0, err
+	}
+	if !who.Admin {
+		foreign := fieldErrors{max: s.limits.MaxFieldErrors}
+		for i, e := range entries {
+			if e.ProjectID != who.ProjectID {
+				foreign.add(i, "project_id", "this key does not cover this project")
+			}
+		}
+		if err := foreign.err(KindForbidden, "this key does not cover every project of the batch"); err != nil {
+			return 0, err
+		}
 	}
 	if !validID(entries[0].ID) {
 		return 0, errNoIDs
@@ -212,7 +247,10 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.Project(ctx, q.ProjectID); err != nil {
+	if err := authorize(ctx, q.ProjectID); err != nil {
+		return err
+	}
+	if _, err := s.project(ctx, q.ProjectID); err != nil {
 		return err
 	}
 	if err := s.store.ListLogs(ctx, q, fn); err != nil {
@@ -227,7 +265,10 @@ func (s *Service) DeleteLogs(ctx context.Context, f LogFilter) (int64, error) {
 	if err := f.validate(); err != nil {
 		return 0, err
 	}
-	if _, err := s.Project(ctx, f.ProjectID); err != nil {
+	if err := authorize(ctx, f.ProjectID); err != nil {
+		return 0, err
+	}
+	if _, err := s.project(ctx, f.ProjectID); err != nil {
 		return 0, err
 	}
 	n, err := s.store.DeleteLogs(ctx, f)

@@ -27,6 +27,10 @@ func statusOf(k domain.Kind) int {
 		return http.StatusRequestEntityTooLarge
 	case domain.KindUnavailable:
 		return http.StatusServiceUnavailable
+	case domain.KindUnauthenticated:
+		return http.StatusUnauthorized
+	case domain.KindForbidden:
+		return http.StatusForbidden
 	default:
 		return http.StatusInternalServerError
 	}
@@ -87,6 +91,14 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail str
 	h.Del("Content-Length")
 	h.Set("Content-Type", problemContentType)
 	h.Set("X-Content-Type-Options", "nosniff")
+	switch status {
+	case http.StatusUnauthorized:
+		h.Set("WWW-Authenticate", "Bearer")
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+		if h.Get("Retry-After") == "" {
+			h.Set("Retry-After", "1")
+		}
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body) // the status is out; a failed write has no one to tell
 }
@@ -117,4 +129,10 @@ func jsonPointer(path []string) string {
 		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(seg))
 	}
 	return b.String()
+}
+
+// WriteProblem answers a condition of the transport itself (401 before any handler runs, 429,
+// load shedding's 503) in the same problem format as everything else.
+func WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
+	writeProblem(w, r, status, detail, nil)
 }

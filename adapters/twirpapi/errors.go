@@ -27,6 +27,10 @@ func toTwirp(err error) twirp.Error {
 		return twirp.NewError(twirp.NotFound, de.Msg)
 	case domain.KindUnavailable:
 		return twirp.NewError(twirp.Unavailable, de.Msg)
+	case domain.KindUnauthenticated:
+		return twirp.NewError(twirp.Unauthenticated, de.Msg)
+	case domain.KindForbidden:
+		return twirp.NewError(twirp.PermissionDenied, de.Msg)
 	case domain.KindTooLarge:
 		return twirp.NewError(twirp.ResourceExhausted, de.Msg)
 	default:

@@ -204,11 +204,20 @@ type UserID = string
 // BadRequest An RFC 9457 problem document.
 type BadRequest = Problem
 
+// Forbidden An RFC 9457 problem document.
+type Forbidden = Problem
+
 // NotFound An RFC 9457 problem document.
 type NotFound = Problem
 
 // TooLarge An RFC 9457 problem document.
 type TooLarge = Problem
+
+// TooManyRequests An RFC 9457 problem document.
+type TooManyRequests = Problem
+
+// Unauthorized An RFC 9457 problem document.
+type Unauthorized = Problem
 
 // Unavailable An RFC 9457 problem document.
 type Unavailable = Problem
@@ -779,11 +788,38 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
+type ForbiddenApplicationProblemPlusJSONResponse Problem
+
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
 type TooLargeApplicationProblemPlusJSONResponse Problem
 
-type UnavailableApplicationProblemPlusJSONResponse Problem
+type TooManyRequestsResponseHeaders struct {
+	RetryAfter *int32
+}
+type TooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooManyRequestsResponseHeaders
+}
+
+type UnauthorizedResponseHeaders struct {
+	WWWAuthenticate *string
+}
+type UnauthorizedApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnauthorizedResponseHeaders
+}
+
+type UnavailableResponseHeaders struct {
+	RetryAfter *int32
+}
+type UnavailableApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnavailableResponseHeaders
+}
 
 type UnknownProjectApplicationProblemPlusJSONResponse Problem
 
@@ -827,6 +863,41 @@ func (response DeleteLogs400ApplicationProblemPlusJSONResponse) VisitDeleteLogsR
 	return err
 }
 
+type DeleteLogs401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLogs401ApplicationProblemPlusJSONResponse) VisitDeleteLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLogs403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLogs403ApplicationProblemPlusJSONResponse) VisitDeleteLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteLogs404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -843,6 +914,25 @@ func (response DeleteLogs404ApplicationProblemPlusJSONResponse) VisitDeleteLogsR
 	return err
 }
 
+type DeleteLogs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteLogs429ApplicationProblemPlusJSONResponse) VisitDeleteLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteLogs503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -850,10 +940,13 @@ type DeleteLogs503ApplicationProblemPlusJSONResponse struct {
 func (response DeleteLogs503ApplicationProblemPlusJSONResponse) VisitDeleteLogsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -907,6 +1000,41 @@ func (response ListLogs400ApplicationProblemPlusJSONResponse) VisitListLogsRespo
 	return err
 }
 
+type ListLogs401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListLogs401ApplicationProblemPlusJSONResponse) VisitListLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLogs403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListLogs403ApplicationProblemPlusJSONResponse) VisitListLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListLogs404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -930,10 +1058,13 @@ type ListLogs503ApplicationProblemPlusJSONResponse struct {
 func (response ListLogs503ApplicationProblemPlusJSONResponse) VisitListLogsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -973,6 +1104,41 @@ func (response CreateLogs400ApplicationProblemPlusJSONResponse) VisitCreateLogsR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLogs401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLogs401ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLogs403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLogs403ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1025,6 +1191,25 @@ func (response CreateLogs422ApplicationProblemPlusJSONResponse) VisitCreateLogsR
 	return err
 }
 
+type CreateLogs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLogs429ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -1032,10 +1217,13 @@ type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 func (response CreateLogs503ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1078,6 +1266,41 @@ func (response ListProjects400ApplicationProblemPlusJSONResponse) VisitListProje
 	return err
 }
 
+type ListProjects401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListProjects401ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListProjects403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListProjects403ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListProjects503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -1085,10 +1308,13 @@ type ListProjects503ApplicationProblemPlusJSONResponse struct {
 func (response ListProjects503ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1140,6 +1366,41 @@ func (response CreateProject400ApplicationProblemPlusJSONResponse) VisitCreatePr
 	return err
 }
 
+type CreateProject401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateProject401ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateProject403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateProject403ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateProject413ApplicationProblemPlusJSONResponse struct {
 	TooLargeApplicationProblemPlusJSONResponse
 }
@@ -1172,6 +1433,25 @@ func (response CreateProject415ApplicationProblemPlusJSONResponse) VisitCreatePr
 	return err
 }
 
+type CreateProject429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateProject429ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateProject503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -1179,10 +1459,13 @@ type CreateProject503ApplicationProblemPlusJSONResponse struct {
 func (response CreateProject503ApplicationProblemPlusJSONResponse) VisitCreateProjectResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1204,6 +1487,41 @@ func (response DeleteProject204Response) VisitDeleteProjectResponse(w http.Respo
 	return nil
 }
 
+type DeleteProject401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteProject401ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteProject403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteProject403ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteProject404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -1220,6 +1538,25 @@ func (response DeleteProject404ApplicationProblemPlusJSONResponse) VisitDeletePr
 	return err
 }
 
+type DeleteProject429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteProject429ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteProject503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -1227,10 +1564,13 @@ type DeleteProject503ApplicationProblemPlusJSONResponse struct {
 func (response DeleteProject503ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1258,6 +1598,41 @@ func (response GetProject200JSONResponse) VisitGetProjectResponse(w http.Respons
 	return err
 }
 
+type GetProject401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetProject401ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetProject403ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetProject404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -1281,10 +1656,13 @@ type GetProject503ApplicationProblemPlusJSONResponse struct {
 func (response GetProject503ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1325,6 +1703,41 @@ func (response UpdateProject400ApplicationProblemPlusJSONResponse) VisitUpdatePr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateProject401ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateProject403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateProject403ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1377,6 +1790,25 @@ func (response UpdateProject415ApplicationProblemPlusJSONResponse) VisitUpdatePr
 	return err
 }
 
+type UpdateProject429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateProject429ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateProject503ApplicationProblemPlusJSONResponse struct {
 	UnavailableApplicationProblemPlusJSONResponse
 }
@@ -1384,10 +1816,13 @@ type UpdateProject503ApplicationProblemPlusJSONResponse struct {
 func (response UpdateProject503ApplicationProblemPlusJSONResponse) VisitUpdateProjectResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1688,67 +2123,75 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7FsJb+O4kv4rBe0Ck2Dl++i0g8Eifb2Xt+lj0glmsZ1Gi5bKFicSqSapOH4N//cFSV225CNJB28Gu4Np",
-	"wI5Eslis46uv6B+Oz+OEM2RKOpMfTkIEiVGhMN/esuCKxqg/Bih9QRNFOXMmzkcWLQGZEhQlLKgKwVM0",
-	"Rg+IAi5gijMuEFRIJVwzeg/6IVAGMY0iKtHnLJBwRJkfpZLe4fEpMK7yYZ5URKhvZsK24zp4T+IkQmfS",
-	"e/FyNBz0xl39n+tQLcn3FMXScR1GtJwOssAMdFxH+iHGRMs+4yImypk4lKnx0HEdtUzQfsU5Cme1cp0L",
-	"Pr/AO4wO2SveE19FS7s/L9LD1gV1UAgunGYRIz7/ZsasyZiJJJWgbG4k+iT4H+ir8zd1ka5ChMQ+/kUC",
-	"DdYX7/ZeDsazLrZO/D5pvZgOsPUyGM5afTKenvjdoIf9WS5bQlRYikYDx3UEfk+pwMCZKJHigTL+Zva4",
-	"S1BYhFxioUgiEGIkTJ0CVRCnUgHeU6kev5UNNWfLfnvwnj5r63uU2ZOZQvEAq68bd/+ku8O4S794sHlf",
-	"SxRNlrTPuFOJ4hsNNsw7bQ37W9SeDdhp2yt9IDLhTKIJM69IcInfU5RKf/M5U8jMR5IkEfWJlrWTCD6N",
-	"MP6PP6QW/Ecpjd6SIjRyJo4KEYSdCagEyu5IZGQx/iidyZfKy8bmpqjPLuZSwaAPfkgE8U30c52EawUK",
-	"Z+J0+h3rsKuvrj4ElUpnMtSnpKgyCnlFAsi3UOifTHmqJtOIsFtnVdXHvwucORPn3zpl7O3Yp7LzyW7T",
-	"aqnuTJXdxSTSJ4+BibgCya0EAiKN8BQ8u2EP9KlIQOKHwGczZAFlc5hRjMyoItq3tYAfuHrHUxY88RBy",
-	"f9cRfWbmqyptWCrtA1fwLnvhGVWWyxNwlEaoLM6sXOeK8wsi5vjEHROYEuWHEPIokIU99bQj575V1UFv",
-	"UOrgtV0VrjgHK8qz6mLKg6U+eO0oVmYqIdLr6r8RZh5IFHcogPg+JkoaRV0zckdoRKYR/gQXlUqneSoh",
-	"rUxbKmjUrSjoM4o76iNcr736jCqywvmEWUQCQjsPBiDoPNRGvTgFgUosISK541yzW8YXLEuGT1RQaifL",
-	"zXZL8GK8zKs6aptobUJdJWx1O5UkuBa7+v1Sw9csEdxHKbVu4S1TVC2fT8VnCiIkUgFnFgwssxhFig2p",
-	"kGx6q8GHoY5dCyLtEQWZ6mWaJFwoDN5jQMmVkfrJFmr8pEgQlQnMwKovj6qKLGQBIwwYaZ7foanV1D8+",
-	"f/zQNtk+G6znvuDzt1rL9dR/lukRIj63J9GGj+YhiWyKkPYoFijQLCB1pNLAjcdUKTSwMxE8QaGozeQ0",
-	"qK/z2YSTFpGSzhkGLqSMfk9xC9B7SXrd1gu/H7ROcDBrDcloOvZfBCf4clZqMkcSrhPlmL2OvWvvxtrG",
-	"bbAv307IMtbbCtCPKMOgaWDFi9bGHohOa/PJdJoHinIyP0T/lqeqaYBqRKNbMeYWXNnrD9z9YNEtINya",
-	"eBnkq8PlElp/sfXDGvDOdZ6fVLaXr8VM3KrCVmDGUs9ZkqompIqlpQLRAcOPqD46iRpXU1U3x6is6GYk",
-	"jey2Z9zZ9KQeKL6O/07B0296sAiRAZlq028u8WJyf4FsrkJnMui7TkxZ/rW32wZrcdGghvEQ/ou+gqPx",
-	"yB0NxjBdKpTAZ3B99a51sl4xNNluRZrxaDQY77Xm7XhJx0Gr7ClGnM0lKP4zirVd7rAuze86+pRiUAkm",
-	"hLolxHK7/WHl1NblqXhURS29bn/4dBc7rSClX6R9ZZupPMkD6+ejH1a04nPmo2DyUK1kjrxPIxue3ejU",
-	"W7xYvhZIFDaI/3e+gJiwsuLMkXOe0Tcd2C9nKnbQdw+qeKvS59NsE/gNRniowIF5FwTG/K5J5KCcq7SA",
-	"R8icz9Mkcw4K6lGEweW71/ByOHoBGdaBgPtpnNnkpqgW8lTj/NYSuuYxOSxt9NqcRaASFoKzuWvwXozx",
-	"FAUk+l8mnakQtWhUYSwPREPvNDoxXpshKyHIUn+nTCrC/I0c34n4XDZtIdvoVlfLnhuOzdU5B/2QY6CD",
-	"gdaT99+trOhvnQce5JwGhEgCFKfwPeUKdcQ0kUGgxoYaw5J89z8HA+VgtLJlQ05ULW7Qbww0GXStKquR",
-	"yqjEyQxgb2LJ68tzEDhDgcxHixstrlc2pZjD1oNPwasAYc+QgPYtuw+QZKmzOZAoWtdPFT/vi1cqQ95m",
-	"f4WK3NzkdziVta1G+FEyKAZ2WxrlyMsqLu9YV9aGDiuJFf04/+wdH+aC+4ipekbPV2i2Yn0OGkJoHZdb",
-	"sIIaEkiFVSaoqvI1xrG+bl5qbq6qKxHInsKRjkjjl93eMVCmOFQjjNajTaUYJ2oJdu6KTSxCHtkqZ12w",
-	"gpLbZwi7D7wZd5wVGIjIKiNislQz0swyzDeyger73f641eu1+oOrXnfS1f+3e/3BcDT+H6fioQFR2Nqm",
-	"5gOKKri+Pn9z9+Ln4DHL5B5am6RJ8Ew7byoujGxuVd1rEuw45i1lhclWRSkRkyVIVMBZyUfUDztXUEMR",
-	"0R+NK87qmrKZs2gJi5AqBJkQH9vwwURGhhhkfa/GmrgZv/ZH4z1VxobejLR1xaxMupzxnC0h1hMyGv/j",
-	"VNs8mdKIqiWcfTqHmFCmCGU6BtWoiEzHEggLtMdQUdRqGjVx7T1/v7r61DEcxQ27YW/vdPgxGMIAewbe",
-	"NqLGKyCMjSUa3Rzn7Zdlgp4Lngn0+oON9N4N05J41vu9UzAoxkxt15RAgsCsmjPlBkNkTSqLU6SNnOth",
-	"U4eiG2ZD/3QJ65GuSAUuYHveBi8PUzY3NAXgbZnihr22Jkm13QJDrUKfpNKA0NH9ffuG6aqa+sgkVk7u",
-	"LCF+iK1+u6tdQ0TOxAmVSuSk01ksFm1iHre5mHeysbJzcf767YfPb/WYdqjiqIIM6obguM4dCpnZfLvb",
-	"7urXeYKMJNSZOIN2tz3QLkNUaLzFoq8CGdcdx6LvAilkXc3cdgyUiE2VgMZm5vQOGcxopJWmT9kAhjBD",
-	"6tqFtK+asz4PiukvLASs9re/NGPN8pXORntz5e4dkfXZDnizaDgf8G7Zkjzg5bxpv/q60Wbrd7s7qNFG",
-	"SjQrZXr9g/nKajm1hbM0h6k9oOg7osCsrrKs7tBK2rROsaNOpWtohgz3Dyk6XCvXGXUH+wdUuw6GWE3j",
-	"mIhlYVXVKKcTGNGW/sUxFv915TpzbEg5l6hSwR5l7y5wEaBAE3uy3rPSxYVHA++GHRHpZ9ElZRFKCZ55",
-	"/1ctgHfcht/1uzEXZR/ermR6P15EY6o819Y2F1Sjc1vK3DCfiEw6hOvLixxOMrxXkJA5wpEnMPr1xtF/",
-	"uXG8Y4vqIiKz5yGRwPj6tDaErXvrBZXq/6CvuptG4hHpe3DEo0Dj5BkVUtmDyahMk1A8c65wxHBRvLXB",
-	"Eeo3trTqjWmsNepLmpSYUcjSWNuz/Wam+toAN5qKDlO5FPmfYWYFPNqkp7dddjDG2Cxdr9tY3sbknsZa",
-	"4J69QhFTln1vIltqBV5CvqcICZfUwARFbrXbCR4bKIh3lKfS7OIXuWHG67zw8h/d8z/4/Yd/3vY+vDkf",
-	"vn9ztnh/df7P2W9bjsFPheTr57CXnHtiaP9iOzWHMg4ZjV5S3jmJ3cRAV+nlQ0uQggFeqzQMI7tBnhbM",
-	"qOUxTVOzUNtBFFLREKvRR/Vs9TG3Wz6rZS196vb8bZ+Nstt6qPdu0m534F9fXpgPeAprUTKjjBlXIQq7",
-	"0oxHEV9Ii3RP+iebnL+dUCO6SacTcZ9EIZdqctI96Rqg9Z+l/n89RPt6vv7Y2uCvue3OfmsSd/ednr9G",
-	"2tbpZV/STrhsyNqfbfFPLOS31QKfgan6el23ctcDjgw9VN4Dgff01SlMuQrBRDV7+82SCjdMolKUzeUx",
-	"UGYipRKESeLrdSeA1NiGhQJFHyTr3HIBTI+gsg1nLHusCyOeqhuW4YM5KlnvVrj5e/kFRvue7Xq1IbvS",
-	"kPeBtbx0zgxJ35C0LeGfpe2M23nFg+UDY9KfOM64PyrS2Psf2heCNHqkME+IXJbJWJkEd24H9ppi2fql",
-	"x1UtZfQeVg0UvZiHFQN5M6ghvL6tGPXGvY7HhJLeAZGhuPFlBowOCSUNF0z04H7/kMFrF4OeHr5+F1Rh",
-	"0TXjs92hbOU6+Q0gc+Q7qxEbYbLXXagCz3YjSs85H+fJWKRKnu7hDR/i7Tm+Kl29ylXuXOgR3lk55H2w",
-	"4iyKckXLTU0/zvZ/RlZMyvPM7aj40/a0aN27en3LEHMkyzYlQ00DOCIZT33chnf5BaOCXecLJuFIF7Lu",
-	"DfNKm/Bc8MqD846rycgCKNNx35qWPhUX6R6ZmX7ULOkht7dK7vkZg/KfyXUeqJt913Z1Ysh2uQm5udXL",
-	"lmssRIUlTbEoI5tXxMTODxqsNq62lw8PVNXhPy1Y/RXy2hMjiXW5Mho0B5NqYjKH8EB62NC+NmGVV8Ko",
-	"MiFkGwFcDQNrHjfcfQ1KL6Uhu86pTUzlv4R23KPfPcSjoWOy5pauG2hQbdiXV4vd6m8MGEowP10JMHBN",
-	"ywaG3WFd239DtVXV3f8PbmvG9S8xob+h2m8/j+ReDXBq7LNeYhIRv9bl0WfRXsvvQKIFWUogwR1hPsqt",
-	"UKECA27YThxwbWb/+Tigddd/Tijwp/QWvecdDtObDMxa49Fw0O/9PIfJFtxwnOenm/5SyfcSTcN6X/LV",
-	"Y4wf5b8pWb/7YkjF8soLMb9nsN32mNwiiJQZzFT2lmtMpAkD2dI/tl0V4AtWLV9PbV4t7sfZ32xluT9P",
-	"wO3a7ztlQ+/kopzVhYWgSiEDyoBEUYuLVv5TElNEo72zIJCYa323uJRoW1bVxUxBvfq6+t8AAAD//w==",
+	"7Fx5b9vIkv8qBe4CY2OpW3YcGYOFc73n95xjHBvZ3TgIW2RJ6gnZzXQ3LWsCf/dFV/OSRFlyHOMF8ybI",
+	"H5LYR3V1Hb866G9eKJNUChRGe6Nv3gxZhIo+nqNRi5OJQWW/RahDxVPDpfBG3nsMpYg0GAlzxg2McSIV",
+	"grJTuJi2Pd/DG5akMXqjnu/pcIYJs8tMpEqY8UYeF2bQ93zPLFJ0X3GKyru9vfW9lCmWoMnpeCmiC57g",
+	"OhFvRbwAFEZx1DDnZgaB4QkGwAxIVdBkZlzDpeA3YB8CF5DwOOY6P8EeF2GcaX6N+8cgZHmUQBumzGda",
+	"cPk4T54eDAe9w67953vcUvI1Q7XwfE8wS6eHIqKJ3qaTHw6bTu57Z3J6htcY73JWvGGhiRfufEFspy0T",
+	"6qFSUnnNJMZy+pnmLNGYk6SN4mJKFL1T8ncMzemLdZIuZgipe/yLBh4tb97tPR0cTrrYOgr7rPVkPMDW",
+	"02g4afXZ4fgo7EY97E8K2lJmZhVpPPJ8T+HXjCuMvJFRGe5I4290xrsIhflMaiwZyRRCgkyYY+AGkkwb",
+	"wBuuzfcfZYXN+baf732m91b6vkvsmdXYe0j9unD3j7p3CHelF/cW70uNqkmStgl3plF95tGKeGetYX8D",
+	"2/MJd8r2rb0QnUqhkczMMxad49cMtbHfQikMCvrI0jTmIbO0dlIlxzEm//W7toR/q6ixRzKMx97IMzNr",
+	"CGkl4Bq4uGYx0UL6qL3Rx9pgkrkx2rtLpDYw6EM4Y4qFZP18L5WWgcobeZ1+xyns7SffXoLJtDca2lsy",
+	"3BBDnrEIiiOU/GdjmZnROGbii3db58d/Kpx4I+8/OpUD6LinuvPOHdNxaV2ZaqdLWGxvHiOyuArZFw0M",
+	"VBbjMQTuwAHYW9GALJyBnExQRFxMYcIxplmltW9bAl9JNeZRhOLBt8A1fMEFRBI1GfZQXheKIVNUtJRX",
+	"Z+WgYmVFxaMy8uTd6XYaiUfOjhCH3kjzSmYieiCDCotot53QenVeDCtevJEGXuUDHpEXBT0lL3JLfOt7",
+	"F1KeMTXFB56YwZiZcAYzGUe61LieNXWF9anzoFeTh+duV7iQEhwpj8qLsYwW9tqtKXE0cw2x3df+xgQ9",
+	"0KissLAwxNToglGvmVjkRkA/kF9zxQ2CYgYBb0LECJdkpP+04o/li90Zyq0flT9WZ2ZMQ6YxgiwFbjRU",
+	"1B47HFp6QoQpv0ZBntC6kFWM2ypBbhNJ+ehODQ4TVZeCZWYmFf8DH6qKdiEUJp8CJU6oK2SvYvbSzo/G",
+	"5zeyME++FUUpsC51pZZ+EXK+wtQPHz60TqojNUCY4BkyhSpY8ufut7t9tuP7NeMxG8f4Axy1Nhbscw1Z",
+	"bdmK7wd1p/Ae1TUPES6Xhj6imDviQiZcXALKulCMQPHpzBruuV8YifxWuAY9w4j8ayxZVGhCzMi9/jjR",
+	"t7cuctz9wFvI3GKF/d+Ak4SsILwFiOQiCVXVEFK3U8PbSzCp36+rT6pkiFrbC4SXwnCzeLx7PDEQI9OG",
+	"FMh6mUUOh1h5IDNjq26PQtGZvcY5004OIrLwl0JnaSqVweg1RpxdENUPVgNyOCUWrS1AE+tO8aDOyJIW",
+	"IGKAqHl8z8gdp/7x/u2bNgUW+WS79pmcvrRcXjc6JzkfIZZTdxNteEsPWezQqHZXMUeFtIG2Lt/GiDLh",
+	"xiBFuKmywMxwFzTwqCk3YnWxxbTmU4GRD5ngXzPcEFM+Zb1u60nYj1pHOJi0huxgfBg+iY7w6aTiZGEA",
+	"fS8u0gPrYf7a2MTKuENN1eiULRJ7rAjDmIu6A6km1rRoae6OgfDaejobF4aiWiycYfhFZqZpgmkMfDeG",
+	"sxtC2F5/4G+PS/0yWlwiL48u1yPzKor/6FIVSzF+wfPipvKzfCpXko4VLtlDknoq0sw0BcVYSSowazDC",
+	"mNur02hDeG7WxTGukkcTlsXu2BPprWpSD4xcDjWPIbAjA5jPUAAbW9FvziYl7OYMxdTMvNGg73sJF8XX",
+	"3t0yuGYXCX4fDuGf/BnsHR74B4NDGC8MapATuLx41TpaTk40yW6NmsODg8HhVmneHHhYO+iYPcZYiqkG",
+	"I39EXugudVim5oO1PhUZXAOZUL+KVfxuf1i7tWV6ahpVY0uv2x8+XMWOazDjF+2GbBKVB2ng+v3YhzWu",
+	"hFKEqITelSu5Im/jyIpmNyr1Bi3WzxUygw3k/13OIbFhUZlwzMO5wqOvKnBYrVSeoO/vlFyrU18ss4ng",
+	"FxjjrgRHNBYUJvK6ieSoWquSgO+guVinieYCFKxbEQHnr57D0+HBE8ixDkQyzJJcJldJdZCnbuc3ZuvW",
+	"NKaApY1aWyQsuQ1EpZj6hPcSTMaoIEVVUkepFksaN5joHdHQK4tOSGtzZKUUW9jvXGjDRLji4zuxnOqm",
+	"I+QH3ahq+XNK5/vW52A4kxhZY2D5FPxPK4/vW6dRAEX6FFyccAxfM2nQWkyyDAotNrQYlhWn/zEYqACj",
+	"tSNTHnRrbamErnVmNWZNa3YyB9irWPLy/BQUTlChCNHhRofrjXMpdNl28jEENSAcUL3BjXLnAM0W1psD",
+	"i+Nl/tTx8zZ7ZXLkTecrWeQXIn+HUjnZaoQfVbKWYLfL2O4FecQV7NvokzLvVQ7XPi4+B/u7qeC2HPi6",
+	"Ry92aJZiew8WQlgeV0dwhFK+2czqSec6y5eKG+v7FqHm6q42EoH8KexZi3T4tNvbBy6MhLqFsXx0rhST",
+	"1CzArV2TiflMxi7KWSaszP5vE4S7L7wZd5yUGIjpejqBvFQz0sw9zGe2gur73f5hq9dr9QcXve6oa/+3",
+	"e/3B8ODw/7yahkbMYGsTm3cIquDy8vTF9ZMfg8dc0WjX2CRLo0c6eVNwQbT5dXYvUXDHNW8IK8hblaFE",
+	"whag0YAUVT5i/bILBjUEEf2Dw5qy+hQ2SxEvYD7jBkGnLMQ2vCHLKBCjvMTeGBM349f+weGWKGOFb0Tt",
+	"OmOs48AwU9ws3lvv6o42pqTjSWZXbgAXRYGGaQhO8qQrJUZG4NKV8M+X/xv4ZcrWeb6aCs0YVaG0ha0T",
+	"Ps0URldij1JYwiIETqhDpij223ASJVy44fZiIgl4jWpBiaDjWsLIUmQHKGQR5b7lXFyJUodFBE5efIi5",
+	"dj/kKI78VFW0tzihfSWKnKtl17jIwubsmxmTumQMRZJ5qok5M5KXW9+O7WnZmMfcLIhnCePCMC6sAV/L",
+	"4+QCqokwM0OuykDXQk4qgf394uJdhxI8V+JKvLRsAAJgFBUJCDZluYIS/zlDbKHhflEmX6QY+BCQl7Qf",
+	"nJsMroSlJHCmMzgGgoAuF+9AH7Aool2LiiYBsLyZwIE87dzOss+xdvxKOL85XsCymyj9qA/YnrYhKGy8",
+	"c6xN3muTm70Sz50+c6v0IKzYQMgyTQj+4ObGXXLMQxQaazd3krJwhq1+u2vtiorzC9ejTmc+n7cZPW5L",
+	"Ne3kc3Xn7PT5yzfvX9o57ZlJ4hqsWhcEz/euUencYLS77a4dbsWdpdwbeYN2tz2w9oaZGemjg65lWLGu",
+	"lC50KWFWLsiF7JB8JxRikerklZ8Jjy3T7C0T2prlYY61P2Wd9TQqlz9z+Lneh/SxGahXQzorbSi3/tYZ",
+	"eT/EDiPLxqAdxlatIzsMLpqrbj+ttEP0u9078sqN+eQ8Duz1d0721mPRDQlfukyrAWV/CCrMzZlLiQ8d",
+	"pU37lCfq1Lo7aEpv+5SlMhtNGmyfVDUO0Izh9hllOd9O6D/dPmG1yHvrewe7kFYvW5E3zJKEqUUp9HUj",
+	"bO0/s4r40SOF/HTre1NsgBPnaDIlvksdfZAqQus0x4uihclY9xnwKLgSe0yHufHLRIxaQ0Djf7UEBPtt",
+	"+GDHJlJV7VxuJyqQBzFPuAl8F7eecRt5uTD1SoRM5dQhXJ6fFaGCwBsDKZsi7AUK41+vPPvLlRfsO8Qe",
+	"M50/t05dyOVlnYVdNiZnXJt/Q1Pir5V7mQ4D2JNxZGOgCVfauIvJ09Tk7wK6V9gTOC9HreR/7YgNHV8k",
+	"Gku14yoFzmgWiiyx8uy+0VKfGqBkU0BJUWkJTwTmUiDj1dLDpp45EsZm6nrdxtRFwm54YgnuuU68hIv8",
+	"e1MibS14T9nXDCGVmhOKMeyLVTslE0KReM1lpukUv+gVMV7O+S/+0T39Xd68+eNL782L0+HrFyfz1xen",
+	"f0x+23ANYaa0XL6HrYnXB3qej64Kt2s2KS+RVOWMokDRVF2olw52DS/L7P5SFEnZ9pXEeJn1djlqKliX",
+	"bNspPVgWO9dSg+vO9G0ht3Ky5lRXWgOsQDQ0bVxl3e4gvDw/ow/UZlOzknk5QEgzQ+V2msg4lnPtgPhR",
+	"/2i1nuMWtIBz1OnEMmTxTGozOuoedQkH/nfF/1934b5dr3/oZPDXQnYnvzWRu7XN5E+EKh6IDqwX24YN",
+	"UqkbwMF7lz9iLvBxMZOcACUOel2/1ncHe5RhrHry4DV/dgxjaWZAxtP1arug+kpoNIaLqd4HLlxnkmJC",
+	"s9BF5shJBB3iKEtpefFfqjzw1m04EfljGx7KzFyJHIZM0ej1gpdfjCva7d04VzhtQ94VU7QSWHr5VFCd",
+	"pwEbuJpRjg7y9OAzGS3uafp+YnPmf6tR4/qQrMpFWfydxDzAQLpk2C350VM3sddkMpdb9G/XPFPvfjFR",
+	"Wc67X0hU1BMbrPjLmlCvtAb9xBarN9gprHGdtTThYBe6GlqhKIjq7zJ5qYXtXxd7faC21aIuLCd3W9pb",
+	"3yt63Egi74zJnAHMh/tQh9/txlilSMx5D0Zk9fLAlsz4fYxRgTIrS1TPxt+50XcYj5pwbANXJ3FcMFqv",
+	"cvqnVs0fgQ3SSmwKcS1/2gwOnJGr90FSkpblPrcq9fAI9lhe8Nlvw6uiU6/Mscu50LAX8Cjwr0RQiV7g",
+	"Q1DJR7Bfd8kOrVLrykbn/K7sSP1O//xtTWDv0wZZFXEe0TX9TBp6T95se5HEusf8lKvxjXR82dAPxsys",
+	"ygnNKwMalKa3841Htyuvo1UPd2TV7q8D3v7l3Wve/V/ipp1FqIxVs62ru2eSkXtWMqhC4dx21frJDVm4",
+	"TbWKupVaMgjDu9sd7VY2rrLIoimp/leGfD1DvuX6t+TIKXOY19ht7Mmjet9Q9YaDX3+rUqAGelk3wsin",
+	"4icMu8N1Yfgbmo2S0P3LNSzJfvtPnK35G5rtYvqd1QgC0Y1dJeeYxixcK8vaK28vgTBg8ZwtNLDomokQ",
+	"9UY8V8NqV+JOsHZJq/94sNa67j8mXvspldKe+Q697I0GtNfhwXDQ7/04vcw3XNHPP09Z998BIZ0jNcBs",
+	"Q0i1NiyyPfUGrI+fKEonK1C8/7fcp0hFgqo9kdG7Z665J2FfEFQmCJZXrSxrlQUyYjll3zZ1Jsm5qCdi",
+	"jh02KnuZ3YvqOX4rQFR77c9+6IZa6Fm1qk/vLBsUwAWwOG5J1Spe+6N0ELoWKdfm5RrD0JWg65tRauj2",
+	"0+3/BwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twitchtv/twirp"
+	"golang.org/x/time/rate"
+
+	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/twirpapi"
+	"example.com/obsvc/domain"
+)
+
+// probe reports the health checks, which stay outside authentication and load shedding.
+func probe(r *http.Request) bool {
+	return r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
+}
+
+// deny answers a request refused before any handler, in the protocol of the route it asked for.
+func deny(w http.ResponseWriter, r *http.Request, status int, code twirp.ErrorCode, detail string) {
+	if strings.HasPrefix(r.URL.Path, twirpapi.PathPrefix) || strings.HasPrefix(r.URL.Path, "/twirp/") {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+		}
+		if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", "1")
+		}
+		_ = twirp.WriteError(w, twirp.NewError(code, detail)) // the status is out; nobody to tell
+		return
+	}
+	httpapi.WriteProblem(w, r, status, detail)
+}
+
+// authenticate puts the request's principal in its context. With keys configured, every route
+// but the health checks needs a valid "Authorization: Bearer KEY" (401 otherwise); what each key
+// may do is the domain's decision (403). With none, every request acts for an admin.
+func authenticate(keys *domain.Keys, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !keys.Enabled() {
+			next.ServeHTTP(w, r.WithContext(domain.WithPrincipal(r.Context(), domain.Principal{Admin: true})))
+			return
+		}
+		if probe(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		p, ok := domain.Principal{}, false
+		if strings.EqualFold(scheme, "Bearer") && secret != "" {
+			p, ok = keys.Authenticate(strings.TrimSpace(secret))
+		}
+		if !ok {
+			deny(w, r, http.StatusUnauthorized, twirp.Unauthenticated, "a valid API key is required: Authorization: Bearer KEY")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(domain.WithPrincipal(r.Context(), p)))
+	})
+}
+
+// shed caps the requests in flight: past the cap a request is refused at once with 503 and
+// Retry-After instead of queueing without bound. Health checks are never shed.
+func shed(limit int, next http.Handler) http.Handler {
+	if limit <= 0 {
+		return next
+	}
+	slots := make(chan struct{}, limit)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if probe(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+			defer func() { <-slots }()
+			next.ServeHTTP(w, r)
+		default:
+			deny(w, r, http.StatusServiceUnavailable, twirp.Unavailable, "the server is at its limit of requests in flight; retry shortly")
+		}
+	})
+}
+
+// writeLimiter is a token bucket per API key (per client address when no keys are configured)
+// for writes: POST, PUT and DELETE. Off when rate is zero.
+type writeLimiter struct {
+	rate  rate.Limit
+	burst int
+	keys  *domain.Keys
+
+	mu       sync.Mutex
+	buckets  map[string]*rate.Limiter
+	maxTrack int
+}
+
+func newWriteLimiter(perSecond float64, burst int, keys *domain.Keys) *writeLimiter {
+	return &writeLimiter{rate: rate.Limit(perSecond), burst: max(burst, 1), keys: keys, buckets: map[string]*rate.Limiter{}, maxTrack: 10_000}
+}
+
+func (l *writeLimiter) bucket(id string) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[id]
+	if !ok {
+		if len(l.buckets) >= l.maxTrack {
+			clear(l.buckets) // bounded memory: a reset only ever grants a fresh burst
+		}
+		b = rate.NewLimiter(l.rate, l.burst)
+		l.buckets[id] = b
+	}
+	return b
+}
+
+func (l *writeLimiter) middleware(next http.Handler) http.Handler {
+	if l.rate <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodPost, http.MethodPut, http.MethodDelete:
+		default:
+			next.ServeHTTP(w, r)
+			return
+		}
+		id := clientID(r, l.keys)
+		res := l.bucket(id).Reserve()
+		if delay := res.Delay(); delay > 0 {
+			res.Cancel()
+			w.Header().Set("Retry-After", strconv.Itoa(int(delay/time.Second)+1))
+			deny(w, r, http.StatusTooManyRequests, twirp.ResourceExhausted, "write rate exceeded for this key; retry after the time in Retry-After")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// clientID names the bucket a request draws from: its API key, by digest so that no secret is
+// kept in memory, or, without keys, the client's address.
+func clientID(r *http.Request, keys *domain.Keys) string {
+	if keys.Enabled() {
+		_, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		d := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+		return "key:" + hex.EncodeToString(d[:])
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	return "addr:" + host
+}

@@ -1,0 +1,117 @@
+package domain
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"testing"
+)
+
+func digest(secret string) string {
+	d := sha256.Sum256([]byte(secret))
+	return "sha256:" + hex.EncodeToString(d[:])
+}
+
+func TestParseKeysAndAuthenticate(t *testing.T) {
+	pid := testID()
+	keys, err := ParseKeys("# comment\nadmin " + digest("root-secret") + "\n\n project " + pid + " " + digest("p-secret") + " ,admin " + digest("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !keys.Enabled() {
+		t.Fatal("keys not enabled")
+	}
+	cases := []struct {
+		secret string
+		want   Principal
+		ok     bool
+	}{
+		{"root-secret", Principal{Admin: true}, true},
+		{"second", Principal{Admin: true}, true},
+		{"p-secret", Principal{ProjectID: pid}, true},
+		{"", Principal{}, false},
+		{"root-secre", Principal{}, false},
+		{digest("root-secret"), Principal{}, false}, // the digest itself is not a key
+	}
+	for _, c := range cases {
+		got, ok := keys.Authenticate(c.secret)
+		if ok != c.ok || got != c.want {
+			t.Errorf("Authenticate(%q) = %+v %v, want %+v %v", c.secret, got, ok, c.want, c.ok)
+		}
+	}
+	for _, bad := range []string{"root " + digest("x"), "admin md5:abc", "admin sha256:zz", "project nope " + digest("x"), "admin " + digest("x") + " extra"} {
+		if _, err := ParseKeys(bad); err == nil {
+			t.Errorf("ParseKeys(%q) accepted", bad)
+		}
+	}
+	var none *Keys
+	if none.Enabled() || (&Keys{}).Enabled() {
+		t.Error("no keys but enabled")
+	}
+}
+
+func TestAuthorizationByPrincipal(t *testing.T) {
+	f := newFake()
+	s := NewService(f, opts(Options{}))
+	own, err := s.CreateProject(admin(t), ProjectInput{Name: "own"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := s.CreateProject(admin(t), ProjectInput{Name: "other"})
+	anon := t.Context()
+	key := WithPrincipal(t.Context(), Principal{ProjectID: own.ID})
+	adm := admin(t)
+
+	type call func(ctx context.Context) error
+	calls := map[string]call{
+		"create project": func(ctx context.Context) error { _, err := s.CreateProject(ctx, ProjectInput{Name: "x"}); return err },
+		"list projects":  func(ctx context.Context) error { _, err := s.Projects(ctx); return err },
+		"get own":        func(ctx context.Context) error { _, err := s.Project(ctx, own.ID); return err },
+		"get other":      func(ctx context.Context) error { _, err := s.Project(ctx, other.ID); return err },
+		"update own": func(ctx context.Context) error {
+			_, err := s.UpdateProject(ctx, own.ID, ProjectInput{Name: "y"})
+			return err
+		},
+		"write own logs": func(ctx context.Context) error {
+			_, err := s.CreateLogs(ctx, []LogInput{{ProjectID: own.ID, Message: ptr("m")}})
+			return err
+		},
+		"write mixed": func(ctx context.Context) error {
+			_, err := s.CreateLogs(ctx, []LogInput{{ProjectID: own.ID, Message: ptr("m")}, {ProjectID: other.ID, Message: ptr("m")}})
+			return err
+		},
+		"make hat": func(ctx context.Context) error { _, err := s.MakeHat(ctx, 3); return err },
+		"list other logs": func(ctx context.Context) error {
+			return s.ListLogs(ctx, LogQuery{LogFilter: LogFilter{ProjectID: other.ID}}, func(Page) error { return nil })
+		},
+		"delete own logs": func(ctx context.Context) error { _, err := s.DeleteLogs(ctx, LogFilter{ProjectID: own.ID}); return err },
+	}
+	want := map[string][3]Kind{ // anonymous, project key, admin; KindInternal stands for success
+		"create project":  {KindUnauthenticated, KindForbidden, KindInternal},
+		"list projects":   {KindUnauthenticated, KindForbidden, KindInternal},
+		"get own":         {KindUnauthenticated, KindInternal, KindInternal},
+		"get other":       {KindUnauthenticated, KindForbidden, KindInternal},
+		"update own":      {KindUnauthenticated, KindForbidden, KindInternal},
+		"write own logs":  {KindUnauthenticated, KindInternal, KindInternal},
+		"write mixed":     {KindUnauthenticated, KindForbidden, KindInternal},
+		"make hat":        {KindUnauthenticated, KindInternal, KindInternal},
+		"list other logs": {KindUnauthenticated, KindForbidden, KindInternal},
+		"delete own logs": {KindUnauthenticated, KindInternal, KindInternal},
+	}
+	for name, c := range calls {
+		for i, ctx := range []context.Context{anon, key, adm} {
+			err := c(ctx)
+			got := KindInternal
+			if err != nil {
+				got = KindOf(err)
+			}
+			if w := want[name][i]; got != w {
+				t.Errorf("%s as %s: %v (kind %v), want kind %v", name, []string{"anonymous", "project key", "admin"}[i], err, got, w)
+			}
+		}
+	}
+	// Stored: own logs by the key and by the admin (1 + 1), the mixed batch by the admin (2).
+	if len(f.inserted) != 4 {
+		t.Errorf("%d entries reached the store, want 4", len(f.inserted))
+	}
+}
