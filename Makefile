@@ -2,7 +2,9 @@
 GO ?= go
 ADDR ?= :8080
 
-.PHONY: run test generate check-generated lint vet fmt-check arch-check build
+FUZZTIME ?= 20s
+
+.PHONY: run test generate check-generated lint vet fmt-check arch-check build fuzz
 
 ## run: start the service on the embedded SQLite store (override with DATABASE_URL / ADDR)
 run:
@@ -36,3 +38,8 @@ fmt-check:
 arch-check:
 	@bad=$$($(GO) list -deps ./domain | grep -E '^(net/http|database/sql|example.com/obsvc/(api|adapters|app))(/|$$)' || true); \
 	if [ -n "$$bad" ]; then echo "domain imports forbidden packages:"; echo "$$bad"; exit 1; fi
+
+## fuzz: run each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m for a long run)
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app
+	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app
