@@ -1,10 +1,11 @@
+SHELL := /bin/bash
 # Every target works on a fresh clone with only Go installed; generators are pinned in go.mod.
 GO ?= go
 ADDR ?= :8080
 
 FUZZTIME ?= 20s
 
-.PHONY: run test generate check-generated lint vet fmt-check arch-check build fuzz
+.PHONY: run test generate check-generated lint vet fmt-check arch-check build fuzz test-faults
 
 ## run: start the service on the embedded SQLite store (override with DATABASE_URL / ADDR)
 run:
@@ -43,3 +44,7 @@ arch-check:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app
 	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app
+
+## test-faults: kill -9, database outage and drain tests against real server processes
+test-faults:
+	$(GO) test -tags faults -count=1 -v ./app/faults/ 2>&1 | grep -E '^(FAULTS|=== RUN|--- |PASS|FAIL|ok)|faults_test'; exit $${PIPESTATUS[0]}

@@ -1,0 +1,8 @@
+//go:build faults
+
+package faults
+
+// faultStores lists the stores the fault tests run against.
+func faultStores() []storeEnv {
+	return []storeEnv{{"sqlite", sqliteEnv}}
+}
