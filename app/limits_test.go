@@ -29,7 +29,15 @@ func TestInFlightCapShedsWith503(t *testing.T) {
 		resp.Body.Close()
 		first <- resp.StatusCode
 	}()
-	if _, err := fmt.Fprintf(pw, `[{"project_id":%q,`, p.Id); err != nil {
+	// More than the client transport buffers (4 KiB), so the headers and this part of the
+	// body really leave the client now.
+	if _, err := fmt.Fprintf(pw, `[{"project_id":%q,"subject":%q,`, p.Id, strings.Repeat("s", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(pw, `"user_id":%q,`, strings.Repeat("u", 1000)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(pw, strings.Repeat(" ", 8192)); err != nil {
 		t.Fatal(err)
 	}
 

@@ -181,7 +181,7 @@ func openStore(ctx context.Context, dbURL string) (store, error) {
 		}
 		return sqlstore.OpenSQLite(ctx, path, sqlstore.DefaultSQLiteOptions())
 	case strings.HasPrefix(dbURL, "postgres://"), strings.HasPrefix(dbURL, "postgresql://"):
-		return nil, fmt.Errorf("invalid DATABASE_URL: PostgreSQL is not supported yet")
+		return sqlstore.OpenPostgres(ctx, dbURL, sqlstore.DefaultPostgresOptions())
 	default:
 		return nil, fmt.Errorf("invalid DATABASE_URL: want empty, sqlite:PATH, postgres:// or postgresql://")
 	}

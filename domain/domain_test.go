@@ -86,6 +86,7 @@ func TestProjectNameRules(t *testing.T) {
 		{"\t\n", false},
 		{strings.Repeat("n", 257), false},
 		{"bad \xff utf-8", false},
+		{"nul\x00inside", false},
 	}
 	for _, c := range cases {
 		_, err := s.CreateProject(admin(t), ProjectInput{Name: c.name})
@@ -151,6 +152,8 @@ func TestBatchRules(t *testing.T) {
 		{"level of 33 characters", []LogInput{with(func(i *LogInput) { i.Level = ptr(strings.Repeat("l", 33)) })}, KindInvalid, []string{"/0/level"}},
 		{"subject too long", []LogInput{with(func(i *LogInput) { i.Subject = ptr(strings.Repeat("s", 1025)) })}, KindInvalid, []string{"/0/subject"}},
 		{"user id not UTF-8", []LogInput{with(func(i *LogInput) { i.UserID = ptr("\xff") })}, KindInvalid, []string{"/0/user_id"}},
+		{"NUL in message", []LogInput{with(func(i *LogInput) { i.Message = ptr("a\x00b") })}, KindInvalid, []string{"/0/message"}},
+		{"NUL in level", []LogInput{with(func(i *LogInput) { i.Level = ptr("\x00") })}, KindInvalid, []string{"/0/level"}},
 		{"malformed project id", []LogInput{good(), with(func(i *LogInput) { i.ProjectID = "nope" })}, KindUnknownProject, []string{"/1/project_id"}},
 		{"every problem named", []LogInput{with(func(i *LogInput) { i.Level = ptr("") }), good(), with(func(i *LogInput) { i.Message = nil })}, KindInvalid, []string{"/0/level", "/2/message"}},
 	}

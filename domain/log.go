@@ -3,6 +3,7 @@ package domain
 import (
 	"iter"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -94,10 +95,17 @@ func (fe *fieldErrors) err(kind Kind, msg string) error {
 	return &Error{Kind: kind, Msg: msg, Fields: fe.list}
 }
 
+// noNUL is the rule for every stored string: PostgreSQL text cannot hold U+0000, and both stores
+// must accept exactly the same input.
+const noNUL = "must not contain the NUL character (U+0000)"
+
 // checkChars reports a problem with an optional string field bounded to [min, max] characters.
 func checkChars(s string, min, max int) string {
 	if !utf8.ValidString(s) {
 		return "must be valid UTF-8"
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return noNUL
 	}
 	n := utf8.RuneCountInString(s)
 	if n < min {
@@ -133,6 +141,8 @@ func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
 			bad.add(i, "message", "must be at most "+strconv.Itoa(l.MaxMessageBytes)+" bytes")
 		case !utf8.ValidString(*e.Message):
 			bad.add(i, "message", "must be valid UTF-8")
+		case strings.IndexByte(*e.Message, 0) >= 0:
+			bad.add(i, "message", noNUL)
 		}
 		level := DefaultLevel
 		if e.Level != nil {

@@ -30,6 +30,8 @@ func (l Limits) validateProject(in ProjectInput) error {
 		detail = "must be at most " + strconv.Itoa(l.MaxNameChars) + " characters"
 	case !utf8.ValidString(in.Name):
 		detail = "must be valid UTF-8"
+	case strings.IndexByte(in.Name, 0) >= 0:
+		detail = noNUL
 	case strings.TrimSpace(in.Name) == "":
 		detail = "must not be only white space"
 	default:

@@ -366,8 +366,12 @@ func drain(t *testing.T, name string, env []string) {
 			resp.Body.Close()
 			results <- result{status: resp.StatusCode}
 		}()
-		// Half the body now: the request is accepted and its handler is reading.
-		go func() { _, _ = pw.Write(body[:len(body)/2]) }()
+		// Half the body now, after 8 KiB of white space (more than the client transport buffers,
+		// so it really leaves): the request is accepted and its handler is reading.
+		go func() {
+			_, _ = pw.Write(bytes.Repeat([]byte(" "), 8192))
+			_, _ = pw.Write(body[:len(body)/2])
+		}()
 		l.batches[i] = &outcome{}
 	}
 	time.Sleep(500 * time.Millisecond)

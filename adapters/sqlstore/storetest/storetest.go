@@ -186,7 +186,7 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 
 func testInsertRoundTrip(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
-	full := domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: -5, Level: "error", Message: "multi\nline \"quoted\" ünïcode \x00 nul", Subject: ptr("checkout"), UserID: ptr("u-1")}
+	full := domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: -5, Level: "error", Message: "multi\nline \"quoted\" ünïcode \u2028 \t tab", Subject: ptr("checkout"), UserID: ptr("u-1")}
 	bare := domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: 1 << 50, Level: "info", Message: ""}
 	empty := domain.LogEntry{ID: newID(), ProjectID: p.ID, Time: 0, Level: "x", Message: "m", Subject: ptr(""), UserID: ptr("")}
 	mustInsert(t, s, full, bare, empty)

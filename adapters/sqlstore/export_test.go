@@ -1,0 +1,22 @@
+package sqlstore
+
+import (
+	"github.com/jmoiron/sqlx"
+
+	"example.com/obsvc/domain"
+)
+
+// ListSQL is the exact statement ListLogs runs for q, for plan tests.
+func ListSQL(s *Store, q domain.LogQuery) (string, []any) {
+	query, args := listQuery(q)
+	return s.bind(query), args
+}
+
+// DeleteSQL is the exact statement DeleteLogs runs for f.
+func DeleteSQL(s *Store, f domain.LogFilter) (string, []any) {
+	w, args := where(f)
+	return s.bind("DELETE FROM logs" + w), args
+}
+
+// ReadDB is the store's read pool.
+func ReadDB(s *Store) *sqlx.DB { return s.r }

@@ -1,0 +1,29 @@
+package sqlstore_test
+
+import (
+	"os"
+	"testing"
+
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/domain"
+)
+
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg)) }
+
+func openPostgres(t *testing.T) domain.Store {
+	t.Helper()
+	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
+	if err != nil {
+		t.Fatalf("OpenPostgres: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestPostgresStore(t *testing.T) {
+	storetest.Run(t, openPostgres)
+}
