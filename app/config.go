@@ -23,6 +23,7 @@ type config struct {
 	DatabaseURL     string
 	LogLevel        slog.Level
 	ShutdownTimeout time.Duration
+	RequestTimeout  time.Duration
 	MaxBodyBytes    int64
 	MaxBatchEntries int
 	APIKeys         string
@@ -52,6 +53,7 @@ func settings(c *config) []setting {
 		{"database-url", "DATABASE_URL", "`store`: empty = SQLite at " + defaultSQLitePath + ", sqlite:PATH, or postgres://...", stringVar(&c.DatabaseURL)},
 		{"log-level", "LOG_LEVEL", "log `level`: debug, info, warn or error", levelVar{&c.LogLevel}},
 		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)", durationVar(&c.ShutdownTimeout)},
+		{"request-timeout", "REQUEST_TIMEOUT", "deadline of each request's work, store calls included (503 when the store does not answer in time; a `duration`)", durationVar(&c.RequestTimeout)},
 		{"max-body-bytes", "MAX_BODY_BYTES", "largest request body in `bytes` (413 beyond)", int64Var(&c.MaxBodyBytes)},
 		{"max-batch-entries", "MAX_BATCH_ENTRIES", "most `entries` in one POST /logs (413 beyond)", intVar(&c.MaxBatchEntries)},
 		{"api-keys", "API_KEYS", "API `keys`, comma- or newline-separated: \"admin sha256:HEX\" or \"project ID sha256:HEX\" (HEX = SHA-256 of the secret); none = open", stringVar(&c.APIKeys)},
@@ -71,6 +73,7 @@ func defaultConfig() config {
 		Addr:            ":8080",
 		LogLevel:        slog.LevelInfo,
 		ShutdownTimeout: 15 * time.Second,
+		RequestTimeout:  time.Minute,
 		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
 		MaxBatchEntries: domain.DefaultLimits().MaxBatchEntries,
 		MaxInFlight:     64,
@@ -123,6 +126,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_BATCH_ENTRIES: must be positive")
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("invalid SHUTDOWN_TIMEOUT: must be positive")
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("invalid REQUEST_TIMEOUT: must be positive")
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("invalid MAX_IN_FLIGHT: must not be negative")
 	case c.WriteRate < 0:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"net"
@@ -152,4 +153,14 @@ func clientID(r *http.Request, keys *domain.Keys) string {
 		host = r.RemoteAddr
 	}
 	return "addr:" + host
+}
+
+// deadline bounds each request's work: a store that stops answering turns into a 503 within d
+// instead of a request that hangs.
+func deadline(d time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), d)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }

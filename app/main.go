@@ -136,7 +136,7 @@ func newHandler(svc *domain.Service, st store, cfg config, keys *domain.Keys, lo
 	}
 	mux.Handle("/", restHandler)
 	limiter := newWriteLimiter(cfg.WriteRate, cfg.WriteBurst, keys)
-	return observe(shed(cfg.MaxInFlight, authenticate(keys, limiter.middleware(notePattern(mux)))), log, m), nil
+	return observe(shed(cfg.MaxInFlight, deadline(cfg.RequestTimeout, authenticate(keys, limiter.middleware(notePattern(mux))))), log, m), nil
 }
 
 // serveMetrics serves /metrics on an address of its own; the returned func stops it.

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"example.com/obsvc/api/haberdasher"
 	"example.com/obsvc/domain"
@@ -330,5 +331,45 @@ func TestReadmeConfigurationTableMatchesFlags(t *testing.T) {
 		if d[0] != s.env || d[1] != def {
 			t.Errorf("README says -%s is %s default %q; -h says %s default %q", s.flag, d[0], d[1], s.env, def)
 		}
+	}
+}
+
+// TestReadinessFollowsPostgres stops the shared PostgreSQL server, so it is not parallel: the
+// tests before it have finished, the ones after it have not started.
+func TestReadinessFollowsPostgres(t *testing.T) {
+	base, _ := bootForOps(t, openPostgresStore, io.Discard, nil)
+	if resp, _ := get(t, base+"/readyz"); resp.StatusCode != 200 {
+		t.Fatalf("/readyz before the outage = %d", resp.StatusCode)
+	}
+	pg.Stop(t)
+	started := false
+	defer func() {
+		if !started {
+			pg.Start(t)
+		}
+	}()
+	asked := time.Now()
+	resp, body := get(t, base+"/readyz")
+	if resp.StatusCode != 503 {
+		t.Errorf("/readyz with the database stopped = %d %s, want 503", resp.StatusCode, body)
+	}
+	if took := time.Since(asked); took > readyTimeout+2*time.Second {
+		t.Errorf("/readyz took %v with the database down, want about its %v timeout at most", took, readyTimeout)
+	}
+	if resp, _ := get(t, base+"/healthz"); resp.StatusCode != 200 {
+		t.Errorf("/healthz = %d during the outage", resp.StatusCode)
+	}
+	pg.Start(t)
+	started = true
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, _ := get(t, base+"/readyz")
+		if resp.StatusCode == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still %d after the database came back", resp.StatusCode)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"syscall"
 
@@ -42,5 +43,7 @@ func isConnectionError(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, io.EOF) || // the server closed the connection under a statement
+		errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.As(err, &ne)
 }

@@ -21,7 +21,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"example.com/obsvc/adapters/sqlstore/pgtest"
 )
+
+// pg is the PostgreSQL server of the fault tests.
+var pg *pgtest.Server
 
 // batchSize is the entries per batch; every entry of batch n carries user_id "batch-n".
 const batchSize = 50
@@ -42,7 +47,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build server:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Run(m, &pg)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -115,6 +120,7 @@ type loader struct {
 	idem      bool // send Idempotency-Key and retry until answered
 
 	mu       sync.Mutex
+	errs     []string // the first transport errors, for the report
 	batches  map[int]*outcome
 	next     int
 	statuses map[string]int
@@ -151,7 +157,16 @@ func (l *loader) send(ctx context.Context, client *http.Client, n int) bool {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			l.record(n, false, "cancelled by the test")
+			return false
+		}
 		l.record(n, false, "transport error")
+		l.mu.Lock()
+		if len(l.errs) < 5 {
+			l.errs = append(l.errs, err.Error())
+		}
+		l.mu.Unlock()
 		return false
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
@@ -414,4 +429,69 @@ func drain(t *testing.T, name string, env []string) {
 	if exitErr != nil {
 		t.Errorf("%s: exit after SIGTERM = %v, want status 0\n%s", name, exitErr, srv.log.String())
 	}
+}
+
+// TestDatabaseOutageLosesNothing stops PostgreSQL for a few seconds under load: requests during
+// the outage must fail fast with 503 (no hangs, no 500s), the server must recover without a
+// restart, and no acknowledged batch may be lost.
+func TestDatabaseOutageLosesNothing(t *testing.T) {
+	env := []string{"DATABASE_URL=" + pg.NewDatabase(t)}
+	addr := freeAddr(t)
+	srv := start(t, addr, env...)
+	defer func() {
+		_ = srv.cmd.Process.Signal(syscall.SIGTERM)
+		<-srv.done
+	}()
+	base := "http://" + addr
+	l := &loader{base: func() string { return base }, projectID: createProject(t, base), batches: map[int]*outcome{}, statuses: map[string]int{}}
+	ctx, cancel := context.WithCancel(t.Context())
+	wg := l.run(ctx, 4)
+	time.Sleep(time.Second)
+	pg.Stop(t)
+	outage := time.Now()
+	l.mu.Lock()
+	before := map[string]int{}
+	for k, v := range l.statuses {
+		before[k] = v
+	}
+	l.mu.Unlock()
+	time.Sleep(3 * time.Second)
+	pg.Start(t)
+	t.Logf("outage: database down for %v", time.Since(outage).Round(time.Millisecond))
+	// Keep loading until the service answers 201 again, without restarting it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l.mu.Lock()
+		recovered := l.statuses["201"] > before["201"]
+		l.mu.Unlock()
+		if recovered && time.Since(outage) > 4*time.Second {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the service did not recover after the database came back")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	cancel()
+	waitOrFail(t, wg, 30*time.Second)
+	during := map[string]int{}
+	for k, v := range l.statuses {
+		during[k] = v - before[k]
+	}
+	fmt.Printf("FAULTS outage/postgres: answers since the outage began %v; 500s=%d transport_errors=%d %q\n", during, l.statuses["500"], l.statuses["transport error"], l.errs)
+	if l.statuses["500"] != 0 {
+		for _, line := range strings.Split(srv.log.String(), "\n") {
+			if strings.Contains(line, `"status":500`) {
+				t.Logf("server: %s", line)
+			}
+		}
+	}
+	if l.statuses["500"] != 0 || l.statuses["transport error"] != 0 {
+		t.Errorf("during the outage: %d answers of 500 and %d timeouts or transport errors, want only 503s", l.statuses["500"], l.statuses["transport error"])
+	}
+	if during["503"] == 0 {
+		t.Errorf("no request was answered 503 during the outage: the test proved nothing")
+	}
+	verdict(t, "outage/postgres", l, census(t, base, l.projectID))
 }
