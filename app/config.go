@@ -26,6 +26,7 @@ type config struct {
 	RequestTimeout  time.Duration
 	MaxBodyBytes    int64
 	MaxBatchEntries int
+	IdemWindow      time.Duration
 	APIKeys         string
 	APIKeysFile     string
 	MaxInFlight     int
@@ -58,6 +59,7 @@ func settings(c *config) []setting {
 		{"max-batch-entries", "MAX_BATCH_ENTRIES", "most `entries` in one POST /logs (413 beyond)", intVar(&c.MaxBatchEntries)},
 		{"api-keys", "API_KEYS", "API `keys`, comma- or newline-separated: \"admin sha256:HEX\" or \"project ID sha256:HEX\" (HEX = SHA-256 of the secret); none = open", stringVar(&c.APIKeys)},
 		{"api-keys-file", "API_KEYS_FILE", "read API keys, one per line, from this `file` too", stringVar(&c.APIKeysFile)},
+		{"idempotency-window", "IDEMPOTENCY_WINDOW", "how long an Idempotency-Key of POST /logs is remembered (a `duration`)", durationVar(&c.IdemWindow)},
 		{"max-in-flight", "MAX_IN_FLIGHT", "requests served at once; more are refused with 503 (0 = no cap)", intVar(&c.MaxInFlight)},
 		{"write-rate", "WRITE_RATE", "writes per second per API key (per client address without keys), 429 beyond; 0 = off", floatVar(&c.WriteRate)},
 		{"write-burst", "WRITE_BURST", "writes a key may make at once before WRITE_RATE applies", intVar(&c.WriteBurst)},
@@ -76,6 +78,7 @@ func defaultConfig() config {
 		RequestTimeout:  time.Minute,
 		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
 		MaxBatchEntries: domain.DefaultLimits().MaxBatchEntries,
+		IdemWindow:      domain.DefaultLimits().IdempotencyWindow,
 		MaxInFlight:     64,
 		WriteBurst:      20,
 		ReadHeaderTO:    10 * time.Second,
@@ -128,6 +131,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid SHUTDOWN_TIMEOUT: must be positive")
 	case c.RequestTimeout <= 0:
 		return fmt.Errorf("invalid REQUEST_TIMEOUT: must be positive")
+	case c.IdemWindow <= 0:
+		return fmt.Errorf("invalid IDEMPOTENCY_WINDOW: must be positive")
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("invalid MAX_IN_FLIGHT: must not be negative")
 	case c.WriteRate < 0:
@@ -281,4 +286,12 @@ func (c config) loadKeys() (*domain.Keys, error) {
 		return nil, fmt.Errorf("invalid API_KEYS / API_KEYS_FILE: %w", err)
 	}
 	return keys, nil
+}
+
+// limits are the domain limits this configuration sets.
+func (c config) limits() domain.Limits {
+	l := domain.DefaultLimits()
+	l.MaxBatchEntries = c.MaxBatchEntries
+	l.IdempotencyWindow = c.IdemWindow
+	return l
 }

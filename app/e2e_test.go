@@ -52,9 +52,7 @@ func newEnv(t *testing.T, open storeOpener, tweak func(*config)) *env {
 		tweak(&cfg)
 	}
 	st := open(t)
-	limits := domain.DefaultLimits()
-	limits.MaxBatchEntries = cfg.MaxBatchEntries
-	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
+	svc := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID})
 	keys, err := cfg.loadKeys()
 	if err != nil {
 		t.Fatal(err)
@@ -186,6 +184,7 @@ func runContract(t *testing.T, open storeOpener) {
 		{"DeleteProjectDeletesLogs", testDeleteProjectDeletesLogs},
 		{"UnknownRoutes", testUnknownRoutes},
 		{"MakeHat", testMakeHat},
+		{"IdempotentRetries", testIdempotentRetries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -433,7 +432,7 @@ func testLogsRoundTrip(t *testing.T, open storeOpener) {
 	for i := range 50 {
 		batch = append(batch, rest.LogEntryInput{ProjectId: p.Id, Message: fmt.Sprint(i), Time: ptr[int64](42)})
 	}
-	cr, err := e.client.CreateLogsWithResponse(t.Context(), batch)
+	cr, err := e.client.CreateLogsWithResponse(t.Context(), nil, batch)
 	if err != nil || cr.StatusCode() != 201 || cr.JSON201.Created != 50 {
 		t.Fatalf("batch = %v %d %s", err, cr.StatusCode(), cr.Body)
 	}
@@ -556,7 +555,7 @@ func seed(t *testing.T, e *env, projectID string, n int) []rest.LogEntryInput {
 		}
 		in = append(in, le)
 	}
-	r, err := e.client.CreateLogsWithResponse(t.Context(), in)
+	r, err := e.client.CreateLogsWithResponse(t.Context(), nil, in)
 	if err != nil || r.StatusCode() != 201 {
 		t.Fatalf("seed: %v %d %s", err, r.StatusCode(), r.Body)
 	}
@@ -681,7 +680,7 @@ func testListLogsPaging(t *testing.T, open storeOpener) {
 	for i := range total {
 		in = append(in, rest.LogEntryInput{ProjectId: p.Id, Message: fmt.Sprint(i), Time: ptr(int64(i / 3)), UserId: ptr("u")})
 	}
-	if r, err := e.client.CreateLogsWithResponse(t.Context(), in); err != nil || r.StatusCode() != 201 {
+	if r, err := e.client.CreateLogsWithResponse(t.Context(), nil, in); err != nil || r.StatusCode() != 201 {
 		t.Fatalf("seed: %v", err)
 	}
 	for _, order := range []string{"asc", "desc"} {
@@ -732,7 +731,7 @@ func testListLogsPaging(t *testing.T, open storeOpener) {
 	for range 1001 - total {
 		more = append(more, rest.LogEntryInput{ProjectId: p.Id, Message: "m", Time: ptr[int64](1000)})
 	}
-	if r, err := e.client.CreateLogsWithResponse(t.Context(), more); err != nil || r.StatusCode() != 201 {
+	if r, err := e.client.CreateLogsWithResponse(t.Context(), nil, more); err != nil || r.StatusCode() != 201 {
 		t.Fatalf("seed more: %v", err)
 	}
 	r, _ := e.client.ListLogsWithResponse(t.Context(), &rest.ListLogsParams{ProjectId: p.Id})
@@ -817,5 +816,55 @@ func testUnknownRoutes(t *testing.T, open storeOpener) {
 	}
 	if e.tr.Checked() == 0 {
 		t.Fatal("no response went through the contract check")
+	}
+}
+
+func testIdempotentRetries(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("p")
+	body := fmt.Sprintf(`[{"project_id":%[1]q,"message":"a"},{"project_id":%[1]q,"message":"b"}]`, p.Id)
+	post := func(key, body string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/logs", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		resp, err := e.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	resp, b := post("batch-1", body)
+	if resp.StatusCode != 201 || resp.Header.Get("Idempotency-Replayed") != "" || strings.TrimSpace(string(b)) != `{"created":2}` {
+		t.Fatalf("first = %d %q %s", resp.StatusCode, resp.Header.Get("Idempotency-Replayed"), b)
+	}
+	for range 3 {
+		resp, b = post("batch-1", body)
+		if resp.StatusCode != 201 || resp.Header.Get("Idempotency-Replayed") != "true" || strings.TrimSpace(string(b)) != `{"created":2}` {
+			t.Fatalf("retry = %d %q %s, want the original 201 replayed", resp.StatusCode, resp.Header.Get("Idempotency-Replayed"), b)
+		}
+	}
+	if n := e.logCount(p.Id); n != 2 {
+		t.Fatalf("%d entries after retries, want 2", n)
+	}
+	resp, b = post("batch-1", strings.Replace(body, `"b"`, `"c"`, 1))
+	if resp.StatusCode != 422 {
+		t.Fatalf("same key, other body = %d %s, want 422", resp.StatusCode, b)
+	}
+	for _, bad := range []string{strings.Repeat("k", 256), "tab\tkey"} {
+		resp, b = post(bad, body)
+		if resp.StatusCode != 400 || !strings.Contains(string(b), `"parameter":"Idempotency-Key"`) {
+			t.Errorf("key %q = %d %s, want 400 naming the header", bad, resp.StatusCode, b)
+		}
+	}
+	// Without a key every send stores again; another key is another batch.
+	post("", body)
+	post("batch-2", body)
+	if n := e.logCount(p.Id); n != 6 {
+		t.Fatalf("%d entries, want 6", n)
 	}
 }

@@ -41,6 +41,13 @@ func TestInFlightCapShedsWith503(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Let it arrive and take the only slot (a request racing ahead would take it instead, and
+	// the slow one would be the one shed).
+	select {
+	case st := <-first:
+		t.Fatalf("the slow request was answered before its body was complete: %d", st)
+	case <-time.After(300 * time.Millisecond):
+	}
 	// While it is in flight, more requests are refused at once, not queued.
 	var shedStatus int
 	var retryAfter string
@@ -54,7 +61,7 @@ func TestInFlightCapShedsWith503(t *testing.T) {
 			}
 			break
 		}
-		time.Sleep(10 * time.Millisecond) // the first request may not have arrived yet
+		time.Sleep(10 * time.Millisecond)
 	}
 	if shedStatus != 503 || retryAfter == "" {
 		t.Fatalf("second request while one is in flight: %d, Retry-After %q; want 503 with Retry-After", shedStatus, retryAfter)

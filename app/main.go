@@ -67,9 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}()
 
-	limits := domain.DefaultLimits()
-	limits.MaxBatchEntries = cfg.MaxBatchEntries
-	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
+	svc := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID})
+	go sweepIdempotency(ctx, svc, log)
 	m := newMetrics(st.Pools())
 	handler, err := newHandler(svc, st, cfg, keys, log, m)
 	if err != nil {
@@ -113,6 +112,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// sweepInterval is how often forgotten idempotency keys are deleted.
+const sweepInterval = 10 * time.Minute
+
+// sweepIdempotency deletes idempotency keys past their window until ctx ends.
+func sweepIdempotency(ctx context.Context, svc *domain.Service, log *slog.Logger) {
+	t := time.NewTicker(sweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if n, err := svc.SweepIdempotency(ctx); err != nil {
+				log.Warn("sweep idempotency keys", "err", err)
+			} else if n > 0 {
+				log.Debug("swept idempotency keys", "deleted", n)
+			}
+		}
+	}
 }
 
 // newHandler wires the REST API, the Twirp service, health checks and (unless it has an address

@@ -14,6 +14,9 @@ import (
 type Principal struct {
 	Admin     bool
 	ProjectID string
+	// KeyID names the API key (a prefix of its digest; empty when the service is open). It
+	// scopes idempotency keys, so two API keys never share one.
+	KeyID string
 }
 
 type principalKey struct{}
@@ -90,6 +93,7 @@ func ParseKeys(text string) (*Keys, error) {
 		if !ok || err != nil || len(b) != sha256.Size {
 			return nil, fmt.Errorf("key %d: the digest must be sha256: and 64 hex digits", i+1)
 		}
+		p.KeyID = hexDigest[:16]
 		k := Key{Principal: p}
 		copy(k.Digest[:], b)
 		keys = append(keys, k)

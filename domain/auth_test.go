@@ -26,9 +26,9 @@ func TestParseKeysAndAuthenticate(t *testing.T) {
 		want   Principal
 		ok     bool
 	}{
-		{"root-secret", Principal{Admin: true}, true},
-		{"second", Principal{Admin: true}, true},
-		{"p-secret", Principal{ProjectID: pid}, true},
+		{"root-secret", Principal{Admin: true, KeyID: digest("root-secret")[7:23]}, true},
+		{"second", Principal{Admin: true, KeyID: digest("second")[7:23]}, true},
+		{"p-secret", Principal{ProjectID: pid, KeyID: digest("p-secret")[7:23]}, true},
 		{"", Principal{}, false},
 		{"root-secre", Principal{}, false},
 		{digest("root-secret"), Principal{}, false}, // the digest itself is not a key
@@ -73,11 +73,11 @@ func TestAuthorizationByPrincipal(t *testing.T) {
 			return err
 		},
 		"write own logs": func(ctx context.Context) error {
-			_, err := s.CreateLogs(ctx, []LogInput{{ProjectID: own.ID, Message: ptr("m")}})
+			_, err := s.CreateLogs(ctx, []LogInput{{ProjectID: own.ID, Message: ptr("m")}}, "")
 			return err
 		},
 		"write mixed": func(ctx context.Context) error {
-			_, err := s.CreateLogs(ctx, []LogInput{{ProjectID: own.ID, Message: ptr("m")}, {ProjectID: other.ID, Message: ptr("m")}})
+			_, err := s.CreateLogs(ctx, []LogInput{{ProjectID: own.ID, Message: ptr("m")}, {ProjectID: other.ID, Message: ptr("m")}}, "")
 			return err
 		},
 		"make hat": func(ctx context.Context) error { _, err := s.MakeHat(ctx, 3); return err },

@@ -31,6 +31,10 @@ type fakeStore struct {
 	Store
 	projects map[string]Project
 	inserted []LogEntry
+	records  map[string]IdempotencyRecord
+	// block, when set, holds InsertLogs until it is closed (to keep a request in flight).
+	block   chan struct{}
+	entered chan struct{}
 }
 
 func newFake() *fakeStore { return &fakeStore{projects: map[string]Project{}} }
@@ -66,9 +70,24 @@ func (f *fakeStore) ListLogs(_ context.Context, _ LogQuery, fn PageFunc) error {
 
 func (f *fakeStore) DeleteLogs(context.Context, LogFilter) (int64, error) { return 0, nil }
 
-func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry) error {
+func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry, rec *IdempotencyRecord, _ time.Duration) (*IdempotencyRecord, error) {
+	if f.entered != nil {
+		f.entered <- struct{}{}
+	}
+	if f.block != nil {
+		<-f.block
+	}
+	if rec != nil {
+		if f.records == nil {
+			f.records = map[string]IdempotencyRecord{}
+		}
+		if prior, ok := f.records[rec.Scope+"/"+rec.Key]; ok {
+			return &prior, nil
+		}
+		f.records[rec.Scope+"/"+rec.Key] = *rec
+	}
 	f.inserted = append(f.inserted, es...)
-	return nil
+	return nil, nil
 }
 
 func TestProjectNameRules(t *testing.T) {
@@ -161,7 +180,7 @@ func TestBatchRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			f := newFake()
 			s := NewService(f, opts(Options{Limits: limits}))
-			_, err := s.CreateLogs(admin(t), c.batch)
+			_, err := s.CreateLogs(admin(t), c.batch, "")
 			if KindOf(err) != c.kind || err == nil {
 				t.Fatalf("err = %v, want kind %v", err, c.kind)
 			}
@@ -189,7 +208,7 @@ func TestBatchDefaults(t *testing.T) {
 	n := 0
 	f := newFake()
 	s := NewService(f, Options{Now: func() time.Time { return now }, NewID: func() string { n++; return "00000000-0000-7000-8000-00000000000" + string(rune('0'+n)) }})
-	if _, err := s.CreateLogs(admin(t), []LogInput{{ProjectID: testID(), Message: ptr("a")}, {ProjectID: testID(), Message: ptr("b"), Level: ptr("warn"), Time: ptr[int64](-7)}}); err != nil {
+	if _, err := s.CreateLogs(admin(t), []LogInput{{ProjectID: testID(), Message: ptr("a")}, {ProjectID: testID(), Message: ptr("b"), Level: ptr("warn"), Time: ptr[int64](-7)}}, ""); err != nil {
 		t.Fatal(err)
 	}
 	a, b := f.inserted[0], f.inserted[1]
@@ -257,5 +276,64 @@ func TestMakeHatRejectsNonPositive(t *testing.T) {
 	}
 	if slices.Contains(HatColors(), "invisible") {
 		t.Error("the palette holds invisible")
+	}
+}
+
+func TestIdempotentBatches(t *testing.T) {
+	f := newFake()
+	s := NewService(f, opts(Options{}))
+	pid := testID()
+	batch := []LogInput{{ProjectID: pid, Message: ptr("a")}, {ProjectID: pid, Message: ptr("b")}}
+
+	first, err := s.CreateLogs(admin(t), batch, "k1")
+	if err != nil || first.N != 2 || first.Replayed {
+		t.Fatalf("first = %+v, %v", first, err)
+	}
+	again, err := s.CreateLogs(admin(t), batch, "k1")
+	if err != nil || again.N != 2 || !again.Replayed {
+		t.Fatalf("retry = %+v, %v; want a replay of 2", again, err)
+	}
+	if len(f.inserted) != 2 {
+		t.Fatalf("%d entries stored, want 2", len(f.inserted))
+	}
+	changed := []LogInput{{ProjectID: pid, Message: ptr("a")}, {ProjectID: pid, Message: ptr("B")}}
+	if _, err := s.CreateLogs(admin(t), changed, "k1"); KindOf(err) != KindKeyReused {
+		t.Fatalf("same key, other body = %v, want KindKeyReused", err)
+	}
+	// A level sent as the default is still another request than one without it.
+	withLevel := []LogInput{{ProjectID: pid, Message: ptr("a"), Level: ptr("info")}, {ProjectID: pid, Message: ptr("b")}}
+	if _, err := s.CreateLogs(admin(t), withLevel, "k1"); KindOf(err) != KindKeyReused {
+		t.Fatalf("explicit default level under the same key = %v, want KindKeyReused", err)
+	}
+	// Another API key has its own key space.
+	other := WithPrincipal(t.Context(), Principal{Admin: true, KeyID: "other"})
+	if c, err := s.CreateLogs(other, batch, "k1"); err != nil || c.Replayed {
+		t.Fatalf("same key from another API key = %+v, %v", c, err)
+	}
+	for _, bad := range []string{strings.Repeat("k", 256), "tab\tkey", "ünï"} {
+		if _, err := s.CreateLogs(admin(t), batch, bad); KindOf(err) != KindInvalid {
+			t.Errorf("key %q = %v, want KindInvalid", bad, err)
+		}
+	}
+}
+
+func TestIdempotentRetryWhileInFlightConflicts(t *testing.T) {
+	f := newFake()
+	f.block, f.entered = make(chan struct{}), make(chan struct{}, 1)
+	s := NewService(f, opts(Options{}))
+	batch := []LogInput{{ProjectID: testID(), Message: ptr("a")}}
+	done := make(chan error, 1)
+	go func() { _, err := s.CreateLogs(admin(t), batch, "k"); done <- err }()
+	<-f.entered // the first request is in the store now
+	if _, err := s.CreateLogs(admin(t), batch, "k"); KindOf(err) != KindConflict {
+		t.Errorf("retry while in flight = %v, want KindConflict", err)
+	}
+	close(f.block)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	f.entered = nil
+	if c, err := s.CreateLogs(admin(t), batch, "k"); err != nil || !c.Replayed {
+		t.Fatalf("retry after the first finished = %+v, %v; want a replay", c, err)
 	}
 }

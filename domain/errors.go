@@ -28,6 +28,10 @@ const (
 	KindUnauthenticated
 	// KindForbidden is a principal acting beyond what its key covers.
 	KindForbidden
+	// KindConflict is a request that collides with one still in flight (same idempotency key).
+	KindConflict
+	// KindKeyReused is an idempotency key sent again with a different request.
+	KindKeyReused
 )
 
 func (k Kind) String() string {
@@ -46,6 +50,10 @@ func (k Kind) String() string {
 		return "unauthenticated"
 	case KindForbidden:
 		return "forbidden"
+	case KindConflict:
+		return "conflict"
+	case KindKeyReused:
+		return "idempotency key reused"
 	default:
 		return "internal"
 	}

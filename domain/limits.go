@@ -1,5 +1,7 @@
 package domain
 
+import "time"
+
 // Limits are the domain's size rules. They are configuration, not constants: the composition root
 // may change any of them. DefaultLimits gives the values the API contract documents.
 type Limits struct {
@@ -20,6 +22,8 @@ type Limits struct {
 	// MaxFieldErrors caps how many offending fields one error lists, so a bad 10,000-entry batch
 	// does not answer with a 10,000-member error list.
 	MaxFieldErrors int
+	// IdempotencyWindow is how long an Idempotency-Key is remembered.
+	IdempotencyWindow time.Duration
 }
 
 // DefaultLimits returns the limits the API contract documents.
@@ -34,5 +38,7 @@ func DefaultLimits() Limits {
 		DefaultPageSize: 1000,
 		MaxPageSize:     10_000,
 		MaxFieldErrors:  100,
+
+		IdempotencyWindow: 24 * time.Hour,
 	}
 }

@@ -1,6 +1,9 @@
 package domain
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ProjectStore persists projects.
 type ProjectStore interface {
@@ -20,7 +23,13 @@ type ProjectStore interface {
 type LogStore interface {
 	// InsertLogs stores every entry or none. If any entry names a project that does not exist it
 	// stores nothing and returns KindUnknownProject with one FieldError per such entry.
-	InsertLogs(ctx context.Context, entries []LogEntry) error
+	// With rec, the record is stored in the same transaction, unless a record with the same
+	// Scope and Key made at or after rec.CreatedAt minus the retention window exists: then
+	// nothing is stored and that record is returned. A concurrent writer of the same key may
+	// make it answer KindConflict.
+	InsertLogs(ctx context.Context, entries []LogEntry, rec *IdempotencyRecord, window time.Duration) (*IdempotencyRecord, error)
+	// SweepIdempotency deletes the records made before t and says how many.
+	SweepIdempotency(ctx context.Context, before time.Time) (int64, error)
 	// ListLogs streams one page of entries matching q, ordered by (Time, ID) ascending or, with
 	// q.Desc, descending, starting after q.After. It calls fn once with the page; the page's
 	// entries are read from the store while fn ranges over them, in one consistent snapshot.

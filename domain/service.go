@@ -23,11 +23,12 @@ type Options struct {
 
 // Service carries out the use cases of projects, logs and hats.
 type Service struct {
-	store  Store
-	limits Limits
-	now    func() time.Time
-	newID  func() string
-	rand   Random
+	inflight inFlight
+	store    Store
+	limits   Limits
+	now      func() time.Time
+	newID    func() string
+	rand     Random
 }
 
 // NewService returns a Service over store.
@@ -181,17 +182,29 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 	return nil
 }
 
-// CreateLogs validates a batch and stores all of it or nothing. It returns how many entries it
+// CreateLogs validates a batch and stores all of it or nothing, and says how many entries it
 // stored. Bad entries are KindInvalid, a batch over the limit KindTooLarge, entries naming a
-// project that does not exist KindUnknownProject; each lists the offending entries.
-func (s *Service) CreateLogs(ctx context.Context, in []LogInput) (int, error) {
+// project that does not exist KindUnknownProject, entries beyond a project key's project
+// KindForbidden; each lists the offending entries.
+//
+// With an idempotency key the batch is stored at most once per key, API key and projects within
+// the idempotency window: a retry of the same batch answers the first result with Replayed set,
+// another batch under the same key is KindKeyReused, a retry while the first is still being
+// handled is KindConflict.
+func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey string) (Created, error) {
 	who, ok := PrincipalFrom(ctx)
 	if !ok {
-		return 0, Errorf(KindUnauthenticated, "authentication required")
+		return Created{}, Errorf(KindUnauthenticated, "authentication required")
+	}
+	if idempotencyKey != "" && !validIdempotencyKey(idempotencyKey) {
+		return Created{}, ParamError("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
 	}
 	entries, err := s.buildEntries(in)
 	if err != nil {
-		return 0, err
+		return Created{}, err
+	}
+	if !validID(entries[0].ID) {
+		return Created{}, errNoIDs
 	}
 	if !who.Admin {
 		foreign := fieldErrors{max: s.limits.MaxFieldErrors}
@@ -201,11 +214,8 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput) (int, error) {
 			}
 		}
 		if err := foreign.err(KindForbidden, "this key does not cover every project of the batch"); err != nil {
-			return 0, err
+			return Created{}, err
 		}
-	}
-	if !validID(entries[0].ID) {
-		return 0, errNoIDs
 	}
 	// An id of a form this service never issues cannot name a project: answer without the store.
 	unknown := fieldErrors{max: s.limits.MaxFieldErrors}
@@ -215,12 +225,38 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput) (int, error) {
 		}
 	}
 	if err := unknown.err(KindUnknownProject, "unknown project"); err != nil {
-		return 0, err
+		return Created{}, err
 	}
-	if err := s.store.InsertLogs(ctx, entries); err != nil {
-		return 0, fmt.Errorf("insert logs: %w", err)
+
+	var rec *IdempotencyRecord
+	if idempotencyKey != "" {
+		rec = &IdempotencyRecord{Scope: idempotencyScope(who, entries), Key: idempotencyKey, Fingerprint: fingerprint(in), Created: len(entries), CreatedAt: storeTime(s.now())}
+		claim := rec.Scope + "\x00" + rec.Key
+		if !s.inflight.claim(claim) {
+			return Created{}, Errorf(KindConflict, "a request with this Idempotency-Key is still being handled; retry later")
+		}
+		defer s.inflight.release(claim)
 	}
-	return len(entries), nil
+	prior, err := s.store.InsertLogs(ctx, entries, rec, s.limits.IdempotencyWindow)
+	if err != nil {
+		return Created{}, fmt.Errorf("insert logs: %w", err)
+	}
+	if prior != nil {
+		if prior.Fingerprint != rec.Fingerprint {
+			return Created{}, Errorf(KindKeyReused, "this Idempotency-Key was used for a different batch")
+		}
+		return Created{N: prior.Created, Replayed: true}, nil
+	}
+	return Created{N: len(entries)}, nil
+}
+
+// SweepIdempotency forgets idempotency keys older than the window and says how many.
+func (s *Service) SweepIdempotency(ctx context.Context) (int64, error) {
+	n, err := s.store.SweepIdempotency(ctx, s.now().Add(-s.limits.IdempotencyWindow))
+	if err != nil {
+		return 0, fmt.Errorf("sweep idempotency keys: %w", err)
+	}
+	return n, nil
 }
 
 // pageQuery checks a listing's parameters and fills in defaults.

@@ -21,8 +21,10 @@ func statusOf(k domain.Kind) int {
 		return http.StatusBadRequest
 	case domain.KindNotFound:
 		return http.StatusNotFound
-	case domain.KindUnknownProject:
+	case domain.KindUnknownProject, domain.KindKeyReused:
 		return http.StatusUnprocessableEntity
+	case domain.KindConflict:
+		return http.StatusConflict
 	case domain.KindTooLarge:
 		return http.StatusRequestEntityTooLarge
 	case domain.KindUnavailable:

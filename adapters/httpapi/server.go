@@ -90,14 +90,22 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 		e := &body[i]
 		in[i] = domain.LogInput{ProjectID: e.ProjectId, Message: &e.Message, Level: e.Level, Time: e.Time, Subject: e.Subject, UserID: e.UserId}
 	}
-	n, err := s.svc.CreateLogs(ctx, in)
+	var key string
+	if req.Params.IdempotencyKey != nil {
+		key = *req.Params.IdempotencyKey
+	}
+	c, err := s.svc.CreateLogs(ctx, in, key)
 	if err != nil {
 		return nil, err
 	}
-	if s.onCreated != nil {
-		s.onCreated(n)
+	resp := rest.CreateLogs201JSONResponse{Body: rest.LogsCreated{Created: int64(c.N)}}
+	if c.Replayed {
+		replayed := "true"
+		resp.Headers.IdempotencyReplayed = &replayed
+	} else if s.onCreated != nil {
+		s.onCreated(c.N)
 	}
-	return rest.CreateLogs201JSONResponse{Created: int64(n)}, nil
+	return resp, nil
 }
 
 // DeleteLogs implements rest.StrictServerInterface.

@@ -126,6 +126,11 @@ func (postgresEngine) isForeignKeyViolation(err error) bool {
 	return ok && code == "23503"
 }
 
+func (postgresEngine) isUniqueViolation(err error) bool {
+	code, ok := pqCode(err)
+	return ok && code == "23505"
+}
+
 // isUnavailable covers the server going away or refusing work: connection exceptions (class
 // 08), shutdowns (57P01-57P03), too many connections (53300) and read-only recovery (25006).
 func (postgresEngine) isUnavailable(err error) bool {

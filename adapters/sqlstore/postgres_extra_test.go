@@ -56,7 +56,7 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 			n := b*10_000 + i
 			batch[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: projects[n%20], Time: int64(n), Level: levels[n%4], Message: "m", UserID: ptr(fmt.Sprint("u", n%500))}
 		}
-		if err := s.InsertLogs(ctx, batch); err != nil {
+		if _, err := s.InsertLogs(ctx, batch, nil, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -153,7 +153,8 @@ func TestPostgresOutageIsUnavailableAndRecovers(t *testing.T) {
 	for _, call := range []func(ctx context.Context) error{
 		func(ctx context.Context) error { _, err := s.ProjectByID(ctx, p.ID); return err },
 		func(ctx context.Context) error {
-			return s.InsertLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Level: "info", Message: "m"}})
+			_, err := s.InsertLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Level: "info", Message: "m"}}, nil, 0)
+			return err
 		},
 		s.Ping,
 	} {

@@ -110,6 +110,11 @@ func (sqliteEngine) isForeignKeyViolation(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
 }
 
+func (sqliteEngine) isUniqueViolation(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
+}
+
 func (sqliteEngine) isUnavailable(err error) bool {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {

@@ -29,6 +29,7 @@ type engine interface {
 	// be deleted between that check and the insert.
 	lockSuffix() string
 	isForeignKeyViolation(err error) bool
+	isUniqueViolation(err error) bool
 	isUnavailable(err error) bool
 }
 
@@ -158,28 +159,71 @@ func (s *Store) oneRow(op string, res sql.Result, err error) error {
 // existenceChunk bounds the ids of one existence query, well under every engine's parameter limit.
 const existenceChunk = 500
 
-// InsertLogs implements domain.LogStore: one transaction, the projects checked once per distinct
-// id, then the engine's bulk insert.
-func (s *Store) InsertLogs(ctx context.Context, entries []domain.LogEntry) (err error) {
+// InsertLogs implements domain.LogStore: one transaction, the idempotency record first (so a
+// retry finds it or waits for it), the projects checked once per distinct id, then the engine's
+// bulk insert.
+func (s *Store) InsertLogs(ctx context.Context, entries []domain.LogEntry, rec *domain.IdempotencyRecord, window time.Duration) (prior *domain.IdempotencyRecord, err error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
-		return s.translate("begin", err)
+		return nil, s.translate("begin", err)
 	}
 	defer func() {
-		if err != nil {
-			_ = tx.Rollback() // the batch failed already; a rollback error adds nothing
+		if err != nil || prior != nil {
+			_ = tx.Rollback() // nothing of this batch may stay; a rollback error adds nothing
 		}
 	}()
+	if rec != nil {
+		if prior, err := s.claimKey(ctx, tx, rec, window); prior != nil || err != nil {
+			return prior, err
+		}
+	}
 	if err := s.checkProjects(ctx, tx, entries); err != nil {
-		return err
+		return nil, err
 	}
 	if err := s.eng.insertLogs(ctx, tx, entries); err != nil {
-		return s.translate("insert logs", err)
+		return nil, s.translate("insert logs", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return s.translate("commit logs", err)
+		return nil, s.translate("commit logs", err)
 	}
-	return nil
+	return nil, nil
+}
+
+// claimKey returns the live record of rec's key if there is one; otherwise it inserts rec,
+// replacing an expired record of the same key.
+func (s *Store) claimKey(ctx context.Context, tx *sqlx.Tx, rec *domain.IdempotencyRecord, window time.Duration) (*domain.IdempotencyRecord, error) {
+	cutoff := s.eng.timeArg(rec.CreatedAt.Add(-window))
+	var found struct {
+		Fingerprint string `db:"fingerprint"`
+		Created     int    `db:"created"`
+	}
+	err := tx.GetContext(ctx, &found, s.bind("SELECT fingerprint, created FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at >= ?"), rec.Scope, rec.Key, cutoff)
+	switch {
+	case err == nil:
+		return &domain.IdempotencyRecord{Scope: rec.Scope, Key: rec.Key, Fingerprint: found.Fingerprint, Created: found.Created}, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return nil, s.translate("look up idempotency key", err)
+	}
+	if _, err := tx.ExecContext(ctx, s.bind("DELETE FROM idempotency_keys WHERE scope = ? AND key = ? AND created_at < ?"), rec.Scope, rec.Key, cutoff); err != nil {
+		return nil, s.translate("expire idempotency key", err)
+	}
+	_, err = tx.ExecContext(ctx, s.bind("INSERT INTO idempotency_keys (scope, key, fingerprint, created, created_at) VALUES (?, ?, ?, ?, ?)"),
+		rec.Scope, rec.Key, rec.Fingerprint, rec.Created, s.eng.timeArg(rec.CreatedAt))
+	if err != nil && s.eng.isUniqueViolation(err) {
+		// Another instance wrote the same key between our look-up and insert.
+		return nil, domain.Errorf(domain.KindConflict, "a request with this Idempotency-Key is still being handled; retry later")
+	}
+	return nil, s.translate("record idempotency key", err)
+}
+
+// SweepIdempotency implements domain.LogStore.
+func (s *Store) SweepIdempotency(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.w.ExecContext(ctx, s.bind("DELETE FROM idempotency_keys WHERE created_at < ?"), s.eng.timeArg(before))
+	if err != nil {
+		return 0, s.translate("sweep idempotency keys", err)
+	}
+	n, err := res.RowsAffected()
+	return n, s.translate("sweep idempotency keys", err)
 }
 
 // checkProjects answers KindUnknownProject, naming each offending entry, when any entry's project

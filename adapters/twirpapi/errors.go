@@ -27,6 +27,8 @@ func toTwirp(err error) twirp.Error {
 		return twirp.NewError(twirp.NotFound, de.Msg)
 	case domain.KindUnavailable:
 		return twirp.NewError(twirp.Unavailable, de.Msg)
+	case domain.KindConflict:
+		return twirp.NewError(twirp.Aborted, de.Msg)
 	case domain.KindUnauthenticated:
 		return twirp.NewError(twirp.Unauthenticated, de.Msg)
 	case domain.KindForbidden:

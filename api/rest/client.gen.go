@@ -115,7 +115,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
-	CreateLogsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateLogsWithBody(ctx context.Context, params *CreateLogsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateLogs Write a batch of log entries
 	//
@@ -126,7 +126,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
-	CreateLogs(ctx context.Context, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateLogs(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListProjects List projects
 	//
@@ -235,8 +235,8 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
-func (c *Client) CreateLogsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateLogsRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLogsRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -256,8 +256,8 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
-func (c *Client) CreateLogs(ctx context.Context, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateLogsRequest(c.Server, body)
+func (c *Client) CreateLogs(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLogsRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -632,18 +632,18 @@ func NewListLogsRequest(server string, params *ListLogsParams) (*http.Request, e
 }
 
 // NewCreateLogsRequest calls the generic CreateLogs builder with application/json body
-func NewCreateLogsRequest(server string, body CreateLogsJSONRequestBody) (*http.Request, error) {
+func NewCreateLogsRequest(server string, params *CreateLogsParams, body CreateLogsJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateLogsRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateLogsRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateLogsRequestWithBody constructs an http.Request for the CreateLogs method, with any body, and a specified content type
-func NewCreateLogsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateLogsRequestWithBody(server string, params *CreateLogsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -667,6 +667,21 @@ func NewCreateLogsRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -926,7 +941,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
-	CreateLogsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error)
+	CreateLogsWithBodyWithResponse(ctx context.Context, params *CreateLogsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error)
 
 	// CreateLogsWithResponse Write a batch of log entries
 	//
@@ -937,7 +952,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
-	CreateLogsWithResponse(ctx context.Context, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error)
+	CreateLogsWithResponse(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error)
 
 	// ListProjectsWithResponse List projects
 	//
@@ -1208,6 +1223,11 @@ func (r ListLogsResponse) ContentType() string {
 	return ""
 }
 
+// CreateLogsResponse201Headers the declared response headers of an HTTP 201 response for CreateLogs
+type CreateLogsResponse201Headers struct {
+	IdempotencyReplayed *string
+}
+
 // CreateLogsResponse401Headers the declared response headers of an HTTP 401 response for CreateLogs
 type CreateLogsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -1234,6 +1254,8 @@ type CreateLogsResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
 	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InFlight
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *TooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -1244,6 +1266,8 @@ type CreateLogsResponse struct {
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateLogsResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateLogsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -1270,6 +1294,11 @@ func (r CreateLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
 func (r CreateLogsResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateLogsResponse) GetApplicationproblemJSON409() *InFlight {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -1859,8 +1888,8 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
-func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error) {
-	rsp, err := c.CreateLogsWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context, params *CreateLogsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error) {
+	rsp, err := c.CreateLogsWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -1876,8 +1905,8 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
-func (c *ClientWithResponses) CreateLogsWithResponse(ctx context.Context, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error) {
-	rsp, err := c.CreateLogs(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateLogsWithResponse(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error) {
+	rsp, err := c.CreateLogs(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -2230,6 +2259,13 @@ func ParseCreateLogsResponse(rsp *http.Response) (*CreateLogsResponse, error) {
 		}
 		response.ApplicationproblemJSON403 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InFlight
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest TooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -2268,6 +2304,16 @@ func ParseCreateLogsResponse(rsp *http.Response) (*CreateLogsResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateLogsResponse201Headers
+		if values := rsp.Header.Values("Idempotency-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotency-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotencyReplayed = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 401:
 		var headers CreateLogsResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

@@ -207,6 +207,9 @@ type BadRequest = Problem
 // Forbidden An RFC 9457 problem document.
 type Forbidden = Problem
 
+// InFlight An RFC 9457 problem document.
+type InFlight = Problem
+
 // NotFound An RFC 9457 problem document.
 type NotFound = Problem
 
@@ -279,6 +282,15 @@ type ListLogsParamsOrder string
 // CreateLogsJSONBody defines parameters for CreateLogs.
 type CreateLogsJSONBody = []LogEntryInput
 
+// CreateLogsParams defines parameters for CreateLogs.
+type CreateLogsParams struct {
+	// IdempotencyKey Makes the batch safe to retry: within 24 hours, a batch sent again with the same key
+	// (and the same API key) is stored at most once. A retry with the same body answers the
+	// original 201 again, with `Idempotency-Replayed: true`; the same key with a different
+	// body answers 422; a retry while the first request is still being handled answers 409.
+	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
+}
+
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
 
@@ -298,7 +310,7 @@ type ServerInterface interface {
 	ListLogs(w http.ResponseWriter, r *http.Request, params ListLogsParams)
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
-	CreateLogs(w http.ResponseWriter, r *http.Request)
+	CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams)
 	// ListProjects List projects
 	// (GET /projects)
 	ListProjects(w http.ResponseWriter, r *http.Request)
@@ -537,8 +549,35 @@ func (siw *ServerInterfaceWrapper) ListLogs(w http.ResponseWriter, r *http.Reque
 // CreateLogs operation middleware
 func (siw *ServerInterfaceWrapper) CreateLogs(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateLogsParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey string
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CreateLogs(w, r)
+		siw.Handler.CreateLogs(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -789,6 +828,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
 type ForbiddenApplicationProblemPlusJSONResponse Problem
+
+type InFlightApplicationProblemPlusJSONResponse Problem
 
 type NotFoundApplicationProblemPlusJSONResponse Problem
 
@@ -1071,22 +1112,33 @@ func (response ListLogs503ApplicationProblemPlusJSONResponse) VisitListLogsRespo
 }
 
 type CreateLogsRequestObject struct {
-	Body *CreateLogsJSONRequestBody
+	Params CreateLogsParams
+	Body   *CreateLogsJSONRequestBody
 }
 
 type CreateLogsResponseObject interface {
 	VisitCreateLogsResponse(w http.ResponseWriter) error
 }
 
-type CreateLogs201JSONResponse LogsCreated
+type CreateLogs201ResponseHeaders struct {
+	IdempotencyReplayed *string
+}
+
+type CreateLogs201JSONResponse struct {
+	Body    LogsCreated
+	Headers CreateLogs201ResponseHeaders
+}
 
 func (response CreateLogs201JSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotencyReplayed != nil {
+		w.Header().Set("Idempotency-Replayed", fmt.Sprint(*response.Headers.IdempotencyReplayed))
+	}
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
 	return err
@@ -1139,6 +1191,22 @@ func (response CreateLogs403ApplicationProblemPlusJSONResponse) VisitCreateLogsR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateLogs409ApplicationProblemPlusJSONResponse struct {
+	InFlightApplicationProblemPlusJSONResponse
+}
+
+func (response CreateLogs409ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -1948,8 +2016,10 @@ func (sh *strictHandler) ListLogs(w http.ResponseWriter, r *http.Request, params
 }
 
 // CreateLogs operation middleware
-func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams) {
 	var request CreateLogsRequestObject
+
+	request.Params = params
 
 	var body CreateLogsJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -2123,75 +2193,81 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fx5b9vIkv8qBe4CY2OpW3YcGYOFc73n95xjHBvZ3TgIW2RJ6gnZzXQ3LWsCf/dFV/OSRFlyHOMF8ybI",
-	"H5LYR3V1Hb866G9eKJNUChRGe6Nv3gxZhIo+nqNRi5OJQWW/RahDxVPDpfBG3nsMpYg0GAlzxg2McSIV",
-	"grJTuJi2Pd/DG5akMXqjnu/pcIYJs8tMpEqY8UYeF2bQ93zPLFJ0X3GKyru9vfW9lCmWoMnpeCmiC57g",
-	"OhFvRbwAFEZx1DDnZgaB4QkGwAxIVdBkZlzDpeA3YB8CF5DwOOY6P8EeF2GcaX6N+8cgZHmUQBumzGda",
-	"cPk4T54eDAe9w67953vcUvI1Q7XwfE8wS6eHIqKJ3qaTHw6bTu57Z3J6htcY73JWvGGhiRfufEFspy0T",
-	"6qFSUnnNJMZy+pnmLNGYk6SN4mJKFL1T8ncMzemLdZIuZgipe/yLBh4tb97tPR0cTrrYOgr7rPVkPMDW",
-	"02g4afXZ4fgo7EY97E8K2lJmZhVpPPJ8T+HXjCuMvJFRGe5I4290xrsIhflMaiwZyRRCgkyYY+AGkkwb",
-	"wBuuzfcfZYXN+baf732m91b6vkvsmdXYe0j9unD3j7p3CHelF/cW70uNqkmStgl3plF95tGKeGetYX8D",
-	"2/MJd8r2rb0QnUqhkczMMxad49cMtbHfQikMCvrI0jTmIbO0dlIlxzEm//W7toR/q6ixRzKMx97IMzNr",
-	"CGkl4Bq4uGYx0UL6qL3Rx9pgkrkx2rtLpDYw6EM4Y4qFZP18L5WWgcobeZ1+xyns7SffXoLJtDca2lsy",
-	"3BBDnrEIiiOU/GdjmZnROGbii3db58d/Kpx4I+8/OpUD6LinuvPOHdNxaV2ZaqdLWGxvHiOyuArZFw0M",
-	"VBbjMQTuwAHYW9GALJyBnExQRFxMYcIxplmltW9bAl9JNeZRhOLBt8A1fMEFRBI1GfZQXheKIVNUtJRX",
-	"Z+WgYmVFxaMy8uTd6XYaiUfOjhCH3kjzSmYieiCDCotot53QenVeDCtevJEGXuUDHpEXBT0lL3JLfOt7",
-	"F1KeMTXFB56YwZiZcAYzGUe61LieNXWF9anzoFeTh+duV7iQEhwpj8qLsYwW9tqtKXE0cw2x3df+xgQ9",
-	"0KissLAwxNToglGvmVjkRkA/kF9zxQ2CYgYBb0LECJdkpP+04o/li90Zyq0flT9WZ2ZMQ6YxgiwFbjRU",
-	"1B47HFp6QoQpv0ZBntC6kFWM2ypBbhNJ+ehODQ4TVZeCZWYmFf8DH6qKdiEUJp8CJU6oK2SvYvbSzo/G",
-	"5zeyME++FUUpsC51pZZ+EXK+wtQPHz60TqojNUCY4BkyhSpY8ufut7t9tuP7NeMxG8f4Axy1Nhbscw1Z",
-	"bdmK7wd1p/Ae1TUPES6Xhj6imDviQiZcXALKulCMQPHpzBruuV8YifxWuAY9w4j8ayxZVGhCzMi9/jjR",
-	"t7cuctz9wFvI3GKF/d+Ak4SsILwFiOQiCVXVEFK3U8PbSzCp36+rT6pkiFrbC4SXwnCzeLx7PDEQI9OG",
-	"FMh6mUUOh1h5IDNjq26PQtGZvcY5004OIrLwl0JnaSqVweg1RpxdENUPVgNyOCUWrS1AE+tO8aDOyJIW",
-	"IGKAqHl8z8gdp/7x/u2bNgUW+WS79pmcvrRcXjc6JzkfIZZTdxNteEsPWezQqHZXMUeFtIG2Lt/GiDLh",
-	"xiBFuKmywMxwFzTwqCk3YnWxxbTmU4GRD5ngXzPcEFM+Zb1u60nYj1pHOJi0huxgfBg+iY7w6aTiZGEA",
-	"fS8u0gPrYf7a2MTKuENN1eiULRJ7rAjDmIu6A6km1rRoae6OgfDaejobF4aiWiycYfhFZqZpgmkMfDeG",
-	"sxtC2F5/4G+PS/0yWlwiL48u1yPzKor/6FIVSzF+wfPipvKzfCpXko4VLtlDknoq0sw0BcVYSSowazDC",
-	"mNur02hDeG7WxTGukkcTlsXu2BPprWpSD4xcDjWPIbAjA5jPUAAbW9FvziYl7OYMxdTMvNGg73sJF8XX",
-	"3t0yuGYXCX4fDuGf/BnsHR74B4NDGC8MapATuLx41TpaTk40yW6NmsODg8HhVmneHHhYO+iYPcZYiqkG",
-	"I39EXugudVim5oO1PhUZXAOZUL+KVfxuf1i7tWV6ahpVY0uv2x8+XMWOazDjF+2GbBKVB2ng+v3YhzWu",
-	"hFKEqITelSu5Im/jyIpmNyr1Bi3WzxUygw3k/13OIbFhUZlwzMO5wqOvKnBYrVSeoO/vlFyrU18ss4ng",
-	"FxjjrgRHNBYUJvK6ieSoWquSgO+guVinieYCFKxbEQHnr57D0+HBE8ixDkQyzJJcJldJdZCnbuc3ZuvW",
-	"NKaApY1aWyQsuQ1EpZj6hPcSTMaoIEVVUkepFksaN5joHdHQK4tOSGtzZKUUW9jvXGjDRLji4zuxnOqm",
-	"I+QH3ahq+XNK5/vW52A4kxhZY2D5FPxPK4/vW6dRAEX6FFyccAxfM2nQWkyyDAotNrQYlhWn/zEYqACj",
-	"tSNTHnRrbamErnVmNWZNa3YyB9irWPLy/BQUTlChCNHhRofrjXMpdNl28jEENSAcUL3BjXLnAM0W1psD",
-	"i+Nl/tTx8zZ7ZXLkTecrWeQXIn+HUjnZaoQfVbKWYLfL2O4FecQV7NvokzLvVQ7XPi4+B/u7qeC2HPi6",
-	"Ry92aJZiew8WQlgeV0dwhFK+2czqSec6y5eKG+v7FqHm6q42EoH8KexZi3T4tNvbBy6MhLqFsXx0rhST",
-	"1CzArV2TiflMxi7KWSaszP5vE4S7L7wZd5yUGIjpejqBvFQz0sw9zGe2gur73f5hq9dr9QcXve6oa/+3",
-	"e/3B8ODw/7yahkbMYGsTm3cIquDy8vTF9ZMfg8dc0WjX2CRLo0c6eVNwQbT5dXYvUXDHNW8IK8hblaFE",
-	"whag0YAUVT5i/bILBjUEEf2Dw5qy+hQ2SxEvYD7jBkGnLMQ2vCHLKBCjvMTeGBM349f+weGWKGOFb0Tt",
-	"OmOs48AwU9ws3lvv6o42pqTjSWZXbgAXRYGGaQhO8qQrJUZG4NKV8M+X/xv4ZcrWeb6aCs0YVaG0ha0T",
-	"Ps0URldij1JYwiIETqhDpij223ASJVy44fZiIgl4jWpBiaDjWsLIUmQHKGQR5b7lXFyJUodFBE5efIi5",
-	"dj/kKI78VFW0tzihfSWKnKtl17jIwubsmxmTumQMRZJ5qok5M5KXW9+O7WnZmMfcLIhnCePCMC6sAV/L",
-	"4+QCqokwM0OuykDXQk4qgf394uJdhxI8V+JKvLRsAAJgFBUJCDZluYIS/zlDbKHhflEmX6QY+BCQl7Qf",
-	"nJsMroSlJHCmMzgGgoAuF+9AH7Aool2LiiYBsLyZwIE87dzOss+xdvxKOL85XsCymyj9qA/YnrYhKGy8",
-	"c6xN3muTm70Sz50+c6v0IKzYQMgyTQj+4ObGXXLMQxQaazd3krJwhq1+u2vtiorzC9ejTmc+n7cZPW5L",
-	"Ne3kc3Xn7PT5yzfvX9o57ZlJ4hqsWhcEz/euUencYLS77a4dbsWdpdwbeYN2tz2w9oaZGemjg65lWLGu",
-	"lC50KWFWLsiF7JB8JxRikerklZ8Jjy3T7C0T2prlYY61P2Wd9TQqlz9z+Lneh/SxGahXQzorbSi3/tYZ",
-	"eT/EDiPLxqAdxlatIzsMLpqrbj+ttEP0u9078sqN+eQ8Duz1d0721mPRDQlfukyrAWV/CCrMzZlLiQ8d",
-	"pU37lCfq1Lo7aEpv+5SlMhtNGmyfVDUO0Izh9hllOd9O6D/dPmG1yHvrewe7kFYvW5E3zJKEqUUp9HUj",
-	"bO0/s4r40SOF/HTre1NsgBPnaDIlvksdfZAqQus0x4uihclY9xnwKLgSe0yHufHLRIxaQ0Djf7UEBPtt",
-	"+GDHJlJV7VxuJyqQBzFPuAl8F7eecRt5uTD1SoRM5dQhXJ6fFaGCwBsDKZsi7AUK41+vPPvLlRfsO8Qe",
-	"M50/t05dyOVlnYVdNiZnXJt/Q1Pir5V7mQ4D2JNxZGOgCVfauIvJ09Tk7wK6V9gTOC9HreR/7YgNHV8k",
-	"Gku14yoFzmgWiiyx8uy+0VKfGqBkU0BJUWkJTwTmUiDj1dLDpp45EsZm6nrdxtRFwm54YgnuuU68hIv8",
-	"e1MibS14T9nXDCGVmhOKMeyLVTslE0KReM1lpukUv+gVMV7O+S/+0T39Xd68+eNL782L0+HrFyfz1xen",
-	"f0x+23ANYaa0XL6HrYnXB3qej64Kt2s2KS+RVOWMokDRVF2olw52DS/L7P5SFEnZ9pXEeJn1djlqKliX",
-	"bNspPVgWO9dSg+vO9G0ht3Ky5lRXWgOsQDQ0bVxl3e4gvDw/ow/UZlOzknk5QEgzQ+V2msg4lnPtgPhR",
-	"/2i1nuMWtIBz1OnEMmTxTGozOuoedQkH/nfF/1934b5dr3/oZPDXQnYnvzWRu7XN5E+EKh6IDqwX24YN",
-	"UqkbwMF7lz9iLvBxMZOcACUOel2/1ncHe5RhrHry4DV/dgxjaWZAxtP1arug+kpoNIaLqd4HLlxnkmJC",
-	"s9BF5shJBB3iKEtpefFfqjzw1m04EfljGx7KzFyJHIZM0ej1gpdfjCva7d04VzhtQ94VU7QSWHr5VFCd",
-	"pwEbuJpRjg7y9OAzGS3uafp+YnPmf6tR4/qQrMpFWfydxDzAQLpk2C350VM3sddkMpdb9G/XPFPvfjFR",
-	"Wc67X0hU1BMbrPjLmlCvtAb9xBarN9gprHGdtTThYBe6GlqhKIjq7zJ5qYXtXxd7faC21aIuLCd3W9pb",
-	"3yt63Egi74zJnAHMh/tQh9/txlilSMx5D0Zk9fLAlsz4fYxRgTIrS1TPxt+50XcYj5pwbANXJ3FcMFqv",
-	"cvqnVs0fgQ3SSmwKcS1/2gwOnJGr90FSkpblPrcq9fAI9lhe8Nlvw6uiU6/Mscu50LAX8Cjwr0RQiV7g",
-	"Q1DJR7Bfd8kOrVLrykbn/K7sSP1O//xtTWDv0wZZFXEe0TX9TBp6T95se5HEusf8lKvxjXR82dAPxsys",
-	"ygnNKwMalKa3841Htyuvo1UPd2TV7q8D3v7l3Wve/V/ipp1FqIxVs62ru2eSkXtWMqhC4dx21frJDVm4",
-	"TbWKupVaMgjDu9sd7VY2rrLIoimp/leGfD1DvuX6t+TIKXOY19ht7Mmjet9Q9YaDX3+rUqAGelk3wsin",
-	"4icMu8N1Yfgbmo2S0P3LNSzJfvtPnK35G5rtYvqd1QgC0Y1dJeeYxixcK8vaK28vgTBg8ZwtNLDomokQ",
-	"9UY8V8NqV+JOsHZJq/94sNa67j8mXvspldKe+Q697I0GtNfhwXDQ7/04vcw3XNHPP09Z998BIZ0jNcBs",
-	"Q0i1NiyyPfUGrI+fKEonK1C8/7fcp0hFgqo9kdG7Z665J2FfEFQmCJZXrSxrlQUyYjll3zZ1Jsm5qCdi",
-	"jh02KnuZ3YvqOX4rQFR77c9+6IZa6Fm1qk/vLBsUwAWwOG5J1Spe+6N0ELoWKdfm5RrD0JWg65tRauj2",
-	"0+3/BwAA//8=",
+	"7Fx7c9tGkv8qXbitilQLUnxJtqlKXcmJvauN7CS2Vb470xcMgSYxETBDzwxEMS5996vpwZMERcqybl3Z",
+	"TeUPkZgZ9PTz1w/6sxfKdCEFCqO98WcvRhahoj/foFGrs5lBZT9FqEPFF4ZL4Y29txhKEWkwEpaMG5ji",
+	"TCoEZbdwMe96voc3LF0k6I37vqfDGFNmj5lJlTLjjT0uzHDg+Z5ZLdB9xDkq7/b21vcWTLEUTU7HCxG9",
+	"4yluEvGzSFaAwiiOGpbcxBAYnmIAzIBUBU0m5houBb8B+xC4gJQnCdf5DQ64CJNM82s8PAUhy6sE2jBl",
+	"fqMDm9d58ux4NOyf9Ox/vsctJZ8yVCvP9wSzdHooItrobbv5yajt5r53IecXeI3JPnfFGxaaZOXuFyR2",
+	"W5NQD5WSymsnMZHz32hPg8acJG0UF3Oi6Bclf8fQnP+4SdK7GGHhHn+ngUfNl/f6z4Ynsx52noYD1nky",
+	"HWLnWTSadQbsZPo07EV9HMwK2hbMxBVpPPJ8T+GnjCuMvLFRGe5J4690x7sIhWUsNZaMZAohRSbMKXAD",
+	"aaYN4A3X5suvssbm/LW/3ftOb632fZHaM2ux99D6TeUePO3dodyVXdxbvS81qjZN2qXcmUb1G4/W1Dvr",
+	"jAZb2J5vuFO3b61A9EIKjeRmnrPoDX7KUBv7KZTCoKA/2WKR8JBZWo8WSk4TTP/6u7aEf66osVcyjCfe",
+	"2DOxdYR0EnANXFyzhGghe9Te+ENtMencFK3sUqkNDAcQxkyxkLyf7y2kZaDyxt7R4MgZ7O1H3wrBZNob",
+	"j6yUDDfEkOcsguIKJf/ZVGZmPE2YuPJu6/z4i8KZN/b+46gKAEfuqT76xV3TcWnTmGq3S1liJY8ReVyF",
+	"7EoDA5UleAqBu3AAVioakIUxyNkMRcTFHGYcE9pVevuuJfClVFMeRSgeLAWu4QpXEEnU5NhDeV0Yhlyg",
+	"oqO8OiuHFSsrKh6VkWe/nO+mkXjk/Ahx6Fy8TPg8fqiaslKMZHH0zvMI04U0KMJV5ydcOfWFmXtdnVXP",
+	"Klb9IMUs4eEjqtzZOqUImqXYRq02PElgilbBYiaiBKNTh0ogYYWKvZbmpcxE9EAGFiHFym1G59U5NKo4",
+	"9FoaeJkveERlKugplSkPZbe+907KC6bm+GCVmTITxhDLJNKly+rbWFG47zoP+sOGlti3wjspwZHyqLyY",
+	"ymhl7cbqiqOZa0jse+13TDglQmWtjYUhLowuGPWKiVXuRfUD+bVU3CAoZhDwJkSMsKEjg5oVWb7YN0P5",
+	"6kflj3U6MdOQaYwgWwA3GipqC5MpoATCnF+jIChhY/B6ktAps4Q2kvLVR7V8gqi6FCwzsVT8D3yoKdqD",
+	"UJh8C5RAq26Q/YrZjTc/Gp9fy8K/+1YVpcC61pVWeiXkco2p79+/75xVV2rBgMFzZApV0ABE7ru7QY/j",
+	"+zXjCZsm+BWQjjY2W+IastqxFd+P61H1LaprHiJcNpY+opo74kImXGIHymIQjEDZgAZCLv3CSeRSsSEk",
+	"xogASiLZevD4eqpvpS7yxOWBUsjcYYX/3wI0haxyoDLeEyytQczeUS1haeDMwaBuPgslQ9TaChBeCMPN",
+	"6hGjv4EEmTZkQDbKrHI8ycoLmZith71SsOsgYZl7vYnIE33iBoOIz2aobIiysYNKAbHVArue1CjqToRH",
+	"stPZYiGVwegVRpy9o2s/2I4oYpXZQO0A2liPqsd1SZS0ABEDRM3jh1buWP2Ptz+/7lJql2+2Z1/I+Qsr",
+	"pk2vdZZzEhI5d6Lsws/0kCUuH9BOlktUSC/QViA2S5cpNwapxrBQFhob7tI2HrVVp6wxd5jWfC4w8iET",
+	"/FOGW7L6Z6zf6zwJB1HnKQ5nnRE7np6ET6Kn+GxWcbLwoL6XFAWazULLxtrUGomDXdXqBVul9loRhgkX",
+	"9QhUbayZYWPvnqWIjfN0Ni08TXVYGGN4JTPTtsG0lh62FhS2FBH6g6G/uzLgl/l6g7w8v9+sjVR1lA+u",
+	"WNSoshQ8LySV3+VjeZJ0rHDlNtLUc7HITFtZAitNBWY9TphwKzqNItLAzaY6JlX5bsayxF17Jr11S+qD",
+	"kc1k/xQCuzKAZYwC2NSqfns9L2U3FyjmJvbGw4HvpVwUH/t36+CGYyX8fjKCn/hzODg59o+HJzBdGdQg",
+	"Z3D57mXnabM81Ka7NWpOjo+HJzu1eXvmYv2gY/YUEynmGoz8GpW5u8yhSc17630qMrgGcqF+lez4vcGo",
+	"JrUmPTWLqrGl3xuMHm5ipzWc8p12S7apyoMscFM+9mGNK6EUISqh9+VKbsi7OLJm2a1GvcWK9Q8KmcEW",
+	"8v8ul5DavKos+eb5YB7TNww4rE4qbzDw9ypv1qkvjtlG8I+Y4L4ER7QWFKbyuo3kqDqr0oAvoLk4p43m",
+	"AhRsehEBb17+AM9Gx08gxzoQyTBLc51cJ9VBnrqf31ov3bCYAte2Wm1RMuY2k5Vi7hNgTDGdooIFqpI6",
+	"qtVY0rjBVO+Jhl5adEJWmyMrpdjKfuZCGybCtRh/lMi5brtCftGtppY/p4aKb2MOhrHEyDoDy6fgvzp5",
+	"gaBzHgVQFLDBJRqn8CmTBq3HJM+g0GJDi2JZcfuvg4EKMFq7MlWid3b3SuhaZ1Zr3brmJ3OAvY4lL9+c",
+	"g0IC7SE63OgSA+NCCgnbbj6FoAaEA+r4uFXuHqDZykZzYEnS5E8dP+/yVyZH3nS/kkV+ofJ3GJXTrVb4",
+	"UZXLCXa7mvlBkKdswaHNcqj3UVXR7ePi7+BwPxPc1YXYjOjFG9q12MrBQgjL4+oKjlCq+Ju4Xvavs7zR",
+	"Xtp8b5Grrr/VZiKQP4UD65FOnvX6h8CFkVD3MC67o2CWLswK3Nk1nVjGMnFZTpOwsv+ySxHuFng77jgr",
+	"MRDT9XoERal2pJlHmN/YGqof9AYnnX6/Mxi+6/fGPft/tz8Yjo5P/serWWjEDHa2sXmPpAouL89/vH7y",
+	"dfCYa9vtm5tki+iRbt6WXBBtfp3dDQruEPOWtIKiVZlKpGwFGg1IURU0NoVdMKgliRgcn9SM1ae0WYpk",
+	"BcuYGwS9YCF24TV5RoEY5UMOrTlxO34dHJ/syDLW+EbUbjLGBg4MM8XN6q2Nru5qU6panmX25BZwUbTI",
+	"mIbgLK/aUmFkDK7eCT+9+O/AL2u+LvLVTChm1AfUFrbO+DxTGE3EAVV9hEUInFCHXKA47MJZlHLhllvB",
+	"RBLwGtWKSkGntYqTpcguUMgiKp7LpZiI0oZFBE5ffEi4dl/kKI7iVDU2YXFCdyKKoq1l17Qo4+bsi41Z",
+	"uGIMZZJ5qYk5N5I3vH+e2tuyKU+4WRHPUsaFYVxYB75Rx8kVVBNhJkauykTXQk5qQv793btfjqjAMxET",
+	"8cKyAQiAUVYkINhW5QpK/OccsYWGh8WgwmqBgQ8BRUn7hwuTwURYSgLnOoNTIAjoivkO9AGLInpr0VMm",
+	"AJaPcziQp13YacYc68cnwsXN6QqaYaKMoz5gd96FoPDxLrC2Ra9tYXYifnD2zK3Rg7BqAyHLNCH445sb",
+	"J+SEhyg01iR3tmBhjJ1Bt2f9ikpygevx0dFyuewyetyVan6U79VHF+c/vHj99oXd041NmtRg1aYieL53",
+	"jUrnDqPb6/bscqvubMG9sTfs9rpD62+YickeHXQt04pNo3SpSwmzckUudIf0O6UUi0wnbx3NeGKZZqVM",
+	"aCvO0xzrf8pO93lUHn/h8HN9EuxDO1CvlhytDQLd+jt35BMpe6wsR7P2WFsN7+yxuBhvu/24NpAy6PXu",
+	"qCu31pPzPLA/2LvYW89FtxR8SZjWAsoJHVSYu7OIuqYjR2nbe8obHdXma2hLf/eWRp+ONg13b6pGN2jH",
+	"aPeOch7Abhg8271hvUt863vH+5BW73tRNMzSlKlVqfR1J2z9P7OG+MEjg/x463tzbIETb9BkSnyROfog",
+	"VYQ2aE5XxRCZseEz4FEwEQdMh7nzy0SCWkNA67+3BASHXXhv16ZSVQN17k3UYQ8SnnIT+C5vveA283Jp",
+	"6kSETOXUIVy+uShSBYE3BhZsjnAQKEy+n3j2m4kXHDrEnjCdP7dBXcjmsc7DNp3JBdfmX9CV+Bv9YqbD",
+	"AA5kEtkcaMaVNk4weZma4l1AcoUDgcty1Vr9167YMnNHqtFoPlclcEa7UGSp1Wf3iY762AIl2xJKykpL",
+	"eCIw1wKZrLcetk0tkjK2U9fvtZYuUnbDU0tw381Cplzkn9sKaRvJ+4J9yhAWUnNCMYZdWbNTMiUUiddc",
+	"Zppu8Z1eU+NmzX/1j9757/Lm9R9X/dc/no9e/Xi2fPXu/I/Zr1vEEGZKy6YcdhZeHxh5Prgu3L7VpLxF",
+	"UrUzigZFW3eh3jrYN70sq/uNLJKq7WuF8bLq7WrU1PEu2bZXebBsdm6UBjeD6c+F3srZRlBdmy2wCtEy",
+	"9THJer1hePnmgv6gOZ2al8zbAUKaGJV700wmiVxqB8SfDp6u93PcgRZwjo+OEhmyJJbajJ/2nvYIB/5n",
+	"xf/v9+G+PW9w4nTw+0J3Z7+2kbtzTuVPhCoeiA5sFNuFDRZSt4CDt65+xFzi43ImOQMqHPR7fm1wDw6o",
+	"wlgN9cEr/vwUptLEQM7TTcu7pHoiNBrDxVwfAhdutEkxoVnoMnPkpIIOcZSttLz5L1WeeOsunIn8sU0P",
+	"ZWYmIochczR6s+HlF+uKHzy4da5x2oV8rKYYJbD08rkoZjfWsYHrGbWjgyYXX7GrHKzkvSM2Q8tBmg0a",
+	"E01cwGAEscyU9qseE00vzBkXa5OrV7iy8Mol3+6rvM5xWGNUIQspQuzCWT6K1DzJCU3opc1/TYwTIRWf",
+	"c8ESGPT67uV+nnzXR2He4CJhK4zGYFSGwWmDto2ZmIlovGc0GJwCK+iJeeKybgIM9VZOyzRudUbvmRNK",
+	"5YyIaZ2qitexbroIc845VnFuba5nW8AbHB+v164WzBhU9sz//TCZ3Ax6ncnk5smLj3/9i7clNNKFnsto",
+	"dc+o+A1HOv9zjRonSMu/KEu+kJgHxE5XJ70lOZ27jf22aNr8/cztBmjp3y9dLju998uWi1ZzS4B/UfN3",
+	"1dwYHEjlw0yq3GQ4RutTaT7ELIIpojhcAwJtNtsCDMiIi9In1eeclRVGKmfAxMYsnJu1qghliUK23vew",
+	"Rzesq4Dx9KAFwH/rsXuPBL/8iYXd0B/uVRFwU+204Xifi7RMEVL9YbDP5sb46D+vbPGeRsaLcCdnd4OU",
+	"W98r5ktJt+8sZzjskC/3oZ65dlvT/KKm7T04mal31nY0le7jrIsErfLU9UbWnS/6AudaU45declZkhSM",
+	"1uuc/qZt+WvA6kWlNoW6ll9tx9UuCNRnkHPIpNe6pDyCA5b3Sg+78LIYci3bU3IpNBwEPAr8iQgq1Qt8",
+	"CCr9CA7raNY5epr62oprfymnwb8Qv3zeUNj7TBBX/c9HDN3fkoXekze7fsRlo3J+y/XSgHR82TJKyUxc",
+	"lVOXlQMNStd79JlHt2u/pa0e7smq/X/L/I3Dgf/n6P5PCdPOI1TOqt3X1cMz6cg9m4DU3HNhu5qa5oY8",
+	"3LY2X91LNRzC6O5JYfsqblz7vK0f9e/m0mZzaYf4d7SXqOiej6fAmbCBrTZyV/26yK//JFygBvqXBiKM",
+	"fJobgFFvtKkMf0OzVRN6/w4NDd3v/okLnX9Ds1tNv7CRRyC6dSCL8upwY6LBirzbAGHAkiVbaWDRNRMh",
+	"6q14robVJuJOsHZJp399sNa5HjwmXvsmjdLe+Q677I+H9K6T49Fw0P96dpm/cM0+/zwTEf8KCOkN0uzY",
+	"LoRUm2Ak31OfXfzwkbJ08gJtTYQzoP5aNdnL6GebrjSfsisElQmC5dUU2EZTjpxYTtnnbUN9cinqhZhT",
+	"h43KnwG4fyQix28FiOpu/JtFumWM4KI61ad/L8CgAC6AJUlHqk7xm1kqB6GbLnQTkm6mEt30Rv1lVBq6",
+	"/Xj7fwEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

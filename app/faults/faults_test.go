@@ -306,13 +306,30 @@ func killRounds(t *testing.T, name string, env []string, idem bool) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	cancel()
+	waitOrFail(t, wg, 30*time.Second)
 	if idem {
-		// Retrying clients stop only when answered: give the in-progress retries a server.
-		waitOrFail(t, wg, 60*time.Second)
-	} else {
-		waitOrFail(t, wg, 30*time.Second)
+		// The retrying client keeps at every batch it was never answered for, until it is.
+		client := &http.Client{Timeout: 10 * time.Second}
+		for n, o := range l.batches {
+			for tries := 0; !o.acked; tries++ {
+				if tries > 100 {
+					t.Fatalf("batch %d never answered 201", n)
+				}
+				if !l.send(t.Context(), client, n) {
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		}
 	}
-	verdict(t, name, l, census(t, base, l.projectID))
+	counts := census(t, base, l.projectID)
+	verdict(t, name, l, counts)
+	if idem {
+		for n := range l.batches {
+			if counts[n] != batchSize {
+				t.Errorf("%s: batch %d stored %d times its size / %d entries; want exactly once", name, n, counts[n]/batchSize, counts[n])
+			}
+		}
+	}
 	_ = srv.cmd.Process.Signal(syscall.SIGTERM)
 	<-srv.done
 }
@@ -342,6 +359,14 @@ func sqliteEnv(t *testing.T) []string {
 func TestKillNineLosesNoAcknowledgedBatch(t *testing.T) {
 	for _, s := range faultStores() {
 		t.Run(s.name, func(t *testing.T) { killRounds(t, "kill-9/"+s.name, s.env(t), false) })
+	}
+}
+
+// TestKillNineWithRetriesStoresEveryBatchOnce retries every unanswered batch with its
+// Idempotency-Key until it is answered: afterwards every batch is stored exactly once.
+func TestKillNineWithRetriesStoresEveryBatchOnce(t *testing.T) {
+	for _, s := range faultStores() {
+		t.Run(s.name, func(t *testing.T) { killRounds(t, "kill-9+retries/"+s.name, s.env(t), true) })
 	}
 }
 

@@ -33,6 +33,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("ListLogsPageIsStableUnderInserts", func(t *testing.T) { t.Parallel(); testPagingUnderInserts(t, open(t)) })
 	t.Run("ListLogsStopsEarly", func(t *testing.T) { t.Parallel(); testStopEarly(t, open(t)) })
 	t.Run("DeleteLogsWithFilters", func(t *testing.T) { t.Parallel(); testDeleteLogs(t, open(t)) })
+	t.Run("IdempotencyRecordIsAtomicWithTheBatch", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
 	t.Run("LiteralMatching", func(t *testing.T) { t.Parallel(); testLiteralMatching(t, open(t)) })
 }
 
@@ -61,7 +62,7 @@ func entry(p domain.Project, ms int64, level string) domain.LogEntry {
 
 func mustInsert(t *testing.T, s domain.Store, entries ...domain.LogEntry) {
 	t.Helper()
-	if err := s.InsertLogs(ctx(t), entries); err != nil {
+	if _, err := s.InsertLogs(ctx(t), entries, nil, 0); err != nil {
 		t.Fatalf("InsertLogs: %v", err)
 	}
 }
@@ -181,7 +182,8 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 		t.Fatalf("logs of the other project = %d, want 1", len(got))
 	}
 	// A project id freed by a delete can be written again only after it is created again.
-	wantKind(t, s.InsertLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}), domain.KindUnknownProject)
+	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0)
+	wantKind(t, err, domain.KindUnknownProject)
 }
 
 func testInsertRoundTrip(t *testing.T, s domain.Store) {
@@ -225,7 +227,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
 	missing := domain.Project{ID: newID()}
 	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
-	err := s.InsertLogs(ctx(t), batch)
+	_, err := s.InsertLogs(ctx(t), batch, nil, 0)
 	wantKind(t, err, domain.KindUnknownProject)
 	var de *domain.Error
 	if !asError(err, &de) {
@@ -245,7 +247,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	// A duplicate key inside one batch fails the database mid-batch: nothing of it remains.
 	first := entry(p, 10, "info")
 	dup := []domain.LogEntry{first, entry(p, 11, "info"), first}
-	if err := s.InsertLogs(ctx(t), dup); err == nil {
+	if _, err := s.InsertLogs(ctx(t), dup, nil, 0); err == nil {
 		t.Fatal("a batch with a duplicate key was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -255,7 +257,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	// A cancelled context fails the batch and leaves nothing either.
 	c, cancel := context.WithCancel(ctx(t))
 	cancel()
-	if err := s.InsertLogs(c, []domain.LogEntry{entry(p, 20, "info")}); err == nil {
+	if _, err := s.InsertLogs(c, []domain.LogEntry{entry(p, 20, "info")}, nil, 0); err == nil {
 		t.Fatal("a batch with a cancelled context was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -547,5 +549,54 @@ func testLiteralMatching(t *testing.T, s domain.Store) {
 	}
 	if got, err := s.ProjectByID(ctx(t), p.ID); err != nil || got.Name != p.Name {
 		t.Fatalf("project with a hostile name = %+v, %v", got, err)
+	}
+}
+
+func testIdempotency(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	rec := &domain.IdempotencyRecord{Scope: "k|" + p.ID, Key: "retry-1", Fingerprint: "f1", Created: 2, CreatedAt: now}
+	const window = time.Hour
+
+	prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
+	if err != nil || prior != nil {
+		t.Fatalf("first write = %+v, %v", prior, err)
+	}
+	// The retry finds the record and stores nothing.
+	prior, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
+	if err != nil || prior == nil || prior.Fingerprint != "f1" || prior.Created != 2 {
+		t.Fatalf("retry = %+v, %v; want the first record", prior, err)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 2 {
+		t.Fatalf("%d entries after a retry, want 2", len(got))
+	}
+	// Another scope is another key space.
+	other := *rec
+	other.Scope = "other|" + p.ID
+	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 3, "info")}, &other, window); err != nil || prior != nil {
+		t.Fatalf("same key in another scope = %+v, %v", prior, err)
+	}
+	// A failed batch leaves no record: its retry is a first write.
+	failing := &domain.IdempotencyRecord{Scope: rec.Scope, Key: "retry-2", Fingerprint: "f2", Created: 1, CreatedAt: now}
+	ghost := domain.Project{ID: newID()}
+	if _, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window); domain.KindOf(err) != domain.KindUnknownProject {
+		t.Fatalf("failing batch = %v", err)
+	}
+	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window); err != nil || prior != nil {
+		t.Fatalf("retry of a failed batch = %+v, %v; want a first write", prior, err)
+	}
+	// Past the window the key is free again, and sweeping forgets old records.
+	later := *rec
+	later.CreatedAt = now.Add(2 * window)
+	later.Fingerprint = "f3"
+	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 5, "info")}, &later, window); err != nil || prior != nil {
+		t.Fatalf("key reused after the window = %+v, %v", prior, err)
+	}
+	n, err := s.SweepIdempotency(ctx(t), now.Add(time.Minute))
+	if err != nil || n != 2 { // retry-1 of "other" and retry-2 are older than a minute past now
+		t.Fatalf("sweep = %d, %v; want 2", n, err)
+	}
+	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 6, "info")}, &later, window); err != nil || prior == nil || prior.Fingerprint != "f3" {
+		t.Fatalf("the swept-around record = %+v, %v; want it kept", prior, err)
 	}
 }
