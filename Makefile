@@ -48,3 +48,12 @@ fuzz:
 ## test-faults: kill -9, database outage and drain tests against real server processes
 test-faults:
 	$(GO) test -tags faults -count=1 -v ./app/faults/ 2>&1 | grep -E '^(FAULTS|=== RUN|--- |PASS|FAIL|ok)|faults_test'; exit $${PIPESTATUS[0]}
+
+## lint: Redocly (recommended) and Spectral (spectral:oas) on openapi.yaml with zero errors and
+## zero warnings, plus go vet and gofmt. The linters are pinned in .lint/package-lock.json.
+lint: vet fmt-check
+	npm ci --prefix .lint --no-audit --no-fund --loglevel=error
+	.lint/node_modules/.bin/spectral lint --ruleset .lint/.spectral.yaml --fail-severity=hint openapi.yaml
+	.lint/node_modules/.bin/redocly lint --config .lint/redocly.yaml openapi.yaml > .lint/redocly.out 2>&1 || { cat .lint/redocly.out; exit 1; }
+	@if grep -q 'You have' .lint/redocly.out; then cat .lint/redocly.out; echo 'lint: Redocly reported warnings'; exit 1; fi
+	@grep -E 'validated|valid' .lint/redocly.out

@@ -22,9 +22,11 @@ import (
 
 	"github.com/google/uuid"
 
+	"example.com/obsvc/adapters/docs"
 	"example.com/obsvc/adapters/httpapi"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/twirpapi"
+	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
 )
 
@@ -154,6 +156,11 @@ func newHandler(svc *domain.Service, st store, cfg config, keys *domain.Keys, lo
 	if cfg.MetricsAddr == "" {
 		mux.Handle("GET /metrics", m.handler())
 	}
+	docsHandler, err := docs.NewHandler(rest.SpecYAML())
+	if err != nil {
+		return nil, err
+	}
+	docsHandler.Register(mux)
 	mux.Handle("/", restHandler)
 	limiter := newWriteLimiter(cfg.WriteRate, cfg.WriteBurst, keys)
 	return observe(shed(cfg.MaxInFlight, deadline(cfg.RequestTimeout, authenticate(keys, limiter.middleware(notePattern(mux))))), log, m), nil
