@@ -18,10 +18,14 @@ test:
 build:
 	$(GO) build ./...
 
-## generate: regenerate everything under api/ from openapi.yaml and proto/
+## generate: regenerate everything under api/ from openapi.yaml and proto/ (the TypeScript
+## clients need node and npm; their generators are pinned in api/ts/package-lock.json)
 generate:
 	$(GO) generate ./api/...
 	cd proto && $(GO) tool buf generate
+	npm ci --prefix api/ts --no-audit --no-fund --loglevel=error
+	cd api/ts && node_modules/.bin/openapi-typescript ../../openapi.yaml --output src/schema.d.ts
+	cd proto && $(GO) tool buf generate --template buf.gen.ts.yaml
 
 ## check-generated: fail when the committed generated code differs from a fresh generation
 check-generated: generate

@@ -1,0 +1,80 @@
+// Exercises every REST operation and MakeHat in JSON and protobuf against a live server whose
+// base URL is OBSVC_URL (the Go test app/ts_test.go starts one and runs this).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createClient } from "../src/rest.mjs";
+import twirpTransport from "@protobuf-ts/twirp-transport";
+import haberdasher from "../gen/haberdasher/service.client.js";
+
+const base = process.env.OBSVC_URL;
+assert.ok(base, "OBSVC_URL must name a running server");
+const api = createClient(base);
+
+test("every REST operation", async () => {
+  const created = await api.POST("/projects", { body: { name: "ts" } });
+  assert.equal(created.response.status, 201);
+  assert.equal(created.response.headers.get("location"), `/projects/${created.data.id}`);
+  const id = created.data.id;
+
+  const list = await api.GET("/projects");
+  assert.equal(list.response.status, 200);
+  assert.ok(list.data.some((p) => p.id === id));
+
+  const got = await api.GET("/projects/{id}", { params: { path: { id } } });
+  assert.deepEqual(got.data, created.data);
+
+  const renamed = await api.PUT("/projects/{id}", { params: { path: { id } }, body: { name: "ts-2" } });
+  assert.equal(renamed.data.name, "ts-2");
+  assert.ok(new Date(renamed.data.updated_at) > new Date(created.data.updated_at));
+
+  const logs = await api.POST("/logs", {
+    body: [
+      { project_id: id, message: "one", level: "error", user_id: "u1", time: 1000 },
+      { project_id: id, message: "two", time: 2000 },
+      { project_id: id, message: "three", time: 3000 },
+    ],
+  });
+  assert.equal(logs.response.status, 201);
+  assert.deepEqual(logs.data, { created: 3 });
+
+  const page = await api.GET("/logs", { params: { query: { project_id: id, limit: 2 } } });
+  assert.equal(page.response.status, 200);
+  assert.deepEqual(page.data.map((e) => e.message), ["one", "two"]);
+  const next = page.response.headers.get("link");
+  assert.match(next, /^<.*cursor=.*>; rel="next"$/);
+  const rest = await fetch(next.slice(1, next.indexOf(">")));
+  assert.deepEqual((await rest.json()).map((e) => e.message), ["three"]);
+
+  const errors = await api.GET("/logs", { params: { query: { project_id: id, log_level: "error", order: "desc" } } });
+  assert.deepEqual(errors.data.map((e) => e.user_id), ["u1"]);
+
+  const deleted = await api.DELETE("/logs", { params: { query: { project_id: id, end_time: 2000 } } });
+  assert.deepEqual(deleted.data, { deleted: 2 });
+
+  const bad = await api.GET("/logs", { params: { query: { project_id: id, start_time: 5, end_time: 1 } } });
+  assert.equal(bad.response.status, 400);
+  assert.equal(bad.response.headers.get("content-type"), "application/problem+json");
+  assert.deepEqual(bad.error.errors.map((e) => e.parameter), ["start_time"]);
+
+  const gone = await api.DELETE("/projects/{id}", { params: { path: { id } } });
+  assert.equal(gone.response.status, 204);
+  const missing = await api.GET("/projects/{id}", { params: { path: { id } } });
+  assert.equal(missing.response.status, 404);
+  assert.equal(missing.error.status, 404);
+});
+
+for (const useJson of [true, false]) {
+  test(`MakeHat over Twirp in ${useJson ? "JSON" : "protobuf"}`, async () => {
+    const transport = new twirpTransport.TwirpFetchTransport({ baseUrl: `${base}/twirp`, sendJson: useJson });
+    const client = new haberdasher.HaberdasherClient(transport);
+    const { response } = await client.makeHat({ inches: 12 });
+    assert.equal(response.inches, 12);
+    assert.notEqual(response.color, "invisible");
+    assert.match(response.name, /^[a-z]+$/);
+    await assert.rejects(client.makeHat({ inches: 0 }).response, (err) => {
+      assert.equal(err.code, "invalid_argument");
+      assert.equal(err.meta.argument, "inches");
+      return true;
+    });
+  });
+}
