@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -52,8 +53,15 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		// Name the route as ServeMux will (the spec's paths use its {name} syntax), so that a
 		// request rejected here is still counted and logged under its route.
 		r.Pattern = route.Method + " " + route.Path
+		// (The embedded spec carries operation ids as the generator normalised them: CreateLogs.)
+		typed := strings.EqualFold(route.Operation.OperationID, "createLogs")
+		shapeErr := error(nil)
 		if route.Operation.RequestBody != nil {
-			if err := v.checkBody(w, r); err != nil {
+			err := v.checkBody(w, r, typed)
+			switch {
+			case errors.Is(err, errEntryShape):
+				shapeErr, typed = err, false // let the spec's validator name every problem
+			case err != nil:
 				v.problems.write(w, r, err)
 				return
 			}
@@ -68,8 +76,13 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 				// The domain applies defaults; letting the validator write them would re-encode
 				// every body and every query.
 				SkipSettingDefaults: true,
+				// checkLogsBody has checked the body of createLogs already.
+				ExcludeRequestBody: typed,
 			},
 		})
+		if err == nil {
+			err = shapeErr
+		}
 		if err != nil {
 			v.problems.write(w, r, validationError(err))
 			return
@@ -81,7 +94,7 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 // checkBody enforces the JSON media type and the body limit of operations that take a body, and
 // rejects a body that is not one well-formed JSON value: the decoders behind read only the first
 // value and would accept trailing data. The body is read once here and handed on from memory.
-func (v *validator) checkBody(w http.ResponseWriter, r *http.Request) error {
+func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, typed bool) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
 		return &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be application/json"}
@@ -96,6 +109,12 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request) error {
 			return tooLarge(mbe.Limit)
 		}
 		return &domain.Error{Kind: domain.KindInvalid, Msg: "the body could not be read", Err: err}
+	}
+	if typed {
+		err := checkLogsBody(body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		return err
 	}
 	var raw json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {

@@ -1,0 +1,295 @@
+package main
+
+// The benchmark suite of `make bench`. Each benchmark runs our service and a baseline in the same
+// run on the same machine and reports both and their ratio with b.ReportMetric, so a noisy
+// machine still gives a meaningful figure. BENCH_ROWS sets the size of the read tables (default
+// 1,000,000; CI runs everything once on a small table only to keep the suite working).
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/domain"
+)
+
+func benchRows() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}
+
+// benchEnv is the real wiring over a store, served on loopback.
+type benchEnv struct {
+	url     string
+	st      store
+	project string
+}
+
+func newBenchEnv(b *testing.B, st store, tweak func(*config)) *benchEnv {
+	b.Helper()
+	cfg := defaultConfig()
+	cfg.MaxInFlight = 0
+	cfg.LogLevel = slog.LevelWarn
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	keys, err := cfg.loadKeys()
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID})
+	h, err := newHandler(svc, st, cfg, keys, slog.New(slog.DiscardHandler), newMetrics(st.Pools()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	b.Cleanup(srv.Close)
+	p, err := svc.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchEnv{url: srv.URL, st: st, project: p.ID}
+}
+
+func benchSQLite(b *testing.B) store {
+	b.Helper()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func benchPostgres(b *testing.B) (store, string) {
+	b.Helper()
+	url := pg.NewDatabase(b)
+	st, err := sqlstore.OpenPostgres(context.Background(), url, sqlstore.DefaultPostgresOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st, url
+}
+
+// row is one realistic log entry of a benchmark.
+type row struct {
+	time           int64
+	level, message string
+	subject, user  string
+}
+
+func benchBatch(seed, n int) []row {
+	levels := []string{"debug", "info", "info", "info", "warn", "error"}
+	out := make([]row, n)
+	for i := range out {
+		k := seed*n + i
+		out[i] = row{
+			time:    1_795_000_000_000 + int64(k),
+			level:   levels[k%len(levels)],
+			message: fmt.Sprintf("GET /api/v1/orders/%d completed in %d ms with status %d for tenant %d", k, k%900, 200+k%5, k%37),
+			subject: "checkout",
+			user:    "user-" + strconv.Itoa(k%1000),
+		}
+	}
+	return out
+}
+
+func batchJSON(projectID string, rows []row) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, r := range rows {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		fmt.Fprintf(&buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q}`, projectID, r.time, r.level, r.message, r.subject, r.user)
+	}
+	buf.WriteByte(']')
+	return buf.Bytes()
+}
+
+// runConcurrent sends n jobs over workers goroutines and returns the elapsed time.
+func runConcurrent(b *testing.B, workers, n int, job func(i int) error) time.Duration {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := job(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return elapsed
+}
+
+func postBatch(client *http.Client, url string, body []byte) error {
+	resp, err := client.Post(url+"/logs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 201 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST /logs = %d %.300s", resp.StatusCode, b)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return nil
+}
+
+const (
+	ingestBatch   = 1000
+	ingestClients = 2
+)
+
+// BenchmarkIngestPostgres: POST /logs end to end (validation included), 1,000-entry batches from
+// 2 clients, against raw pq COPY of the same rows, 1,000 per transaction, with 2 workers, into
+// the same schema (a second database migrated by the same code).
+func BenchmarkIngestPostgres(b *testing.B) {
+	st, _ := benchPostgres(b)
+	e := newBenchEnv(b, st, nil)
+	rawStore, rawURL := benchPostgres(b)
+	rawProject := uuid.Must(uuid.NewV7()).String()
+	if err := rawStore.CreateProject(context.Background(), domain.Project{ID: rawProject, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := sqlx.Open("postgres", rawURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	batches := max(b.N, 4) * 4
+	bodies := make([][]byte, batches)
+	rows := make([][]row, batches)
+	for i := range bodies {
+		rows[i] = benchBatch(i, ingestBatch)
+		bodies[i] = batchJSON(e.project, rows[i])
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestClients}}
+	b.ResetTimer()
+	api := runConcurrent(b, ingestClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
+	direct := runConcurrent(b, ingestClients, batches, func(i int) error { return copyRaw(raw.DB, rawProject, rows[i]) })
+	b.StopTimer()
+	reportRatio(b, batches*ingestBatch, api, direct)
+}
+
+func copyRaw(db *sql.DB, projectID string, rows []row) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	stmt, err := tx.Prepare("COPY logs (project_id, time, id, level, message, subject, user_id) FROM STDIN")
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := stmt.Exec(projectID, r.time, uuid.Must(uuid.NewV7()).String(), r.level, r.message, r.subject, r.user); err != nil {
+			return err
+		}
+	}
+	if _, err := stmt.Exec(); err != nil {
+		return err
+	}
+	if err := stmt.Close(); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// BenchmarkIngestSQLite: POST /logs end to end against the fastest raw insert the same driver
+// can do: one transaction per batch, one prepared statement, same rows, same schema.
+func BenchmarkIngestSQLite(b *testing.B) {
+	e := newBenchEnv(b, benchSQLite(b), nil)
+	dir := b.TempDir()
+	rawStore, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "raw.db"), sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rawProject := uuid.Must(uuid.NewV7()).String()
+	if err := rawStore.CreateProject(context.Background(), domain.Project{ID: rawProject, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+		b.Fatal(err)
+	}
+	_ = rawStore.Close()
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "raw.db")+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	defer raw.Close()
+	batches := max(b.N, 4) * 4
+	bodies := make([][]byte, batches)
+	rows := make([][]row, batches)
+	for i := range bodies {
+		rows[i] = benchBatch(i, ingestBatch)
+		bodies[i] = batchJSON(e.project, rows[i])
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestClients}}
+	b.ResetTimer()
+	api := runConcurrent(b, ingestClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
+	direct := runConcurrent(b, ingestClients, batches, func(i int) error { return insertRawSQLite(raw, rawProject, rows[i]) })
+	b.StopTimer()
+	reportRatio(b, batches*ingestBatch, api, direct)
+}
+
+func insertRawSQLite(db *sql.DB, projectID string, rows []row) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	stmt, err := tx.Prepare("INSERT INTO logs (project_id, time, id, level, message, subject, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := stmt.Exec(projectID, r.time, uuid.Must(uuid.NewV7()).String(), r.level, r.message, r.subject, r.user); err != nil {
+			return err
+		}
+	}
+	_ = stmt.Close()
+	return tx.Commit()
+}
+
+func reportRatio(b *testing.B, rows int, api, direct time.Duration) {
+	apiRate := float64(rows) / api.Seconds()
+	rawRate := float64(rows) / direct.Seconds()
+	b.ReportMetric(apiRate, "api_rows/s")
+	b.ReportMetric(rawRate, "raw_rows/s")
+	b.ReportMetric(apiRate/rawRate, "ratio")
+}
