@@ -33,6 +33,7 @@ type LogStore interface {
 	// ListLogs streams one page of entries matching q, ordered by (Time, ID) ascending or, with
 	// q.Desc, descending, starting after q.After. It calls fn once with the page; the page's
 	// entries are read from the store while fn ranges over them, in one consistent snapshot.
+	// If the project does not exist it returns KindNotFound without calling fn.
 	ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error
 	// DeleteLogs removes the entries matching f and returns how many it removed.
 	DeleteLogs(ctx context.Context, f LogFilter) (int64, error)

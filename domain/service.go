@@ -286,10 +286,16 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 	if err := authorize(ctx, q.ProjectID); err != nil {
 		return err
 	}
-	if _, err := s.project(ctx, q.ProjectID); err != nil {
-		return err
+	if !validID(q.ProjectID) {
+		return projectNotFound(q.ProjectID)
 	}
-	if err := s.store.ListLogs(ctx, q, fn); err != nil {
+	// The store tells a missing project apart itself, and only for an empty page: a listing
+	// costs one round trip, not two.
+	err = s.store.ListLogs(ctx, q, fn)
+	if KindOf(err) == KindNotFound {
+		return projectNotFound(q.ProjectID)
+	}
+	if err != nil {
 		return fmt.Errorf("list logs: %w", err)
 	}
 	return nil

@@ -76,7 +76,8 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	return s, nil
 }
 
-// withConnectTimeout adds connect_timeout to a postgres:// URL that has none.
+// withConnectTimeout adds connect_timeout and binary_parameters to a postgres:// URL that does
+// not set them.
 func withConnectTimeout(rawURL string, d time.Duration) (string, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
@@ -85,8 +86,13 @@ func withConnectTimeout(rawURL string, d time.Duration) (string, error) {
 	q := u.Query()
 	if q.Get("connect_timeout") == "" && d > 0 {
 		q.Set("connect_timeout", fmt.Sprint(max(int(d.Seconds()), 1)))
-		u.RawQuery = q.Encode()
 	}
+	// With binary_parameters lib/pq sends a statement with its parameters in one round trip
+	// instead of preparing it first (two): half the latency of every small query.
+	if q.Get("binary_parameters") == "" {
+		q.Set("binary_parameters", "yes")
+	}
+	u.RawQuery = q.Encode()
 	return u.String(), nil
 }
 

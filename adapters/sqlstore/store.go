@@ -380,6 +380,14 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 		}
 	} else if err := rows.Err(); err != nil {
 		return s.translate("list logs", err)
+	} else {
+		// An empty page: only now is it worth a round trip to tell "no project" from "no entries".
+		_ = rows.Close()
+		var one int
+		err := s.r.GetContext(ctx, &one, s.bind("SELECT 1 FROM projects WHERE id = ?"), q.ProjectID)
+		if err != nil {
+			return s.translate("list logs: project", err)
+		}
 	}
 	var page domain.Page
 	if hasFirst && row.Found > q.Limit && row.LastTime.Valid && row.LastID.Valid {

@@ -21,6 +21,7 @@ type Open func(t *testing.T) domain.Store
 func Run(t *testing.T, open Open) {
 	t.Run("CreateAndGetProject", func(t *testing.T) { t.Parallel(); testCreateAndGetProject(t, open(t)) })
 	t.Run("ProjectNotFound", func(t *testing.T) { t.Parallel(); testProjectNotFound(t, open(t)) })
+	t.Run("ListLogsOfAnUnknownProject", func(t *testing.T) { t.Parallel(); testListUnknownProject(t, open(t)) })
 	t.Run("ListProjectsOldestFirst", func(t *testing.T) { t.Parallel(); testListProjects(t, open(t)) })
 	t.Run("UpdateProject", func(t *testing.T) { t.Parallel(); testUpdateProject(t, open(t)) })
 	t.Run("DeleteProjectCascadesLogs", func(t *testing.T) { t.Parallel(); testDeleteProjectCascades(t, open(t)) })
@@ -175,15 +176,21 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 	}
 	_, err := s.ProjectByID(ctx(t), gone.ID)
 	wantKind(t, err, domain.KindNotFound)
-	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: gone.ID}}); len(got) != 0 {
-		t.Fatalf("logs of a deleted project = %d, want 0", len(got))
-	}
+	err = s.ListLogs(ctx(t), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: gone.ID}, Limit: 10}, func(domain.Page) error { return nil })
+	wantKind(t, err, domain.KindNotFound)
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: kept.ID}}); len(got) != 1 {
 		t.Fatalf("logs of the other project = %d, want 1", len(got))
 	}
-	// A project id freed by a delete can be written again only after it is created again.
+	// A project id freed by a delete can be written again only after it is created again, and
+	// then it holds nothing of before: the cascade removed the entries, not just hid them.
 	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0)
 	wantKind(t, err, domain.KindUnknownProject)
+	if err := s.CreateProject(ctx(t), gone); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: gone.ID}}); len(got) != 0 {
+		t.Fatalf("a re-created project shows %d entries of its previous life, want 0", len(got))
+	}
 }
 
 func testInsertRoundTrip(t *testing.T, s domain.Store) {
@@ -598,5 +605,19 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	}
 	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 6, "info")}, &later, window); err != nil || prior == nil || prior.Fingerprint != "f3" {
 		t.Fatalf("the swept-around record = %+v, %v; want it kept", prior, err)
+	}
+}
+
+func testListUnknownProject(t *testing.T, s domain.Store) {
+	called := false
+	err := s.ListLogs(ctx(t), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: newID()}, Limit: 10}, func(domain.Page) error { called = true; return nil })
+	wantKind(t, err, domain.KindNotFound)
+	if called {
+		t.Error("the page callback ran for a project that does not exist")
+	}
+	// An existing project with nothing matching is an empty page, not an error.
+	p := mustProject(t, s, "empty", base)
+	if got, next := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 || next != nil {
+		t.Fatalf("empty project = %d entries, next %v", len(got), next)
 	}
 }
