@@ -4,8 +4,10 @@ GO ?= go
 ADDR ?= :8080
 
 FUZZTIME ?= 20s
+BENCHTIME ?= 20x
+BENCH_ROWS ?= 1000000
 
-.PHONY: run test generate check-generated lint vet fmt-check arch-check build fuzz test-faults
+.PHONY: run test generate check-generated lint vet fmt-check arch-check build fuzz test-faults bench
 
 ## run: start the service on the embedded SQLite store (override with DATABASE_URL / ADDR)
 run:
@@ -61,3 +63,8 @@ lint: vet fmt-check
 	.lint/node_modules/.bin/redocly lint --config .lint/redocly.yaml openapi.yaml > .lint/redocly.out 2>&1 || { cat .lint/redocly.out; exit 1; }
 	@if grep -q 'You have' .lint/redocly.out; then cat .lint/redocly.out; echo 'lint: Redocly reported warnings'; exit 1; fi
 	@grep -E 'validated|valid' .lint/redocly.out
+
+## bench: the benchmark suite (starts its own PostgreSQL like the tests); each benchmark prints our
+## figure, the baseline's and their ratio. CI runs it with BENCHTIME=1x BENCH_ROWS=20000.
+bench:
+	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app

@@ -102,7 +102,7 @@ func benchQueries(b *testing.B, t *readTable) {
 	client := &http.Client{}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			iters := max(b.N, 20)
+			iters := max(b.N, 200)
 			api := make([]time.Duration, 0, iters)
 			raw := make([]time.Duration, 0, iters)
 			for range iters {
@@ -171,7 +171,7 @@ func benchStreamMemory(b *testing.B, t *readTable) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			served := 0
-			for range max(b.N, 1) {
+			for range 1 { // one pass over the whole table, whatever b.N
 				next := fmt.Sprintf("%s/logs?project_id=%s&limit=%d", t.env.url, t.env.project, limit)
 				for next != "" {
 					resp, err := http.Get(next)
@@ -214,18 +214,6 @@ func (stockHaberdasher) MakeHat(_ context.Context, s *haberdasher.Size) (*haberd
 	return &haberdasher.Hat{Inches: s.GetInches(), Color: "navy", Name: "fedora"}, nil
 }
 
-// bearer adds an API key to every request.
-type bearer struct {
-	key  string
-	base http.RoundTripper
-}
-
-func (t bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+t.key)
-	return t.base.RoundTrip(r)
-}
-
 // BenchmarkMakeHat: our whole stack (access log, metrics, API key auth, load shedding, a write
 // rate limit, request ids) against a stock Twirp server of the same generated code with no
 // hooks, with the same client, in JSON and in protobuf.
@@ -249,12 +237,18 @@ func BenchmarkMakeHat(b *testing.B) {
 				return haberdasher.NewHaberdasherProtobufClient(url, hc)
 			}
 			tr := &http.Transport{MaxIdleConnsPerHost: 4}
-			oursC := newClient(ours.url, bearer{key: "bench-secret", base: tr})
+			oursC := newClient(ours.url, tr)
 			stockC := newClient(stock.URL, tr)
+			// The key goes in the way Twirp clients send headers; the stock calls carry it too,
+			// so both clients do the same work.
+			ctx, err := twirp.WithHTTPRequestHeaders(context.Background(), http.Header{"Authorization": {"Bearer bench-secret"}})
+			if err != nil {
+				b.Fatal(err)
+			}
 			calls := max(b.N, 2000)
 			run := func(c haberdasher.Haberdasher) time.Duration {
 				return runConcurrent(b, 2, calls, func(int) error {
-					_, err := c.MakeHat(context.Background(), &haberdasher.Size{Inches: 12})
+					_, err := c.MakeHat(ctx, &haberdasher.Size{Inches: 12})
 					return err
 				})
 			}
@@ -307,7 +301,7 @@ func BenchmarkIngestRSS(b *testing.B) {
 		bodies[i] = batchJSON(projectID, benchBatch(i, 10_000))
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
-	for range max(b.N, 2) {
+	for range min(max(b.N, 2), 4) {
 		runConcurrent(b, 16, 16, func(i int) error { return postBatch(client, base, bodies[i]) })
 	}
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))

@@ -25,6 +25,7 @@ type config struct {
 	ShutdownTimeout time.Duration
 	RequestTimeout  time.Duration
 	MaxBodyBytes    int64
+	MemoryLimit     int64
 	MaxBatchEntries int
 	IdemWindow      time.Duration
 	APIKeys         string
@@ -60,6 +61,7 @@ func settings(c *config) []setting {
 		{"api-keys", "API_KEYS", "API `keys`, comma- or newline-separated: \"admin sha256:HEX\" or \"project ID sha256:HEX\" (HEX = SHA-256 of the secret); none = open", stringVar(&c.APIKeys)},
 		{"api-keys-file", "API_KEYS_FILE", "read API keys, one per line, from this `file` too", stringVar(&c.APIKeysFile)},
 		{"idempotency-window", "IDEMPOTENCY_WINDOW", "how long an Idempotency-Key of POST /logs is remembered (a `duration`)", durationVar(&c.IdemWindow)},
+		{"memory-limit", "MEMORY_LIMIT", "soft limit of the Go heap in `bytes` (the garbage collector works harder near it; 0 = none; GOMEMLIMIT, when set, wins)", int64Var(&c.MemoryLimit)},
 		{"max-in-flight", "MAX_IN_FLIGHT", "requests served at once; more are refused with 503 (0 = no cap)", intVar(&c.MaxInFlight)},
 		{"write-rate", "WRITE_RATE", "writes per second per API key (per client address without keys), 429 beyond; 0 = off", floatVar(&c.WriteRate)},
 		{"write-burst", "WRITE_BURST", "writes a key may make at once before WRITE_RATE applies", intVar(&c.WriteBurst)},
@@ -79,6 +81,7 @@ func defaultConfig() config {
 		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
 		MaxBatchEntries: domain.DefaultLimits().MaxBatchEntries,
 		IdemWindow:      domain.DefaultLimits().IdempotencyWindow,
+		MemoryLimit:     100 << 20,
 		MaxInFlight:     64,
 		WriteBurst:      20,
 		ReadHeaderTO:    10 * time.Second,
@@ -133,6 +136,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid REQUEST_TIMEOUT: must be positive")
 	case c.IdemWindow <= 0:
 		return fmt.Errorf("invalid IDEMPOTENCY_WINDOW: must be positive")
+	case c.MemoryLimit < 0:
+		return fmt.Errorf("invalid MEMORY_LIMIT: must not be negative")
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("invalid MAX_IN_FLIGHT: must not be negative")
 	case c.WriteRate < 0:
