@@ -4,6 +4,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -237,7 +238,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	_, err := s.InsertLogs(ctx(t), batch, nil, 0)
 	wantKind(t, err, domain.KindUnknownProject)
 	var de *domain.Error
-	if !asError(err, &de) {
+	if !errors.As(err, &de) {
 		t.Fatalf("error %v is not a *domain.Error", err)
 	}
 	var paths []string
@@ -505,7 +506,7 @@ func testStopEarly(t *testing.T, s domain.Store) {
 	}
 	sentinel := fmt.Errorf("consumer failed")
 	err := s.ListLogs(ctx(t), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}, Limit: 5}, func(domain.Page) error { return sentinel })
-	if !isError(err, sentinel) {
+	if !errors.Is(err, sentinel) {
 		t.Fatalf("ListLogs returned %v, want the consumer's error", err)
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 5 {
