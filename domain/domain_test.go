@@ -220,7 +220,9 @@ func TestBatchDefaults(t *testing.T) {
 	}
 }
 
-func TestUUIDv7IsOrderedAndWellFormed(t *testing.T) {
+// TestValidIDAcceptsTheIDsTheServiceIssues keeps validID in step with the UUIDv7 text the
+// composition root supplies, and checks the order the listing relies on.
+func TestValidIDAcceptsTheIDsTheServiceIssues(t *testing.T) {
 	prev := ""
 	for range 10_000 {
 		id := testID()
@@ -228,6 +230,20 @@ func TestUUIDv7IsOrderedAndWellFormed(t *testing.T) {
 			t.Fatalf("id %q after %q", id, prev)
 		}
 		prev = id
+	}
+}
+
+func TestWithoutAnIDSourceNothingIsStored(t *testing.T) {
+	f := newFake()
+	s := NewService(f, Options{})
+	if _, err := s.CreateProject(admin(t), ProjectInput{Name: "p"}); KindOf(err) != KindInternal || err == nil {
+		t.Errorf("CreateProject without ids = %v, want an internal error", err)
+	}
+	if _, err := s.CreateLogs(admin(t), []LogInput{{ProjectID: testID(), Message: ptr("m")}}, ""); KindOf(err) != KindInternal || err == nil {
+		t.Errorf("CreateLogs without ids = %v, want an internal error", err)
+	}
+	if len(f.projects) != 0 || len(f.inserted) != 0 {
+		t.Error("something was stored without ids")
 	}
 }
 
