@@ -193,6 +193,13 @@ func BenchmarkIngestPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer raw.Close()
+	ingestVersus(b, e, func(rows []row) error { return copyRaw(raw.DB, rawProject, rows) })
+}
+
+// ingestVersus sends the same batches through the API and through raw, 2 clients each, and
+// reports both rates and their ratio.
+func ingestVersus(b *testing.B, e *benchEnv, raw func([]row) error) {
+	b.Helper()
 	batches := max(b.N, 4) * 4
 	bodies := make([][]byte, batches)
 	rows := make([][]row, batches)
@@ -203,7 +210,7 @@ func BenchmarkIngestPostgres(b *testing.B) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestClients}}
 	b.ResetTimer()
 	api := runConcurrent(b, ingestClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
-	direct := runConcurrent(b, ingestClients, batches, func(i int) error { return copyRaw(raw.DB, rawProject, rows[i]) })
+	direct := runConcurrent(b, ingestClients, batches, func(i int) error { return raw(rows[i]) })
 	b.StopTimer()
 	reportRatio(b, batches*ingestBatch, api, direct)
 }
@@ -252,19 +259,7 @@ func BenchmarkIngestSQLite(b *testing.B) {
 	}
 	raw.SetMaxOpenConns(1)
 	defer raw.Close()
-	batches := max(b.N, 4) * 4
-	bodies := make([][]byte, batches)
-	rows := make([][]row, batches)
-	for i := range bodies {
-		rows[i] = benchBatch(i, ingestBatch)
-		bodies[i] = batchJSON(e.project, rows[i])
-	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestClients}}
-	b.ResetTimer()
-	api := runConcurrent(b, ingestClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
-	direct := runConcurrent(b, ingestClients, batches, func(i int) error { return insertRawSQLite(raw, rawProject, rows[i]) })
-	b.StopTimer()
-	reportRatio(b, batches*ingestBatch, api, direct)
+	ingestVersus(b, e, func(rows []row) error { return insertRawSQLite(raw, rawProject, rows) })
 }
 
 func insertRawSQLite(db *sql.DB, projectID string, rows []row) error {

@@ -105,17 +105,15 @@ func (postgresEngine) lockSuffix() string { return " FOR KEY SHARE" }
 
 // insertLogs streams the batch with COPY: one statement, rows sent as they are written.
 func (postgresEngine) insertLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
-	stmt, err := tx.PrepareContext(ctx, "COPY logs (project_id, time, id, level, message, subject, user_id) FROM STDIN")
+	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	for _, e := range entries {
-		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID); err != nil {
-			return err
-		}
+	if err := writeRows(ctx, stmt, entries); err != nil {
+		return err
 	}
-	_, err = stmt.ExecContext(ctx)
+	_, err = stmt.ExecContext(ctx) // flush
 	return err
 }
 

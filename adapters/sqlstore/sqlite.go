@@ -92,17 +92,12 @@ func (sqliteEngine) lockSuffix() string { return "" } // the writer holds the da
 // insertLogs uses one prepared statement for every row: with the statement compiled once and one
 // transaction, SQLite's cost is the B-tree work itself.
 func (sqliteEngine) insertLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
-	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs (project_id, time, id, level, message, subject, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)")
+	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	for _, e := range entries {
-		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeRows(ctx, stmt, entries)
 }
 
 func (sqliteEngine) isForeignKeyViolation(err error) bool {

@@ -156,6 +156,19 @@ func (s *Store) oneRow(op string, res sql.Result, err error) error {
 	return nil
 }
 
+// logColumns is the column order of every bulk insert; rowArgs gives an entry's values in it.
+const logColumns = "project_id, time, id, level, message, subject, user_id"
+
+// writeRows executes stmt once per entry with the entry's values in logColumns order.
+func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry) error {
+	for _, e := range entries {
+		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // existenceChunk bounds the ids of one existence query, well under every engine's parameter limit.
 const existenceChunk = 500
 
