@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -9,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twitchtv/twirp"
 	"golang.org/x/time/rate"
 
 	"example.com/obsvc/adapters/httpapi"
@@ -22,25 +22,22 @@ func probe(r *http.Request) bool {
 	return r.Method == http.MethodGet && (r.URL.Path == "/healthz" || r.URL.Path == "/readyz")
 }
 
-// deny answers a request refused before any handler, in the protocol of the route it asked for.
-func deny(w http.ResponseWriter, r *http.Request, status int, code twirp.ErrorCode, detail string) {
-	if strings.HasPrefix(r.URL.Path, twirpapi.PathPrefix) || strings.HasPrefix(r.URL.Path, "/twirp/") {
-		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-		}
-		if status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests {
-			w.Header().Set("Retry-After", "1")
-		}
-		_ = twirp.WriteError(w, twirp.NewError(code, detail)) // the status is out; nobody to tell
+// refuser answers a request refused before any handler, in the protocol of the route it asked
+// for, through that transport's one error mapping.
+type refuser struct{ log *slog.Logger }
+
+func (f refuser) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if strings.HasPrefix(r.URL.Path, "/twirp/") {
+		twirpapi.WriteError(w, err)
 		return
 	}
-	httpapi.WriteProblem(w, r, status, detail)
+	httpapi.WriteError(w, r, err, f.log)
 }
 
 // authenticate puts the request's principal in its context. With keys configured, every route
 // but the health checks needs a valid "Authorization: Bearer KEY" (401 otherwise); what each key
 // may do is the domain's decision (403). With none, every request acts for an admin.
-func authenticate(keys *domain.Keys, next http.Handler) http.Handler {
+func authenticate(keys *domain.Keys, f refuser, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !keys.Enabled() {
 			next.ServeHTTP(w, r.WithContext(domain.WithPrincipal(r.Context(), domain.Principal{Admin: true})))
@@ -56,7 +53,7 @@ func authenticate(keys *domain.Keys, next http.Handler) http.Handler {
 			p, ok = keys.Authenticate(strings.TrimSpace(secret))
 		}
 		if !ok {
-			deny(w, r, http.StatusUnauthorized, twirp.Unauthenticated, "a valid API key is required: Authorization: Bearer KEY")
+			f.refuse(w, r, domain.Errorf(domain.KindUnauthenticated, "a valid API key is required: Authorization: Bearer KEY"))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(domain.WithPrincipal(r.Context(), p)))
@@ -65,7 +62,7 @@ func authenticate(keys *domain.Keys, next http.Handler) http.Handler {
 
 // shed caps the requests in flight: past the cap a request is refused at once with 503 and
 // Retry-After instead of queueing without bound. Health checks are never shed.
-func shed(limit int, next http.Handler) http.Handler {
+func shed(limit int, f refuser, next http.Handler) http.Handler {
 	if limit <= 0 {
 		return next
 	}
@@ -80,7 +77,7 @@ func shed(limit int, next http.Handler) http.Handler {
 			defer func() { <-slots }()
 			next.ServeHTTP(w, r)
 		default:
-			deny(w, r, http.StatusServiceUnavailable, twirp.Unavailable, "the server is at its limit of requests in flight; retry shortly")
+			f.refuse(w, r, domain.Errorf(domain.KindUnavailable, "the server is at its limit of requests in flight; retry shortly"))
 		}
 	})
 }
@@ -88,16 +85,17 @@ func shed(limit int, next http.Handler) http.Handler {
 // writeLimiter is a token bucket per API key (per client address when no keys are configured)
 // for writes: POST, PUT and DELETE. Off when rate is zero.
 type writeLimiter struct {
-	rate  rate.Limit
-	burst int
+	rate    rate.Limit
+	burst   int
+	refuser refuser
 
 	mu       sync.Mutex
 	buckets  map[string]*rate.Limiter
 	maxTrack int
 }
 
-func newWriteLimiter(perSecond float64, burst int) *writeLimiter {
-	return &writeLimiter{rate: rate.Limit(perSecond), burst: max(burst, 1), buckets: map[string]*rate.Limiter{}, maxTrack: 10_000}
+func newWriteLimiter(perSecond float64, burst int, f refuser) *writeLimiter {
+	return &writeLimiter{rate: rate.Limit(perSecond), burst: max(burst, 1), refuser: f, buckets: map[string]*rate.Limiter{}, maxTrack: 10_000}
 }
 
 func (l *writeLimiter) bucket(id string) *rate.Limiter {
@@ -130,7 +128,7 @@ func (l *writeLimiter) middleware(next http.Handler) http.Handler {
 		if delay := res.Delay(); delay > 0 {
 			res.Cancel()
 			w.Header().Set("Retry-After", strconv.Itoa(int(delay/time.Second)+1))
-			deny(w, r, http.StatusTooManyRequests, twirp.ResourceExhausted, "write rate exceeded for this key; retry after the time in Retry-After")
+			l.refuser.refuse(w, r, domain.Errorf(domain.KindRateLimited, "write rate exceeded for this key; retry after the time in Retry-After"))
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -168,8 +168,9 @@ func newHandler(svc *domain.Service, st store, cfg config, keys *domain.Keys, lo
 	}
 	docsHandler.Register(mux)
 	mux.Handle("/", restHandler)
-	limiter := newWriteLimiter(cfg.WriteRate, cfg.WriteBurst)
-	return observe(shed(cfg.MaxInFlight, deadline(cfg.RequestTimeout, authenticate(keys, limiter.middleware(notePattern(mux))))), log, m), nil
+	refuse := refuser{log: log}
+	limiter := newWriteLimiter(cfg.WriteRate, cfg.WriteBurst, refuse)
+	return observe(shed(cfg.MaxInFlight, refuse, deadline(cfg.RequestTimeout, authenticate(keys, refuse, limiter.middleware(notePattern(mux))))), log, m), nil
 }
 
 // serveMetrics serves /metrics on an address of its own; the returned func stops it.

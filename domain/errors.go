@@ -32,6 +32,8 @@ const (
 	KindConflict
 	// KindKeyReused is an idempotency key sent again with a different request.
 	KindKeyReused
+	// KindRateLimited is a client over its allowed rate; retrying later works.
+	KindRateLimited
 )
 
 func (k Kind) String() string {
@@ -54,6 +56,8 @@ func (k Kind) String() string {
 		return "conflict"
 	case KindKeyReused:
 		return "idempotency key reused"
+	case KindRateLimited:
+		return "rate limited"
 	default:
 		return "internal"
 	}

@@ -33,6 +33,8 @@ func statusOf(k domain.Kind) int {
 		return http.StatusUnauthorized
 	case domain.KindForbidden:
 		return http.StatusForbidden
+	case domain.KindRateLimited:
+		return http.StatusTooManyRequests
 	default:
 		return http.StatusInternalServerError
 	}
@@ -133,8 +135,9 @@ func jsonPointer(path []string) string {
 	return b.String()
 }
 
-// WriteProblem answers a condition of the transport itself (401 before any handler runs, 429,
-// load shedding's 503) in the same problem format as everything else.
-func WriteProblem(w http.ResponseWriter, r *http.Request, status int, detail string) {
-	writeProblem(w, r, status, detail, nil)
+// WriteError answers err as a problem document through the one Kind-to-status table: for the
+// middleware that refuses a request before any handler runs (authentication, load shedding,
+// rate limits).
+func WriteError(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
+	problemWriter{log: log}.write(w, r, err)
 }

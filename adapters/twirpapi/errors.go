@@ -2,6 +2,7 @@ package twirpapi
 
 import (
 	"errors"
+	"net/http"
 
 	"github.com/twitchtv/twirp"
 
@@ -33,9 +34,26 @@ func toTwirp(err error) twirp.Error {
 		return twirp.NewError(twirp.Unauthenticated, de.Msg)
 	case domain.KindForbidden:
 		return twirp.NewError(twirp.PermissionDenied, de.Msg)
+	case domain.KindRateLimited:
+		return twirp.NewError(twirp.ResourceExhausted, de.Msg)
 	case domain.KindTooLarge:
 		return twirp.NewError(twirp.ResourceExhausted, de.Msg)
 	default:
 		return twirp.NewError(twirp.Internal, "the server failed to handle the request")
 	}
+}
+
+// WriteError answers err as a Twirp error through toTwirp: for the middleware that refuses a
+// Twirp request before the service runs.
+func WriteError(w http.ResponseWriter, err error) {
+	te := toTwirp(err)
+	switch te.Code() {
+	case twirp.Unauthenticated:
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	case twirp.Unavailable, twirp.ResourceExhausted:
+		if w.Header().Get("Retry-After") == "" {
+			w.Header().Set("Retry-After", "1")
+		}
+	}
+	_ = twirp.WriteError(w, te) // the status is out; a failed write has no one to tell
 }
