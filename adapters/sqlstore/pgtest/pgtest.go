@@ -72,9 +72,6 @@ func (s *Server) require(t testing.TB) {
 	t.Skipf("PostgreSQL tests skipped: %s (install postgresql or set TEST_DATABASE_URL)", reason)
 }
 
-// URL returns the admin URL of the server.
-func (s *Server) URL() string { return s.adminURL }
-
 // NewDatabase creates a fresh, empty database and returns its URL; it is dropped when t ends.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
