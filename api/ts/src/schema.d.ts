@@ -511,7 +511,6 @@ export interface operations {
                     "application/json": components["schemas"]["Project"][];
                 };
             };
-            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
