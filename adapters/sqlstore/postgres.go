@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
@@ -20,14 +21,20 @@ import (
 //go:embed migrations/postgres/*.sql
 var postgresMigrations embed.FS
 
-// PostgresOptions size the connection pool.
+// PostgresOptions size the connection pool and bound how long a new connection may take.
 type PostgresOptions struct {
-	MaxOpenConns    int
-	MaxIdleConns    int
+	// MaxOpenConns bounds the pool; requests beyond it wait for a free connection.
+	MaxOpenConns int
+	// MaxIdleConns is how many open connections the pool keeps when idle.
+	MaxIdleConns int
+	// ConnMaxLifetime retires connections after this long, releasing their server-side memory
+	// and following a DNS change or failover.
 	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes connections unused for this long.
 	ConnMaxIdleTime time.Duration
 	// ConnectTimeout is put in the URL as connect_timeout when it has none: lib/pq would otherwise
-	// wait for a new connection forever while the database is unreachable.
+	// wait for a new connection forever while the database is unreachable. Whole seconds, at
+	// least one; zero adds nothing.
 	ConnectTimeout time.Duration
 }
 
@@ -37,9 +44,13 @@ func DefaultPostgresOptions() PostgresOptions {
 	return PostgresOptions{MaxOpenConns: 16, MaxIdleConns: 16, ConnMaxLifetime: 30 * time.Minute, ConnMaxIdleTime: 5 * time.Minute, ConnectTimeout: 5 * time.Second}
 }
 
-// OpenPostgres connects to the PostgreSQL database at rawURL (postgres:// or postgresql://),
-// applies the migrations under a session advisory lock (so instances starting together take
-// turns) and returns a store on it.
+// OpenPostgres connects to the PostgreSQL database at rawURL, applies the migrations under a
+// session advisory lock (so instances starting together take turns) and returns a store on it.
+//
+// rawURL must be a URL (postgres:// or postgresql://); lib/pq's key=value form is refused, because
+// the defaults below are added as URL query parameters. Unless the URL sets them, OpenPostgres adds
+// connect_timeout (from opts) and binary_parameters=yes. A database that cannot be reached is
+// KindUnavailable.
 func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*Store, error) {
 	dsn, err := withConnectTimeout(rawURL, opts.ConnectTimeout)
 	if err != nil {
@@ -59,7 +70,9 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 		_ = db.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", s.translate("connect", err))
 	}
-	locker, err := lock.NewPostgresSessionLocker()
+	// Retry the advisory lock every second (goose's default is every 5 s) for up to 5 minutes: an
+	// instance that starts beside another waits about as long as the other's migrations take.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -103,7 +116,10 @@ func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 // lockSuffix keeps the checked projects from being deleted until the batch commits.
 func (postgresEngine) lockSuffix() string { return " FOR KEY SHARE" }
 
-// insertLogs streams the batch with COPY: one statement, rows sent as they are written.
+// insertLogs streams the batch with COPY inside tx: one prepared COPY statement, one Exec per row
+// (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
+// server rejects fails the whole COPY, and the caller rolls tx back. (pq.CopyIn only builds this
+// statement text and is deprecated in lib/pq 1.12.)
 func (postgresEngine) insertLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
 	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")
 	if err != nil {
@@ -117,33 +133,33 @@ func (postgresEngine) insertLogs(ctx context.Context, tx *sqlx.Tx, entries []dom
 	return err
 }
 
-func pqCode(err error) (string, bool) {
+// pqCode is the SQLSTATE of a server error, or "" for any other error.
+func pqCode(err error) pqerror.Code {
 	var pe *pq.Error
 	if !errors.As(err, &pe) {
-		return "", false
+		return ""
 	}
-	return string(pe.Code), true
+	return pe.Code
 }
 
 func (postgresEngine) isForeignKeyViolation(err error) bool {
-	code, ok := pqCode(err)
-	return ok && code == "23503"
+	return pqCode(err) == "23503" // foreign_key_violation
 }
 
 func (postgresEngine) isUniqueViolation(err error) bool {
-	code, ok := pqCode(err)
-	return ok && code == "23505"
+	return pqCode(err) == "23505" // unique_violation
 }
 
 // isUnavailable covers the server going away or refusing work: connection exceptions (class
-// 08), shutdowns (57P01-57P03), too many connections (53300) and read-only recovery (25006).
+// 08), shutdowns (57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now), too
+// many connections (53300) and read-only recovery (25006). Network errors and lib/pq's
+// driver.ErrBadConn are caught by isConnectionError whatever the engine.
 func (postgresEngine) isUnavailable(err error) bool {
-	code, ok := pqCode(err)
-	if !ok {
-		return false
-	}
+	code := pqCode(err)
 	switch {
-	case code[:2] == "08", code == "57P01", code == "57P02", code == "57P03", code == "53300", code == "25006":
+	case len(code) != 5: // not a server error (Class would panic on a short code)
+		return false
+	case code.Class() == "08", code == "57P01", code == "57P02", code == "57P03", code == "53300", code == "25006":
 		return true
 	}
 	return false
