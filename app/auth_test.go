@@ -5,9 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -31,26 +29,11 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 	st := open(t)
-	svc := domain.NewService(st, domain.Options{NewID: newID})
-	adminCtx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
-	a, err := svc.CreateProject(adminCtx, domain.ProjectInput{Name: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := svc.CreateProject(adminCtx, domain.ProjectInput{Name: "b"})
-
+	a, b := seedProjects(t, st)
 	cfg := defaultConfig()
 	cfg.APIKeys = strings.Join([]string{keyLine("admin", "admin-secret"), keyLine("project "+a.ID, "key-a"), keyLine("project "+b.ID, "key-b")}, ",")
-	keys, err := cfg.loadKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := newHandler(svc, st, cfg, keys, slog.New(slog.DiscardHandler), newMetrics(st.Pools()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	svc, srv := serve(t, cfg, st, nil)
+	adminCtx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
 	client := &http.Client{Transport: apitest.NewTransport(t, nil)}
 
 	who := []struct{ name, header string }{
@@ -62,7 +45,7 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 		{"other project's key", "Bearer key-b"},
 	}
 	newProject := func() string {
-		p, err := svc.CreateProject(adminCtx, domain.ProjectInput{Name: "throwaway"})
+		p, err := svc.core.CreateProject(adminCtx, domain.ProjectInput{Name: "throwaway"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,19 +117,10 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 
 func TestProjectKeyBatchNamingAnotherProjectIsForbiddenWithPointers(t *testing.T) {
 	st := openSQLiteStore(t)
-	svc := domain.NewService(st, domain.Options{NewID: newID})
-	adminCtx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
-	a, _ := svc.CreateProject(adminCtx, domain.ProjectInput{Name: "a"})
-	b, _ := svc.CreateProject(adminCtx, domain.ProjectInput{Name: "b"})
+	a, b := seedProjects(t, st)
 	cfg := defaultConfig()
 	cfg.APIKeys = keyLine("project "+a.ID, "key-a")
-	keys, _ := cfg.loadKeys()
-	h, err := newHandler(svc, st, cfg, keys, slog.New(slog.DiscardHandler), newMetrics(st.Pools()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	_, srv := serve(t, cfg, st, nil)
 	body := fmt.Sprintf(`[{"project_id":%[1]q,"message":"ok"},{"project_id":%[2]q,"message":"not mine"},{"project_id":%[1]q,"message":"ok"}]`, a.ID, b.ID)
 	req, _ := http.NewRequest("POST", srv.URL+"/logs", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

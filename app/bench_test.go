@@ -11,9 +11,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -47,22 +45,12 @@ func newBenchEnv(b *testing.B, st store, tweak func(*config)) *benchEnv {
 	b.Helper()
 	cfg := defaultConfig()
 	cfg.MaxInFlight = 0
-	cfg.LogLevel = slog.LevelWarn
+	cfg.LogLevel = "warn"
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	keys, err := cfg.loadKeys()
-	if err != nil {
-		b.Fatal(err)
-	}
-	svc := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID})
-	h, err := newHandler(svc, st, cfg, keys, slog.New(slog.DiscardHandler), newMetrics(st.Pools()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	b.Cleanup(srv.Close)
-	p, err := svc.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "bench"})
+	svc, srv := serve(b, cfg, st, nil)
+	p, err := svc.core.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "bench"})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -15,13 +14,14 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// config is every setting of the service. Each has a flag and an environment variable; a flag
-// given on the command line wins over the variable, which wins over the default.
+// config is every setting of the service. Each has a flag and an environment variable (the flag's
+// name in upper case with - as _); a flag given on the command line wins over the variable, which
+// wins over the default.
 type config struct {
 	Addr            string
 	MetricsAddr     string
 	DatabaseURL     string
-	LogLevel        slog.Level
+	LogLevel        string
 	ShutdownTimeout time.Duration
 	RequestTimeout  time.Duration
 	MaxBodyBytes    int64
@@ -42,40 +42,10 @@ type config struct {
 // defaultSQLitePath is where the embedded store lives when DATABASE_URL is empty.
 const defaultSQLitePath = "data/obsvc.db"
 
-// setting describes one configuration entry for flags, environment and -h.
-type setting struct {
-	flag, env, usage string
-	value            flag.Value
-}
-
-func settings(c *config) []setting {
-	return []setting{
-		{"addr", "ADDR", "`host:port` to listen on", stringVar(&c.Addr)},
-		{"metrics-addr", "METRICS_ADDR", "serve /metrics on this `host:port` instead of the main address", stringVar(&c.MetricsAddr)},
-		{"database-url", "DATABASE_URL", "`store`: empty = SQLite at " + defaultSQLitePath + ", sqlite:PATH, or postgres://...", stringVar(&c.DatabaseURL)},
-		{"log-level", "LOG_LEVEL", "log `level`: debug, info, warn or error", levelVar{&c.LogLevel}},
-		{"shutdown-timeout", "SHUTDOWN_TIMEOUT", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)", durationVar(&c.ShutdownTimeout)},
-		{"request-timeout", "REQUEST_TIMEOUT", "deadline of each request's work, store calls included (503 when the store does not answer in time; a `duration`)", durationVar(&c.RequestTimeout)},
-		{"max-body-bytes", "MAX_BODY_BYTES", "largest request body in `bytes` (413 beyond)", int64Var(&c.MaxBodyBytes)},
-		{"max-batch-entries", "MAX_BATCH_ENTRIES", "most `entries` in one POST /logs (413 beyond)", intVar(&c.MaxBatchEntries)},
-		{"api-keys", "API_KEYS", "API `keys`, comma- or newline-separated: \"admin sha256:HEX\" or \"project ID sha256:HEX\" (HEX = SHA-256 of the secret); none = open", stringVar(&c.APIKeys)},
-		{"api-keys-file", "API_KEYS_FILE", "read API keys, one per line, from this `file` too", stringVar(&c.APIKeysFile)},
-		{"idempotency-window", "IDEMPOTENCY_WINDOW", "how long an Idempotency-Key of POST /logs is remembered (a `duration`)", durationVar(&c.IdemWindow)},
-		{"memory-limit", "MEMORY_LIMIT", "soft limit of the Go heap in `bytes` (the garbage collector works harder near it; 0 = none; GOMEMLIMIT, when set, wins)", int64Var(&c.MemoryLimit)},
-		{"max-in-flight", "MAX_IN_FLIGHT", "requests served at once; more are refused with 503 (0 = no cap)", intVar(&c.MaxInFlight)},
-		{"write-rate", "WRITE_RATE", "writes per second per API key (per client address without keys), 429 beyond; 0 = off", floatVar(&c.WriteRate)},
-		{"write-burst", "WRITE_BURST", "writes a key may make at once before WRITE_RATE applies", intVar(&c.WriteBurst)},
-		{"read-header-timeout", "READ_HEADER_TIMEOUT", "time allowed to read request headers (a `duration`)", durationVar(&c.ReadHeaderTO)},
-		{"read-timeout", "READ_TIMEOUT", "time allowed to read a whole request (a `duration`)", durationVar(&c.ReadTO)},
-		{"write-timeout", "WRITE_TIMEOUT", "time allowed to write a response (a `duration`)", durationVar(&c.WriteTO)},
-		{"idle-timeout", "IDLE_TIMEOUT", "how long an idle keep-alive connection stays open (a `duration`)", durationVar(&c.IdleTO)},
-	}
-}
-
 func defaultConfig() config {
 	return config{
 		Addr:            ":8080",
-		LogLevel:        slog.LevelInfo,
+		LogLevel:        "info",
 		ShutdownTimeout: 15 * time.Second,
 		RequestTimeout:  time.Minute,
 		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
@@ -91,23 +61,60 @@ func defaultConfig() config {
 	}
 }
 
+// flags registers every setting of c on a new flag set, with c's values as the defaults -h shows.
+func (c *config) flags() *flag.FlagSet {
+	fs := flag.NewFlagSet("obsvc", flag.ContinueOnError)
+	str := func(p *string, name, usage string) { fs.StringVar(p, name, *p, withEnv(name, usage)) }
+	dur := func(p *time.Duration, name, usage string) { fs.DurationVar(p, name, *p, withEnv(name, usage)) }
+	num := func(p *int, name, usage string) { fs.IntVar(p, name, *p, withEnv(name, usage)) }
+	num64 := func(p *int64, name, usage string) { fs.Int64Var(p, name, *p, withEnv(name, usage)) }
+
+	str(&c.Addr, "addr", "`host:port` to listen on")
+	str(&c.MetricsAddr, "metrics-addr", "serve /metrics on this `host:port` instead of the main address")
+	str(&c.DatabaseURL, "database-url", "`store`: empty = SQLite at "+defaultSQLitePath+", sqlite:PATH, or postgres://...")
+	str(&c.LogLevel, "log-level", "log `level`: debug, info, warn or error")
+	dur(&c.ShutdownTimeout, "shutdown-timeout", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)")
+	dur(&c.RequestTimeout, "request-timeout", "deadline of each request's work, store calls included (503 when the store does not answer in time; a `duration`)")
+	num64(&c.MaxBodyBytes, "max-body-bytes", "largest request body in `bytes` (413 beyond)")
+	num(&c.MaxBatchEntries, "max-batch-entries", "most `entries` in one POST /logs (413 beyond)")
+	str(&c.APIKeys, "api-keys", "API `keys`, comma- or newline-separated: \"admin sha256:HEX\" or \"project ID sha256:HEX\" (HEX = SHA-256 of the secret); none = open")
+	str(&c.APIKeysFile, "api-keys-file", "read API keys, one per line, from this `file` too")
+	dur(&c.IdemWindow, "idempotency-window", "how long an Idempotency-Key of POST /logs is remembered (a `duration`)")
+	num64(&c.MemoryLimit, "memory-limit", "soft limit of the Go heap in `bytes` (the garbage collector works harder near it; 0 = none; GOMEMLIMIT, when set, wins)")
+	num(&c.MaxInFlight, "max-in-flight", "requests served at once; more are refused with 503 (0 = no cap)")
+	fs.Float64Var(&c.WriteRate, "write-rate", c.WriteRate, withEnv("write-rate", "writes per second per API key (per client address without keys), 429 beyond; 0 = off"))
+	num(&c.WriteBurst, "write-burst", "writes a key may make at once before WRITE_RATE applies")
+	dur(&c.ReadHeaderTO, "read-header-timeout", "time allowed to read request headers (a `duration`)")
+	dur(&c.ReadTO, "read-timeout", "time allowed to read a whole request (a `duration`)")
+	dur(&c.WriteTO, "write-timeout", "time allowed to write a response (a `duration`)")
+	dur(&c.IdleTO, "idle-timeout", "how long an idle keep-alive connection stays open (a `duration`)")
+	return fs
+}
+
+// envName is the environment variable of a flag: -max-body-bytes is MAX_BODY_BYTES.
+func envName(flagName string) string {
+	return strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+func withEnv(name, usage string) string { return usage + " (env " + envName(name) + ")" }
+
 // parseConfig reads the environment, then the flags. It returns flag.ErrHelp after printing the
 // usage for -h.
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	c := defaultConfig()
-	fs := flag.NewFlagSet("obsvc", flag.ContinueOnError)
+	fs := c.flags() // registered before the environment is applied, so -h shows the built-in defaults
 	fs.SetOutput(out)
-	all := settings(&c)
-	for _, s := range all {
-		// Registered before the environment is applied, so -h shows the built-in defaults.
-		fs.Var(s.value, s.flag, fmt.Sprintf("%s (env %s)", s.usage, s.env))
-	}
-	for _, s := range all {
-		if v := getenv(s.env); v != "" {
-			if err := s.value.Set(v); err != nil {
-				return c, fmt.Errorf("invalid %s=%q: %w", s.env, v, err)
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := envName(f.Name)
+		if v := getenv(env); v != "" && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("invalid %s=%q: %w", env, v, err)
 			}
 		}
+	})
+	if envErr != nil {
+		return c, envErr
 	}
 	fs.Usage = func() {
 		fmt.Fprintf(out, "Usage: obsvc [flags]\n\nServes the REST API and the Twirp Haberdasher on one port.\nEvery flag can also be set by its environment variable; flags win.\n\n")
@@ -123,9 +130,12 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 }
 
 func (c config) validate() error {
+	var level slog.Level
 	switch {
 	case c.Addr == "":
 		return fmt.Errorf("invalid ADDR: must not be empty")
+	case level.UnmarshalText([]byte(c.LogLevel)) != nil:
+		return fmt.Errorf("invalid LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
 	case c.MaxBodyBytes <= 0:
 		return fmt.Errorf("invalid MAX_BODY_BYTES: must be positive")
 	case c.MaxBatchEntries <= 0:
@@ -153,114 +163,28 @@ func (c config) validate() error {
 	return nil
 }
 
-type stringValue struct{ p *string }
-
-func stringVar(p *string) flag.Value { return stringValue{p} }
-func (v stringValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return *v.p
+// level is LOG_LEVEL as slog's level; validate has checked it.
+func (c config) level() slog.Level {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(c.LogLevel))
+	return l
 }
-func (v stringValue) Set(s string) error      { *v.p = s; return nil }
-func durationVar(p *time.Duration) flag.Value { return durationValue{p} }
-
-type durationValue struct{ p *time.Duration }
-
-func (v durationValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return v.p.String()
-}
-func (v durationValue) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return fmt.Errorf("not a duration such as 30s or 2m")
-	}
-	*v.p = d
-	return nil
-}
-
-type floatValue struct{ p *float64 }
-
-func floatVar(p *float64) flag.Value { return floatValue{p} }
-func (v floatValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*v.p, 'g', -1, 64)
-}
-func (v floatValue) Set(s string) error {
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return fmt.Errorf("not a number")
-	}
-	*v.p = f
-	return nil
-}
-
-type int64Value struct{ p *int64 }
-
-func int64Var(p *int64) flag.Value { return int64Value{p} }
-func (v int64Value) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return strconv.FormatInt(*v.p, 10)
-}
-func (v int64Value) Set(s string) error {
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		return fmt.Errorf("not a whole number")
-	}
-	*v.p = n
-	return nil
-}
-
-type intValue struct{ p *int }
-
-func intVar(p *int) flag.Value { return intValue{p} }
-func (v intValue) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return strconv.Itoa(*v.p)
-}
-func (v intValue) Set(s string) error {
-	n, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("not a whole number")
-	}
-	*v.p = n
-	return nil
-}
-
-type levelVar struct{ p *slog.Level }
-
-func (v levelVar) String() string {
-	if v.p == nil {
-		return ""
-	}
-	return strings.ToLower(v.p.String())
-}
-func (v levelVar) Set(s string) error { return v.p.UnmarshalText([]byte(s)) }
 
 // logEffective logs the configuration in force, with the database password redacted.
 func (c config) logEffective(log *slog.Logger) {
-	attrs := make([]any, 0, 2*12)
-	for _, s := range settings(&c) {
-		v := s.value.String()
-		switch s.env {
-		case "DATABASE_URL":
+	var attrs []any
+	c.flags().VisitAll(func(f *flag.Flag) {
+		v := f.Value.String()
+		switch f.Name {
+		case "database-url":
 			v = redactURL(v)
-		case "API_KEYS":
+		case "api-keys":
 			if v != "" {
 				v = "(set, not shown)"
 			}
 		}
-		attrs = append(attrs, s.env, v)
-	}
+		attrs = append(attrs, envName(f.Name), v)
+	})
 	log.Info("configuration", attrs...)
 }
 

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"path/filepath"
 	"slices"
@@ -52,18 +50,7 @@ func newEnv(t *testing.T, open storeOpener, tweak func(*config)) *env {
 		tweak(&cfg)
 	}
 	st := open(t)
-	svc := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID})
-	keys, err := cfg.loadKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := newMetrics(st.Pools())
-	h, err := newHandler(svc, st, cfg, keys, slog.New(slog.DiscardHandler), m)
-	if err != nil {
-		t.Fatalf("newHandler: %v", err)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
+	_, srv := serve(t, cfg, st, nil)
 	tr := apitest.NewTransport(t, nil)
 	hc := &http.Client{Transport: tr}
 	c, err := rest.NewClientWithResponses(srv.URL, rest.WithHTTPClient(hc))

@@ -10,7 +10,6 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
-	"example.com/obsvc/domain"
 )
 
 // exampleServer starts the real service on an embedded store for the example and returns its
@@ -21,12 +20,11 @@ func exampleServer() (string, func()) {
 	if err != nil {
 		panic(err)
 	}
-	svc := domain.NewService(st, domain.Options{NewID: newID})
-	h, err := newHandler(svc, st, defaultConfig(), nil, slog.New(slog.DiscardHandler), newMetrics(st.Pools()))
+	svc, err := newService(defaultConfig(), st, slog.New(slog.DiscardHandler), deps{})
 	if err != nil {
 		panic(err)
 	}
-	srv := httptest.NewServer(h)
+	srv := httptest.NewServer(svc.handler)
 	return srv.URL, func() { srv.Close(); _ = st.Close(); _ = os.RemoveAll(dir) }
 }
 

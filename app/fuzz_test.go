@@ -29,14 +29,14 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { _ = st.Close() })
-	svc := domain.NewService(st, domain.Options{NewID: newID})
 	cfg := defaultConfig()
 	cfg.MaxInFlight = 0
-	h, err := newHandler(svc, st, cfg, nil, slog.New(slog.DiscardHandler), newMetrics(st.Pools()))
+	svc, err := newService(cfg, st, slog.New(slog.DiscardHandler), deps{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	p, err := svc.CreateProject(domain.WithPrincipal(f.Context(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "fuzz"})
+	h := svc.handler
+	p, err := svc.core.CreateProject(domain.WithPrincipal(f.Context(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "fuzz"})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -2,6 +2,11 @@
 //
 //	go run ./app            # SQLite under ./data, port 8080
 //	go run ./app -h         # every setting, its environment variable and default
+//
+// This package is the composition root and nothing else: configuration (config.go), the one
+// constructor that builds the service from a configuration and a store (newService, below, with
+// the middleware chain one line per layer), and the process lifecycle (run: start, background
+// work, drain). What each layer does lives in the adapters.
 package main
 
 import (
@@ -24,6 +29,7 @@ import (
 	"github.com/google/uuid"
 
 	"example.com/obsvc/adapters/docs"
+	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/twirpapi"
@@ -40,8 +46,8 @@ func main() {
 	}
 }
 
-// run parses the configuration, opens the store and serves until ctx ends, then drains in-flight
-// requests (up to the shutdown timeout) and closes the store.
+// run parses the configuration, opens the store, builds the service and serves until ctx ends,
+// then drains in-flight requests (up to the shutdown timeout) and closes the store.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := parseConfig(args, getenv, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -50,15 +56,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := newLogger(stdout, cfg.LogLevel)
+	log := edge.NewLogger(stdout, cfg.level())
 	cfg.logEffective(log)
-	keys, err := cfg.loadKeys()
-	if err != nil {
-		return err
-	}
-	if !keys.Enabled() {
-		log.Warn("no API keys configured: the service is open to anyone who can reach it")
-	}
 	if getenv("GOMEMLIMIT") == "" && cfg.MemoryLimit > 0 {
 		// A soft limit keeps bursts of large batches (16 x 10,000 entries) within about 150 MiB
 		// of RSS: without it the heap may double before each collection.
@@ -74,16 +73,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			log.Error("close store", "err", err)
 		}
 	}()
-
-	svc := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID})
-	go sweepIdempotency(ctx, svc, log)
-	m := newMetrics(st.Pools())
-	handler, err := newHandler(svc, st, cfg, keys, log, m)
+	svc, err := newService(cfg, st, log, deps{})
 	if err != nil {
 		return err
 	}
+	if !svc.keys.Enabled() {
+		log.Warn("no API keys configured: the service is open to anyone who can reach it")
+	}
+
+	// Background work ends with ctx.
+	go svc.sweepIdempotency(ctx)
 	if cfg.MetricsAddr != "" {
-		stopMetrics, err := serveMetrics(cfg.MetricsAddr, m, log)
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, svc.metrics, log)
 		if err != nil {
 			return err
 		}
@@ -95,7 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           svc.handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTO,
 		ReadTimeout:       cfg.ReadTO,
 		WriteTimeout:      cfg.WriteTO,
@@ -103,7 +104,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(cfg.DatabaseURL))
-
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	select {
@@ -122,65 +122,128 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return nil
 }
 
-// sweepInterval is how often forgotten idempotency keys are deleted.
-const sweepInterval = 10 * time.Minute
+// service is the whole service built from a configuration and a store: the domain core with its
+// limits, the API keys, the metrics and the HTTP handler that serves every route.
+type service struct {
+	core    *domain.Service
+	keys    *domain.Keys
+	metrics *edge.Metrics
+	handler http.Handler
+	log     *slog.Logger
+}
 
-// sweepIdempotency deletes idempotency keys past their window until ctx ends.
-func sweepIdempotency(ctx context.Context, svc *domain.Service, log *slog.Logger) {
-	t := time.NewTicker(sweepInterval)
+// deps are the parts of the service a test may replace; zero fields take the real ones.
+type deps struct {
+	now  func() time.Time
+	rand domain.Random
+}
+
+// newService is the one constructor of the service: run and every test build it here.
+func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error) {
+	keys, err := cfg.loadKeys()
+	if err != nil {
+		return nil, err
+	}
+	core := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID, Now: d.now, Rand: d.rand})
+	m := edge.NewMetrics(st.Pools())
+	rest, err := httpapi.NewHandler(core, httpapi.Options{
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Logger:        log,
+		OnLogsCreated: m.LogsCreated,
+		OnLogsDeleted: m.LogsDeleted,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(core, log, m.TwirpHooks()))
+	edge.RegisterHealth(mux, st)
+	if cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", m.Handler())
+	}
+	if err := registerDocs(mux); err != nil {
+		return nil, err
+	}
+	mux.Handle("/", rest)
+
+	refuse := refuser(log)
+	handler := edge.Chain(mux,
+		edge.Observe(log, m),                                                // request id, access log, metrics: outermost, so refusals count too
+		edge.Shed(cfg.MaxInFlight, refuse),                                  // 503 past MAX_IN_FLIGHT, before any work
+		edge.Deadline(cfg.RequestTimeout, isTwirp),                          // REQUEST_TIMEOUT on every store call
+		edge.Authenticate(keys, refuse),                                     // the principal, or 401
+		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
+		edge.NotePattern,                                                    // tells Observe the route that served
+	)
+	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log}, nil
+}
+
+// twirpPrefix is where every Twirp route lives; the Haberdasher is mounted below it.
+const twirpPrefix = "/twirp/"
+
+func isTwirp(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, twirpPrefix) }
+
+// isRESTWrite selects the requests WRITE_RATE limits: REST writes. MakeHat stores nothing.
+func isRESTWrite(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodPost, http.MethodPut, http.MethodDelete:
+		return !isTwirp(r)
+	}
+	return false
+}
+
+// refuser answers a request the edge refuses in the protocol of the route it asked for, through
+// that transport's one error mapping.
+func refuser(log *slog.Logger) edge.Refuse {
+	return func(w http.ResponseWriter, r *http.Request, err error) {
+		if isTwirp(r) {
+			twirpapi.WriteError(w, err)
+			return
+		}
+		httpapi.WriteError(w, r, err, log)
+	}
+}
+
+// registerDocs serves the contract and its reference.
+func registerDocs(mux *http.ServeMux) error {
+	h, err := docs.NewHandler(rest.SpecYAML())
+	if err != nil {
+		return err
+	}
+	h.Register(mux)
+	return nil
+}
+
+// idempotencySweepInterval is how often forgotten idempotency keys are deleted.
+const idempotencySweepInterval = 10 * time.Minute
+
+// sweepIdempotency deletes idempotency keys past their window until ctx ends; a failed sweep is
+// logged and tried again at the next interval.
+func (s *service) sweepIdempotency(ctx context.Context) {
+	t := time.NewTicker(idempotencySweepInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if n, err := svc.SweepIdempotency(ctx); err != nil {
-				log.Warn("sweep idempotency keys", "err", err)
+			if n, err := s.core.SweepIdempotency(ctx); err != nil {
+				s.log.Warn("sweep idempotency keys", "err", err)
 			} else if n > 0 {
-				log.Debug("swept idempotency keys", "deleted", n)
+				s.log.Debug("swept idempotency keys", "deleted", n)
 			}
 		}
 	}
 }
 
-// newHandler wires the REST API, the Twirp service, health checks and (unless it has an address
-// of its own) /metrics on one mux, behind the request-id, access-log and metrics middleware.
-// Tests call it too.
-func newHandler(svc *domain.Service, st store, cfg config, keys *domain.Keys, log *slog.Logger, m *metrics) (http.Handler, error) {
-	restHandler, err := httpapi.NewHandler(svc, httpapi.Options{
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		Logger:        log,
-		OnLogsCreated: m.logsCreated,
-		OnLogsDeleted: m.logsRemoved,
-	})
-	if err != nil {
-		return nil, err
-	}
-	mux := http.NewServeMux()
-	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(svc, log, m.twirpHooks()))
-	healthHandlers(mux, st)
-	if cfg.MetricsAddr == "" {
-		mux.Handle("GET /metrics", m.handler())
-	}
-	docsHandler, err := docs.NewHandler(rest.SpecYAML())
-	if err != nil {
-		return nil, err
-	}
-	docsHandler.Register(mux)
-	mux.Handle("/", restHandler)
-	refuse := refuser{log: log}
-	limiter := newWriteLimiter(cfg.WriteRate, cfg.WriteBurst, refuse)
-	return observe(shed(cfg.MaxInFlight, refuse, deadline(cfg.RequestTimeout, authenticate(keys, refuse, limiter.middleware(notePattern(mux))))), log, m), nil
-}
-
 // serveMetrics serves /metrics on an address of its own; the returned func stops it.
-func serveMetrics(addr string, m *metrics, log *slog.Logger) (func(), error) {
+func serveMetrics(addr string, m *edge.Metrics, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on METRICS_ADDR %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.handler())
+	mux.Handle("GET /metrics", m.Handler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -230,18 +293,4 @@ func storeKind(dbURL string) string {
 	default:
 		return "postgres"
 	}
-}
-
-// newLogger logs JSON when out is not a terminal (a log pipeline reads it), text otherwise.
-func newLogger(out io.Writer, level slog.Level) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if f, ok := out.(*os.File); ok && isTerminal(f) {
-		return slog.New(contextHandler{slog.NewTextHandler(out, opts)})
-	}
-	return slog.New(contextHandler{slog.NewJSONHandler(out, opts)})
-}
-
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }

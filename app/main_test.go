@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -124,12 +125,12 @@ func TestHelpListsEverySetting(t *testing.T) {
 		t.Fatalf("-h = %v", err)
 	}
 	c := defaultConfig()
-	for _, s := range settings(&c) {
-		if !strings.Contains(stderr.String(), "-"+s.flag) || !strings.Contains(stderr.String(), s.env) {
-			t.Errorf("-h does not list -%s / %s:\n%s", s.flag, s.env, stderr.String())
+	c.flags().VisitAll(func(f *flag.Flag) {
+		if !strings.Contains(stderr.String(), "-"+f.Name) || !strings.Contains(stderr.String(), envName(f.Name)) {
+			t.Errorf("-h does not list -%s / %s:\n%s", f.Name, envName(f.Name), stderr.String())
 		}
-	}
-	if !strings.Contains(stderr.String(), "(default :8080)") {
+	})
+	if !strings.Contains(stderr.String(), `(default ":8080")`) {
 		t.Errorf("-h does not show the default address:\n%s", stderr.String())
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -75,12 +77,17 @@ type fixedRandom struct{ n int }
 func (f fixedRandom) IntN(n int) int { return f.n % n }
 
 func TestMakeHatIsDeterministicWithAFixedSource(t *testing.T) {
-	svc := domain.NewService(nil, domain.Options{Rand: fixedRandom{n: 1}})
-	hat, err := svc.MakeHat(domain.WithPrincipal(t.Context(), domain.Principal{Admin: true}), 7)
+	svc, err := newService(defaultConfig(), openSQLiteStore(t), slog.New(slog.DiscardHandler), deps{rand: fixedRandom{n: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (domain.Hat{Inches: 7, Color: domain.HatColors()[1], Name: domain.HatNames()[1]}); hat != want {
-		t.Fatalf("hat = %+v, want %+v", hat, want)
+	srv := httptest.NewServer(svc.handler)
+	defer srv.Close()
+	hat, err := haberdasher.NewHaberdasherProtobufClient(srv.URL, srv.Client()).MakeHat(t.Context(), &haberdasher.Size{Inches: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hat.GetInches() != 7 || hat.GetColor() != domain.HatColors()[1] || hat.GetName() != domain.HatNames()[1] {
+		t.Fatalf("hat = %v, want 7 inches, %s, %s", hat, domain.HatColors()[1], domain.HatNames()[1])
 	}
 }

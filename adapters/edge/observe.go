@@ -1,4 +1,4 @@
-package main
+package edge
 
 import (
 	"context"
@@ -17,8 +17,8 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// metrics are the service's Prometheus metrics, on a registry of their own (no global state).
-type metrics struct {
+// Metrics are the service's Prometheus metrics, on a registry of their own (no global state).
+type Metrics struct {
 	reg           *prometheus.Registry
 	httpRequests  *prometheus.CounterVec
 	httpDuration  *prometheus.HistogramVec
@@ -29,8 +29,10 @@ type metrics struct {
 	batchEntries  prometheus.Histogram
 }
 
-func newMetrics(pools map[string]*sql.DB) *metrics {
-	m := &metrics{
+// NewMetrics registers the service's metrics, the Go and process collectors and one connection
+// pool collector per named pool.
+func NewMetrics(pools map[string]*sql.DB) *Metrics {
+	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "obsvc_http_requests_total",
@@ -72,22 +74,25 @@ func newMetrics(pools map[string]*sql.DB) *metrics {
 	return m
 }
 
-func (m *metrics) handler() http.Handler {
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-func (m *metrics) logsCreated(n int) {
+// LogsCreated counts a stored batch of n entries.
+func (m *Metrics) LogsCreated(n int) {
 	m.logsIngested.Add(float64(n))
 	m.batchEntries.Observe(float64(n))
 }
 
-func (m *metrics) logsRemoved(n int64) { m.logsDeleted.Add(float64(n)) }
+// LogsDeleted counts n deleted entries.
+func (m *Metrics) LogsDeleted(n int64) { m.logsDeleted.Add(float64(n)) }
 
 type twirpStartKey struct{}
 type twirpCodeKey struct{}
 
-// twirpHooks count Twirp calls by method and error code, and time them.
-func (m *metrics) twirpHooks() *twirp.ServerHooks {
+// TwirpHooks count Twirp calls by method and error code, and time them.
+func (m *Metrics) TwirpHooks() *twirp.ServerHooks {
 	return &twirp.ServerHooks{
 		RequestReceived: func(ctx context.Context) (context.Context, error) {
 			return context.WithValue(ctx, twirpStartKey{}, time.Now()), nil
@@ -115,8 +120,8 @@ func (m *metrics) twirpHooks() *twirp.ServerHooks {
 // maxRequestIDLen caps a client's X-Request-Id.
 const maxRequestIDLen = 128
 
-// validRequestID accepts 1..maxRequestIDLen visible ASCII characters: safe to log and echo.
-func validRequestID(id string) bool {
+// ValidRequestID accepts 1..maxRequestIDLen visible ASCII characters: safe to log and echo.
+func ValidRequestID(id string) bool {
 	if id == "" || len(id) > maxRequestIDLen {
 		return false
 	}
@@ -137,44 +142,46 @@ func quietRoute(route string) bool {
 	return false
 }
 
-// observe is the outermost middleware: it takes or makes the request id, puts it in the context
+// Observe is the outermost middleware: it takes or makes the request id, puts it in the context
 // and the response, and after the request writes one access log line and the HTTP metrics,
-// labelled by the ServeMux pattern that served it (never the raw path).
-func observe(next http.Handler, log *slog.Logger, m *metrics) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		id := r.Header.Get("X-Request-Id")
-		if !validRequestID(id) {
-			id = newID()
-		}
-		w.Header().Set("X-Request-Id", id)
-		info := &routeInfo{}
-		r = r.WithContext(context.WithValue(domain.WithRequestID(r.Context(), id), routeInfoKey{}, info))
-		rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
-		defer func() {
-			// Also on panic (then the connection is dropped): the line and the metrics still count it.
-			elapsed := time.Since(start)
-			route := info.pattern
-			if route == "" {
-				route = "unmatched"
+// labelled by the ServeMux pattern that served it (never the raw path; see NotePattern).
+func Observe(log *slog.Logger, m *Metrics) Middleware {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			id := r.Header.Get("X-Request-Id")
+			if !ValidRequestID(id) {
+				id = newRequestID()
 			}
-			code := strconv.Itoa(rec.status)
-			m.httpRequests.WithLabelValues(route, r.Method, code).Inc()
-			m.httpDuration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
-			level := slog.LevelInfo
-			if quietRoute(route) {
-				level = slog.LevelDebug
-			}
-			log.LogAttrs(r.Context(), level, "request",
-				slog.String("method", r.Method),
-				slog.String("route", route),
-				slog.Int("status", rec.status),
-				slog.Int64("bytes", rec.bytes),
-				slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
-			)
-		}()
-		next.ServeHTTP(rec, r)
-	})
+			w.Header().Set("X-Request-Id", id)
+			info := &routeInfo{}
+			r = r.WithContext(context.WithValue(domain.WithRequestID(r.Context(), id), routeInfoKey{}, info))
+			rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
+			defer func() {
+				// Also on panic (then the connection is dropped): the line and the metrics still count it.
+				elapsed := time.Since(start)
+				route := info.pattern
+				if route == "" {
+					route = "unmatched"
+				}
+				code := strconv.Itoa(rec.status)
+				m.httpRequests.WithLabelValues(route, r.Method, code).Inc()
+				m.httpDuration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+				level := slog.LevelInfo
+				if quietRoute(route) {
+					level = slog.LevelDebug
+				}
+				log.LogAttrs(r.Context(), level, "request",
+					slog.String("method", r.Method),
+					slog.String("route", route),
+					slog.Int("status", rec.status),
+					slog.Int64("bytes", rec.bytes),
+					slog.Float64("duration_ms", float64(elapsed.Microseconds())/1000),
+				)
+			}()
+			next.ServeHTTP(rec, r)
+		})
+	}
 }
 
 // routeInfo carries the ServeMux pattern that served a request back out to observe: the
@@ -184,9 +191,9 @@ type routeInfo struct{ pattern string }
 
 type routeInfoKey struct{}
 
-// notePattern sits right around the mux and records the pattern it (or a mux nested in it)
+// NotePattern sits right around the mux and records the pattern it (or a mux nested in it)
 // chose for the request.
-func notePattern(next http.Handler) http.Handler {
+func NotePattern(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
 			if info, ok := r.Context().Value(routeInfoKey{}).(*routeInfo); ok {
@@ -222,22 +229,22 @@ func (r *responseRecorder) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the connection's writer.
 func (r *responseRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
-// pinger is what readiness needs of a store.
-type pinger interface {
+// Pinger is what readiness needs of a store.
+type Pinger interface {
 	Ping(ctx context.Context) error
 }
 
-// readyTimeout bounds the store check of /readyz.
-const readyTimeout = 2 * time.Second
+// ReadyTimeout bounds the store check of /readyz.
+const ReadyTimeout = 2 * time.Second
 
-// healthHandlers serve liveness (the process serves) and readiness (the store answers; migrations
-// ran when it opened).
-func healthHandlers(mux *http.ServeMux, st pinger) {
+// RegisterHealth serves liveness (the process serves) and readiness (the store answers; migrations
+// ran when it opened) on mux.
+func RegisterHealth(mux *http.ServeMux, st Pinger) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		ctx, cancel := context.WithTimeout(r.Context(), ReadyTimeout)
 		defer cancel()
 		if err := st.Ping(ctx); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": "the store does not answer"})
@@ -254,21 +261,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the status is out; nobody to tell of a failed write
 }
 
-// contextHandler adds the request id a context carries to every log record made with it, so the
+// ContextHandler adds the request id a context carries to every log record made with it, so the
 // store's and adapters' logs name the request they served.
-type contextHandler struct{ slog.Handler }
+type ContextHandler struct{ slog.Handler }
 
-func (h contextHandler) Handle(ctx context.Context, r slog.Record) error {
+func (h ContextHandler) Handle(ctx context.Context, r slog.Record) error {
 	if id := domain.RequestID(ctx); id != "" {
 		r.AddAttrs(slog.String("request_id", id))
 	}
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h contextHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return contextHandler{h.Handler.WithAttrs(as)}
+func (h ContextHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return ContextHandler{h.Handler.WithAttrs(as)}
 }
 
-func (h contextHandler) WithGroup(name string) slog.Handler {
-	return contextHandler{h.Handler.WithGroup(name)}
+func (h ContextHandler) WithGroup(name string) slog.Handler {
+	return ContextHandler{h.Handler.WithGroup(name)}
 }

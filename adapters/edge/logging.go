@@ -1,0 +1,27 @@
+package edge
+
+import (
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/google/uuid"
+)
+
+// NewLogger logs JSON when out is not a terminal (a log pipeline reads it), text otherwise, and
+// names the request a record was made for (ContextHandler).
+func NewLogger(out io.Writer, level slog.Leveler) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if f, ok := out.(*os.File); ok && isTerminal(f) {
+		return slog.New(ContextHandler{slog.NewTextHandler(out, opts)})
+	}
+	return slog.New(ContextHandler{slog.NewJSONHandler(out, opts)})
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// newRequestID makes the id of a request that brought none: a UUIDv7, time-ordered.
+func newRequestID() string { return uuid.Must(uuid.NewV7()).String() }
