@@ -67,7 +67,7 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 		{"list logs", "GET", func() string { return "/logs?project_id=" + a.ID }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"delete logs", "DELETE", func() string { return "/logs?project_id=" + a.ID + "&log_level=none" }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"make hat", "POST", func() string { return "/twirp/rpc.example.haberdasher.Haberdasher/MakeHat" }, `{"inches":4}`, [6]int{401, 401, 401, 200, 200, 200}},
-		{"metrics", "GET", func() string { return "/metrics" }, "", [6]int{401, 401, 401, 200, 200, 200}},
+		{"metrics", "GET", func() string { return "/metrics" }, "", [6]int{401, 401, 401, 200, 403, 403}},
 		{"liveness", "GET", func() string { return "/healthz" }, "", [6]int{200, 200, 200, 200, 200, 200}},
 		{"readiness", "GET", func() string { return "/readyz" }, "", [6]int{200, 200, 200, 200, 200, 200}},
 	}

@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
+	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/twirpapi"
 	"example.com/obsvc/domain"
 )
 
@@ -31,6 +34,9 @@ type config struct {
 	APIKeys         string
 	APIKeysFile     string
 	MaxInFlight     int
+	MaxInFlightPer  int
+	TwirpMaxBody    int64
+	AllowOpen       bool
 	WriteRate       float64
 	WriteBurst      int
 	ReadHeaderTO    time.Duration
@@ -53,6 +59,8 @@ func defaultConfig() config {
 		IdemWindow:      domain.DefaultLimits().IdempotencyWindow,
 		MemoryLimit:     100 << 20,
 		MaxInFlight:     64,
+		MaxInFlightPer:  16,
+		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
 		WriteBurst:      20,
 		ReadHeaderTO:    10 * time.Second,
 		ReadTO:          time.Minute,
@@ -82,6 +90,9 @@ func (c *config) flags() *flag.FlagSet {
 	dur(&c.IdemWindow, "idempotency-window", "how long an Idempotency-Key of POST /logs is remembered (a `duration`)")
 	num64(&c.MemoryLimit, "memory-limit", "soft limit of the Go heap in `bytes` (the garbage collector works harder near it; 0 = none; GOMEMLIMIT, when set, wins)")
 	num(&c.MaxInFlight, "max-in-flight", "requests served at once; more are refused with 503 (0 = no cap)")
+	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
+	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
+	fs.BoolVar(&c.AllowOpen, "allow-open-network", c.AllowOpen, withEnv("allow-open-network", "without API keys, serve on a non-loopback ADDR and to any Host anyway (the service is then open to anyone who can reach it)"))
 	fs.Float64Var(&c.WriteRate, "write-rate", c.WriteRate, withEnv("write-rate", "writes per second per API key (per client address without keys), 429 beyond; 0 = off"))
 	num(&c.WriteBurst, "write-burst", "writes a key may make at once before WRITE_RATE applies")
 	dur(&c.ReadHeaderTO, "read-header-timeout", "time allowed to read request headers (a `duration`)")
@@ -150,6 +161,10 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MEMORY_LIMIT: must not be negative")
 	case c.MaxInFlight < 0:
 		return fmt.Errorf("invalid MAX_IN_FLIGHT: must not be negative")
+	case c.MaxInFlightPer < 0:
+		return fmt.Errorf("invalid MAX_IN_FLIGHT_PER_CLIENT: must not be negative")
+	case c.TwirpMaxBody <= 0:
+		return fmt.Errorf("invalid TWIRP_MAX_BODY_BYTES: must be positive")
 	case c.WriteRate < 0:
 		return fmt.Errorf("invalid WRITE_RATE: must not be negative")
 	case c.WriteBurst < 1:
@@ -188,16 +203,50 @@ func (c config) logEffective(log *slog.Logger) {
 	log.Info("configuration", attrs...)
 }
 
-// redactURL hides the password of a URL; text that is not a URL with user info is kept as is.
+// secretParams are the query parameters of a database URL that carry secrets (lib/pq takes a
+// password there as well as in the user info).
+var secretParams = []string{"password", "sslpassword"}
+
+// redactURL hides the passwords of a URL, in its user info and in its query; text that does not
+// parse as a URL is hidden whole when it could hold one.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if err != nil && strings.Contains(raw, "@") {
+	if err != nil {
+		if strings.Contains(raw, "@") || strings.Contains(strings.ToLower(raw), "password") {
 			return "(unparseable, redacted)"
 		}
 		return raw
 	}
+	q := u.Query()
+	for _, p := range secretParams {
+		if q.Has(p) {
+			q.Set(p, "xxxxx")
+		}
+	}
+	if u.RawQuery != "" {
+		u.RawQuery = q.Encode()
+	}
 	return u.Redacted()
+}
+
+// listenAddr is where the service listens. With API keys, or when the operator allowed an open
+// network, it is ADDR as given. Without keys it is loopback only: ADDR without a host (":8080")
+// listens on 127.0.0.1, and a non-loopback host is refused.
+func (c config) listenAddr(keys bool) (string, error) {
+	if keys || c.AllowOpen {
+		return c.Addr, nil
+	}
+	host, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return "", fmt.Errorf("invalid ADDR %q: %w", c.Addr, err)
+	}
+	switch {
+	case host == "":
+		return net.JoinHostPort("127.0.0.1", port), nil
+	case edge.IsLoopbackHost(host):
+		return c.Addr, nil
+	}
+	return "", fmt.Errorf("refusing to serve without API keys on %s, which is not a loopback address: configure API_KEYS or API_KEYS_FILE, or set ALLOW_OPEN_NETWORK=true to let anyone who can reach it in", c.Addr)
 }
 
 // loadKeys reads the API keys of API_KEYS and API_KEYS_FILE.

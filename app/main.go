@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/twitchtv/twirp"
 
 	"example.com/obsvc/adapters/docs"
 	"example.com/obsvc/adapters/edge"
@@ -91,9 +92,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer stopMetrics()
 	}
 
-	ln, err := net.Listen("tcp", cfg.Addr)
+	addr, err := cfg.listenAddr(svc.keys.Enabled())
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+		return err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{
 		Handler:           svc.handler,
@@ -155,25 +160,28 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err != nil {
 		return nil, err
 	}
+	refuse := refuser(log)
 	mux := http.NewServeMux()
-	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(core, log, m.TwirpHooks()))
+	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(core, twirpapi.Options{MaxBodyBytes: cfg.TwirpMaxBody, Logger: log, Hooks: []*twirp.ServerHooks{m.TwirpHooks()}}))
 	edge.RegisterHealth(mux, st)
 	if cfg.MetricsAddr == "" {
-		mux.Handle("GET /metrics", m.Handler())
+		mux.Handle("GET /metrics", edge.AdminOnly(refuse, m.Handler())) // totals across projects
 	}
 	if err := registerDocs(mux); err != nil {
 		return nil, err
 	}
 	mux.Handle("/", rest)
 
-	refuse := refuser(log)
 	handler := edge.Chain(mux,
-		edge.Observe(log, m),                                                // request id, access log, metrics: outermost, so refusals count too
+		edge.Observe(log, m), // request id, access log, metrics: outermost, so refusals count too
+		edge.SecureHeaders,   // no-store, nosniff, no framing, on every answer
+		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)
 		edge.Shed(cfg.MaxInFlight, refuse),                                  // 503 past MAX_IN_FLIGHT, before any work
 		edge.Deadline(cfg.RequestTimeout, isTwirp),                          // REQUEST_TIMEOUT on every store call
 		edge.Authenticate(keys, refuse),                                     // the principal, or 401
+		edge.ShedPerClient(cfg.MaxInFlightPer, refuse),                      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
 		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
-		edge.NotePattern,                                                    // tells Observe the route that served
+		edge.NotePattern, // tells Observe the route that served
 	)
 	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log}, nil
 }
@@ -197,7 +205,7 @@ func isRESTWrite(r *http.Request) bool {
 func refuser(log *slog.Logger) edge.Refuse {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if isTwirp(r) {
-			twirpapi.WriteError(w, err)
+			twirpapi.WriteError(w, r, err, log)
 			return
 		}
 		httpapi.WriteError(w, r, err, log)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -150,7 +151,13 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"empty sqlite path", nil, map[string]string{"DATABASE_URL": "sqlite:"}, "DATABASE_URL"},
 		{"unknown flag", []string{"-colour"}, nil, "colour"},
 		{"stray argument", []string{"serve"}, nil, "serve"},
-		{"address in use or bad", []string{"-addr", "256.0.0.1:1"}, nil, "listen"},
+		{"address in use or bad", []string{"-addr", "256.0.0.1:1", "-allow-open-network"}, nil, "listen"},
+		{"open on a non-loopback address", []string{"-addr", "0.0.0.0:0"}, nil, "ALLOW_OPEN_NETWORK"},
+		{"open on a host name", nil, map[string]string{"ADDR": "example.com:0"}, "not a loopback address"},
+		{"key of the empty secret", nil, map[string]string{"API_KEYS": "admin sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, "empty secret"},
+		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+newID(), "s")}, "same digest"},
+		{"bad allow-open value", nil, map[string]string{"ALLOW_OPEN_NETWORK": "maybe"}, "ALLOW_OPEN_NETWORK"},
+		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,4 +187,39 @@ func TestFlagsWinOverEnvironment(t *testing.T) {
 
 func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
+}
+
+func TestOpenServiceListensOnLoopbackAndAnswersLoopbackNamesOnly(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", ":0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "x.db")}), &stdout, &stderr)
+	}()
+	addr := listeningAddr(t, &stdout, done)
+	host, port, _ := net.SplitHostPort(addr)
+	if host != "127.0.0.1" {
+		t.Fatalf("without keys, ADDR :0 listened on %s, want 127.0.0.1", addr)
+	}
+	for _, c := range []struct {
+		host string
+		want int
+	}{{"localhost:" + port, 200}, {"127.0.0.1:" + port, 200}, {"[::1]:" + port, 200}, {"rebound.example:" + port, 403}, {"rebound.example", 403}} {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", "http://"+addr+"/projects", nil)
+		req.Host = c.host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("Host %q: %d %s, want %d", c.host, resp.StatusCode, body, c.want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -285,13 +285,22 @@ func TestAccessLogAndRequestID(t *testing.T) {
 }
 
 func TestStartupLogsConfigurationWithoutSecrets(t *testing.T) {
-	var out bytes.Buffer
-	c := defaultConfig()
-	c.DatabaseURL = "postgres://app:s3cret@db.internal:5432/logs?sslmode=disable"
-	c.logEffective(slog.New(slog.NewJSONHandler(&out, nil)))
-	line := out.String()
-	if strings.Contains(line, "s3cret") || !strings.Contains(line, "db.internal") || !strings.Contains(line, `"ADDR":":8080"`) {
-		t.Errorf("configuration log = %s", line)
+	for _, u := range []string{
+		"postgres://app:s3cret@db.internal:5432/logs?sslmode=disable",
+		"postgres://app@db.internal:5432/logs?sslmode=disable&password=s3cret",
+		"postgresql://db.internal/logs?password=s3cret&sslpassword=s3cret&user=app",
+		"postgres://app:s3cret@db.internal:5432/logs?password=s3cret",
+		"postgres://db.internal/logs?%zz&password=s3cret", // a query that does not parse
+	} {
+		var out bytes.Buffer
+		c := defaultConfig()
+		c.DatabaseURL = u
+		c.APIKeys = "admin sha256:not-shown"
+		c.logEffective(slog.New(slog.NewJSONHandler(&out, nil)))
+		line := out.String()
+		if strings.Contains(line, "s3cret") || strings.Contains(line, "not-shown") || !strings.Contains(line, "db.internal") || !strings.Contains(line, `"ADDR":":8080"`) {
+			t.Errorf("configuration log of %s = %s", u, line)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"strings"
 	"testing"
 )
 
@@ -40,6 +41,16 @@ func TestParseKeysAndAuthenticate(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"root " + digest("x"), "admin md5:abc", "admin sha256:zz", "project nope " + digest("x"), "admin " + digest("x") + " extra"} {
+		if _, err := ParseKeys(bad); err == nil {
+			t.Errorf("ParseKeys(%q) accepted", bad)
+		}
+	}
+	// The digest of the empty secret (what a recipe yields when its variable is unset), in either
+	// case, and one digest listed twice (a project key must not become an admin by order).
+	empty := digest("")
+	for _, bad := range []string{"admin " + empty, "admin sha256:" + strings.ToUpper(empty[7:]),
+		"project " + pid + " " + digest("dup") + "\nadmin " + digest("dup"),
+		"admin " + digest("dup") + ",admin sha256:" + strings.ToUpper(digest("dup")[7:])} {
 		if _, err := ParseKeys(bad); err == nil {
 			t.Errorf("ParseKeys(%q) accepted", bad)
 		}
@@ -113,5 +124,24 @@ func TestAuthorizationByPrincipal(t *testing.T) {
 	// Stored: own logs by the key and by the admin (1 + 1), the mixed batch by the admin (2).
 	if len(f.inserted) != 4 {
 		t.Errorf("%d entries reached the store, want 4", len(f.inserted))
+	}
+}
+
+func TestRequireAdmin(t *testing.T) {
+	cases := []struct {
+		name string
+		ctx  context.Context
+		want Kind
+	}{
+		{"nobody", context.Background(), KindUnauthenticated},
+		{"project key", WithPrincipal(context.Background(), Principal{ProjectID: testID(), KeyID: "k"}), KindForbidden},
+	}
+	for _, c := range cases {
+		if got := KindOf(RequireAdmin(c.ctx)); got != c.want {
+			t.Errorf("%s: RequireAdmin = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if err := RequireAdmin(WithPrincipal(context.Background(), Principal{Admin: true})); err != nil {
+		t.Errorf("admin: RequireAdmin = %v", err)
 	}
 }

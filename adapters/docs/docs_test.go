@@ -109,3 +109,20 @@ func TestDocsRenderEveryOperation(t *testing.T) {
 		t.Logf("rendered page (first 3000 bytes):\n%.3000s", page)
 	}
 }
+
+// TestDocsPagesCarryAStrictPolicy checks the reference page's Content-Security-Policy: inline
+// scripts only by hash, nothing framed. TestDocsRenderEveryOperation shows the page works under it.
+func TestDocsPagesCarryAStrictPolicy(t *testing.T) {
+	srv := newServer(t)
+	resp, _ := fetch(t, srv.URL+"/docs/")
+	csp := resp.Header.Get("Content-Security-Policy")
+	script := ""
+	for _, d := range strings.Split(csp, ";") {
+		if d = strings.TrimSpace(d); strings.HasPrefix(d, "script-src ") {
+			script = d
+		}
+	}
+	if resp.StatusCode != 200 || !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(script, "'sha256-") || strings.Contains(script, "unsafe") {
+		t.Fatalf("/docs/ = %d with Content-Security-Policy %q", resp.StatusCode, csp)
+	}
+}

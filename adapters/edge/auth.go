@@ -22,10 +22,9 @@ func Authenticate(keys *domain.Keys, refuse Refuse) Middleware {
 				next.ServeHTTP(w, r)
 				return
 			}
-			scheme, secret, _ := strings.Cut(r.Header.Get("Authorization"), " ")
 			p, ok := domain.Principal{}, false
-			if strings.EqualFold(scheme, "Bearer") && secret != "" {
-				p, ok = keys.Authenticate(strings.TrimSpace(secret))
+			if secret, found := bearerToken(r.Header); found {
+				p, ok = keys.Authenticate(secret)
 			}
 			if !ok {
 				refuse(w, r, domain.Errorf(domain.KindUnauthenticated, "a valid API key is required: Authorization: Bearer KEY"))
@@ -34,4 +33,21 @@ func Authenticate(keys *domain.Keys, refuse Refuse) Middleware {
 			next.ServeHTTP(w, r.WithContext(domain.WithPrincipal(r.Context(), p)))
 		})
 	}
+}
+
+// bearerToken returns the token of the request's one Authorization header in the Bearer scheme
+// (RFC 6750: the scheme, case-insensitive, one or more ASCII spaces, the token). Nothing else is
+// trimmed: a secret is compared exactly as sent. Several Authorization headers are refused rather
+// than one of them picked.
+func bearerToken(h http.Header) (string, bool) {
+	values := h.Values("Authorization")
+	if len(values) != 1 {
+		return "", false
+	}
+	scheme, rest, found := strings.Cut(values[0], " ")
+	if !found || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token := strings.TrimLeft(rest, " ")
+	return token, token != ""
 }

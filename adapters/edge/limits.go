@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"example.com/obsvc/domain"
@@ -38,21 +39,80 @@ func Shed(limit int, refuse Refuse) Middleware {
 	}
 }
 
-// WriteLimit is a token bucket per API key (per client address when no keys are configured) for
-// the requests isWrite selects; past the rate they are refused as KindRateLimited with
-// Retry-After. A perSecond of zero turns it off.
-func WriteLimit(perSecond float64, burst int, isWrite func(*http.Request) bool, refuse Refuse) Middleware {
-	l := &writeLimiter{rate: rate.Limit(perSecond), burst: max(burst, 1), buckets: map[string]*rate.Limiter{}, maxTrack: 10_000}
+// ShedPerClient caps the requests one client (API key, or address without keys; see ClientID)
+// has in flight, slow uploads and slow readers included, so that no single client can hold
+// every slot of Shed: past the cap its requests are refused as KindRateLimited (429 with
+// Retry-After) while other clients are served. It must run after Authenticate. A limit of zero
+// or less turns it off.
+func ShedPerClient(limit int, refuse Refuse) Middleware {
 	return func(next http.Handler) http.Handler {
-		if l.rate <= 0 {
+		if limit <= 0 {
 			return next
+		}
+		var mu sync.Mutex
+		inFlight := map[string]int{} // only clients with requests in flight: bounded by them
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if IsProbe(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			id := ClientID(r)
+			mu.Lock()
+			if inFlight[id] >= limit {
+				mu.Unlock()
+				refuse(w, r, domain.Errorf(domain.KindRateLimited, "this client has %d requests in flight, its limit; retry when one has finished", limit))
+				return
+			}
+			inFlight[id]++
+			mu.Unlock()
+			defer func() {
+				mu.Lock()
+				if inFlight[id]--; inFlight[id] == 0 {
+					delete(inFlight, id)
+				}
+				mu.Unlock()
+			}()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// maxWriteBuckets bounds the write limiter's memory: the buckets of at most this many clients are
+// kept.
+const maxWriteBuckets = 10_000
+
+// WriteLimit is a token bucket per client (see ClientID) for the requests isWrite selects; past
+// the rate they are refused as KindRateLimited with Retry-After. A perSecond of zero turns it off.
+//
+// The buckets live in a 2Q cache of maxWriteBuckets clients: when it is full, the buckets of
+// clients seen once and least recently go first, so a flood of new clients (rotating source
+// addresses) evicts itself instead of resetting the limits of the clients that keep writing.
+func WriteLimit(perSecond float64, burst int, isWrite func(*http.Request) bool, refuse Refuse) Middleware {
+	return func(next http.Handler) http.Handler {
+		if perSecond <= 0 {
+			return next
+		}
+		buckets, err := lru.New2Q[string, *rate.Limiter](maxWriteBuckets)
+		if err != nil {
+			panic(err) // only for a size below one, which maxWriteBuckets is not
+		}
+		var mu sync.Mutex // makes look-up and insert of a new bucket one step
+		bucket := func(id string) *rate.Limiter {
+			mu.Lock()
+			defer mu.Unlock()
+			b, ok := buckets.Get(id)
+			if !ok {
+				b = rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))
+				buckets.Add(id, b)
+			}
+			return b
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !isWrite(r) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			res := l.bucket(ClientID(r)).Reserve()
+			res := bucket(ClientID(r)).Reserve()
 			if delay := res.Delay(); delay > 0 {
 				res.Cancel()
 				w.Header().Set("Retry-After", strconv.Itoa(int(delay/time.Second)+1))
@@ -62,29 +122,6 @@ func WriteLimit(perSecond float64, burst int, isWrite func(*http.Request) bool, 
 			next.ServeHTTP(w, r)
 		})
 	}
-}
-
-type writeLimiter struct {
-	rate  rate.Limit
-	burst int
-
-	mu       sync.Mutex
-	buckets  map[string]*rate.Limiter
-	maxTrack int
-}
-
-func (l *writeLimiter) bucket(id string) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b, ok := l.buckets[id]
-	if !ok {
-		if len(l.buckets) >= l.maxTrack {
-			clear(l.buckets) // bounded memory: a reset only ever grants a fresh burst
-		}
-		b = rate.NewLimiter(l.rate, l.burst)
-		l.buckets[id] = b
-	}
-	return b
 }
 
 // ClientID names whom a request counts against: its API key (by the id authentication put in the

@@ -165,14 +165,15 @@ func Observe(log *slog.Logger, m *Metrics) Middleware {
 					route = "unmatched"
 				}
 				code := strconv.Itoa(rec.status)
-				m.httpRequests.WithLabelValues(route, r.Method, code).Inc()
-				m.httpDuration.WithLabelValues(route, r.Method).Observe(elapsed.Seconds())
+				method := methodLabel(r.Method)
+				m.httpRequests.WithLabelValues(route, method, code).Inc()
+				m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
 				level := slog.LevelInfo
 				if quietRoute(route) {
 					level = slog.LevelDebug
 				}
 				log.LogAttrs(r.Context(), level, "request",
-					slog.String("method", r.Method),
+					slog.String("method", method),
 					slog.String("route", route),
 					slog.Int("status", rec.status),
 					slog.Int64("bytes", rec.bytes),
@@ -182,6 +183,18 @@ func Observe(log *slog.Logger, m *Metrics) Middleware {
 			next.ServeHTTP(rec, r)
 		})
 	}
+}
+
+// methodLabel bounds the method a metric label or log field may show: any token is a valid
+// method to net/http, and each invented one would otherwise make new series that live until
+// restart. Methods outside RFC 9110's set and PATCH become "other".
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
 }
 
 // routeInfo carries the ServeMux pattern that served a request back out to observe: the
