@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// maxErrorAnswer is the most bytes any refusal may answer with.
+const maxErrorAnswer = 64 << 10
+
+// TestHostileInput sends the requests found from outside, and their siblings, through the whole
+// service on both stores: each is answered with its 4xx (never a 5xx), within maxErrorAnswer
+// bytes, in the contract's format naming what was wrong, and stores nothing.
+func TestHostileInput(t *testing.T) {
+	for _, s := range e2eStores() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			testHostileInput(t, s.open)
+		})
+	}
+}
+
+func testHostileInput(t *testing.T, open storeOpener) {
+	e := newEnv(t, open, nil)
+	p := e.project("target").Id
+	other := e.project("other").Id
+	seedResp, _ := e.do("POST", "/logs", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"kept","user_id":"u","level":"info"}]`, p))
+	if seedResp.StatusCode != 201 {
+		t.Fatalf("seed = %d", seedResp.StatusCode)
+	}
+
+	entries := func(n int, entry string) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + "]"
+	}
+	valid := fmt.Sprintf(`{"project_id":%q,"message":"m"}`, p)
+	fourByte := strings.Repeat("\U0001F600", 1024) // 1,024 characters, 4,096 bytes
+	unknownIDs := func(n int) string {
+		var b strings.Builder
+		b.WriteString("[")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `{"project_id":%q,"message":"m"}`, newID())
+		}
+		return b.String() + "]"
+	}
+
+	cases := []struct {
+		name         string
+		method, path string
+		header       map[string]string
+		body         string
+		status       int
+		names        string // the pointer or parameter the answer must name ("" = none checked)
+	}{
+		// Input the store cannot keep: invalid UTF-8, NUL, lengths past what an index holds.
+		{"GET user_id NUL", "GET", "/logs?project_id=" + p + "&user_id=%00", nil, "", 400, "user_id"},
+		{"GET user_id invalid UTF-8", "GET", "/logs?project_id=" + p + "&user_id=%ff", nil, "", 400, "user_id"},
+		{"GET log_level invalid UTF-8", "GET", "/logs?project_id=" + p + "&log_level=%c3%28", nil, "", 400, "log_level"},
+		{"GET log_level NUL", "GET", "/logs?project_id=" + p + "&log_level=a%00", nil, "", 400, "log_level"},
+		{"GET user_id of 4,096 bytes", "GET", "/logs?project_id=" + p + "&user_id=" + strings.Repeat("%F0%9F%98%80", 1024), nil, "", 400, "user_id"},
+		{"DELETE user_id NUL", "DELETE", "/logs?project_id=" + p + "&user_id=%00", nil, "", 400, "user_id"},
+		{"DELETE user_id invalid UTF-8", "DELETE", "/logs?project_id=" + p + "&user_id=%ff", nil, "", 400, "user_id"},
+		{"DELETE log_level invalid UTF-8", "DELETE", "/logs?project_id=" + p + "&log_level=%c3%28", nil, "", 400, "log_level"},
+		{"POST user_id of 1,024 four-byte characters", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m","user_id":%q}]`, p, fourByte), 400, "/0/user_id"},
+		{"POST subject of 1,024 four-byte characters", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m","subject":%q}]`, p, fourByte), 400, "/0/subject"},
+		{"POST message with NUL", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"a\u0000b"}]`, p), 400, "/0/message"},
+		{"project name with NUL", "POST", "/projects", nil, `{"name":"a\u0000b"}`, 400, "/name"},
+		{"Idempotency-Key not ASCII", "POST", "/logs", map[string]string{"Idempotency-Key": "ключ"}, "[" + valid + "]", 400, "Idempotency-Key"},
+		{"cursor that names no entry", "GET", "/logs?project_id=" + p + "&cursor=eyJ0IjoxLCJpIjoiJ29yIDE9MSJ9", nil, "", 400, "cursor"},
+		{"project id with NUL", "GET", "/projects/%00", nil, "", 404, ""},
+
+		// Unbounded work and answers.
+		{"20,000 empty entries", "POST", "/logs", nil, entries(20_000, "{}"), 413, ""},
+		{"10,000 empty entries", "POST", "/logs", nil, entries(10_000, "{}"), 400, "/0/project_id"},
+		{"10,000 entries of unknown projects", "POST", "/logs", nil, unknownIDs(10_000), 422, "/0/project_id"},
+		{"10,000 entries with a time out of range", "POST", "/logs", nil, entries(10_000, fmt.Sprintf(`{"project_id":%q,"message":"m","time":9223372036854775808}`, p)), 400, "/0/time"},
+		{"a time out of range", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m","time":9223372036854775808}]`, p), 400, "/0/time"},
+		{"a negative time out of range", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m","time":-9223372036854775809}]`, p), 400, "/0/time"},
+		{"a limit out of range", "GET", "/logs?project_id=" + p + "&limit=9223372036854775808", nil, "", 400, "limit"},
+		{"a start_time out of range", "GET", "/logs?project_id=" + p + "&start_time=9223372036854775808", nil, "", 400, "start_time"},
+		{"a valid entry beside one of no project", "POST", "/logs", nil, fmt.Sprintf(`[%s,{"project_id":%q,"message":"m"}]`, valid, newID()), 422, "/1/project_id"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before := countEntries(t, e.store, p) + countEntries(t, e.store, other)
+			req, _ := http.NewRequestWithContext(t.Context(), c.method, e.url+c.path, strings.NewReader(c.body))
+			if c.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			for k, v := range c.header {
+				req.Header.Set(k, v)
+			}
+			started := time.Now()
+			resp, err := e.http.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 10<<20))
+			resp.Body.Close()
+			if resp.StatusCode != c.status {
+				t.Fatalf("status %d, want %d: %.400s", resp.StatusCode, c.status, body)
+			}
+			if len(body) > maxErrorAnswer {
+				t.Errorf("answered %d bytes, more than %d", len(body), maxErrorAnswer)
+			}
+			if c.names != "" && !bytes.Contains(body, []byte(`"pointer":"`+c.names+`"`)) && !bytes.Contains(body, []byte(`"parameter":"`+c.names+`"`)) {
+				t.Errorf("the answer does not name %s: %.400s", c.names, body)
+			}
+			if took := time.Since(started); took > 30*time.Second {
+				t.Errorf("took %v", took)
+			}
+			if after := countEntries(t, e.store, p) + countEntries(t, e.store, other); after != before {
+				t.Errorf("stored %d entries, had %d", after, before)
+			}
+		})
+	}
+}
+
+// TestAdminBatchOfManyProjectsWithAnIdempotencyKey: a batch naming 300 projects under one key is
+// stored once and replayed, on both stores (the key's scope once overflowed its index).
+func TestAdminBatchOfManyProjectsWithAnIdempotencyKey(t *testing.T) {
+	for _, s := range e2eStores() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, s.open, nil)
+			var b strings.Builder
+			b.WriteString("[")
+			for i := range 300 {
+				if i > 0 {
+					b.WriteString(",")
+				}
+				fmt.Fprintf(&b, `{"project_id":%q,"message":"m"}`, e.project(fmt.Sprint("p", i)).Id)
+			}
+			b.WriteString("]")
+			for i, want := range []string{"", "true"} {
+				req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/logs", strings.NewReader(b.String()))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Idempotency-Key", "many-projects")
+				resp, err := e.http.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 201 || resp.Header.Get("Idempotency-Replayed") != want {
+					t.Fatalf("attempt %d = %d (replayed %q): %.300s", i, resp.StatusCode, resp.Header.Get("Idempotency-Replayed"), body)
+				}
+			}
+		})
+	}
+}
+
+// TestInventedMethodsDoNotGrowMetrics sends a thousand invented methods without credentials: the
+// scrape keeps its size (every one is counted as "other").
+func TestInventedMethodsDoNotGrowMetrics(t *testing.T) {
+	e := newEnv(t, openSQLiteStore, nil)
+	size := func() int {
+		resp, err := http.Get(e.url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return len(b)
+	}
+	send := func(method string) {
+		req, _ := http.NewRequestWithContext(t.Context(), method, e.url+"/projects", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	send("WARMUP") // the "other" series exists from here on
+	before := size()
+	for i := range 1000 {
+		send(fmt.Sprintf("M%d%s", i, strings.Repeat("X", 200)))
+	}
+	if after := size(); after > before+2048 {
+		t.Errorf("/metrics grew from %d to %d bytes with 1,000 invented methods", before, after)
+	}
+}
+
+// TestMakeHatRefusesALargeBody: MakeHat with a body far over TWIRP_MAX_BODY_BYTES is a Twirp
+// error, not a 200 after reading it all.
+func TestMakeHatRefusesALargeBody(t *testing.T) {
+	e := newEnv(t, openSQLiteStore, nil)
+	for _, ct := range []string{"application/json", "application/protobuf"} {
+		body := `{"inches":12}` + strings.Repeat(" ", 10<<20)
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/twirp/rpc.example.haberdasher.Haberdasher/MakeHat", strings.NewReader(body))
+		req.Header.Set("Content-Type", ct)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || !strings.Contains(string(b), `"code":"malformed"`) {
+			t.Errorf("%s: 10 MiB MakeHat = %d %.200s, want 400 malformed", ct, resp.StatusCode, b)
+		}
+	}
+}
