@@ -258,7 +258,7 @@ func (s *Service) SweepIdempotency(ctx context.Context) (int64, error) {
 
 // pageQuery checks a listing's parameters and fills in defaults.
 func (s *Service) pageQuery(q LogQuery) (LogQuery, error) {
-	if err := q.LogFilter.validate(); err != nil {
+	if err := s.limits.validateFilter(q.LogFilter); err != nil {
 		return q, err
 	}
 	switch {
@@ -266,6 +266,10 @@ func (s *Service) pageQuery(q LogQuery) (LogQuery, error) {
 		q.Limit = s.limits.DefaultPageSize
 	case q.Limit < 0 || q.Limit > s.limits.MaxPageSize:
 		return q, ParamError("limit", fmt.Sprintf("must be between 1 and %d", s.limits.MaxPageSize))
+	}
+	// DecodeCursor checks the cursors of clients; this covers a Cursor any other way in builds.
+	if q.After != nil && !validID(q.After.ID) {
+		return q, ParamError("cursor", "is not a cursor this service issued")
 	}
 	if q.After != nil && q.After.Desc != q.Desc {
 		return q, ParamError("cursor", "belongs to a listing in the other order")
@@ -301,7 +305,7 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 // DeleteLogs deletes the project's entries matching f and returns how many it deleted. The project
 // must exist (KindNotFound otherwise).
 func (s *Service) DeleteLogs(ctx context.Context, f LogFilter) (int64, error) {
-	if err := f.validate(); err != nil {
+	if err := s.limits.validateFilter(f); err != nil {
 		return 0, err
 	}
 	if err := authorize(ctx, f.ProjectID); err != nil {

@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -37,6 +40,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("DeleteLogsWithFilters", func(t *testing.T) { t.Parallel(); testDeleteLogs(t, open(t)) })
 	t.Run("IdempotencyRecordIsAtomicWithTheBatch", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
 	t.Run("LiteralMatching", func(t *testing.T) { t.Parallel(); testLiteralMatching(t, open(t)) })
+	t.Run("StringsAtTheDomainLimitsAreKeptAndMatched", func(t *testing.T) { t.Parallel(); testStringsAtTheLimits(t, open(t)) })
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -620,5 +624,87 @@ func testListUnknownProject(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "empty", base)
 	if got, next := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 || next != nil {
 		t.Fatalf("empty project = %d entries, next %v", len(got), next)
+	}
+}
+
+// service is the domain's service over s, for the cases that show a rule of the domain and the
+// store's keeping of it together.
+func service(s domain.Store) *domain.Service {
+	return domain.NewService(s, domain.Options{NewID: newID})
+}
+
+// asAdmin acts for an admin API key, as a transport would after authenticating one.
+func asAdmin(t *testing.T) context.Context {
+	return domain.WithPrincipal(ctx(t), domain.Principal{Admin: true, KeyID: "0123456789abcdef"})
+}
+
+// wide returns a string of random four-byte characters (U+10000 and above, which compress
+// badly, as an index entry of real data would) of at most maxChars characters and maxBytes
+// bytes, filled up to maxBytes with ASCII when the characters run out first or bytes remain.
+func wide(rng *rand.Rand, maxBytes, maxChars int) string {
+	var b strings.Builder
+	for n := 0; n < maxChars && b.Len()+4 <= maxBytes; n++ {
+		b.WriteRune(rune(0x10000 + rng.IntN(0x10FFFF-0x10000+1)))
+	}
+	for b.Len() < maxBytes && utf8.RuneCountInString(b.String()) < maxChars {
+		b.WriteByte(byte('a' + rng.IntN(26)))
+	}
+	return b.String()
+}
+
+// testStringsAtTheLimits stores the longest strings the domain accepts, in the characters that
+// take the most bytes, and matches entries by them: every value that passes the domain's rules
+// fits the store, indexes included (a PostgreSQL B-tree entry holds about 2,700 bytes).
+func testStringsAtTheLimits(t *testing.T, s domain.Store) {
+	l := domain.DefaultLimits()
+	svc, c := service(s), asAdmin(t)
+	rng := rand.New(rand.NewPCG(10, 2))
+	name := wide(rng, 4*l.MaxNameChars, l.MaxNameChars)
+	p, err := svc.CreateProject(c, domain.ProjectInput{Name: name})
+	if err != nil {
+		t.Fatalf("CreateProject(a name of %d characters, %d bytes): %v", utf8.RuneCountInString(name), len(name), err)
+	}
+	level := wide(rng, 4*l.MaxLevelChars, l.MaxLevelChars)
+	user, subject := wide(rng, l.MaxUserIDBytes, l.MaxUserIDBytes), wide(rng, l.MaxSubjectBytes, l.MaxSubjectBytes)
+	asciiUser := strings.Repeat("u", l.MaxUserIDBytes)
+	message := wide(rng, l.MaxMessageBytes, l.MaxMessageBytes)
+	in := []domain.LogInput{
+		{ProjectID: p.ID, Message: &message, Level: &level, Subject: &subject, UserID: &user, Time: ptr[int64](1)},
+		{ProjectID: p.ID, Message: ptr("ascii"), Level: &level, Subject: &asciiUser, UserID: &asciiUser, Time: ptr[int64](2)},
+		{ProjectID: p.ID, Message: ptr("other"), Level: &level, UserID: ptr(user[:len(user)-4]), Time: ptr[int64](3)},
+	}
+	if _, err := svc.CreateLogs(c, in, ""); err != nil {
+		t.Fatalf("CreateLogs(strings at the limits): %v", err)
+	}
+	list := func(f domain.LogFilter) []domain.LogEntry {
+		t.Helper()
+		f.ProjectID = p.ID
+		var got []domain.LogEntry
+		err := svc.ListLogs(c, domain.LogQuery{LogFilter: f}, func(pg domain.Page) error {
+			for e, err := range pg.Entries {
+				if err != nil {
+					return err
+				}
+				got = append(got, e)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ListLogs(%d-byte user_id): %v", len(*f.UserID), err)
+		}
+		return got
+	}
+	for i, u := range []string{user, asciiUser} {
+		got := list(domain.LogFilter{UserID: &u, Level: &level})
+		if len(got) != 1 || got[0].Time != int64(i+1) || *got[0].UserID != u || *got[0].Subject != *in[i].Subject || got[0].Level != level || got[0].Message != *in[i].Message {
+			t.Fatalf("filter by the %d-byte user_id %d: got %d entries, want entry %d exactly as sent", len(u), i, len(got), i+1)
+		}
+	}
+	if got, err := svc.Project(c, p.ID); err != nil || got.Name != name {
+		t.Fatalf("project with the longest name = %v; want it as sent", err)
+	}
+	n, err := svc.DeleteLogs(c, domain.LogFilter{ProjectID: p.ID, UserID: &user})
+	if err != nil || n != 1 {
+		t.Fatalf("DeleteLogs(the %d-byte user_id) = %d, %v; want 1", len(user), n, err)
 	}
 }
