@@ -35,6 +35,8 @@ type fakeStore struct {
 	// block, when set, holds InsertLogs until it is closed (to keep a request in flight).
 	block   chan struct{}
 	entered chan struct{}
+	// missing, when set, is what InsertLogs answers: the projects it did not find.
+	missing []string
 	// reads counts the calls that read or delete entries: a rejected filter must reach none.
 	reads int
 }
@@ -79,6 +81,9 @@ func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry, rec *Idempotenc
 	}
 	if f.block != nil {
 		<-f.block
+	}
+	if f.missing != nil {
+		return nil, &MissingProjectsError{IDs: f.missing}
 	}
 	if rec != nil {
 		if f.records == nil {
@@ -452,5 +457,41 @@ func TestFilterRules(t *testing.T) {
 				t.Errorf("a rejected filter reached the store %d times", f.reads)
 			}
 		})
+	}
+}
+
+// TestUnknownProjectsAreCapped: the store says which projects are missing; the service names
+// the entries that name them, at most MaxFieldErrors, and counts the rest.
+func TestUnknownProjectsAreCapped(t *testing.T) {
+	l := DefaultLimits()
+	ghost, known := testID(), testID()
+	f := newFake()
+	f.missing = []string{ghost}
+	s := NewService(f, opts(Options{}))
+	in := make([]LogInput, l.MaxBatchEntries)
+	for i := range in {
+		in[i] = LogInput{ProjectID: ghost, Message: ptr("m")}
+		if i%2 == 0 {
+			in[i].ProjectID = known
+		}
+	}
+	_, err := s.CreateLogs(admin(t), in, "")
+	e, ok := err.(*Error)
+	if !ok || e.Kind != KindUnknownProject {
+		t.Fatalf("err = %v, want KindUnknownProject", err)
+	}
+	if len(e.Fields) != l.MaxFieldErrors || !slices.Equal(e.Fields[0].Path, []string{"1", "project_id"}) || !slices.Equal(e.Fields[1].Path, []string{"3", "project_id"}) {
+		t.Fatalf("%d fields starting %v, want %d starting /1/project_id, /3/project_id", len(e.Fields), e.Fields[:2], l.MaxFieldErrors)
+	}
+	if want := "unknown project (4900 more problems not listed)"; e.Msg != want {
+		t.Errorf("message = %q, want %q", e.Msg, want)
+	}
+	// Malformed ids, answered without the store, follow the same rule.
+	for i := range in {
+		in[i].ProjectID = "nope"
+	}
+	_, err = s.CreateLogs(admin(t), in, "")
+	if e, ok := err.(*Error); !ok || e.Kind != KindUnknownProject || len(e.Fields) != l.MaxFieldErrors {
+		t.Fatalf("malformed ids: %v", err)
 	}
 }

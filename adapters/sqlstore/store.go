@@ -250,8 +250,8 @@ func (s *Store) SweepIdempotency(ctx context.Context, before time.Time) (int64, 
 	return n, s.translate("sweep idempotency keys", err)
 }
 
-// checkProjects answers KindUnknownProject, naming each offending entry, when any entry's project
-// does not exist.
+// checkProjects answers *domain.MissingProjectsError, naming each missing project once, when any
+// entry's project does not exist. Phrasing the answer, and bounding it, is the domain's job.
 func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
 	seen := make(map[string]bool)
 	var ids []string
@@ -274,14 +274,14 @@ func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain
 			seen[id] = true
 		}
 	}
-	var fields []domain.FieldError
-	for i, e := range entries {
-		if !seen[e.ProjectID] {
-			fields = append(fields, domain.FieldError{Path: []string{fmt.Sprint(i), "project_id"}, Detail: "no project with this id"})
+	var missing []string
+	for _, id := range ids {
+		if !seen[id] {
+			missing = append(missing, id)
 		}
 	}
-	if len(fields) > 0 {
-		return &domain.Error{Kind: domain.KindUnknownProject, Msg: "unknown project", Fields: fields}
+	if len(missing) > 0 {
+		return &domain.MissingProjectsError{IDs: missing}
 	}
 	return nil
 }

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("IdempotencyRecordIsAtomicWithTheBatch", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
 	t.Run("LiteralMatching", func(t *testing.T) { t.Parallel(); testLiteralMatching(t, open(t)) })
 	t.Run("StringsAtTheDomainLimitsAreKeptAndMatched", func(t *testing.T) { t.Parallel(); testStringsAtTheLimits(t, open(t)) })
+	t.Run("UnknownProjectsAreNamedOnceAndCapped", func(t *testing.T) { t.Parallel(); testUnknownProjectsCapped(t, open(t)) })
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -104,6 +105,19 @@ func ids(es []domain.LogEntry) []string {
 		out[i] = e.ID
 	}
 	return out
+}
+
+// wantMissing checks that err is a store's answer to a batch naming the projects ids, which do
+// not exist: each id once, in the order the batch first names them.
+func wantMissing(t *testing.T, err error, ids ...string) {
+	t.Helper()
+	var missing *domain.MissingProjectsError
+	if !errors.As(err, &missing) {
+		t.Fatalf("error = %v, want a *domain.MissingProjectsError", err)
+	}
+	if !slices.Equal(missing.IDs, ids) {
+		t.Fatalf("missing projects = %v, want %v", missing.IDs, ids)
+	}
 }
 
 func wantKind(t *testing.T, err error, want domain.Kind) {
@@ -189,7 +203,7 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 	// A project id freed by a delete can be written again only after it is created again, and
 	// then it holds nothing of before: the cascade removed the entries, not just hid them.
 	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0)
-	wantKind(t, err, domain.KindUnknownProject)
+	wantMissing(t, err, gone.ID)
 	if err := s.CreateProject(ctx(t), gone); err != nil {
 		t.Fatal(err)
 	}
@@ -240,18 +254,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	missing := domain.Project{ID: newID()}
 	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
 	_, err := s.InsertLogs(ctx(t), batch, nil, 0)
-	wantKind(t, err, domain.KindUnknownProject)
-	var de *domain.Error
-	if !errors.As(err, &de) {
-		t.Fatalf("error %v is not a *domain.Error", err)
-	}
-	var paths []string
-	for _, f := range de.Fields {
-		paths = append(paths, fmt.Sprint(f.Path))
-	}
-	if want := []string{"[1 project_id]", "[3 project_id]"}; !slices.Equal(paths, want) {
-		t.Errorf("fields = %v, want %v", paths, want)
-	}
+	wantMissing(t, err, missing.ID)
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
 		t.Fatalf("a failed batch left %d rows, want 0", len(got))
 	}
@@ -591,9 +594,8 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	// A failed batch leaves no record: its retry is a first write.
 	failing := &domain.IdempotencyRecord{Scope: rec.Scope, Key: "retry-2", Fingerprint: "f2", Created: 1, CreatedAt: now}
 	ghost := domain.Project{ID: newID()}
-	if _, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window); domain.KindOf(err) != domain.KindUnknownProject {
-		t.Fatalf("failing batch = %v", err)
-	}
+	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window)
+	wantMissing(t, err, ghost.ID)
 	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window); err != nil || prior != nil {
 		t.Fatalf("retry of a failed batch = %+v, %v; want a first write", prior, err)
 	}
@@ -706,5 +708,42 @@ func testStringsAtTheLimits(t *testing.T, s domain.Store) {
 	n, err := svc.DeleteLogs(c, domain.LogFilter{ProjectID: p.ID, UserID: &user})
 	if err != nil || n != 1 {
 		t.Fatalf("DeleteLogs(the %d-byte user_id) = %d, %v; want 1", len(user), n, err)
+	}
+}
+
+// testUnknownProjectsCapped sends a full batch in which every other entry names one of three
+// projects that do not exist: the store names the three once each, and the answer names at most
+// Limits.MaxFieldErrors entries and counts the rest.
+func testUnknownProjectsCapped(t *testing.T, s domain.Store) {
+	l := domain.DefaultLimits()
+	p := mustProject(t, s, "p", base)
+	ghosts := []domain.Project{{ID: newID()}, {ID: newID()}, {ID: newID()}}
+	entries := make([]domain.LogEntry, l.MaxBatchEntries)
+	in := make([]domain.LogInput, l.MaxBatchEntries)
+	for i := range entries {
+		owner := p
+		if i%2 == 1 {
+			owner = ghosts[(i/2)%3]
+		}
+		entries[i] = entry(owner, int64(i), "info")
+		in[i] = domain.LogInput{ProjectID: owner.ID, Message: ptr("m")}
+	}
+	_, err := s.InsertLogs(ctx(t), entries, nil, 0)
+	wantMissing(t, err, ghosts[0].ID, ghosts[1].ID, ghosts[2].ID)
+
+	_, err = service(s).CreateLogs(asAdmin(t), in, "")
+	wantKind(t, err, domain.KindUnknownProject)
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("error %v is not a *domain.Error", err)
+	}
+	if len(de.Fields) != l.MaxFieldErrors || !slices.Equal(de.Fields[0].Path, []string{"1", "project_id"}) {
+		t.Fatalf("%d fields, first %v; want %d, the first /1/project_id", len(de.Fields), de.Fields[0], l.MaxFieldErrors)
+	}
+	if want := fmt.Sprintf("(%d more problems not listed)", l.MaxBatchEntries/2-l.MaxFieldErrors); !strings.Contains(de.Msg, want) {
+		t.Errorf("message %q does not say %q", de.Msg, want)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
+		t.Fatalf("a batch naming unknown projects left %d rows, want 0", len(got))
 	}
 }
