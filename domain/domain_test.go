@@ -2,6 +2,8 @@ package domain
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -493,5 +495,36 @@ func TestUnknownProjectsAreCapped(t *testing.T) {
 	_, err = s.CreateLogs(admin(t), in, "")
 	if e, ok := err.(*Error); !ok || e.Kind != KindUnknownProject || len(e.Fields) != l.MaxFieldErrors {
 		t.Fatalf("malformed ids: %v", err)
+	}
+}
+
+func TestIdempotencyScopeIsAFixedLengthHashOfTheKeyAndProjects(t *testing.T) {
+	a, b := testID(), testID()
+	es := func(ids ...string) []LogEntry {
+		var out []LogEntry
+		for _, id := range ids {
+			out = append(out, LogEntry{ProjectID: id})
+		}
+		return out
+	}
+	who := Principal{Admin: true, KeyID: "0123456789abcdef"}
+	got := idempotencyScope(who, es(b, a, b))
+	// The text hashed is what the first release stored; migration 00003 hashes old rows to match.
+	sum := sha256.Sum256([]byte("0123456789abcdef|" + min(a, b) + "," + max(a, b)))
+	if want := hex.EncodeToString(sum[:]); got != want {
+		t.Fatalf("scope = %s, want %s", got, want)
+	}
+	if other := idempotencyScope(Principal{Admin: true}, es(a, b)); other == got {
+		t.Error("another API key shares the scope")
+	}
+	if other := idempotencyScope(who, es(a)); other == got {
+		t.Error("another set of projects shares the scope")
+	}
+	var many []string
+	for range 10_000 {
+		many = append(many, testID())
+	}
+	if s := idempotencyScope(who, es(many...)); len(s) != 64 {
+		t.Errorf("scope of 10,000 projects is %d characters, want 64", len(s))
 	}
 }

@@ -8,14 +8,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"iter"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/pressly/goose/v3"
 
 	"example.com/obsvc/domain"
 )
@@ -67,18 +65,6 @@ func (s *Store) Close() error {
 // Ping checks that the store answers.
 func (s *Store) Ping(ctx context.Context) error {
 	return s.translate("ping", s.r.PingContext(ctx))
-}
-
-// migrate applies the embedded migrations in dir that are not applied yet.
-func migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, migrations fs.FS, opts ...goose.ProviderOption) error {
-	p, err := goose.NewProvider(dialect, db, migrations, opts...)
-	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("apply migrations: %w", err)
-	}
-	return nil
 }
 
 // projectRow is a projects row; timeValue scans either engine's time column.

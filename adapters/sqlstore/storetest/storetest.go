@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("IdempotencyRecordIsAtomicWithTheBatch", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
 	t.Run("LiteralMatching", func(t *testing.T) { t.Parallel(); testLiteralMatching(t, open(t)) })
 	t.Run("StringsAtTheDomainLimitsAreKeptAndMatched", func(t *testing.T) { t.Parallel(); testStringsAtTheLimits(t, open(t)) })
+	t.Run("IdempotentBatchOfManyProjects", func(t *testing.T) { t.Parallel(); testIdempotentManyProjects(t, open(t)) })
 	t.Run("UnknownProjectsAreNamedOnceAndCapped", func(t *testing.T) { t.Parallel(); testUnknownProjectsCapped(t, open(t)) })
 }
 
@@ -745,5 +746,27 @@ func testUnknownProjectsCapped(t *testing.T, s domain.Store) {
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
 		t.Fatalf("a batch naming unknown projects left %d rows, want 0", len(got))
+	}
+}
+
+// testIdempotentManyProjects writes one idempotent admin batch naming 300 projects: what the
+// store keeps of its scope must not grow with the projects (an index entry has a size limit).
+func testIdempotentManyProjects(t *testing.T, s domain.Store) {
+	svc, c := service(s), asAdmin(t)
+	var in []domain.LogInput
+	for i := range 300 {
+		p := mustProject(t, s, fmt.Sprint("p", i), base)
+		in = append(in, domain.LogInput{ProjectID: p.ID, Message: ptr("m")})
+	}
+	got, err := svc.CreateLogs(c, in, "many-projects")
+	if err != nil || got.N != 300 || got.Replayed {
+		t.Fatalf("first write = %+v, %v; want 300 stored", got, err)
+	}
+	got, err = svc.CreateLogs(c, in, "many-projects")
+	if err != nil || got.N != 300 || !got.Replayed {
+		t.Fatalf("retry = %+v, %v; want a replay of 300", got, err)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: in[299].ProjectID}}); len(got) != 1 {
+		t.Fatalf("a project of the batch holds %d entries after a retry, want 1", len(got))
 	}
 }
