@@ -60,6 +60,13 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
 	s := &Store{w: db, r: db, eng: postgresEngine{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }}
+	// Readiness has a connection of its own (one more per instance on the server), retired like
+	// the pool's so that it follows a failover too.
+	if s.ping, err = pingPool("postgres", dsn); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	s.ping.SetConnMaxLifetime(opts.ConnMaxLifetime)
 
 	if err := db.PingContext(ctx); err != nil {
 		_ = s.Close()

@@ -64,6 +64,10 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 	}
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
 	s := &Store{w: w, r: r, eng: sqliteEngine{}, bind: func(q string) string { return q }}
+	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
 
 	if err := migrate(ctx, w.DB, sqliteProvider); err != nil {
 		_ = s.Close()

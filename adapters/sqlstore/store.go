@@ -37,6 +37,9 @@ type Store struct {
 	// w takes writes, r reads; they are the same pool except on SQLite, where one writer
 	// connection avoids lock upgrades and readers never wait for it (WAL).
 	w, r *sqlx.DB
+	// ping is a pool of one connection that only Ping uses, so that readiness never queues
+	// behind slow readers or a long write holding every connection of w and r.
+	ping *sql.DB
 	eng  engine
 	bind func(query string) string
 
@@ -55,6 +58,9 @@ func (s *Store) Close() error {
 		err = errors.Join(err, v.(*sqlx.Stmt).Close())
 		return true
 	})
+	if s.ping != nil {
+		err = errors.Join(err, s.ping.Close())
+	}
 	err = errors.Join(err, s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -62,9 +68,22 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Ping checks that the store answers.
+// Ping checks that the store answers, on a connection of its own: busy reader and writer pools
+// (every connection held by slow clients) do not make it wait. A store that cannot be reached is
+// KindUnavailable.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.translate("ping", s.r.PingContext(ctx))
+	return s.translate("ping", s.ping.PingContext(ctx))
+}
+
+// pingPool opens the one-connection pool of Ping on dsn.
+func pingPool(driver, dsn string) (*sql.DB, error) {
+	db, err := sql.Open(driver, dsn)
+	if err != nil {
+		return nil, err
+	}
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db, nil
 }
 
 // projectRow is a projects row; timeValue scans either engine's time column.
