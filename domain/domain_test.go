@@ -2,6 +2,8 @@ package domain
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"testing"
@@ -35,6 +37,10 @@ type fakeStore struct {
 	// block, when set, holds InsertLogs until it is closed (to keep a request in flight).
 	block   chan struct{}
 	entered chan struct{}
+	// missing, when set, is what InsertLogs answers: the projects it did not find.
+	missing []string
+	// reads counts the calls that read or delete entries: a rejected filter must reach none.
+	reads int
 }
 
 func newFake() *fakeStore { return &fakeStore{projects: map[string]Project{}} }
@@ -65,10 +71,11 @@ func (f *fakeStore) DeleteProject(_ context.Context, id string) error {
 func (f *fakeStore) ListProjects(context.Context) ([]Project, error) { return nil, nil }
 
 func (f *fakeStore) ListLogs(_ context.Context, _ LogQuery, fn PageFunc) error {
+	f.reads++
 	return fn(Page{Entries: func(func(LogEntry, error) bool) {}})
 }
 
-func (f *fakeStore) DeleteLogs(context.Context, LogFilter) (int64, error) { return 0, nil }
+func (f *fakeStore) DeleteLogs(context.Context, LogFilter) (int64, error) { f.reads++; return 0, nil }
 
 func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry, rec *IdempotencyRecord, _ time.Duration) (*IdempotencyRecord, error) {
 	if f.entered != nil {
@@ -76,6 +83,9 @@ func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry, rec *Idempotenc
 	}
 	if f.block != nil {
 		<-f.block
+	}
+	if f.missing != nil {
+		return nil, &MissingProjectsError{IDs: f.missing}
 	}
 	if rec != nil {
 		if f.records == nil {
@@ -170,6 +180,14 @@ func TestBatchRules(t *testing.T) {
 		{"empty level", []LogInput{with(func(i *LogInput) { i.Level = ptr("") })}, KindInvalid, []string{"/0/level"}},
 		{"level of 33 characters", []LogInput{with(func(i *LogInput) { i.Level = ptr(strings.Repeat("l", 33)) })}, KindInvalid, []string{"/0/level"}},
 		{"subject too long", []LogInput{with(func(i *LogInput) { i.Subject = ptr(strings.Repeat("s", 1025)) })}, KindInvalid, []string{"/0/subject"}},
+		{"subject over 1024 bytes in 257 characters", []LogInput{with(func(i *LogInput) { i.Subject = ptr(strings.Repeat("𝄞", 257)) })}, KindInvalid, []string{"/0/subject"}},
+		{"user id of 1024 four-byte characters", []LogInput{with(func(i *LogInput) { i.UserID = ptr(strings.Repeat("𝄞", 1024)) })}, KindInvalid, []string{"/0/user_id"}},
+		{"user id of 1025 bytes", []LogInput{with(func(i *LogInput) { i.UserID = ptr("é" + strings.Repeat("u", 1023)) })}, KindInvalid, []string{"/0/user_id"}},
+		{"NUL in user id", []LogInput{with(func(i *LogInput) { i.UserID = ptr("u\x00") })}, KindInvalid, []string{"/0/user_id"}},
+		{"subject not UTF-8", []LogInput{with(func(i *LogInput) { i.Subject = ptr("\xc3\x28") })}, KindInvalid, []string{"/0/subject"}},
+		{"message not UTF-8", []LogInput{with(func(i *LogInput) { i.Message = ptr("\xed\xa0\x80") })}, KindInvalid, []string{"/0/message"}},
+		{"level of 33 four-byte characters", []LogInput{with(func(i *LogInput) { i.Level = ptr(strings.Repeat("𝄞", 33)) })}, KindInvalid, []string{"/0/level"}},
+		{"level not UTF-8", []LogInput{with(func(i *LogInput) { i.Level = ptr("\xff") })}, KindInvalid, []string{"/0/level"}},
 		{"user id not UTF-8", []LogInput{with(func(i *LogInput) { i.UserID = ptr("\xff") })}, KindInvalid, []string{"/0/user_id"}},
 		{"NUL in message", []LogInput{with(func(i *LogInput) { i.Message = ptr("a\x00b") })}, KindInvalid, []string{"/0/message"}},
 		{"NUL in level", []LogInput{with(func(i *LogInput) { i.Level = ptr("\x00") })}, KindInvalid, []string{"/0/level"}},
@@ -269,7 +287,8 @@ func TestListingParameters(t *testing.T) {
 		{LogQuery{Limit: -1}, "limit"},
 		{LogQuery{Limit: 10_001}, "limit"},
 		{LogQuery{LogFilter: LogFilter{Start: ptr[int64](2), End: ptr[int64](1)}}, "start_time"},
-		{LogQuery{After: &Cursor{Desc: true}}, "cursor"},
+		{LogQuery{After: &Cursor{ID: testID(), Desc: true}}, "cursor"},
+		{LogQuery{After: &Cursor{ID: "\xff\x00"}}, "cursor"},
 	}
 	for _, c := range cases {
 		_, err := s.pageQuery(c.q)
@@ -351,5 +370,161 @@ func TestIdempotentRetryWhileInFlightConflicts(t *testing.T) {
 	f.entered = nil
 	if c, err := s.CreateLogs(admin(t), batch, "k"); err != nil || !c.Replayed {
 		t.Fatalf("retry after the first finished = %+v, %v; want a replay", c, err)
+	}
+}
+
+func TestStringsAtTheLimitsAreAccepted(t *testing.T) {
+	l := DefaultLimits()
+	f := newFake()
+	s := NewService(f, opts(Options{}))
+	in := []LogInput{{
+		ProjectID: testID(),
+		Message:   ptr(strings.Repeat("m", l.MaxMessageBytes)),
+		Level:     ptr(strings.Repeat("𝄞", l.MaxLevelChars)),
+		Subject:   ptr(strings.Repeat("𝄞", l.MaxSubjectBytes/4)),
+		UserID:    ptr(strings.Repeat("é", l.MaxUserIDBytes/2)),
+	}, {ProjectID: testID(), Message: ptr(""), Subject: ptr(""), UserID: ptr("")}}
+	if _, err := s.CreateLogs(admin(t), in, ""); err != nil {
+		t.Fatalf("entries at the limits: %v", err)
+	}
+	if _, err := s.CreateProject(admin(t), ProjectInput{Name: strings.Repeat("𝄞", l.MaxNameChars)}); err != nil {
+		t.Fatalf("a name of %d four-byte characters: %v", l.MaxNameChars, err)
+	}
+}
+
+func TestLimitsInBytesSayBytes(t *testing.T) {
+	s := NewService(newFake(), opts(Options{}))
+	_, err := s.CreateLogs(admin(t), []LogInput{{ProjectID: testID(), Message: ptr("m"), UserID: ptr(strings.Repeat("𝄞", 257))}}, "")
+	if KindOf(err) != KindInvalid || err.(*Error).Fields[0].Detail != "must be at most 1024 bytes of UTF-8" {
+		t.Fatalf("err = %v, want the user_id detail in bytes of UTF-8", err)
+	}
+}
+
+// TestFilterRules: a filter value that no entry could hold, or that a store could not compare
+// (invalid UTF-8, NUL), is KindInvalid on the parameter as the REST API names it, for listing
+// and deleting alike, before any store is asked.
+func TestFilterRules(t *testing.T) {
+	pid := testID()
+	cases := []struct {
+		name   string
+		f      LogFilter
+		params []string // nil: accepted
+	}{
+		{"NUL user_id", LogFilter{UserID: ptr("\x00")}, []string{"user_id"}},
+		{"invalid UTF-8 user_id", LogFilter{UserID: ptr("\xff")}, []string{"user_id"}},
+		{"surrogate half user_id", LogFilter{UserID: ptr("\xed\xa0\x80")}, []string{"user_id"}},
+		{"user_id of 1025 bytes", LogFilter{UserID: ptr(strings.Repeat("u", 1025))}, []string{"user_id"}},
+		{"user_id of 1024 four-byte characters", LogFilter{UserID: ptr(strings.Repeat("𝄞", 1024))}, []string{"user_id"}},
+		{"invalid UTF-8 log_level", LogFilter{Level: ptr("\xc3\x28")}, []string{"log_level"}},
+		{"NUL log_level", LogFilter{Level: ptr("a\x00")}, []string{"log_level"}},
+		{"empty log_level", LogFilter{Level: ptr("")}, []string{"log_level"}},
+		{"log_level of 33 characters", LogFilter{Level: ptr(strings.Repeat("l", 33))}, []string{"log_level"}},
+		{"every problem named", LogFilter{UserID: ptr("\xff"), Level: ptr(""), Start: ptr[int64](2), End: ptr[int64](1)}, []string{"user_id", "log_level", "start_time"}},
+		{"user_id of 1024 bytes", LogFilter{UserID: ptr(strings.Repeat("𝄞", 256))}, nil},
+		{"empty user_id", LogFilter{UserID: ptr("")}, nil},
+		{"log_level of 32 four-byte characters", LogFilter{Level: ptr(strings.Repeat("𝄞", 32))}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFake()
+			s := NewService(f, opts(Options{}))
+			p, err := s.CreateProject(admin(t), ProjectInput{Name: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.f.ProjectID = p.ID
+			if c.params != nil {
+				c.f.ProjectID = pid // the filter is judged before the project is looked up
+			}
+			errList := s.ListLogs(admin(t), LogQuery{LogFilter: c.f}, func(Page) error { return nil })
+			_, errDelete := s.DeleteLogs(admin(t), c.f)
+			for op, err := range map[string]error{"ListLogs": errList, "DeleteLogs": errDelete} {
+				if c.params == nil {
+					if err != nil {
+						t.Errorf("%s: %v, want it accepted", op, err)
+					}
+					continue
+				}
+				var got []string
+				if e, ok := err.(*Error); ok && e.Kind == KindInvalid {
+					for _, fe := range e.Fields {
+						got = append(got, fe.Param)
+					}
+				}
+				if !slices.Equal(got, c.params) {
+					t.Errorf("%s: %v; want KindInvalid on %q", op, err, c.params)
+				}
+			}
+			if c.params != nil && f.reads != 0 {
+				t.Errorf("a rejected filter reached the store %d times", f.reads)
+			}
+		})
+	}
+}
+
+// TestUnknownProjectsAreCapped: the store says which projects are missing; the service names
+// the entries that name them, at most MaxFieldErrors, and counts the rest.
+func TestUnknownProjectsAreCapped(t *testing.T) {
+	l := DefaultLimits()
+	ghost, known := testID(), testID()
+	f := newFake()
+	f.missing = []string{ghost}
+	s := NewService(f, opts(Options{}))
+	in := make([]LogInput, l.MaxBatchEntries)
+	for i := range in {
+		in[i] = LogInput{ProjectID: ghost, Message: ptr("m")}
+		if i%2 == 0 {
+			in[i].ProjectID = known
+		}
+	}
+	_, err := s.CreateLogs(admin(t), in, "")
+	e, ok := err.(*Error)
+	if !ok || e.Kind != KindUnknownProject {
+		t.Fatalf("err = %v, want KindUnknownProject", err)
+	}
+	if len(e.Fields) != l.MaxFieldErrors || !slices.Equal(e.Fields[0].Path, []string{"1", "project_id"}) || !slices.Equal(e.Fields[1].Path, []string{"3", "project_id"}) {
+		t.Fatalf("%d fields starting %v, want %d starting /1/project_id, /3/project_id", len(e.Fields), e.Fields[:2], l.MaxFieldErrors)
+	}
+	if want := "unknown project (4900 more problems not listed)"; e.Msg != want {
+		t.Errorf("message = %q, want %q", e.Msg, want)
+	}
+	// Malformed ids, answered without the store, follow the same rule.
+	for i := range in {
+		in[i].ProjectID = "nope"
+	}
+	_, err = s.CreateLogs(admin(t), in, "")
+	if e, ok := err.(*Error); !ok || e.Kind != KindUnknownProject || len(e.Fields) != l.MaxFieldErrors {
+		t.Fatalf("malformed ids: %v", err)
+	}
+}
+
+func TestIdempotencyScopeIsAFixedLengthHashOfTheKeyAndProjects(t *testing.T) {
+	a, b := testID(), testID()
+	es := func(ids ...string) []LogEntry {
+		var out []LogEntry
+		for _, id := range ids {
+			out = append(out, LogEntry{ProjectID: id})
+		}
+		return out
+	}
+	who := Principal{Admin: true, KeyID: "0123456789abcdef"}
+	got := idempotencyScope(who, es(b, a, b))
+	// The text hashed is what the first release stored; migration 00003 hashes old rows to match.
+	sum := sha256.Sum256([]byte("0123456789abcdef|" + min(a, b) + "," + max(a, b)))
+	if want := hex.EncodeToString(sum[:]); got != want {
+		t.Fatalf("scope = %s, want %s", got, want)
+	}
+	if other := idempotencyScope(Principal{Admin: true}, es(a, b)); other == got {
+		t.Error("another API key shares the scope")
+	}
+	if other := idempotencyScope(who, es(a)); other == got {
+		t.Error("another set of projects shares the scope")
+	}
+	var many []string
+	for range 10_000 {
+		many = append(many, testID())
+	}
+	if s := idempotencyScope(who, es(many...)); len(s) != 64 {
+		t.Errorf("scope of 10,000 projects is %d characters, want 64", len(s))
 	}
 }

@@ -129,3 +129,18 @@ func Unavailable(err error) *Error {
 func ParamError(param, detail string) *Error {
 	return &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: []FieldError{{Param: param, Detail: detail}}}
 }
+
+// MissingProjectsError is how a store answers a write naming projects that do not exist: which
+// ones, each id once, in the order the batch first names them. It carries no answer for a
+// client (KindOf reports it as KindInternal): the service turns it into a KindUnknownProject
+// *Error naming the offending entries, at most Limits.MaxFieldErrors of them.
+type MissingProjectsError struct {
+	IDs []string
+}
+
+func (e *MissingProjectsError) Error() string {
+	if len(e.IDs) == 1 {
+		return fmt.Sprintf("project %s does not exist", e.IDs[0])
+	}
+	return fmt.Sprintf("%d projects do not exist", len(e.IDs))
+}

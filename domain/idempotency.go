@@ -16,7 +16,8 @@ const MaxIdempotencyKeyLen = 255
 // IdempotencyRecord is what a store keeps of a batch written under an Idempotency-Key, in the
 // same transaction as its entries: enough to answer a retry exactly as the first time.
 type IdempotencyRecord struct {
-	// Scope is whose key it is: the API key and the batch's projects. Two clients never share one.
+	// Scope is whose key it is: the API key and the batch's projects, as 64 hex digits (see
+	// idempotencyScope). Two clients never share one.
 	Scope string
 	Key   string
 	// Fingerprint identifies the batch's content; a retry must carry the same.
@@ -46,8 +47,20 @@ func validIdempotencyKey(k string) bool {
 }
 
 // idempotencyScope names the key space of a batch: the principal's API key and the distinct
-// projects of its entries.
+// projects of its entries. It is the hex SHA-256 of scopeText, so that what a store keeps and
+// indexes is 64 characters however many projects a batch names (an admin batch may name
+// thousands, more than any index entry holds).
 func idempotencyScope(p Principal, entries []LogEntry) string {
+	sum := sha256.Sum256([]byte(scopeText(p, entries)))
+	return hex.EncodeToString(sum[:])
+}
+
+// scopeText is "KEYID|ID,ID,..." with the distinct project ids sorted. The first release stored
+// this text itself as the scope; the stores' migration 00003 turns such rows into
+// idempotencyScope by hashing the text, so it must never change. It is unambiguous: a key id
+// is hex and the project ids are validated UUIDs before a scope is made, so neither holds '|'
+// or ','.
+func scopeText(p Principal, entries []LogEntry) string {
 	var ids []string
 	for _, e := range entries {
 		ids = append(ids, e.ProjectID)

@@ -11,11 +11,13 @@ type Limits struct {
 	MaxMessageBytes int
 	// MaxNameChars is the longest project name in characters.
 	MaxNameChars int
-	// MaxLevelChars is the longest level in characters.
+	// MaxLevelChars is the longest level in characters (a level or log_level filter).
 	MaxLevelChars int
-	// MaxSubjectChars and MaxUserIDChars bound the optional string fields of an entry.
-	MaxSubjectChars int
-	MaxUserIDChars  int
+	// MaxSubjectBytes and MaxUserIDBytes bound the optional string fields of an entry, and the
+	// user_id filter, in bytes of UTF-8: both are keys of indexes, and an index entry has a size
+	// limit in bytes (PostgreSQL's B-tree holds at most about 2,700 bytes per entry).
+	MaxSubjectBytes int
+	MaxUserIDBytes  int
 	// DefaultPageSize is the page size of a listing that names none; MaxPageSize the largest allowed.
 	DefaultPageSize int
 	MaxPageSize     int
@@ -33,8 +35,8 @@ func DefaultLimits() Limits {
 		MaxMessageBytes: 64 << 10,
 		MaxNameChars:    256,
 		MaxLevelChars:   32,
-		MaxSubjectChars: 1024,
-		MaxUserIDChars:  1024,
+		MaxSubjectBytes: 1024,
+		MaxUserIDBytes:  1024,
 		DefaultPageSize: 1000,
 		MaxPageSize:     10_000,
 		MaxFieldErrors:  100,

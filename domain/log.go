@@ -63,9 +63,26 @@ type Page struct {
 // PageFunc consumes one page. Its error is returned by ListLogs unchanged.
 type PageFunc func(Page) error
 
-func (f LogFilter) validate() error {
+// validateFilter checks a filter by the rules of the fields it matches: a user_id or log_level
+// that no entry could hold is KindInvalid on its parameter, not an empty answer, and every
+// string reaching a store is one both stores can keep. All problems are named at once.
+func (l Limits) validateFilter(f LogFilter) error {
+	var fields []FieldError
+	if f.UserID != nil {
+		if d := checkBytes(*f.UserID, l.MaxUserIDBytes); d != "" {
+			fields = append(fields, FieldError{Param: "user_id", Detail: d})
+		}
+	}
+	if f.Level != nil {
+		if d := checkChars(*f.Level, 1, l.MaxLevelChars); d != "" {
+			fields = append(fields, FieldError{Param: "log_level", Detail: d})
+		}
+	}
 	if f.Start != nil && f.End != nil && *f.Start > *f.End {
-		return ParamError("start_time", "must not be after end_time")
+		fields = append(fields, FieldError{Param: "start_time", Detail: "must not be after end_time"})
+	}
+	if len(fields) > 0 {
+		return &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: fields}
 	}
 	return nil
 }
@@ -99,13 +116,23 @@ func (fe *fieldErrors) err(kind Kind, msg string) error {
 // must accept exactly the same input.
 const noNUL = "must not contain the NUL character (U+0000)"
 
-// checkChars reports a problem with an optional string field bounded to [min, max] characters.
-func checkChars(s string, min, max int) string {
+// checkText reports a problem with a string that either store must keep or compare as it is:
+// PostgreSQL text holds only valid UTF-8 without NUL (SQLite would take anything), and both
+// stores must answer the same input the same way. "" when s is fine.
+func checkText(s string) string {
 	if !utf8.ValidString(s) {
 		return "must be valid UTF-8"
 	}
 	if strings.IndexByte(s, 0) >= 0 {
 		return noNUL
+	}
+	return ""
+}
+
+// checkChars reports a problem with a string bounded to [min, max] characters.
+func checkChars(s string, min, max int) string {
+	if d := checkText(s); d != "" {
+		return d
 	}
 	n := utf8.RuneCountInString(s)
 	if n < min {
@@ -113,6 +140,18 @@ func checkChars(s string, min, max int) string {
 	}
 	if n > max {
 		return "must be at most " + strconv.Itoa(max) + " characters"
+	}
+	return ""
+}
+
+// checkBytes reports a problem with a possibly empty string bounded to max bytes of UTF-8: the
+// bound of a string an index holds, whose entries are limited in bytes, not characters.
+func checkBytes(s string, max int) string {
+	if d := checkText(s); d != "" {
+		return d
+	}
+	if len(s) > max {
+		return "must be at most " + strconv.Itoa(max) + " bytes of UTF-8"
 	}
 	return ""
 }
@@ -139,10 +178,10 @@ func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
 			bad.add(i, "message", "is required")
 		case len(*e.Message) > l.MaxMessageBytes:
 			bad.add(i, "message", "must be at most "+strconv.Itoa(l.MaxMessageBytes)+" bytes")
-		case !utf8.ValidString(*e.Message):
-			bad.add(i, "message", "must be valid UTF-8")
-		case strings.IndexByte(*e.Message, 0) >= 0:
-			bad.add(i, "message", noNUL)
+		default:
+			if d := checkText(*e.Message); d != "" {
+				bad.add(i, "message", d)
+			}
 		}
 		level := DefaultLevel
 		if e.Level != nil {
@@ -152,12 +191,12 @@ func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
 			}
 		}
 		if e.Subject != nil {
-			if d := checkChars(*e.Subject, 0, l.MaxSubjectChars); d != "" {
+			if d := checkBytes(*e.Subject, l.MaxSubjectBytes); d != "" {
 				bad.add(i, "subject", d)
 			}
 		}
 		if e.UserID != nil {
-			if d := checkChars(*e.UserID, 0, l.MaxUserIDChars); d != "" {
+			if d := checkBytes(*e.UserID, l.MaxUserIDBytes); d != "" {
 				bad.add(i, "user_id", d)
 			}
 		}

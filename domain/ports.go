@@ -22,7 +22,8 @@ type ProjectStore interface {
 // LogStore persists log entries.
 type LogStore interface {
 	// InsertLogs stores every entry or none. If any entry names a project that does not exist it
-	// stores nothing and returns KindUnknownProject with one FieldError per such entry.
+	// stores nothing and returns a *MissingProjectsError listing those projects' ids, each once;
+	// the service, not the store, phrases the answer to the client.
 	// With rec, the record is stored in the same transaction, unless a record with the same
 	// Scope and Key made at or after rec.CreatedAt minus the retention window exists: then
 	// nothing is stored and that record is returned. A concurrent writer of the same key may

@@ -1,10 +1,8 @@
 package domain
 
 import (
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // Project owns log entries. Its timestamps carry the precision every store keeps (microseconds,
@@ -22,19 +20,11 @@ type ProjectInput struct {
 }
 
 func (l Limits) validateProject(in ProjectInput) error {
-	var detail string
-	switch n := utf8.RuneCountInString(in.Name); {
-	case n == 0:
-		detail = "must not be empty"
-	case n > l.MaxNameChars:
-		detail = "must be at most " + strconv.Itoa(l.MaxNameChars) + " characters"
-	case !utf8.ValidString(in.Name):
-		detail = "must be valid UTF-8"
-	case strings.IndexByte(in.Name, 0) >= 0:
-		detail = noNUL
-	case strings.TrimSpace(in.Name) == "":
+	detail := checkChars(in.Name, 1, l.MaxNameChars)
+	if detail == "" && strings.TrimSpace(in.Name) == "" {
 		detail = "must not be only white space"
-	default:
+	}
+	if detail == "" {
 		return nil
 	}
 	return &Error{Kind: KindInvalid, Msg: "invalid project", Fields: []FieldError{{Path: []string{"name"}, Detail: detail}}}

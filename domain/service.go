@@ -5,6 +5,7 @@ package domain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -182,7 +183,8 @@ func (s *Service) DeleteProject(ctx context.Context, id string) error {
 // CreateLogs validates a batch and stores all of it or nothing, and says how many entries it
 // stored. Bad entries are KindInvalid, a batch over the limit KindTooLarge, entries naming a
 // project that does not exist KindUnknownProject, entries beyond a project key's project
-// KindForbidden; each lists the offending entries.
+// KindForbidden; each lists the offending entries, at most Limits.MaxFieldErrors of them, and
+// says how many more there are.
 //
 // With an idempotency key the batch is stored at most once per key, API key and projects within
 // the idempotency window: a retry of the same batch answers the first result with Replayed set,
@@ -215,14 +217,14 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		}
 	}
 	// An id of a form this service never issues cannot name a project: answer without the store.
-	unknown := fieldErrors{max: s.limits.MaxFieldErrors}
-	for i, e := range entries {
+	var malformed []string
+	for _, e := range entries {
 		if !validID(e.ProjectID) {
-			unknown.add(i, "project_id", "no project with this id")
+			malformed = append(malformed, e.ProjectID)
 		}
 	}
-	if err := unknown.err(KindUnknownProject, "unknown project"); err != nil {
-		return Created{}, err
+	if len(malformed) > 0 {
+		return Created{}, s.unknownProjects(entries, malformed)
 	}
 
 	var rec *IdempotencyRecord
@@ -235,6 +237,10 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		defer s.inflight.release(claim)
 	}
 	prior, err := s.store.InsertLogs(ctx, entries, rec, s.limits.IdempotencyWindow)
+	var missing *MissingProjectsError
+	if errors.As(err, &missing) {
+		return Created{}, s.unknownProjects(entries, missing.IDs)
+	}
 	if err != nil {
 		return Created{}, fmt.Errorf("insert logs: %w", err)
 	}
@@ -245,6 +251,26 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		return Created{N: prior.Created, Replayed: true}, nil
 	}
 	return Created{N: len(entries)}, nil
+}
+
+// unknownProjects is the KindUnknownProject answer to a batch naming the given projects, which
+// do not exist: it names each entry that names one, up to MaxFieldErrors, and counts the rest.
+func (s *Service) unknownProjects(entries []LogEntry, ids []string) error {
+	missing := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		missing[id] = true
+	}
+	bad := fieldErrors{max: s.limits.MaxFieldErrors}
+	for i, e := range entries {
+		if missing[e.ProjectID] {
+			bad.add(i, "project_id", "no project with this id")
+		}
+	}
+	if err := bad.err(KindUnknownProject, "unknown project"); err != nil {
+		return err
+	}
+	// The store named projects no entry names: a fault of the store, not of the request.
+	return fmt.Errorf("insert logs: the store reports unknown projects %q the batch does not name", ids)
 }
 
 // SweepIdempotency forgets idempotency keys older than the window and says how many.
@@ -258,7 +284,7 @@ func (s *Service) SweepIdempotency(ctx context.Context) (int64, error) {
 
 // pageQuery checks a listing's parameters and fills in defaults.
 func (s *Service) pageQuery(q LogQuery) (LogQuery, error) {
-	if err := q.LogFilter.validate(); err != nil {
+	if err := s.limits.validateFilter(q.LogFilter); err != nil {
 		return q, err
 	}
 	switch {
@@ -266,6 +292,10 @@ func (s *Service) pageQuery(q LogQuery) (LogQuery, error) {
 		q.Limit = s.limits.DefaultPageSize
 	case q.Limit < 0 || q.Limit > s.limits.MaxPageSize:
 		return q, ParamError("limit", fmt.Sprintf("must be between 1 and %d", s.limits.MaxPageSize))
+	}
+	// DecodeCursor checks the cursors of clients; this covers a Cursor any other way in builds.
+	if q.After != nil && !validID(q.After.ID) {
+		return q, ParamError("cursor", "is not a cursor this service issued")
 	}
 	if q.After != nil && q.After.Desc != q.Desc {
 		return q, ParamError("cursor", "belongs to a listing in the other order")
@@ -301,7 +331,7 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 // DeleteLogs deletes the project's entries matching f and returns how many it deleted. The project
 // must exist (KindNotFound otherwise).
 func (s *Service) DeleteLogs(ctx context.Context, f LogFilter) (int64, error) {
-	if err := f.validate(); err != nil {
+	if err := s.limits.validateFilter(f); err != nil {
 		return 0, err
 	}
 	if err := authorize(ctx, f.ProjectID); err != nil {

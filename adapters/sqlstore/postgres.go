@@ -2,10 +2,8 @@ package sqlstore
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"time"
 
@@ -17,9 +15,6 @@ import (
 
 	"example.com/obsvc/domain"
 )
-
-//go:embed migrations/postgres/*.sql
-var postgresMigrations embed.FS
 
 // PostgresOptions size the connection pool and bound how long a new connection may take.
 type PostgresOptions struct {
@@ -65,25 +60,27 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
 	s := &Store{w: db, r: db, eng: postgresEngine{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }}
+	// Readiness has a connection of its own (one more per instance on the server), retired like
+	// the pool's so that it follows a failover too.
+	if s.ping, err = pingPool("postgres", dsn); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	s.ping.SetConnMaxLifetime(opts.ConnMaxLifetime)
 
 	if err := db.PingContext(ctx); err != nil {
-		_ = db.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", s.translate("connect", err))
 	}
 	// Retry the advisory lock every second (goose's default is every 5 s) for up to 5 minutes: an
 	// instance that starts beside another waits about as long as the other's migrations take.
 	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
-		_ = db.Close()
+		_ = s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	migrations, err := fs.Sub(postgresMigrations, "migrations/postgres")
-	if err != nil {
-		_ = db.Close()
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	if err := migrate(ctx, db.DB, goose.DialectPostgres, migrations, goose.WithSessionLocker(locker)); err != nil {
-		_ = db.Close()
+	if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+		_ = s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
 	return s, nil

@@ -2,25 +2,19 @@ package sqlstore
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/pressly/goose/v3"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"example.com/obsvc/domain"
 )
-
-//go:embed migrations/sqlite/*.sql
-var sqliteMigrations embed.FS
 
 // SQLiteOptions tune the embedded store.
 type SQLiteOptions struct {
@@ -70,13 +64,12 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 	}
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
 	s := &Store{w: w, r: r, eng: sqliteEngine{}, bind: func(q string) string { return q }}
-
-	migrations, err := fs.Sub(sqliteMigrations, "migrations/sqlite")
-	if err != nil {
+	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("sqlite: %w", err)
+		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
-	if err := migrate(ctx, w.DB, goose.DialectSQLite3, migrations); err != nil {
+
+	if err := migrate(ctx, w.DB, sqliteProvider); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}

@@ -8,14 +8,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"iter"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/pressly/goose/v3"
 
 	"example.com/obsvc/domain"
 )
@@ -39,6 +37,9 @@ type Store struct {
 	// w takes writes, r reads; they are the same pool except on SQLite, where one writer
 	// connection avoids lock upgrades and readers never wait for it (WAL).
 	w, r *sqlx.DB
+	// ping is a pool of one connection that only Ping uses, so that readiness never queues
+	// behind slow readers or a long write holding every connection of w and r.
+	ping *sql.DB
 	eng  engine
 	bind func(query string) string
 
@@ -57,6 +58,9 @@ func (s *Store) Close() error {
 		err = errors.Join(err, v.(*sqlx.Stmt).Close())
 		return true
 	})
+	if s.ping != nil {
+		err = errors.Join(err, s.ping.Close())
+	}
 	err = errors.Join(err, s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -64,21 +68,22 @@ func (s *Store) Close() error {
 	return err
 }
 
-// Ping checks that the store answers.
+// Ping checks that the store answers, on a connection of its own: busy reader and writer pools
+// (every connection held by slow clients) do not make it wait. A store that cannot be reached is
+// KindUnavailable.
 func (s *Store) Ping(ctx context.Context) error {
-	return s.translate("ping", s.r.PingContext(ctx))
+	return s.translate("ping", s.ping.PingContext(ctx))
 }
 
-// migrate applies the embedded migrations in dir that are not applied yet.
-func migrate(ctx context.Context, db *sql.DB, dialect goose.Dialect, migrations fs.FS, opts ...goose.ProviderOption) error {
-	p, err := goose.NewProvider(dialect, db, migrations, opts...)
+// pingPool opens the one-connection pool of Ping on dsn.
+func pingPool(driver, dsn string) (*sql.DB, error) {
+	db, err := sql.Open(driver, dsn)
 	if err != nil {
-		return fmt.Errorf("migrations: %w", err)
+		return nil, err
 	}
-	if _, err := p.Up(ctx); err != nil {
-		return fmt.Errorf("apply migrations: %w", err)
-	}
-	return nil
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	return db, nil
 }
 
 // projectRow is a projects row; timeValue scans either engine's time column.
@@ -250,8 +255,8 @@ func (s *Store) SweepIdempotency(ctx context.Context, before time.Time) (int64, 
 	return n, s.translate("sweep idempotency keys", err)
 }
 
-// checkProjects answers KindUnknownProject, naming each offending entry, when any entry's project
-// does not exist.
+// checkProjects answers *domain.MissingProjectsError, naming each missing project once, when any
+// entry's project does not exist. Phrasing the answer, and bounding it, is the domain's job.
 func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
 	seen := make(map[string]bool)
 	var ids []string
@@ -274,14 +279,14 @@ func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain
 			seen[id] = true
 		}
 	}
-	var fields []domain.FieldError
-	for i, e := range entries {
-		if !seen[e.ProjectID] {
-			fields = append(fields, domain.FieldError{Path: []string{fmt.Sprint(i), "project_id"}, Detail: "no project with this id"})
+	var missing []string
+	for _, id := range ids {
+		if !seen[id] {
+			missing = append(missing, id)
 		}
 	}
-	if len(fields) > 0 {
-		return &domain.Error{Kind: domain.KindUnknownProject, Msg: "unknown project", Fields: fields}
+	if len(missing) > 0 {
+		return &domain.MissingProjectsError{IDs: missing}
 	}
 	return nil
 }

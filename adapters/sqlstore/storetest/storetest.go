@@ -6,9 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -37,6 +40,9 @@ func Run(t *testing.T, open Open) {
 	t.Run("DeleteLogsWithFilters", func(t *testing.T) { t.Parallel(); testDeleteLogs(t, open(t)) })
 	t.Run("IdempotencyRecordIsAtomicWithTheBatch", func(t *testing.T) { t.Parallel(); testIdempotency(t, open(t)) })
 	t.Run("LiteralMatching", func(t *testing.T) { t.Parallel(); testLiteralMatching(t, open(t)) })
+	t.Run("StringsAtTheDomainLimitsAreKeptAndMatched", func(t *testing.T) { t.Parallel(); testStringsAtTheLimits(t, open(t)) })
+	t.Run("IdempotentBatchOfManyProjects", func(t *testing.T) { t.Parallel(); testIdempotentManyProjects(t, open(t)) })
+	t.Run("UnknownProjectsAreNamedOnceAndCapped", func(t *testing.T) { t.Parallel(); testUnknownProjectsCapped(t, open(t)) })
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -100,6 +106,19 @@ func ids(es []domain.LogEntry) []string {
 		out[i] = e.ID
 	}
 	return out
+}
+
+// wantMissing checks that err is a store's answer to a batch naming the projects ids, which do
+// not exist: each id once, in the order the batch first names them.
+func wantMissing(t *testing.T, err error, ids ...string) {
+	t.Helper()
+	var missing *domain.MissingProjectsError
+	if !errors.As(err, &missing) {
+		t.Fatalf("error = %v, want a *domain.MissingProjectsError", err)
+	}
+	if !slices.Equal(missing.IDs, ids) {
+		t.Fatalf("missing projects = %v, want %v", missing.IDs, ids)
+	}
 }
 
 func wantKind(t *testing.T, err error, want domain.Kind) {
@@ -185,7 +204,7 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 	// A project id freed by a delete can be written again only after it is created again, and
 	// then it holds nothing of before: the cascade removed the entries, not just hid them.
 	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0)
-	wantKind(t, err, domain.KindUnknownProject)
+	wantMissing(t, err, gone.ID)
 	if err := s.CreateProject(ctx(t), gone); err != nil {
 		t.Fatal(err)
 	}
@@ -236,18 +255,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	missing := domain.Project{ID: newID()}
 	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
 	_, err := s.InsertLogs(ctx(t), batch, nil, 0)
-	wantKind(t, err, domain.KindUnknownProject)
-	var de *domain.Error
-	if !errors.As(err, &de) {
-		t.Fatalf("error %v is not a *domain.Error", err)
-	}
-	var paths []string
-	for _, f := range de.Fields {
-		paths = append(paths, fmt.Sprint(f.Path))
-	}
-	if want := []string{"[1 project_id]", "[3 project_id]"}; !slices.Equal(paths, want) {
-		t.Errorf("fields = %v, want %v", paths, want)
-	}
+	wantMissing(t, err, missing.ID)
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
 		t.Fatalf("a failed batch left %d rows, want 0", len(got))
 	}
@@ -587,9 +595,8 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	// A failed batch leaves no record: its retry is a first write.
 	failing := &domain.IdempotencyRecord{Scope: rec.Scope, Key: "retry-2", Fingerprint: "f2", Created: 1, CreatedAt: now}
 	ghost := domain.Project{ID: newID()}
-	if _, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window); domain.KindOf(err) != domain.KindUnknownProject {
-		t.Fatalf("failing batch = %v", err)
-	}
+	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window)
+	wantMissing(t, err, ghost.ID)
 	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window); err != nil || prior != nil {
 		t.Fatalf("retry of a failed batch = %+v, %v; want a first write", prior, err)
 	}
@@ -620,5 +627,146 @@ func testListUnknownProject(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "empty", base)
 	if got, next := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 || next != nil {
 		t.Fatalf("empty project = %d entries, next %v", len(got), next)
+	}
+}
+
+// service is the domain's service over s, for the cases that show a rule of the domain and the
+// store's keeping of it together.
+func service(s domain.Store) *domain.Service {
+	return domain.NewService(s, domain.Options{NewID: newID})
+}
+
+// asAdmin acts for an admin API key, as a transport would after authenticating one.
+func asAdmin(t *testing.T) context.Context {
+	return domain.WithPrincipal(ctx(t), domain.Principal{Admin: true, KeyID: "0123456789abcdef"})
+}
+
+// wide returns a string of random four-byte characters (U+10000 and above, which compress
+// badly, as an index entry of real data would) of at most maxChars characters and maxBytes
+// bytes, filled up to maxBytes with ASCII when the characters run out first or bytes remain.
+func wide(rng *rand.Rand, maxBytes, maxChars int) string {
+	var b strings.Builder
+	for n := 0; n < maxChars && b.Len()+4 <= maxBytes; n++ {
+		b.WriteRune(rune(0x10000 + rng.IntN(0x10FFFF-0x10000+1)))
+	}
+	for b.Len() < maxBytes && utf8.RuneCountInString(b.String()) < maxChars {
+		b.WriteByte(byte('a' + rng.IntN(26)))
+	}
+	return b.String()
+}
+
+// testStringsAtTheLimits stores the longest strings the domain accepts, in the characters that
+// take the most bytes, and matches entries by them: every value that passes the domain's rules
+// fits the store, indexes included (a PostgreSQL B-tree entry holds about 2,700 bytes).
+func testStringsAtTheLimits(t *testing.T, s domain.Store) {
+	l := domain.DefaultLimits()
+	svc, c := service(s), asAdmin(t)
+	rng := rand.New(rand.NewPCG(10, 2))
+	name := wide(rng, 4*l.MaxNameChars, l.MaxNameChars)
+	p, err := svc.CreateProject(c, domain.ProjectInput{Name: name})
+	if err != nil {
+		t.Fatalf("CreateProject(a name of %d characters, %d bytes): %v", utf8.RuneCountInString(name), len(name), err)
+	}
+	level := wide(rng, 4*l.MaxLevelChars, l.MaxLevelChars)
+	user, subject := wide(rng, l.MaxUserIDBytes, l.MaxUserIDBytes), wide(rng, l.MaxSubjectBytes, l.MaxSubjectBytes)
+	asciiUser := strings.Repeat("u", l.MaxUserIDBytes)
+	message := wide(rng, l.MaxMessageBytes, l.MaxMessageBytes)
+	in := []domain.LogInput{
+		{ProjectID: p.ID, Message: &message, Level: &level, Subject: &subject, UserID: &user, Time: ptr[int64](1)},
+		{ProjectID: p.ID, Message: ptr("ascii"), Level: &level, Subject: &asciiUser, UserID: &asciiUser, Time: ptr[int64](2)},
+		{ProjectID: p.ID, Message: ptr("other"), Level: &level, UserID: ptr(user[:len(user)-4]), Time: ptr[int64](3)},
+	}
+	if _, err := svc.CreateLogs(c, in, ""); err != nil {
+		t.Fatalf("CreateLogs(strings at the limits): %v", err)
+	}
+	list := func(f domain.LogFilter) []domain.LogEntry {
+		t.Helper()
+		f.ProjectID = p.ID
+		var got []domain.LogEntry
+		err := svc.ListLogs(c, domain.LogQuery{LogFilter: f}, func(pg domain.Page) error {
+			for e, err := range pg.Entries {
+				if err != nil {
+					return err
+				}
+				got = append(got, e)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("ListLogs(%d-byte user_id): %v", len(*f.UserID), err)
+		}
+		return got
+	}
+	for i, u := range []string{user, asciiUser} {
+		got := list(domain.LogFilter{UserID: &u, Level: &level})
+		if len(got) != 1 || got[0].Time != int64(i+1) || *got[0].UserID != u || *got[0].Subject != *in[i].Subject || got[0].Level != level || got[0].Message != *in[i].Message {
+			t.Fatalf("filter by the %d-byte user_id %d: got %d entries, want entry %d exactly as sent", len(u), i, len(got), i+1)
+		}
+	}
+	if got, err := svc.Project(c, p.ID); err != nil || got.Name != name {
+		t.Fatalf("project with the longest name = %v; want it as sent", err)
+	}
+	n, err := svc.DeleteLogs(c, domain.LogFilter{ProjectID: p.ID, UserID: &user})
+	if err != nil || n != 1 {
+		t.Fatalf("DeleteLogs(the %d-byte user_id) = %d, %v; want 1", len(user), n, err)
+	}
+}
+
+// testUnknownProjectsCapped sends a full batch in which every other entry names one of three
+// projects that do not exist: the store names the three once each, and the answer names at most
+// Limits.MaxFieldErrors entries and counts the rest.
+func testUnknownProjectsCapped(t *testing.T, s domain.Store) {
+	l := domain.DefaultLimits()
+	p := mustProject(t, s, "p", base)
+	ghosts := []domain.Project{{ID: newID()}, {ID: newID()}, {ID: newID()}}
+	entries := make([]domain.LogEntry, l.MaxBatchEntries)
+	in := make([]domain.LogInput, l.MaxBatchEntries)
+	for i := range entries {
+		owner := p
+		if i%2 == 1 {
+			owner = ghosts[(i/2)%3]
+		}
+		entries[i] = entry(owner, int64(i), "info")
+		in[i] = domain.LogInput{ProjectID: owner.ID, Message: ptr("m")}
+	}
+	_, err := s.InsertLogs(ctx(t), entries, nil, 0)
+	wantMissing(t, err, ghosts[0].ID, ghosts[1].ID, ghosts[2].ID)
+
+	_, err = service(s).CreateLogs(asAdmin(t), in, "")
+	wantKind(t, err, domain.KindUnknownProject)
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("error %v is not a *domain.Error", err)
+	}
+	if len(de.Fields) != l.MaxFieldErrors || !slices.Equal(de.Fields[0].Path, []string{"1", "project_id"}) {
+		t.Fatalf("%d fields, first %v; want %d, the first /1/project_id", len(de.Fields), de.Fields[0], l.MaxFieldErrors)
+	}
+	if want := fmt.Sprintf("(%d more problems not listed)", l.MaxBatchEntries/2-l.MaxFieldErrors); !strings.Contains(de.Msg, want) {
+		t.Errorf("message %q does not say %q", de.Msg, want)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
+		t.Fatalf("a batch naming unknown projects left %d rows, want 0", len(got))
+	}
+}
+
+// testIdempotentManyProjects writes one idempotent admin batch naming 300 projects: what the
+// store keeps of its scope must not grow with the projects (an index entry has a size limit).
+func testIdempotentManyProjects(t *testing.T, s domain.Store) {
+	svc, c := service(s), asAdmin(t)
+	var in []domain.LogInput
+	for i := range 300 {
+		p := mustProject(t, s, fmt.Sprint("p", i), base)
+		in = append(in, domain.LogInput{ProjectID: p.ID, Message: ptr("m")})
+	}
+	got, err := svc.CreateLogs(c, in, "many-projects")
+	if err != nil || got.N != 300 || got.Replayed {
+		t.Fatalf("first write = %+v, %v; want 300 stored", got, err)
+	}
+	got, err = svc.CreateLogs(c, in, "many-projects")
+	if err != nil || got.N != 300 || !got.Replayed {
+		t.Fatalf("retry = %+v, %v; want a replay of 300", got, err)
+	}
+	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: in[299].ProjectID}}); len(got) != 1 {
+		t.Fatalf("a project of the batch holds %d entries after a retry, want 1", len(got))
 	}
 }

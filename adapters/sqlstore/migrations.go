@@ -1,0 +1,112 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+
+	"github.com/pressly/goose/v3"
+)
+
+//go:embed migrations/sqlite/*.sql
+var sqliteMigrations embed.FS
+
+//go:embed migrations/postgres/*.sql
+var postgresMigrations embed.FS
+
+// sqliteProvider is the SQLite store's migrations on db: the embedded SQL files, and in Go what
+// SQLite's SQL cannot do (it has no SHA-256).
+func sqliteProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	files, err := fs.Sub(sqliteMigrations, "migrations/sqlite")
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(goose.NewGoMigration(3,
+			&goose.GoFunc{RunTx: hashIdempotencyScopes},
+			&goose.GoFunc{RunTx: forgetHashedScopes})),
+	)
+	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
+}
+
+// postgresProvider is the PostgreSQL store's migrations on db, all of them SQL.
+func postgresProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	files, err := fs.Sub(postgresMigrations, "migrations/postgres")
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, goose.WithDisableGlobalRegistry(true))
+	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
+}
+
+// migrate applies the migrations that newProvider gives on db and are not applied yet.
+func migrate(ctx context.Context, db *sql.DB, newProvider func(*sql.DB, ...goose.ProviderOption) (*goose.Provider, error), opts ...goose.ProviderOption) error {
+	p, err := newProvider(db, opts...)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	return nil
+}
+
+// scopeBatch is how many idempotency records hashIdempotencyScopes reads at a time.
+const scopeBatch = 1000
+
+// hashIdempotencyScopes is SQLite's migration 00003, the twin of
+// migrations/postgres/00003_hash_idempotency_scope.sql: the first release stored an idempotency
+// scope as its text, "KEYID|PROJECT,PROJECT,...", which overflows an index entry for a batch
+// naming hundreds of projects; the domain now names a scope by the hex SHA-256 of that same
+// text. Hashing the rows written before keeps their keys answering retries after an upgrade.
+// Only texts hold '|', so hashed rows are never hashed again; the rows are read in key order,
+// a batch at a time, so memory stays bounded however many there are.
+func hashIdempotencyScopes(ctx context.Context, tx *sql.Tx) error {
+	type row struct{ scope, key string }
+	var after row
+	for {
+		rows, err := tx.QueryContext(ctx, "SELECT scope, key FROM idempotency_keys WHERE instr(scope, '|') > 0 AND (scope, key) > (?, ?) ORDER BY scope, key LIMIT ?", after.scope, after.key, scopeBatch)
+		if err != nil {
+			return fmt.Errorf("read idempotency scopes: %w", err)
+		}
+		var batch []row
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.scope, &r.key); err != nil {
+				_ = rows.Close()
+				return fmt.Errorf("read idempotency scopes: %w", err)
+			}
+			batch = append(batch, r)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("read idempotency scopes: %w", err)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read idempotency scopes: %w", err)
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		for _, r := range batch {
+			sum := sha256.Sum256([]byte(r.scope))
+			if _, err := tx.ExecContext(ctx, "UPDATE idempotency_keys SET scope = ? WHERE scope = ? AND key = ?", hex.EncodeToString(sum[:]), r.scope, r.key); err != nil {
+				return fmt.Errorf("hash idempotency scope: %w", err)
+			}
+		}
+		after = batch[len(batch)-1]
+	}
+}
+
+// forgetHashedScopes undoes 00003 as far as it can: a hash does not give back its text, so the
+// records with hashed scopes, which the previous release could never match, are deleted.
+func forgetHashedScopes(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, "DELETE FROM idempotency_keys WHERE instr(scope, '|') = 0"); err != nil {
+		return fmt.Errorf("forget hashed idempotency scopes: %w", err)
+	}
+	return nil
+}

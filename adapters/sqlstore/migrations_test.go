@@ -1,0 +1,140 @@
+package sqlstore_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/domain"
+)
+
+// capture is a store that only records the idempotency record a service hands it.
+type capture struct {
+	domain.Store
+	rec *domain.IdempotencyRecord
+}
+
+func (c *capture) InsertLogs(_ context.Context, _ []domain.LogEntry, rec *domain.IdempotencyRecord, _ time.Duration) (*domain.IdempotencyRecord, error) {
+	c.rec = rec
+	return nil, nil
+}
+
+// TestIdempotencyKeysSurviveTheScopeMigration upgrades a database holding idempotency records
+// that the previous release wrote (scopes stored as "KEYID|PROJECT,..." text) to the hashed
+// scopes of migration 00003: a retry of a batch written before the upgrade is still answered as
+// a replay, and another batch under its key is still refused, on both engines.
+func TestIdempotencyKeysSurviveTheScopeMigration(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		testScopeMigration(t, "sqlite", "file:"+path, func(created time.Time) any { return created.UnixMicro() }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testScopeMigration(t, "postgres", url, func(created time.Time) any { return created }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
+		})
+	})
+}
+
+func testScopeMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+	ctx := t.Context()
+	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
+	const keyID = "0123456789abcdef"
+	a, b := newID(), newID()
+	batch := []domain.LogInput{{ProjectID: b, Message: ptr("first")}, {ProjectID: a, Message: ptr("second")}}
+	who := domain.WithPrincipal(ctx, domain.Principal{Admin: true, KeyID: keyID})
+	openService := domain.WithPrincipal(ctx, domain.Principal{Admin: true}) // an open service: no key id
+
+	// What the service hands the store for this batch: the fingerprint, unchanged by the upgrade.
+	var c capture
+	if _, err := domain.NewService(&c, domain.Options{NewID: newID}).CreateLogs(who, batch, "retry-me"); err != nil || c.rec == nil {
+		t.Fatalf("capturing the record: %v", err)
+	}
+
+	// The database as the previous release left it, with its records.
+	raw, err := sql.Open(engine, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlstore.MigrateTo(ctx, raw, engine, 2); err != nil {
+		t.Fatalf("migrate to version 2: %v", err)
+	}
+	created := time.Now().UTC().Truncate(time.Microsecond)
+	insert := "INSERT INTO idempotency_keys (scope, key, fingerprint, created, created_at) VALUES (?, ?, ?, ?, ?)"
+	if engine == "postgres" {
+		insert = "INSERT INTO idempotency_keys (scope, key, fingerprint, created, created_at) VALUES ($1, $2, $3, $4, $5)"
+	}
+	old := []struct{ scope, key, fingerprint string }{
+		{keyID + "|" + min(a, b) + "," + max(a, b), "retry-me", c.rec.Fingerprint},
+		{"|" + a, "retry-me", c.rec.Fingerprint}, // the same key of an open service, another scope
+	}
+	// More records than the SQLite migration reads at a time, so that it takes several rounds.
+	for i := range 2500 {
+		old = append(old, struct{ scope, key, fingerprint string }{fmt.Sprintf("%s|%s", keyID, newID()), fmt.Sprint("k", i), "f"})
+	}
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range old {
+		if _, err := tx.ExecContext(ctx, insert, r.scope, r.key, r.fingerprint, 2, timeArg(created)); err != nil {
+			t.Fatalf("write an old record: %v", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The new release opens it and migrates.
+	s, err := open()
+	if err != nil {
+		t.Fatalf("open and migrate: %v", err)
+	}
+	defer s.Close()
+	var total, texts int
+	if err := sqlstore.ReadDB(s).GetContext(ctx, &total, "SELECT count(*) FROM idempotency_keys"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlstore.ReadDB(s).GetContext(ctx, &texts, "SELECT count(*) FROM idempotency_keys WHERE scope LIKE '%|%' OR length(scope) <> 64"); err != nil {
+		t.Fatal(err)
+	}
+	if total != len(old) || texts != 0 {
+		t.Fatalf("after the migration %d records, %d of them not hashed; want %d, none", total, texts, len(old))
+	}
+	for _, id := range []string{a, b} {
+		if err := s.CreateProject(ctx, domain.Project{ID: id, Name: "p", CreatedAt: created, UpdatedAt: created}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := domain.NewService(s, domain.Options{NewID: newID})
+	got, err := svc.CreateLogs(who, batch, "retry-me")
+	if err != nil || !got.Replayed || got.N != 2 {
+		t.Fatalf("retry after the upgrade = %+v, %v; want a replay of 2", got, err)
+	}
+	changed := []domain.LogInput{{ProjectID: b, Message: ptr("first")}, {ProjectID: a, Message: ptr("changed")}}
+	if _, err := svc.CreateLogs(who, changed, "retry-me"); domain.KindOf(err) != domain.KindKeyReused {
+		t.Fatalf("another batch under the old key = %v, want KindKeyReused", err)
+	}
+	alone := []domain.LogInput{{ProjectID: a, Message: ptr("x")}}
+	if _, err := svc.CreateLogs(openService, alone, "retry-me"); domain.KindOf(err) != domain.KindKeyReused {
+		t.Fatalf("another batch under the open service's old key = %v, want KindKeyReused", err)
+	}
+	var entries int
+	if err := sqlstore.ReadDB(s).GetContext(ctx, &entries, "SELECT count(*) FROM logs"); err != nil {
+		t.Fatal(err)
+	}
+	if entries != 0 {
+		t.Fatalf("%d entries stored by retries of batches stored before the upgrade, want 0", entries)
+	}
+}
