@@ -37,7 +37,7 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	problems := problemWriter{log: opts.Logger}
-	v, err := newValidator(opts.MaxBodyBytes, problems)
+	v, err := newValidator(opts.MaxBodyBytes, svc.Limits(), problems)
 	if err != nil {
 		return nil, err
 	}

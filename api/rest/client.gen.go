@@ -112,6 +112,11 @@ type ClientInterface interface {
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
 	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -122,6 +127,11 @@ type ClientInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -232,6 +242,11 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
 //
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -252,6 +267,11 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+//
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -938,6 +958,11 @@ type ClientWithResponsesInterface interface {
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
 	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -948,6 +973,11 @@ type ClientWithResponsesInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1878,6 +1908,11 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
 //
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -1894,6 +1929,11 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+//
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

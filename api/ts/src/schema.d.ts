@@ -84,6 +84,11 @@ export interface paths {
          * @description Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
          *     settings) in one transaction: either every entry is stored or none is. An entry without
          *     `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+         *
+         *     A body over the size limit, or an array of more entries than the batch limit, is refused
+         *     with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+         *     (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+         *     in body order.
          */
         post: operations["createLogs"];
         /**
@@ -226,7 +231,11 @@ export interface components {
              * @example 01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f
              */
             request_id?: string;
-            /** @description What exactly is wrong, one member per problem found. */
+            /**
+             * @description What exactly is wrong, one member per problem found. At most 100 are listed; when more
+             *     were found, `detail` ends with how many more there were, e.g.
+             *     `(9900 more problems not listed)`.
+             */
             errors?: components["schemas"]["ProblemField"][];
         };
         /** @description One offending body field (`pointer`) or query parameter (`parameter`). */

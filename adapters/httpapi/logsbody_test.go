@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"example.com/obsvc/domain"
+)
+
+func TestCountElements(t *testing.T) {
+	cases := []struct {
+		body    string
+		n       int
+		isArray bool
+	}{
+		{`[]`, 0, true},
+		{` [ ] `, 0, true},
+		{`[{}]`, 1, true},
+		{`[{},{}]`, 2, true},
+		{"\n[ {\"a\":[1,2,{\"b\":\",]\"}]} , \"x,\\\",\" ,3,null]", 4, true},
+		{`[[1,2],[3]]`, 2, true},
+		{`{"a":[1,2]}`, 0, false},
+		{`"[1,2]"`, 0, false},
+		{``, 0, false},
+	}
+	for _, c := range cases {
+		n, isArray := countElements([]byte(c.body))
+		if n != c.n || isArray != c.isArray {
+			t.Errorf("countElements(%q) = %d, %v; want %d, %v", c.body, n, isArray, c.n, c.isArray)
+		}
+	}
+}
+
+func TestLogsCheckerStopsWhenTimeIsUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := logsChecker{limits: domain.DefaultLimits()}
+	err := c.check(ctx, []byte(`[{},{}]`))
+	if domain.KindOf(err) != domain.KindUnavailable || !errors.Is(err, context.Canceled) {
+		t.Fatalf("check after the deadline = %v, want KindUnavailable wrapping the context's error", err)
+	}
+}
+
+func TestValidationErrorIsCapped(t *testing.T) {
+	var many openapi3.MultiError
+	for range 500 {
+		many = append(many, &openapi3.SchemaError{Reason: "bad"})
+	}
+	err := validationError(many, 100)
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("validationError = %T, want *domain.Error", err)
+	}
+	if len(de.Fields) != 100 || !strings.Contains(de.Msg, "400 more problems not listed") {
+		t.Fatalf("%d fields, message %q; want 100 and the count of the rest", len(de.Fields), de.Msg)
+	}
+}
