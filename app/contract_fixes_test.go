@@ -32,6 +32,7 @@ func TestContractFixes(t *testing.T) {
 				{"ErrorListsAreCapped", testErrorListsAreCapped},
 				{"EntryTypeErrorsNameTheirField", testEntryTypeErrorsNameTheirField},
 				{"ParameterRangeErrorsNameTheirParameter", testParameterRangeErrors},
+				{"LinkIsRelative", testLinkIsRelative},
 			} {
 				t.Run(tc.name, func(t *testing.T) {
 					t.Parallel()

@@ -198,24 +198,27 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 	return err
 }
 
-// nextURL is self with the cursor parameter set to c.
+// nextURL is the relative reference (RFC 3986 §4.2, an absolute path) of the next page: self's
+// path and query with the cursor parameter set to c. It never names a scheme or host: those would
+// come from the client's Host header, which anyone may set, and a relative reference resolves
+// against the URL the client used (RFC 8288 §3.1).
 func nextURL(self *url.URL, c domain.Cursor) string {
-	u := *self
-	q := u.Query()
-	q.Set("cursor", domain.EncodeCursor(c))
-	u.RawQuery = q.Encode()
+	q := self.Query()
+	q.Del("cursor")
+	u := url.URL{Path: self.Path, RawQuery: q.Encode()}
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += "cursor=" + url.QueryEscape(domain.EncodeCursor(c))
 	return u.String()
 }
 
 type requestURLKey struct{}
 
-// withRequestURL is a strict middleware that records the absolute URL of the request, for links.
+// withRequestURL is a strict middleware that records the path and query of the request, for links.
 func withRequestURL(f rest.StrictHandlerFunc, _ string) rest.StrictHandlerFunc {
 	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
-		u := &url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
-		if r.TLS != nil {
-			u.Scheme = "https"
-		}
+		u := &url.URL{Path: r.URL.Path, RawQuery: r.URL.RawQuery}
 		return f(context.WithValue(ctx, requestURLKey{}, u), w, r, req)
 	}
 }

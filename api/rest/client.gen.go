@@ -101,7 +101,9 @@ type ClientInterface interface {
 	//
 	// Returns the project's entries that match every given filter, ordered by `time` then `id`
 	// (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-	// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+	// carries a relative reference to the next page (`rel="next"`): this request's path and
+	// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+	// never names a host). The last page has no `Link` header.
 	//
 	// Corresponds with GET /logs (the `ListLogs` operationId).
 	ListLogs(ctx context.Context, params *ListLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -221,7 +223,9 @@ func (c *Client) DeleteLogs(ctx context.Context, params *DeleteLogsParams, reqEd
 //
 // Returns the project's entries that match every given filter, ordered by `time` then `id`
 // (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+// carries a relative reference to the next page (`rel="next"`): this request's path and
+// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+// never names a host). The last page has no `Link` header.
 //
 // Corresponds with GET /logs (the `ListLogs` operationId).
 func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -945,7 +949,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns the project's entries that match every given filter, ordered by `time` then `id`
 	// (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-	// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+	// carries a relative reference to the next page (`rel="next"`): this request's path and
+	// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+	// never names a host). The last page has no `Link` header.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1889,7 +1895,9 @@ func (c *ClientWithResponses) DeleteLogsWithResponse(ctx context.Context, params
 //
 // Returns the project's entries that match every given filter, ordered by `time` then `id`
 // (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+// carries a relative reference to the next page (`rel="next"`): this request's path and
+// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+// never names a host). The last page has no `Link` header.
 //
 // Returns a wrapper object for the known response body format(s).
 //

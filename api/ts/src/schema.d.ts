@@ -75,7 +75,9 @@ export interface paths {
          * List log entries
          * @description Returns the project's entries that match every given filter, ordered by `time` then `id`
          *     (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-         *     carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+         *     carries a relative reference to the next page (`rel="next"`): this request's path and
+         *     query with a `cursor` added, to be resolved against the URL the request was sent to (it
+         *     never names a host). The last page has no `Link` header.
          */
         get: operations["listLogs"];
         put?: never;
@@ -746,8 +748,10 @@ export interface operations {
             200: {
                 headers: {
                     /**
-                     * @description `<URL>; rel="next"` when another page follows (RFC 8288).
-                     * @example <http://localhost:8080/logs?project_id=01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f&cursor=eyJ0IjoxfQ>; rel="next"
+                     * @description `</logs?…&cursor=…>; rel="next"` when another page follows (RFC 8288): a relative
+                     *     reference (an absolute path and query, RFC 3986 §4.2), resolved against the request's
+                     *     URL.
+                     * @example </logs?project_id=01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f&cursor=eyJ0IjoxfQ>; rel="next"
                      */
                     Link?: string;
                     [name: string]: unknown;
