@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
@@ -17,6 +20,7 @@ import (
 type server struct {
 	svc       *domain.Service
 	log       *slog.Logger
+	stall     time.Duration
 	onCreated func(int)
 	onDeleted func(int64)
 }
@@ -142,18 +146,19 @@ func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (
 		}
 		q.After = &c
 	}
-	return logsPage{ctx: ctx, svc: s.svc, q: q, self: requestURL(ctx), log: s.log}, nil
+	return logsPage{ctx: ctx, svc: s.svc, q: q, self: requestURL(ctx), stall: s.stall, log: s.log}, nil
 }
 
 // logsPage is the 200 response of ListLogs, streamed: the Link header comes from the page's next
 // cursor, known before the first entry; the entries are encoded one by one as the store yields
 // them, so memory does not grow with the page size.
 type logsPage struct {
-	ctx  context.Context
-	svc  *domain.Service
-	q    domain.LogQuery
-	self *url.URL
-	log  *slog.Logger
+	ctx   context.Context
+	svc   *domain.Service
+	q     domain.LogQuery
+	self  *url.URL
+	stall time.Duration
+	log   *slog.Logger
 }
 
 // streamBuffer is how much of a listing is buffered between writes to the connection.
@@ -169,7 +174,7 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 		}
 		started = true
 		w.WriteHeader(http.StatusOK)
-		bw := bufio.NewWriterSize(w, streamBuffer)
+		bw := bufio.NewWriterSize(stallWriter{w: w, rc: http.NewResponseController(w), stall: p.stall}, streamBuffer)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
 		_ = bw.WriteByte('[')
@@ -196,6 +201,31 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 		panic(http.ErrAbortHandler)
 	}
 	return err
+}
+
+// stallWriter renews the connection's write deadline before each write it passes on, one per
+// flush of the stream's buffer: each part of the body must be taken by the client within stall,
+// so a client that stops reading fails the write instead of holding the connection (and the
+// store's reader behind it) until the server's write timeout.
+type stallWriter struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+func (s stallWriter) Write(b []byte) (int, error) {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, fmt.Errorf("renew write deadline: %w", err)
+	}
+	n, err := s.w.Write(b)
+	if err != nil {
+		return n, err
+	}
+	// Push the part out now, so that the deadline set for it is the one it is held to.
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return n, fmt.Errorf("flush listing: %w", err)
+	}
+	return n, nil
 }
 
 // nextURL is the relative reference (RFC 3986 §4.2, an absolute path) of the next page: self's

@@ -105,6 +105,9 @@ type ClientInterface interface {
 	// query with a `cursor` added, to be resolved against the URL the request was sent to (it
 	// never names a host). The last page has no `Link` header.
 	//
+	// The page is streamed as it is read from the store. A client that takes none of it for
+	// the server's stall timeout (15 s by default) loses the connection, and with it the page.
+	//
 	// Corresponds with GET /logs (the `ListLogs` operationId).
 	ListLogs(ctx context.Context, params *ListLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -226,6 +229,9 @@ func (c *Client) DeleteLogs(ctx context.Context, params *DeleteLogsParams, reqEd
 // carries a relative reference to the next page (`rel="next"`): this request's path and
 // query with a `cursor` added, to be resolved against the URL the request was sent to (it
 // never names a host). The last page has no `Link` header.
+//
+// The page is streamed as it is read from the store. A client that takes none of it for
+// the server's stall timeout (15 s by default) loses the connection, and with it the page.
 //
 // Corresponds with GET /logs (the `ListLogs` operationId).
 func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -952,6 +958,9 @@ type ClientWithResponsesInterface interface {
 	// carries a relative reference to the next page (`rel="next"`): this request's path and
 	// query with a `cursor` added, to be resolved against the URL the request was sent to (it
 	// never names a host). The last page has no `Link` header.
+	//
+	// The page is streamed as it is read from the store. A client that takes none of it for
+	// the server's stall timeout (15 s by default) loses the connection, and with it the page.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1898,6 +1907,9 @@ func (c *ClientWithResponses) DeleteLogsWithResponse(ctx context.Context, params
 // carries a relative reference to the next page (`rel="next"`): this request's path and
 // query with a `cursor` added, to be resolved against the URL the request was sent to (it
 // never names a host). The last page has no `Link` header.
+//
+// The page is streamed as it is read from the store. A client that takes none of it for
+// the server's stall timeout (15 s by default) loses the connection, and with it the page.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -78,6 +78,9 @@ export interface paths {
          *     carries a relative reference to the next page (`rel="next"`): this request's path and
          *     query with a `cursor` added, to be resolved against the URL the request was sent to (it
          *     never names a host). The last page has no `Link` header.
+         *
+         *     The page is streamed as it is read from the store. A client that takes none of it for
+         *     the server's stall timeout (15 s by default) loses the connection, and with it the page.
          */
         get: operations["listLogs"];
         put?: never;
