@@ -151,11 +151,10 @@ export interface components {
              */
             message: string;
             /**
-             * @description 1 to 32 characters; `info` when absent.
-             * @default info
+             * @description 1 to 32 characters; the server stores `info` when it is absent.
              * @example error
              */
-            level: string;
+            level?: string;
             /**
              * Format: int64
              * @description Unix time in milliseconds; the server's time when absent.
@@ -731,7 +730,7 @@ export interface operations {
                  */
                 order?: "asc" | "desc";
                 /**
-                 * @description The most entries one page holds.
+                 * @description The most entries one page holds, 1 to 10,000; 1,000 when absent.
                  * @example 100
                  */
                 limit?: number;
