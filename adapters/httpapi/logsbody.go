@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -168,12 +169,24 @@ func countElements(body []byte) (n int, isArray bool) {
 	for ; i < len(body); i++ {
 		b := body[i]
 		if inString {
-			switch b {
-			case '\\':
-				i++ // skip the escaped byte
-			case '"':
-				inString = false
+			// Jump to the quote that ends the string: the one preceded by an even number of
+			// backslashes. (Most of a batch is string content; IndexByte scans it fast.)
+			for {
+				q := bytes.IndexByte(body[i:], '"')
+				if q < 0 {
+					return n + 1, true // unterminated: malformed, the decoder says so
+				}
+				i += q
+				bs := 0
+				for j := i - 1; j >= 0 && body[j] == '\\'; j-- {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
+				}
+				i++
 			}
+			inString = false
 			continue
 		}
 		switch b {
