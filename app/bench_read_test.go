@@ -184,7 +184,7 @@ func benchStreamMemory(b *testing.B, t *readTable) {
 					served += limit
 					next = ""
 					if l := resp.Header.Get("Link"); l != "" {
-						next = l[1:strings.Index(l, ">")]
+						next = t.env.url + l[1:strings.Index(l, ">")] // a relative reference: /logs?…
 					} else {
 						served -= limit // the last page may be short: count what it held below
 						served += t.rows % limit

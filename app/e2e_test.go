@@ -689,8 +689,8 @@ func testListLogsPaging(t *testing.T, open storeOpener) {
 						t.Fatal("paging does not end")
 					}
 					u, err := url.Parse(next)
-					if err != nil || !u.IsAbs() {
-						t.Fatalf("next link %q is not an absolute URL", next)
+					if err != nil || u.Path != "/logs" || (pages > 0 && (u.IsAbs() || u.Host != "")) {
+						t.Fatalf("next link %q is not a relative reference to /logs", next)
 					}
 					resp, body := e.do("GET", u.RequestURI(), "", "")
 					if resp.StatusCode != 200 {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
@@ -17,6 +18,11 @@ import (
 type Options struct {
 	// MaxBodyBytes bounds a request body (413 beyond).
 	MaxBodyBytes int64
+	// StallTimeout bounds how long a streamed listing waits for the client to take each part of
+	// the body (about 32 KiB): a client that stops reading is cut off after it, rather than
+	// holding the connection and a store reader until the server's write timeout. Zero means
+	// DefaultStallTimeout.
+	StallTimeout time.Duration
 	Logger       *slog.Logger
 	// OnLogsCreated and OnLogsDeleted, when set, are told how many entries each successful
 	// write or delete stored or removed (for metrics).
@@ -27,21 +33,27 @@ type Options struct {
 // DefaultMaxBodyBytes is the documented body limit, 10 MiB.
 const DefaultMaxBodyBytes = 10 << 20
 
+// DefaultStallTimeout is the StallTimeout of Options that name none.
+const DefaultStallTimeout = 15 * time.Second
+
 // NewHandler returns the REST API as an http.Handler: validation from the spec in front of the
 // generated routes, which call svc.
 func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.StallTimeout <= 0 {
+		opts.StallTimeout = DefaultStallTimeout
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	problems := problemWriter{log: opts.Logger}
-	v, err := newValidator(opts.MaxBodyBytes, problems)
+	v, err := newValidator(opts.MaxBodyBytes, svc.Limits(), problems)
 	if err != nil {
 		return nil, err
 	}
-	srv := &server{svc: svc, log: opts.Logger, onCreated: opts.OnLogsCreated, onDeleted: opts.OnLogsDeleted}
+	srv := &server{svc: svc, log: opts.Logger, stall: opts.StallTimeout, onCreated: opts.OnLogsCreated, onDeleted: opts.OnLogsDeleted}
 	strict := rest.NewStrictHandlerWithOptions(srv,
 		[]rest.StrictMiddlewareFunc{withRequestURL},
 		rest.StrictHTTPServerOptions{

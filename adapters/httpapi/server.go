@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"time"
 
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
@@ -17,6 +20,7 @@ import (
 type server struct {
 	svc       *domain.Service
 	log       *slog.Logger
+	stall     time.Duration
 	onCreated func(int)
 	onDeleted func(int64)
 }
@@ -142,18 +146,19 @@ func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (
 		}
 		q.After = &c
 	}
-	return logsPage{ctx: ctx, svc: s.svc, q: q, self: requestURL(ctx), log: s.log}, nil
+	return logsPage{ctx: ctx, svc: s.svc, q: q, self: requestURL(ctx), stall: s.stall, log: s.log}, nil
 }
 
 // logsPage is the 200 response of ListLogs, streamed: the Link header comes from the page's next
 // cursor, known before the first entry; the entries are encoded one by one as the store yields
 // them, so memory does not grow with the page size.
 type logsPage struct {
-	ctx  context.Context
-	svc  *domain.Service
-	q    domain.LogQuery
-	self *url.URL
-	log  *slog.Logger
+	ctx   context.Context
+	svc   *domain.Service
+	q     domain.LogQuery
+	self  *url.URL
+	stall time.Duration
+	log   *slog.Logger
 }
 
 // streamBuffer is how much of a listing is buffered between writes to the connection.
@@ -169,7 +174,7 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 		}
 		started = true
 		w.WriteHeader(http.StatusOK)
-		bw := bufio.NewWriterSize(w, streamBuffer)
+		bw := bufio.NewWriterSize(stallWriter{w: w, rc: http.NewResponseController(w), stall: p.stall}, streamBuffer)
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
 		_ = bw.WriteByte('[')
@@ -198,24 +203,52 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 	return err
 }
 
-// nextURL is self with the cursor parameter set to c.
+// stallWriter renews the connection's write deadline before each write it passes on, one per
+// flush of the stream's buffer: each part of the body must be taken by the client within stall,
+// so a client that stops reading fails the write instead of holding the connection (and the
+// store's reader behind it) until the server's write timeout.
+type stallWriter struct {
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	stall time.Duration
+}
+
+func (s stallWriter) Write(b []byte) (int, error) {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return 0, fmt.Errorf("renew write deadline: %w", err)
+	}
+	n, err := s.w.Write(b)
+	if err != nil {
+		return n, err
+	}
+	// Push the part out now, so that the deadline set for it is the one it is held to.
+	if err := s.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return n, fmt.Errorf("flush listing: %w", err)
+	}
+	return n, nil
+}
+
+// nextURL is the relative reference (RFC 3986 §4.2, an absolute path) of the next page: self's
+// path and query with the cursor parameter set to c. It never names a scheme or host: those would
+// come from the client's Host header, which anyone may set, and a relative reference resolves
+// against the URL the client used (RFC 8288 §3.1).
 func nextURL(self *url.URL, c domain.Cursor) string {
-	u := *self
-	q := u.Query()
-	q.Set("cursor", domain.EncodeCursor(c))
-	u.RawQuery = q.Encode()
+	q := self.Query()
+	q.Del("cursor")
+	u := url.URL{Path: self.Path, RawQuery: q.Encode()}
+	if u.RawQuery != "" {
+		u.RawQuery += "&"
+	}
+	u.RawQuery += "cursor=" + url.QueryEscape(domain.EncodeCursor(c))
 	return u.String()
 }
 
 type requestURLKey struct{}
 
-// withRequestURL is a strict middleware that records the absolute URL of the request, for links.
+// withRequestURL is a strict middleware that records the path and query of the request, for links.
 func withRequestURL(f rest.StrictHandlerFunc, _ string) rest.StrictHandlerFunc {
 	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, req any) (any, error) {
-		u := &url.URL{Scheme: "http", Host: r.Host, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
-		if r.TLS != nil {
-			u.Scheme = "https"
-		}
+		u := &url.URL{Path: r.URL.Path, RawQuery: r.URL.RawQuery}
 		return f(context.WithValue(ctx, requestURLKey{}, u), w, r, req)
 	}
 }

@@ -25,10 +25,11 @@ import (
 type validator struct {
 	router   routers.Router
 	maxBody  int64
+	logs     logsChecker
 	problems problemWriter
 }
 
-func newValidator(maxBody int64, problems problemWriter) (*validator, error) {
+func newValidator(maxBody int64, limits domain.Limits, problems problemWriter) (*validator, error) {
 	doc, err := rest.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
@@ -39,7 +40,7 @@ func newValidator(maxBody int64, problems problemWriter) (*validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build spec router: %w", err)
 	}
-	return &validator{router: router, maxBody: maxBody, problems: problems}, nil
+	return &validator{router: router, maxBody: maxBody, logs: logsChecker{limits: limits}, problems: problems}, nil
 }
 
 func (v *validator) middleware(next http.Handler) http.Handler {
@@ -55,16 +56,15 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		r.Pattern = route.Method + " " + route.Path
 		// (The embedded spec carries operation ids as the generator normalised them: CreateLogs.)
 		typed := strings.EqualFold(route.Operation.OperationID, "createLogs")
-		shapeErr := error(nil)
 		if route.Operation.RequestBody != nil {
-			err := v.checkBody(w, r, typed)
-			switch {
-			case errors.Is(err, errEntryShape):
-				shapeErr, typed = err, false // let the spec's validator name every problem
-			case err != nil:
+			if err := v.checkBody(w, r, typed); err != nil {
 				v.problems.write(w, r, err)
 				return
 			}
+		}
+		if err := r.Context().Err(); err != nil {
+			v.problems.write(w, r, outOfTime(err))
+			return
 		}
 		err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
 			Request:    r,
@@ -76,15 +76,13 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 				// The domain applies defaults; letting the validator write them would re-encode
 				// every body and every query.
 				SkipSettingDefaults: true,
-				// checkLogsBody has checked the body of createLogs already.
+				// logsChecker has checked the body of createLogs already, at a cost and with
+				// an answer bounded by the batch limit and MaxFieldErrors.
 				ExcludeRequestBody: typed,
 			},
 		})
-		if err == nil {
-			err = shapeErr
-		}
 		if err != nil {
-			v.problems.write(w, r, validationError(err))
+			v.problems.write(w, r, validationError(err, v.logs.limits.MaxFieldErrors))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -102,6 +100,10 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, typed bool
 	if r.ContentLength > v.maxBody {
 		return tooLarge(v.maxBody)
 	}
+	// Reading the body ends with the request's time too, not only with the server's read timeout.
+	if dl, ok := r.Context().Deadline(); ok {
+		_ = http.NewResponseController(w).SetReadDeadline(dl) // best effort: ErrNotSupported leaves the server's
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, v.maxBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -111,7 +113,7 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, typed bool
 		return &domain.Error{Kind: domain.KindInvalid, Msg: "the body could not be read", Err: err}
 	}
 	if typed {
-		err := checkLogsBody(body)
+		err := v.logs.check(r.Context(), body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		return err
@@ -135,31 +137,35 @@ func tooLarge(limit int64) error {
 	return &domain.Error{Kind: domain.KindTooLarge, Msg: fmt.Sprintf("the body is larger than %d bytes", limit)}
 }
 
-// validationError turns kin-openapi's errors into one KindInvalid error listing every offending
-// parameter and body pointer, or KindTooLarge when the body ran over the limit while being read.
-func validationError(err error) error {
+// validationError turns kin-openapi's errors into one KindInvalid error listing the offending
+// parameters and body pointers, at most maxFields of them (the message says how many more), or
+// KindTooLarge when the body ran over the limit while being read.
+func validationError(err error, maxFields int) error {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return tooLarge(mbe.Limit)
 	}
-	var fields []domain.FieldError
+	fields := fieldErrors{max: maxFields}
 	collectFields(err, nil, &fields)
-	if len(fields) == 0 {
-		fields = []domain.FieldError{{Path: []string{}, Detail: "the request does not match the API"}}
+	out := fields.err("the request is invalid")
+	if out == nil {
+		out = &domain.Error{Kind: domain.KindInvalid, Msg: "the request is invalid",
+			Fields: []domain.FieldError{{Path: []string{}, Detail: "the request does not match the API"}}}
 	}
-	return &domain.Error{Kind: domain.KindInvalid, Msg: "the request is invalid", Fields: fields, Err: err}
+	out.Err = err
+	return out
 }
 
 // collectFields walks kin-openapi's error tree. param is the parameter the errors below belong
 // to, if any; body errors become pointers. It switches on each node's own type: errors.As would
 // look through a RequestError into its MultiError and lose the parameter.
-func collectFields(err error, param *openapi3.Parameter, out *[]domain.FieldError) {
+func collectFields(err error, param *openapi3.Parameter, out *fieldErrors) {
 	add := func(path []string, detail string) {
 		if param != nil {
-			*out = append(*out, domain.FieldError{Param: param.Name, Detail: detail})
+			out.add(domain.FieldError{Param: param.Name, Detail: detail})
 			return
 		}
-		*out = append(*out, domain.FieldError{Path: path, Detail: detail})
+		out.add(domain.FieldError{Path: path, Detail: detail})
 	}
 	switch e := err.(type) {
 	case openapi3.MultiError:

@@ -101,7 +101,12 @@ type ClientInterface interface {
 	//
 	// Returns the project's entries that match every given filter, ordered by `time` then `id`
 	// (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-	// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+	// carries a relative reference to the next page (`rel="next"`): this request's path and
+	// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+	// never names a host). The last page has no `Link` header.
+	//
+	// The page is streamed as it is read from the store. A client that takes none of it for
+	// the server's stall timeout (15 s by default) loses the connection, and with it the page.
 	//
 	// Corresponds with GET /logs (the `ListLogs` operationId).
 	ListLogs(ctx context.Context, params *ListLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -111,6 +116,11 @@ type ClientInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -122,6 +132,11 @@ type ClientInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -211,7 +226,12 @@ func (c *Client) DeleteLogs(ctx context.Context, params *DeleteLogsParams, reqEd
 //
 // Returns the project's entries that match every given filter, ordered by `time` then `id`
 // (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+// carries a relative reference to the next page (`rel="next"`): this request's path and
+// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+// never names a host). The last page has no `Link` header.
+//
+// The page is streamed as it is read from the store. A client that takes none of it for
+// the server's stall timeout (15 s by default) loses the connection, and with it the page.
 //
 // Corresponds with GET /logs (the `ListLogs` operationId).
 func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -231,6 +251,11 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+//
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
 //
 // Takes any type of body and a specified content type.
 //
@@ -252,6 +277,11 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+//
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -925,7 +955,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns the project's entries that match every given filter, ordered by `time` then `id`
 	// (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-	// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+	// carries a relative reference to the next page (`rel="next"`): this request's path and
+	// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+	// never names a host). The last page has no `Link` header.
+	//
+	// The page is streamed as it is read from the store. A client that takes none of it for
+	// the server's stall timeout (15 s by default) loses the connection, and with it the page.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -938,6 +973,11 @@ type ClientWithResponsesInterface interface {
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
 	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -948,6 +988,11 @@ type ClientWithResponsesInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	//
+	// A body over the size limit, or an array of more entries than the batch limit, is refused
+	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+	// in body order.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1859,7 +1904,12 @@ func (c *ClientWithResponses) DeleteLogsWithResponse(ctx context.Context, params
 //
 // Returns the project's entries that match every given filter, ordered by `time` then `id`
 // (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-// carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+// carries a relative reference to the next page (`rel="next"`): this request's path and
+// query with a `cursor` added, to be resolved against the URL the request was sent to (it
+// never names a host). The last page has no `Link` header.
+//
+// The page is streamed as it is read from the store. A client that takes none of it for
+// the server's stall timeout (15 s by default) loses the connection, and with it the page.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -1878,6 +1928,11 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
 //
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -1894,6 +1949,11 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+//
+// A body over the size limit, or an array of more entries than the batch limit, is refused
+// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+// in body order.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

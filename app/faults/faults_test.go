@@ -227,7 +227,7 @@ func census(t *testing.T, base, projectID string) map[int]int {
 		}
 		next = ""
 		if link := resp.Header.Get("Link"); link != "" {
-			next = link[1:strings.Index(link, ">")]
+			next = base + link[1:strings.Index(link, ">")] // a relative reference: /logs?…
 		}
 	}
 	return counts

@@ -75,7 +75,12 @@ export interface paths {
          * List log entries
          * @description Returns the project's entries that match every given filter, ordered by `time` then `id`
          *     (ascending unless `order=desc`). When more entries match than `limit`, the `Link` header
-         *     carries the URL of the next page (`rel="next"`); the last page has no `Link` header.
+         *     carries a relative reference to the next page (`rel="next"`): this request's path and
+         *     query with a `cursor` added, to be resolved against the URL the request was sent to (it
+         *     never names a host). The last page has no `Link` header.
+         *
+         *     The page is streamed as it is read from the store. A client that takes none of it for
+         *     the server's stall timeout (15 s by default) loses the connection, and with it the page.
          */
         get: operations["listLogs"];
         put?: never;
@@ -84,6 +89,11 @@ export interface paths {
          * @description Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
          *     settings) in one transaction: either every entry is stored or none is. An entry without
          *     `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+         *
+         *     A body over the size limit, or an array of more entries than the batch limit, is refused
+         *     with 413 before any entry is looked at. A 400 names each offending entry field by pointer
+         *     (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
+         *     in body order.
          */
         post: operations["createLogs"];
         /**
@@ -141,11 +151,10 @@ export interface components {
              */
             message: string;
             /**
-             * @description 1 to 32 characters; `info` when absent.
-             * @default info
+             * @description 1 to 32 characters; the server stores `info` when it is absent.
              * @example error
              */
-            level: string;
+            level?: string;
             /**
              * Format: int64
              * @description Unix time in milliseconds; the server's time when absent.
@@ -226,7 +235,11 @@ export interface components {
              * @example 01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f
              */
             request_id?: string;
-            /** @description What exactly is wrong, one member per problem found. */
+            /**
+             * @description What exactly is wrong, one member per problem found. At most 100 are listed; when more
+             *     were found, `detail` ends with how many more there were, e.g.
+             *     `(9900 more problems not listed)`.
+             */
             errors?: components["schemas"]["ProblemField"][];
         };
         /** @description One offending body field (`pointer`) or query parameter (`parameter`). */
@@ -717,7 +730,7 @@ export interface operations {
                  */
                 order?: "asc" | "desc";
                 /**
-                 * @description The most entries one page holds.
+                 * @description The most entries one page holds, 1 to 10,000; 1,000 when absent.
                  * @example 100
                  */
                 limit?: number;
@@ -737,8 +750,10 @@ export interface operations {
             200: {
                 headers: {
                     /**
-                     * @description `<URL>; rel="next"` when another page follows (RFC 8288).
-                     * @example <http://localhost:8080/logs?project_id=01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f&cursor=eyJ0IjoxfQ>; rel="next"
+                     * @description `</logs?…&cursor=…>; rel="next"` when another page follows (RFC 8288): a relative
+                     *     reference (an absolute path and query, RFC 3986 §4.2), resolved against the request's
+                     *     URL.
+                     * @example </logs?project_id=01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f&cursor=eyJ0IjoxfQ>; rel="next"
                      */
                     Link?: string;
                     [name: string]: unknown;

@@ -41,9 +41,16 @@ test("every REST operation", async () => {
   assert.equal(page.response.status, 200);
   assert.deepEqual(page.data.map((e) => e.message), ["one", "two"]);
   const next = page.response.headers.get("link");
-  assert.match(next, /^<.*cursor=.*>; rel="next"$/);
-  const rest = await fetch(next.slice(1, next.indexOf(">")));
+  assert.match(next, /^<\/logs\?.*cursor=.*>; rel="next"$/);
+  // A relative reference (RFC 8288): resolved against the URL of the request it came with.
+  const nextURL = new URL(next.slice(1, next.indexOf(">")), page.response.url);
+  const rest = await fetch(nextURL);
   assert.deepEqual((await rest.json()).map((e) => e.message), ["three"]);
+  // Or through the typed client: the cursor is the only parameter the page adds.
+  const again = await api.GET("/logs", {
+    params: { query: { project_id: id, limit: 2, cursor: nextURL.searchParams.get("cursor") } },
+  });
+  assert.deepEqual(again.data.map((e) => e.message), ["three"]);
 
   const errors = await api.GET("/logs", { params: { query: { project_id: id, log_level: "error", order: "desc" } } });
   assert.deepEqual(errors.data.map((e) => e.user_id), ["u1"]);

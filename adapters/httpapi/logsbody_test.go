@@ -1,0 +1,91 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"example.com/obsvc/domain"
+)
+
+func TestCountElements(t *testing.T) {
+	cases := []struct {
+		body    string
+		n       int
+		isArray bool
+	}{
+		{`[]`, 0, true},
+		{` [ ] `, 0, true},
+		{`[{}]`, 1, true},
+		{`[{},{}]`, 2, true},
+		{"\n[ {\"a\":[1,2,{\"b\":\",]\"}]} , \"x,\\\",\" ,3,null]", 4, true},
+		{`[[1,2],[3]]`, 2, true},
+		{`["a\\",2,"\\\"]",3]`, 4, true},
+		{`{"a":[1,2]}`, 0, false},
+		{`"[1,2]"`, 0, false},
+		{``, 0, false},
+	}
+	for _, c := range cases {
+		n, isArray := countElements([]byte(c.body))
+		if n != c.n || isArray != c.isArray {
+			t.Errorf("countElements(%q) = %d, %v; want %d, %v", c.body, n, isArray, c.n, c.isArray)
+		}
+	}
+}
+
+func TestLogsCheckerStopsWhenTimeIsUp(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	c := logsChecker{limits: domain.DefaultLimits()}
+	err := c.check(ctx, []byte(`[{},{}]`))
+	if domain.KindOf(err) != domain.KindUnavailable || !errors.Is(err, context.Canceled) {
+		t.Fatalf("check after the deadline = %v, want KindUnavailable wrapping the context's error", err)
+	}
+}
+
+func TestValidationErrorIsCapped(t *testing.T) {
+	var many openapi3.MultiError
+	for range 500 {
+		many = append(many, &openapi3.SchemaError{Reason: "bad"})
+	}
+	err := validationError(many, 100)
+	var de *domain.Error
+	if !errors.As(err, &de) {
+		t.Fatalf("validationError = %T, want *domain.Error", err)
+	}
+	if len(de.Fields) != 100 || !strings.Contains(de.Msg, "400 more problems not listed") {
+		t.Fatalf("%d fields, message %q; want 100 and the count of the rest", len(de.Fields), de.Msg)
+	}
+}
+
+// BenchmarkCountElements is the cost the batch limit adds to every POST /logs: one byte scan.
+func BenchmarkCountElements(b *testing.B) {
+	entry := `{"project_id":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f","message":"` + strings.Repeat("m", 1000) + `","level":"info"},`
+	body := []byte("[" + strings.TrimSuffix(strings.Repeat(entry, 10_000), ",") + "]")
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if n, _ := countElements(body); n != 10_000 {
+			b.Fatalf("counted %d", n)
+		}
+	}
+}
+
+// FuzzCountElements: on any valid JSON array the scan counts what the decoder decodes.
+func FuzzCountElements(f *testing.F) {
+	for _, s := range []string{`[]`, `[{}]`, `[1,"a,b",[2,3],{"k":"\"]"}]`, `["\\",null]`, `{"a":1}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var raw []json.RawMessage
+		if json.Unmarshal([]byte(s), &raw) != nil || raw == nil {
+			return
+		}
+		if n, isArray := countElements([]byte(s)); !isArray || n != len(raw) {
+			t.Fatalf("countElements(%q) = %d, %v; the decoder finds %d", s, n, isArray, len(raw))
+		}
+	})
+}

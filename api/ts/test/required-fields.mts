@@ -1,0 +1,58 @@
+// Sends every REST operation with only the fields the contract requires, through the openapi-fetch
+// client typed by src/schema.d.ts as openapi-typescript generates it at its default options. It
+// must type-check (tsc --strict, see tsconfig.json): a request-side `default` in openapi.yaml makes
+// that generator require the field, and a client could no longer leave it out. app/ts_test.go
+// type-checks it, compiles it and runs it against a live server whose base URL is OBSVC_URL.
+import { createClient, type components } from "../src/rest.mjs";
+
+declare const process: { env: Record<string, string | undefined>; exitCode?: number };
+
+type LogEntryInput = components["schemas"]["LogEntryInput"];
+
+function check(ok: boolean, what: string): asserts ok {
+  if (!ok) throw new Error(`required-fields: ${what}`);
+}
+
+async function main(): Promise<void> {
+  const base = process.env["OBSVC_URL"];
+  check(base !== undefined && base !== "", "OBSVC_URL must name a running server");
+  const api = createClient(base);
+
+  const created = await api.POST("/projects", { body: { name: "required-only" } });
+  check(created.response.status === 201 && created.data !== undefined, `createProject: ${created.response.status}`);
+  const id = created.data.id;
+
+  const list = await api.GET("/projects");
+  check(list.data?.some((p) => p.id === id) === true, "listProjects");
+
+  const got = await api.GET("/projects/{id}", { params: { path: { id } } });
+  check(got.data?.name === "required-only", "getProject");
+
+  const renamed = await api.PUT("/projects/{id}", { params: { path: { id } }, body: { name: "renamed" } });
+  check(renamed.data?.name === "renamed", "updateProject");
+
+  // Only project_id and message: no level, time, subject or user_id, and no Idempotency-Key.
+  const entry: LogEntryInput = { project_id: id, message: "only what is required" };
+  const logs = await api.POST("/logs", { body: [entry] });
+  check(logs.response.status === 201 && logs.data?.created === 1, `createLogs: ${logs.response.status}`);
+
+  // Only project_id: no order, limit, cursor or filters; the server applies its defaults.
+  const page = await api.GET("/logs", { params: { query: { project_id: id } } });
+  check(page.response.status === 200 && page.data !== undefined, `listLogs: ${page.response.status}`);
+  const [stored] = page.data;
+  check(page.data.length === 1 && stored !== undefined, "listLogs: one entry");
+  check(stored.level === "info", `the default level is info, got ${stored.level}`);
+  check(stored.time > 0 && stored.subject === undefined && stored.user_id === undefined, "defaults of time, subject, user_id");
+
+  const deleted = await api.DELETE("/logs", { params: { query: { project_id: id } } });
+  check(deleted.data?.deleted === 1, "deleteLogs");
+
+  const gone = await api.DELETE("/projects/{id}", { params: { path: { id } } });
+  check(gone.response.status === 204, `deleteProject: ${gone.response.status}`);
+  console.log("required-fields: every operation with only its required fields: ok");
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exitCode = 1;
+});
