@@ -42,6 +42,7 @@ type config struct {
 	ReadHeaderTO    time.Duration
 	ReadTO          time.Duration
 	WriteTO         time.Duration
+	StallTO         time.Duration
 	IdleTO          time.Duration
 }
 
@@ -65,6 +66,7 @@ func defaultConfig() config {
 		ReadHeaderTO:    10 * time.Second,
 		ReadTO:          time.Minute,
 		WriteTO:         5 * time.Minute,
+		StallTO:         httpapi.DefaultStallTimeout,
 		IdleTO:          2 * time.Minute,
 	}
 }
@@ -98,6 +100,7 @@ func (c *config) flags() *flag.FlagSet {
 	dur(&c.ReadHeaderTO, "read-header-timeout", "time allowed to read request headers (a `duration`)")
 	dur(&c.ReadTO, "read-timeout", "time allowed to read a whole request (a `duration`)")
 	dur(&c.WriteTO, "write-timeout", "time allowed to write a response (a `duration`)")
+	dur(&c.StallTO, "stall-timeout", "a streamed listing whose client takes no more of it for this long is cut off (a `duration`)")
 	dur(&c.IdleTO, "idle-timeout", "how long an idle keep-alive connection stays open (a `duration`)")
 	return fs
 }
@@ -169,6 +172,9 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid WRITE_RATE: must not be negative")
 	case c.WriteBurst < 1:
 		return fmt.Errorf("invalid WRITE_BURST: must be at least 1")
+	}
+	if c.StallTO <= 0 {
+		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")
 	}
 	for name, d := range map[string]time.Duration{"READ_HEADER_TIMEOUT": c.ReadHeaderTO, "READ_TIMEOUT": c.ReadTO, "WRITE_TIMEOUT": c.WriteTO, "IDLE_TIMEOUT": c.IdleTO} {
 		if d < 0 {

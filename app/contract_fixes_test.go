@@ -225,7 +225,8 @@ func testParameterRangeErrors(t *testing.T, open storeOpener) {
 }
 
 func testLinkIsRelative(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
+	// Served to any Host, as a service with keys or on an allowed open network is.
+	e := newEnv(t, open, func(c *config) { c.AllowOpen = true })
 	p := e.project("p")
 	seed(t, e, p.Id, 5)
 	const evil = "evil.example:666"

@@ -15,32 +15,46 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// fuzzServer is the real wiring on a SQLite store, with one project a fuzzed request can name.
+// fuzzServer is the real wiring on one store, with one project a fuzzed request can name.
 type fuzzServer struct {
+	name    string
 	h       http.Handler
 	st      store
 	project string
 }
 
-func newFuzzServer(f *testing.F) *fuzzServer {
+// newFuzzServers builds the service on SQLite and on PostgreSQL (a database of the cluster
+// pgtest started, which fuzz workers share; see pgtest.Run): every fuzzed request goes to both.
+func newFuzzServers(f *testing.F) []*fuzzServer {
 	f.Helper()
-	st, err := sqlstore.OpenSQLite(f.Context(), filepath.Join(f.TempDir(), "fuzz.db"), sqlstore.DefaultSQLiteOptions())
+	sqlite, err := sqlstore.OpenSQLite(f.Context(), filepath.Join(f.TempDir(), "fuzz.db"), sqlstore.DefaultSQLiteOptions())
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { _ = st.Close() })
-	cfg := defaultConfig()
-	cfg.MaxInFlight = 0
-	svc, err := newService(cfg, st, slog.New(slog.DiscardHandler), deps{})
+	f.Cleanup(func() { _ = sqlite.Close() })
+	postgres, err := sqlstore.OpenPostgres(f.Context(), pg.NewDatabase(f), sqlstore.DefaultPostgresOptions())
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := svc.handler
-	p, err := svc.core.CreateProject(domain.WithPrincipal(f.Context(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "fuzz"})
-	if err != nil {
-		f.Fatal(err)
+	f.Cleanup(func() { _ = postgres.Close() })
+	var out []*fuzzServer
+	for _, st := range []struct {
+		name string
+		st   store
+	}{{"sqlite", sqlite}, {"postgres", postgres}} {
+		cfg := defaultConfig()
+		cfg.MaxInFlight, cfg.MaxInFlightPer = 0, 0
+		svc, err := newService(cfg, st.st, slog.New(slog.DiscardHandler), deps{})
+		if err != nil {
+			f.Fatal(err)
+		}
+		p, err := svc.core.CreateProject(domain.WithPrincipal(f.Context(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "fuzz"})
+		if err != nil {
+			f.Fatal(err)
+		}
+		out = append(out, &fuzzServer{name: st.name, h: svc.handler, st: st.st, project: p.ID})
 	}
-	return &fuzzServer{h: h, st: st, project: p.ID}
+	return out
 }
 
 // footprint is a cheap fingerprint of everything stored: projects with their update times and
@@ -78,21 +92,39 @@ func (s *fuzzServer) serve(t *testing.T, req *http.Request) *httptest.ResponseRe
 	rec := httptest.NewRecorder()
 	s.h.ServeHTTP(rec, req)
 	if rec.Code >= 500 {
-		t.Fatalf("%s %s answered %d: %.500s", req.Method, req.URL, rec.Code, rec.Body.String())
+		t.Fatalf("%s: %s %s answered %d: %.500s", s.name, req.Method, req.URL, rec.Code, rec.Body.String())
 	}
 	if rec.Code >= 400 {
 		if after := s.footprint(t); after != before {
-			t.Fatalf("%s %s answered %d but changed what is stored", req.Method, req.URL, rec.Code)
+			t.Fatalf("%s: %s %s answered %d but changed what is stored", s.name, req.Method, req.URL, rec.Code)
 		}
 	}
 	return rec
+}
+
+// serveAll sends the request newReq makes for each server to every server, and checks that the
+// stores answer alike: the same status on both.
+func serveAll(t *testing.T, servers []*fuzzServer, newReq func(s *fuzzServer) *http.Request) []*httptest.ResponseRecorder {
+	t.Helper()
+	var recs []*httptest.ResponseRecorder
+	for _, s := range servers {
+		recs = append(recs, s.serve(t, newReq(s)))
+	}
+	for i := 1; i < len(recs); i++ {
+		if recs[i].Code != recs[0].Code {
+			req := newReq(servers[0])
+			t.Fatalf("%s %s: %s answered %d (%.300s), %s answered %d (%.300s)", req.Method, req.URL,
+				servers[0].name, recs[0].Code, recs[0].Body.String(), servers[i].name, recs[i].Code, recs[i].Body.String())
+		}
+	}
+	return recs
 }
 
 // FuzzHTTP sends random methods, paths, queries and bodies through the whole HTTP stack. The
 // string PROJECT in any part is replaced by the id of an existing project, so that fuzzing
 // reaches past the existence checks.
 func FuzzHTTP(f *testing.F) {
-	s := newFuzzServer(f)
+	servers := newFuzzServers(f)
 	f.Add(uint8(1), "/logs", "", "application/json", []byte(`[{"project_id":"PROJECT","message":"m"}]`))
 	f.Add(uint8(0), "/logs", "project_id=PROJECT&limit=5&order=desc", "", []byte(nil))
 	f.Add(uint8(2), "/projects/PROJECT", "", "application/json", []byte(`{"name":"x"}`))
@@ -100,35 +132,35 @@ func FuzzHTTP(f *testing.F) {
 	methods := []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"}
 	f.Fuzz(func(t *testing.T, m uint8, path, query, contentType string, body []byte) {
 		method := methods[int(m)%len(methods)]
-		path = strings.ReplaceAll(path, "PROJECT", s.project)
-		query = strings.ReplaceAll(query, "PROJECT", s.project)
-		body = bytes.ReplaceAll(body, []byte("PROJECT"), []byte(s.project))
 		if !strings.HasPrefix(path, "/") {
 			path = "/" + path
 		}
-		u := &url.URL{Path: path, RawQuery: query}
-		req := &http.Request{
-			Method:     method,
-			URL:        u,
-			RequestURI: u.RequestURI(),
-			Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-			Header:        http.Header{},
-			Host:          "fuzz.test",
-			Body:          io.NopCloser(bytes.NewReader(body)),
-			ContentLength: int64(len(body)),
-			RemoteAddr:    "127.0.0.1:1",
-		}
-		req = req.WithContext(t.Context())
-		if contentType != "" {
-			req.Header.Set("Content-Type", contentType)
-		}
-		s.serve(t, req)
+		serveAll(t, servers, func(s *fuzzServer) *http.Request {
+			u := &url.URL{Path: strings.ReplaceAll(path, "PROJECT", s.project), RawQuery: strings.ReplaceAll(query, "PROJECT", s.project)}
+			b := bytes.ReplaceAll(body, []byte("PROJECT"), []byte(s.project))
+			req := &http.Request{
+				Method:     method,
+				URL:        u,
+				RequestURI: u.RequestURI(),
+				Proto:      "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header:        http.Header{},
+				Host:          "localhost",
+				Body:          io.NopCloser(bytes.NewReader(b)),
+				ContentLength: int64(len(b)),
+				RemoteAddr:    "127.0.0.1:1",
+			}
+			req = req.WithContext(t.Context())
+			if contentType != "" {
+				req.Header.Set("Content-Type", contentType)
+			}
+			return req
+		})
 	})
 }
 
 // FuzzTwirp sends random bodies to MakeHat in both encodings.
 func FuzzTwirp(f *testing.F) {
-	s := newFuzzServer(f)
+	servers := newFuzzServers(f)
 	f.Add(false, []byte(`{"inches":12}`))
 	f.Add(true, []byte{0x08, 0x0c})
 	f.Fuzz(func(t *testing.T, protobuf bool, body []byte) {
@@ -136,11 +168,16 @@ func FuzzTwirp(f *testing.F) {
 		if protobuf {
 			ct = "application/protobuf"
 		}
-		req := httptest.NewRequestWithContext(t.Context(), "POST", "/twirp/rpc.example.haberdasher.Haberdasher/MakeHat", bytes.NewReader(body))
-		req.Header.Set("Content-Type", ct)
-		rec := s.serve(t, req)
-		if rec.Code != 200 && !strings.Contains(rec.Body.String(), `"code"`) {
-			t.Fatalf("a Twirp error %d without a Twirp error body: %s", rec.Code, rec.Body.String())
+		recs := serveAll(t, servers, func(*fuzzServer) *http.Request {
+			req := httptest.NewRequestWithContext(t.Context(), "POST", "/twirp/rpc.example.haberdasher.Haberdasher/MakeHat", bytes.NewReader(body))
+			req.Host = "localhost"
+			req.Header.Set("Content-Type", ct)
+			return req
+		})
+		for _, rec := range recs {
+			if rec.Code != 200 && !strings.Contains(rec.Body.String(), `"code"`) {
+				t.Fatalf("a Twirp error %d without a Twirp error body: %s", rec.Code, rec.Body.String())
+			}
 		}
 	})
 }

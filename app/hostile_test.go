@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -206,4 +207,55 @@ func TestMakeHatRefusesALargeBody(t *testing.T) {
 			t.Errorf("%s: 10 MiB MakeHat = %d %.200s, want 400 malformed", ct, resp.StatusCode, b)
 		}
 	}
+}
+
+// TestSlowReadersDoNotExhaustTheService: clients that ask for large pages and never read them
+// hold every SQLite reader connection for a while, but readiness still answers 200 at once, and
+// once STALL_TIMEOUT passes their streams are cut and other reads are served again.
+func TestSlowReadersDoNotExhaustTheService(t *testing.T) {
+	e := newEnv(t, openSQLiteStore, func(c *config) { c.StallTO = time.Second })
+	p := e.project("big").Id
+	msg := strings.Repeat("m", 1000)
+	for range 4 {
+		body := entriesOf(5000, fmt.Sprintf(`{"project_id":%q,"message":%q}`, p, msg))
+		if resp, b := e.do("POST", "/logs", "application/json", body); resp.StatusCode != 201 {
+			t.Fatalf("seed = %d %.200s", resp.StatusCode, b)
+		}
+	}
+	// More stalled clients than there are reader connections (4).
+	for range 6 {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.url, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		if _, err := fmt.Fprintf(conn, "GET /logs?project_id=%s&limit=10000 HTTP/1.1\r\nHost: localhost\r\n\r\n", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // they are in the handler, their pages half written
+	client := &http.Client{Timeout: 5 * time.Second}
+	started := time.Now()
+	resp, err := client.Get(e.url + "/readyz")
+	if err != nil {
+		t.Fatalf("/readyz with stalled readers: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || time.Since(started) > 3*time.Second {
+		t.Fatalf("/readyz with stalled readers = %d after %v, want 200 at once", resp.StatusCode, time.Since(started))
+	}
+	// A read is served once the stalled streams are cut (STALL_TIMEOUT 1s), well before the 5 s
+	// client timeout and WRITE_TIMEOUT's 5 minutes.
+	resp, err = client.Get(e.url + "/logs?project_id=" + p + "&limit=1")
+	if err != nil {
+		t.Fatalf("a read with stalled readers: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a read with stalled readers = %d", resp.StatusCode)
+	}
+}
+
+func entriesOf(n int, entry string) string {
+	return "[" + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + "]"
 }

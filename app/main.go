@@ -153,6 +153,7 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	m := edge.NewMetrics(st.Pools())
 	rest, err := httpapi.NewHandler(core, httpapi.Options{
 		MaxBodyBytes:  cfg.MaxBodyBytes,
+		StallTimeout:  cfg.StallTO,
 		Logger:        log,
 		OnLogsCreated: m.LogsCreated,
 		OnLogsDeleted: m.LogsDeleted,

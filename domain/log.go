@@ -156,6 +156,27 @@ func checkBytes(s string, max int) string {
 	return ""
 }
 
+// EntryFieldProblem states the rule of one string field of a log entry as sent ("message",
+// "level", "subject" or "user_id"): "" when value keeps it, else what is wrong, in the words a
+// client is shown. It is the one statement of those rules: the service applies it to every batch,
+// and a transport may use it to name problems early.
+func (l Limits) EntryFieldProblem(field, value string) string {
+	switch field {
+	case "message":
+		if len(value) > l.MaxMessageBytes {
+			return "must be at most " + strconv.Itoa(l.MaxMessageBytes) + " bytes"
+		}
+		return checkText(value)
+	case "level":
+		return checkChars(value, 1, l.MaxLevelChars)
+	case "subject":
+		return checkBytes(value, l.MaxSubjectBytes)
+	case "user_id":
+		return checkBytes(value, l.MaxUserIDBytes)
+	}
+	return checkText(value)
+}
+
 // buildEntries validates a batch and turns it into entries with ids, default levels and times.
 // It checks every entry so that one answer names every problem (up to MaxFieldErrors).
 func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
@@ -173,30 +194,25 @@ func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
 		if e.ProjectID == "" {
 			bad.add(i, "project_id", "is required")
 		}
-		switch {
-		case e.Message == nil:
+		if e.Message == nil {
 			bad.add(i, "message", "is required")
-		case len(*e.Message) > l.MaxMessageBytes:
-			bad.add(i, "message", "must be at most "+strconv.Itoa(l.MaxMessageBytes)+" bytes")
-		default:
-			if d := checkText(*e.Message); d != "" {
-				bad.add(i, "message", d)
-			}
+		} else if d := l.EntryFieldProblem("message", *e.Message); d != "" {
+			bad.add(i, "message", d)
 		}
 		level := DefaultLevel
 		if e.Level != nil {
 			level = *e.Level
-			if d := checkChars(level, 1, l.MaxLevelChars); d != "" {
+			if d := l.EntryFieldProblem("level", level); d != "" {
 				bad.add(i, "level", d)
 			}
 		}
 		if e.Subject != nil {
-			if d := checkBytes(*e.Subject, l.MaxSubjectBytes); d != "" {
+			if d := l.EntryFieldProblem("subject", *e.Subject); d != "" {
 				bad.add(i, "subject", d)
 			}
 		}
 		if e.UserID != nil {
-			if d := checkBytes(*e.UserID, l.MaxUserIDBytes); d != "" {
+			if d := l.EntryFieldProblem("user_id", *e.UserID); d != "" {
 				bad.add(i, "user_id", d)
 			}
 		}

@@ -7,8 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
-	"unicode/utf8"
 
 	"example.com/obsvc/domain"
 )
@@ -120,38 +118,15 @@ func (c logsChecker) entryProblems(e *entryValues) []fieldProblem {
 		}
 		return ""
 	}))
-	add("message", e.Message.problem(true, func(s string) string {
-		switch {
-		case len(s) > l.MaxMessageBytes:
-			return "must be at most " + strconv.Itoa(l.MaxMessageBytes) + " bytes"
-		case strings.IndexByte(s, 0) >= 0:
-			return noNUL
-		}
-		return ""
-	}))
-	add("level", e.Level.problem(false, func(s string) string { return checkChars(s, 1, l.MaxLevelChars) }))
-	add("subject", e.Subject.problem(false, func(s string) string { return checkChars(s, 0, l.MaxSubjectChars) }))
-	add("user_id", e.UserID.problem(false, func(s string) string { return checkChars(s, 0, l.MaxUserIDChars) }))
+	for _, f := range []struct {
+		name     string
+		v        stringValue
+		required bool
+	}{{"message", e.Message, true}, {"level", e.Level, false}, {"subject", e.Subject, false}, {"user_id", e.UserID, false}} {
+		add(f.name, f.v.problem(f.required, func(s string) string { return l.EntryFieldProblem(f.name, s) }))
+	}
 	add("time", e.Time.problem())
 	return out
-}
-
-// noNUL and checkChars state the domain's string rules for the detailed answer; the domain
-// applies them itself to every batch that gets past this check.
-const noNUL = "must not contain the NUL character (U+0000)"
-
-func checkChars(s string, min, max int) string {
-	if strings.IndexByte(s, 0) >= 0 {
-		return noNUL
-	}
-	n := utf8.RuneCountInString(s)
-	switch {
-	case n < min:
-		return "must not be empty"
-	case n > max:
-		return "must be at most " + strconv.Itoa(max) + " characters"
-	}
-	return ""
 }
 
 // countElements counts the elements of body's top-level array in one scan of its bytes, without

@@ -86,7 +86,7 @@ type LogEntryInput struct {
 	// Example: 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
 	ProjectId string `json:"project_id"`
 
-	// Subject What the entry is about, at most 1,024 characters.
+	// Subject What the entry is about, at most 1,024 bytes of UTF-8 (no NUL). The schema's maxLength counts characters and is only the looser bound; the byte limit is what an index can hold on every store.
 	//
 	// Example: checkout
 	Subject *string `json:"subject,omitempty"`
@@ -96,7 +96,7 @@ type LogEntryInput struct {
 	// Example: 1795428000123
 	Time *int64 `json:"time,omitempty"`
 
-	// UserId The user the entry concerns, at most 1,024 characters.
+	// UserId The user the entry concerns, at most 1,024 bytes of UTF-8 (no NUL). The schema's maxLength counts characters and is only the looser bound; the byte limit is what an index can hold on every store.
 	//
 	// Example: u-42
 	UserId *string `json:"user_id,omitempty"`
@@ -238,10 +238,10 @@ type DeleteLogsParams struct {
 	// ProjectId The project whose entries are meant; it must exist.
 	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
 
-	// UserId Only entries with exactly this `user_id`.
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`.
+	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// StartTime Only entries with `time` at or after this Unix time in milliseconds (inclusive).
@@ -256,10 +256,10 @@ type ListLogsParams struct {
 	// ProjectId The project whose entries are meant; it must exist.
 	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
 
-	// UserId Only entries with exactly this `user_id`.
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`.
+	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// StartTime Only entries with `time` at or after this Unix time in milliseconds (inclusive).
@@ -2179,89 +2179,91 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7HyLbhtHlvarFPofYCRM807JEoXgh+zYM5rITmLL8OyaXnex+5CsuLuKrqoWxRgC9ml232MfZZ9kcU71",
-	"lWyKlGXNBJkJAlhk1+XUqXP5zqX5xQtVslASpDXe6Is3Bx6Bpj9fg9Wr86kFjZ8iMKEWCyuU9EbeGwiV",
-	"jAyzii25sGwCU6WBaZwi5Kzt+R7c8GQRgzfq+Z4J55BwXGaqdMKtN/KEtIO+53t2tQD3EWagvdvbW99b",
-	"cM0TsBkdz2V0JRLYJOJHGa8YSKsFGLYUds4CKxIIGLdM6ZwmOxeGvZXihuFDJiRLRBwLk53gQMgwTo24",
-	"hsMzJlVxlMBYru1HWrB+nCenR8NB77iL//meQEo+p6BXnu9JjnR6ICOa6G07+fGw6eS+d6lml3AN8T5n",
-	"hRse2njlzhfEOK1OqAdaK+01kxir2UeaU6MxI8lYLeSMKPpJq18gtBffb5J0NQe2cI//aJiI6pt3e6eD",
-	"42kXWidhn7eeTAbQOo2G01afH09Owm7Ug/40p23B7bwkTUSe72n4nAoNkTeyOoU9afyZzngXoWw5VwYK",
-	"RnINLAEu7RkTliWpsQxuhLFff5Q1Nmfbfrz3md6g9H2V2HPU2HtI/aZw90+6dwh3qRf3Fu+3BnSTJO0S",
-	"7tSA/iiiNfFOW8P+FrZnE+6U7Vu8ELNQ0gCZmac8eg2fUzAWP4VKWpD0J18sYhFypLWz0GoSQ/KnXwwS",
-	"/qWkBo9kuYi9kWfnaAhpJSYME/Kax0QL6aPxRu8rg0nmJoB3lyhj2aDPwjnXPCTr53sLhQzU3sjr9DtO",
-	"YW8/+HgJNjXeaIi3ZIUlhjzlEcuPUPCfT1RqR5OYy0/ebZUff9Aw9Ube/+uUDqDjnprOT+6YjkubylQ5",
-	"XcJjvHmIyOJq4J8M40ynMZyxwB04YHgrhgEP50xNpyAjIWdsKiCmWYW1byOBL5SeiCgC+eBbEIZ9ghWL",
-	"FBgy7KG6zhVDLUDTUl6VlYOSlSUVj8rI858udtNIPHJ2hDh0IV/EYjZ/qJjy4hpJ42jPiwiShbIgw1Xr",
-	"B1g58WVTt12VVaclq54pOY1F+Igid75OKTDDE2ii1lgRx2wCKGBzLqMYojOHSljMcxF7pewLlcrogQzM",
-	"XQre25TWq3JoWHLolbLsRTbgEYUpp6cQpsyV3frelVKXXM/gwSIz4Tacs7mKI1OYrB76itx8V3nQG9Sk",
-	"BHdlV0oxR8qj8mKiohXqDcqKo1kYFuO++B2XTohAo7bxMISFNTmjXnK5yqyoeSC/llpYYJpbYHATAkRQ",
-	"k5F+RYuQL7gzK7Z+VP6g0Zlzw1IDEUsXTFjDSmpzlcmhBLCZuAZJUAJ98HqQ0CqihCaSstGdSjxBVL2V",
-	"PLVzpcWv8FBVxIVA2mwKK4BWVSF7JbNrOz8an1+p3L77KIpKQlXqCi39JNVyjanv3r1rnZdHasCAwVPg",
-	"GnRQA0Tuu7tBj+P7NRcxn8TwDZCOsRgtCcPSyrIl34+qXvUN6GsRAntbG/qIYu6IC7l0gR3TiEEgYhod",
-	"GpNq6edGIrsVdCFziAigxIqvO49vJ/p46zILXB54C6lbLLf/W4CmVGUMVPh7gqUViNntVAKWGs7s96vq",
-	"s9AqBGPwAtlzaYVdPaL3tywGbiwpEHqZVYYneXEgO+frbq+42HWQsMys3lhmgT5xg7NITKeg0UWh76BU",
-	"wBylAMeTGEXtsfTo7ky6WChtIXoJkeBXdOwH6xF5rCIaqCxAE6te9ah6EwUtjIhhRM3ju1bhWP3XNz++",
-	"alNol03GtS/V7Dle06bVOs84yWI1c1fZZj/SQx67eMC4u1yCBtrA4IVglK4SYS1QjmGhERpb4cI2ETVl",
-	"p1CZW9wYMZMQ+SyV4nMKW6L6U97rtp6E/ah1AoNpa8iPJsfhk+gETqclJ3ML6ntxnqDZTLRsjE1QSRzs",
-	"Kkcv+CrBY0UQxkJWPVA5saKGtbl7piI21jPpJLc05WLhHMJPKrVNE2xj6mFrQmFLEqHXH/i7MwN+Ea/X",
-	"yMvi+83cSJlHee+SRbUsS87z/Kays3woVlKOFS7dRpJ6IRepbUpLQCmpjKPFCWOBV2dARoYJuymOcXP6",
-	"rsesqsf2Z1W3Q2phWCDkVAVsOQfJBIXXfIIa0JzWS/jNJciZnXujQd/3EiHzj727RXHDvhKMPx6yH8RT",
-	"dnB85B8NjtlkZcEwNWVvr160TupZoiYRrlBzfHQ0ON4p1NsDGGSM4/kEYiVnhln1LRJ0d2lFnZp3aIRK",
-	"MugiVGr9Mubxu/1h5Tbr9FQUq8KWXrc/fLimVeXmj8YNIYFpEJUHKeLm/eDDCldCJUPQ0uzLlUyfd3Fk",
-	"TcEbdXuLMptnGriFBvL/opYswfCqyPxmYWHm2jf0OCxXKk7Q9/fKclapz5fZRvD3EMO+BEc0lmlI1HUT",
-	"yVG5VikBX0Fzvk4TzTk22LQikr1+8YydDo+esAzysEiFaZLJ5DqpDvlUzf3WtOmGxuTwtlFr88yxwIBW",
-	"yZlPuDGBZAKaLUAX1FHKps3OyywGAY1YGAvRmdOpRGkYS0IjNNxngSM9YOQBCDvO86tKXLkJR+MUn0F7",
-	"1h7L4OD0tNt1T7PNHXpyWx0GCCx9T1hIzJ7Y7AViJTIeGc7Tmq/ws5DGchmuIY5OrGamiZMZv7dqfPac",
-	"yjs+ekAI5woitEl4XcHfWlm6onURBSxPpzMX9pyxz6mygIabmKkBkSpiap7z4dsgshwaV45MefGdtcYC",
-	"SFeZ1ZhFr5jrDO6vI9u3ry+YBgohQnAo1oUpdl5cO8PJZyyowPKA6k9ulDsHM3yF2ILxOK7zp4rmd5lN",
-	"m8UBdL6CRX6ueXfotpOtRjBUJu8pCHAZ/IMgCyCDQ4y5qBJT5vTxcf53cLifJdhVE9kEFvkOzVKM94BI",
-	"BnlcHsERSvUHO68WIaosrxW7NvfNI+f1XTEuYtlTdoCG8fi02ztkQlrFqobOxZrkU5OFXTG3dkUmlnMV",
-	"u5irTlhRDdolCHdfeDP8OS+gGDcNMLUJ92aO7iNfizH63f5xq9dr9QdXve6oi/+3e/3B8Oj4372Khkbc",
-	"Qmsbm/cI8djbtxffXz/5NrDQFRH3jZTSRfRIJ28KdYg2v8ruGgV3XPOWIIecZhHYJHzFDFimZJle2bzs",
-	"nEENMU7/6LiirD75OSXjFVvOhQVmFjyENntFllECRFnLRWOE3gyj+0fHO4KdNb4RtZuMQccBYaqFXb1B",
-	"7+qONqEc6nmKKzdgnLxgxw0LzrMcMqVpRsxlX9kPz/8t8IsMtPN8FRWac6pKGkTPUzFLNURjeUA4QiJQ",
-	"cWGfWoA8bLPzKBHSDceLiRSDa9ArSkydVfJfSBEO0MAjSuWrpRzLQodlxJy8+AQ56IsMTJKfKps4ECc4",
-	"NEKAA9k1yZPKGfvm1i5cagiD1TzxxZ0ZycrvP07wtHwiYmFXxLOEC2m5kGjAN7JKmYAaIszOQegi7Ebk",
-	"SyXRv1xd/dShdNNYjuVzZAMjHEjBmWTBtpxbUMBQZ4gRoR7mbROrBQQ+C8hL4h/OTQZjiZTkUO+MERJ1",
-	"pQWHPRmPIto1r3ATAMuaSxzWNM7t1H0O2vGxdH5zsmJ1N1H4UQccWZDbeOdYm7zXNjc7ls+cPgtUeiZR",
-	"bFjIU0OBxNHNjbvkWIQgDVRu7nzBwzm0+u0u2hUdZxduRp3Ocrlsc3rcVnrWyeaazuXFs+ev3jzHOe25",
-	"TeIKrNoUBM/3rkGbzGC0u+0uDkdx5wvhjbxBu9seoL3hdk766KBrEd1sKqWLoAqYlQlyLjsk3wlFeqQ6",
-	"WSFrKmJkGt4yoa0cwqP9KeruF1Gx/KXDz9W+tPfNQL0c0llrS7r1d87I+mP2GFk0iu0xtmwl2mNw3mx3",
-	"+2GtPabf7d6R5W7MbmfhaK+/d+q5GhJvST/TZaIGFP1CGG9lm1ENd+gobdqnOFGn0u1DU3q7p9SqhjRp",
-	"sHtS2UhCM4a7ZxTdCTihf7p7wnrN+tb3jvYhrVqFI2+YJgnXq0Loq0YY7T9HRXzvkUJ+uPW9GTTAiddg",
-	"Uy2/Sh19pnQE6DQnq7ylzaL7DEQUjOUBN2Fm/FIZgzEsoPHfIQHBYZu9yyP2Yju3E9X7g1gkwga+i1sv",
-	"BUZeLkwdy5DrLMWiIeZWXEM1knOAXcKNZQs+A3YQaIi/G3v4zdgLDkeulFaGyhRPcBmNpTPSWYEpCFNt",
-	"lA7Qd0Dk48JUkTQqvoaI8RnH4J02e/v6shYlUA0KzblV7EDYsXQGPS+DzZWxh22G2hFzk5GJQEOq+lHJ",
-	"d1KmFUdQu4wGnuDuJkMeBCGmWiWsKO622XkOD+n+LP9ElTYKCHHaVOmxrGUljeVxTLlJlVp20DtiBi81",
-	"gilPY3vIYmUykx0qKSFE4fHJHBOzhGMDUukcVd0mXwpj/wktsr/RBMBNGLADFUcoJFOhjXXyXfBZaUQx",
-	"NErCshi1ls3HEVsaKUnDah0FINMEzQCnOTT1QwMCb4rDKZgvUJ3MxJCaiXxG0UOv63e73TPWw3+2p7W3",
-	"taaSjnt3tpsn/EYkeIKe63BNhMw+N+VFN5IgC/45BbZQRhAaRFWQTl0QjcO1UKmhY/3RrKlevYSz+mv3",
-	"4hd18+rXT71X318MX35/vnx5dfHr9Oct9+BsR+1oO/PoD/Tg711tdd+sXFb4KqtTeb2pqVhUrQTtG6YX",
-	"xZpaNE7Fk7U6R1HEcCUH6mMo2LZXmrUoYW+kWDdByY+5IKvpBjhZ6xhBgWjo5Rmn3e4gJKT7///3P/8L",
-	"P/aP3Y1/l30eUE9Wxe1kyiGVnYN2+09VHKulcWHOSf/k5HBUcWljWfq0A056peLUQuGuXEjhUxp/cHpy",
-	"zP7nv4ft/qHf7KIKdzeWb19fOitdynf1ROVdf7fPTddOn+vJ9OcmJuzsdPodIcEHIjp0mbvw3EKZBkD3",
-	"xuX8uAtWXZyrplVzXZj0A8oKl22h7KV4esYmys4ZWWb3voUDCWNpwFohZ+aQCema4zSXhocumwKCBNuh",
-	"xKIKm7WPKJ0lS0ybncvsMSIHldqxzKDjDKzZrJX6+bj8lRk3zlXe2yxrzMqbUZBeMZNZ989YnmeNpddZ",
-	"IdSIX8GdjfqNUK1yBtWAaNFy6oqO2QyCW1PXjES4Z9gb5K8f5aU/Onas1CfUP4tQbNjtNjfUu+FFciHL",
-	"JozlQdAZdBxPxmVuXbLMz409nwWdbicz2Dgog7NCQ+Se9temuhza2Dv0x1LIvNvWIcwNuOaKss2ArS5r",
-	"LwlZlnwyfEoAnHrwRnRzQrL+kM1Vqo1fFnGpSwit01qH+CdYYeDg0kruqyyDd1gRp1xilQwJ7LqWv/pK",
-	"TrSlWYImCsdSaTETkses3+25zf0srVRtOXsNi5ivIBoxq1MIzmq0bfSejWVtn2G/f0YmnOiZi9jlkwjD",
-	"VWulDV3v5Rrd03XrTExrlfnpFjrOHHg4d1Uij7X+uW0QpH90tJ6VXXBrQeOa//F+PL7pd1vj8c2T5x/+",
-	"9AdvC1ihAz1V0eqeOOU3jD38LxVq3EUi/6I0/kpi6mimoT0PL3eEMr3WNVlp03BmuwzIXOxYg+eZao1l",
-	"wlcE0SnPWhSCnO1mB8HL8799fHp+9ewvH5+/unp98fxNcHhW6CXZSWGdiR32BvcodNdbs24JuF+4iSVy",
-	"z79oAmn1l+1uN7Bw737ZrKIf5H7JrLwhpQE3Pq+4trLJlB0o7WNEnem9gGi9hdVncx6xCYA8XMOXTYan",
-	"AW+SJcorE5Q+d6YitzRqijZ+vXHWNWaWhPJYA18vS+LSjeEiPWgIFH/rMG2P/FvxPhZO6A32Sti5V2Bo",
-	"wtE+B2loOab0YH+fybVe839cVvEdvV9S2Ibp3Xj01vfyZnSS7TuzjQ4mZsN9Vs2ItBvTR3nJyXtwjFwt",
-	"fO+o+d7H4+Rxf+luqnXmOzf6ini3Ihy7wt3zOM4ZbdY5/fdTzG8RDi1KGchlr/hqezzkLHr17YMMxJm1",
-	"jgQRsQOe9SUcttmLvL29KAWrpTTsIBBR4I9lUMpR4LOgvOzgsBqFOKtNGbGtSPun4j2Qr0RUXzak7z7v",
-	"DpS9Bo/oh39L6nZP3ux6fRNdbHbK9fSRcnzZ0j3N7TzvcpKwLK1hUNjRzhcR3a69RV8+3JNV+/+KwW/c",
-	"t/+dXfU/xOc6i1Aaq2ZbV/W1JCP3LLhT+tD54PJ9CWHJwm0rqVetVM0gDO9+OQC3Eta1qjTVfv9VyN0s",
-	"5O64/h2lXKrUZK1g7FyiY6u0t5bvFfrVH4OQYBj9xgjVOil2HHaHm8LwZ7BbJaH7L9dQk/327zhB/Wew",
-	"u8X0K6u9hIgbmx8pSA43uofwyts1EMZ4vOQrw3h0zWUIZiueq2C1sbwTrL2l1b89WGtd9x8Tr/0mlRLP",
-	"fIde9kYD2uv4aDjo976dXmYbrunn76f76J8BIb0G6tPchZAq3cJke6p9wu8/UMhNVqCprHFV2ghynPS3",
-	"cbm3sjk1SPgnYDqVgXsxiDwvm1u7GHU6vf6TdrfdbfdGJ92TLuX9XHdmh4xbRvGXbY21aimr2ZYzh5mK",
-	"V3Hcz8ZkuC4HV+2NXzEzDT0ol+WqPv2CiAXJhGQ8jltKt/K36CnnA67D13Upu75mcN1K1c0o/3P74fb/",
-	"AgAA//8=",
+	"7FyNbhs5kn4Vom+BsbGtf9mxZQwOTibZ9a6TmU1sZO+iXJrqLkmctEiFZFvWBAbuae7e4x7lnuRQRfaP",
+	"pJalxPHu3OwOBoil5k+xWD9f/bQ+B7GazZUEaU0w+BxMgSeg6c/XYPXyfGxB46cETKzF3Aolg0HwBmIl",
+	"E8OsYgsuLBvBWGlgGqcIOWkGYQC3fDZPIRh0wsDEU5hxXGas9IzbYBAIaXvdIAzscg7uI0xAB3d3d2Ew",
+	"55rPwHo6nsvkSsxgk4gfZbpkIK0WYNhC2CmLrJhBxLhlSuc02akw7FqKW4YPmZBsJtJUGH+CAyHjNDPi",
+	"Bg7PmFTFUSJjubYfaMHV4zw5Per3Osdt/C8MBFLyKQO9DMJAcqQzAJnQxGDbyY/7dScPg0s1uYQbSPc5",
+	"K9zy2KZLd74oxWnRgN3wVCTs+upF44SGqcyyV9eXIevgXfW6LJ5yzWPkLTuwU2BjAWnynWFqIZnOUuQC",
+	"l0s7FXLCIDXAhGH9dptJPsOvcEpxPSt8CUBrpYN6jqRq8oFIXGGJ54CxWsgJMeAnrX6G2F78sMmBK9zZ",
+	"Pf7OMJGsbt7unPaOx21onMRd3ngy6kHjNOmPG11+PDqJ20kHuuOctjm305I0kQRhoOFTJjQkwcDqDPak",
+	"8S90xvsIZYupMlDcG9fAZsClPWPCsllmLINbYezXH2WNzX7bD198pjco7F+lZRwNxBco2aYudU/a9+hS",
+	"qYZfrE3XBnSdJO3SpcyA/iCS+7SJWzZTxrJO2O722Whp4ZurU9bod7dcsyfwXl26QwEwcyUNkBV9ypPX",
+	"8CkDY/FTrKQFSX/y+TwVMUfetOZajVKY/f5ng4z6XFKDLLRcpMEgQJK1WwkPIyQxCUlH/TfB4F1lMMn4",
+	"CAp+rRigIAzmCi9MB4Og1W05A3H3PsRLt5kJBn2UCissMeQpT1h+hOK++UhldjBKufwY3FX58TsN42AQ",
+	"/Eur9G8t99S0fnLHdFzaVN7K6WY8RUmDhByKBv7RME4Xe8Yid+AI7xIMAx5PmRqPQSZ4syQIOKtyvXdh",
+	"8ELpkUgSkA++BWHYR1iyRIEhvxWrm1wR1Rw0LRVUWdkrWVlS8aiMPP/pYjeNxCNnt4hDF/JFKibTh4op",
+	"L66RNJz2vEhgNlcWZLxs/BmWTnzZ2G1XZdVpyapnSo5TET+iyJ2vUwrM8BnUUWusSFM2AhSwKZdJCsmZ",
+	"A10s5bmIvVL2hcpk8kAG5i4M721M61U51C859EpZ9sIPeERhyukphMm7zrswuFLqkusJPFhkRtzGUzZV",
+	"aWJKE4++KXcXVR50eitSgruyK6WYI+VReTFSyRL1BmXF0SwMS3Ff/I5LJ0SgUdt4HMPcmpxRL7lceitq",
+	"HsivhRYWmOYWGNzGAAmsyEi3okXIF9yZFVs/Kn/Q6Ey5YZmBhGVzJqxhJbW5yuTQBdhE3IAk6II+eD0G",
+	"ahRBUB1JfnSrEi4RVdeSZ3aqtPgFHqqKuBBI66ewAthVFbJTMntl50fj8yuV2/cQRVFJqEpdoaUfpVqs",
+	"MfXt27eN8/JINZgzegpcg45WAJH77n7Q4/h+w0XKRyl8A6RjLAaDwrCssmzJ96OqV30D+kbEwK5Xhj6i",
+	"mDviYi5d3Mo0YhBImEaHxqRahLmR8LeCLmQKCQGUVPF15/HtRB9vXfpA6YG3kLnFcvu/BWhKVcZchb8n",
+	"WFqBmO1WJUBawZndblV95lrFYAxeIHsurbDLR/T+lqXAjSUFQi+z9HiSFweyU77u9oqLXQcJC2/1htLn",
+	"MYgbnCViPAaNLgp9B2U6KCbB8SRGSZOhSDneEglVD5j7v7OhxF0d25nhS8OmasFmaNpnLtsCuCloaA5l",
+	"QLJgsvlcaQvJS0gEvyI2PlgvyQMW0UVlAZpY9dJH1ZstaGFEDCNqHt9VC3d1f3rz46smhaZ+Mq59qSbP",
+	"8do3reC5vxmWqokTjSb7kR7y1MUXxskGsps2MHjBXANTM2EtUI5krhFqW+HCQJHUJfPQODS4MWIiIQlZ",
+	"JsWnDLZkJU55p914EneTxgn0xo0+Pxodx0+SEzgdl5zMLXIYpHk+azNRtDF2hkrnYFw5es6XMzxWAnEq",
+	"ZNWjlRMrar0yd89UysZ6JhvllqtcLJ5C/FFltm6CrU2dbE2IbEmCdLq9cHdmIyzi/xXyfL5gM7dT5oHe",
+	"uWTXSpYo53l+U/4s74uVlGOFy06SpF7IeWbr0ipQSirjaMHiVODVGZCJYcJuimNan+3cTFaeVd0YqYVh",
+	"kZBjFbHFFCQTFK7zEWpAfVpyxm8vQU7sNBj0umEwEzL/2LlfFDfsNRnF4z77s3jKDo6PwqPesU8BqbFL",
+	"Fq1muepEuELN8dFR73inUG8PiJAxjucjSJWcGGbVt0gw3qcVq9S8RSNUkkEXoTJbnybLecQOpGKvri8P",
+	"neNxFvE7wwrOsFhl0ppqxprLBFdXknJ1KG7KgGYjjD6dhOAeLBUzJw8LJIxLJmQCtwiUKLZjSjK4Ab10",
+	"grTKnIqWV+6o0+72H672VSH+zrghJL01cvsgq7ApLPiwckWxkjFoaf5fXpG3dLuuZ8301Vq9LWbOPNPA",
+	"LdTw8o852ily+j4A9yBqw8LF5UrFCbrhXvnrKvX5MtsI/gFS2JfghMYyDTN1U0dyUq5ViuNX0JyvU0dz",
+	"jpo27atkr188Y6f9oyfMg0GWqDibeQVZJ9Vhwqoj3Jqg3lDfPJCotWd5TQBlVCs5CQmhz2A2As3moAvq",
+	"KDnWZOcVtIwQLBXGQnLmFByx8VASTqPhIYsc6REj30gofRuSDhk0J82hjA5OT9tt99Rv7nCl2+owQsgd",
+	"BsLCzOyJWl8giiRL5hGw1nyJn4U0lst4DYu1UjUxdZz0/N5qfvxzKtyFiA0gnipI0EDidUV/bfjEUOMi",
+	"iVheuGAuwDxjnzJlAV0aMVMDYniMXnjOh2+DVfOgoXJkqkDsLFoXIUaVWbX1iorv8IHQOua/fn3BNFCw",
+	"FoPD9y4gtNPi2hlOPmNRJWCJqLLoRrlzuPBMWMbTdJU/1Thnl9m0PkKi8xUsCnPNu0e3nWzVwsSyTELh",
+	"kauVHEQ+VI8OMbqlmldZPcHH+d/R4X6WYFf1aRNy5TvUSzFFxWpMPC6P4AilSo+dbqvmrZQxN/fNcxTr",
+	"u2LEyPxTdoCG8fi03TlkQlrFqobORfXk4Gdzi24T167IxGKqUheNrhJW1N12CcL9F14PDM8LkMpNDYCv",
+	"iwi8o/vA16Kvbrt73Oh0Gt3eVac9aOP/zU631z86/vegoqEJt9DYxuY9gl92fX3xw82TbwOYXbl23xgy",
+	"myePdPK6IJBoC6vsXqHgnmveEv6R0yxCvhlfMgMWcRwvy3vrl50zqCb66x4dV5Q1JD9HoHIxFRaYmfMY",
+	"muwVWUYJkPjendrcRT2m7x4d7wgD1/hG1G4yBh0HxJkWdvkGvas72oiy1ecZrlyDcfLSKDcsOvfZekpg",
+	"DZjLc7M/P/+3KCxy/c7zVVRoyqn+axDKj8Uk05AM5QHhCIlAxaFrNQd52GTnyUxINxwvJlEOXFMK8KyS",
+	"aUSKcIAGnlDRRC3kUBY6LBPm5CUkyEFfeDBJfqpsz0Gc4NAIAQ5k1yhP33v2Ta2du6QZhvF5SpA7M+Ib",
+	"HX4c4Wn5SKTCLolnMy6k5UKiAd/It3kBdUGInYLQRUICkS8Vn/94dfVTixJxQzmUzynGIBxIYatk0bZs",
+	"ZFTAUGeIEaEe5g0xyzlEIYvIS+Ifzk1GQ4mU5FDvzPWTuCKOT7TyJKFd814CAmC+bchhTZ+MXfU5aMeH",
+	"0vnN0ZKtuonCjzrgyKLcxjvHWue9trnZoXzm9Fmg0jOJYsNinhkKJI5ub90lpyIGaaByc+dzHk+h0W22",
+	"0a7o1F+4GbRai8WiyelxU+lJy881rcuLZ89fvXmOc5pTO0srsGpTEIIwuAFtvMFotpttHI7izuciGAS9",
+	"ZrvZQ3vD7ZT00UHXIrrZVEoXQRUwywtyLjsk3zOK9Fxc6kqGY5Ei0/CWV5LhaH+KDoeLpFj+0uHnaoPj",
+	"u3qgXg5prTWc3YU7Z/jOpz1GFh2He4wtm8T2GJx3bd69X2tE6rbb9+T/a/P+PhztdPdOyldD4i2JebpM",
+	"asvKO8Ew3vKbUbW87yit26c4UavSV0VTOrunrNRnaVJv96SyZYdm9HfPKPpAcEL3dPeE9e6AuzA42oe0",
+	"ar2TvGE2m3G9LIS+aoTR/nNUxHcBKeT7uzCYQA2ceA020/Kr1DFkSieATnO0zJsVLbrPSCTRUB5wE3vj",
+	"l8kUjGERjf8eCYgOm+xtHrEX27mdqLMiosxVFLq49VJg5OXC1KGMufYpFg0pt+IGqpGcA+wSbi2b8wmw",
+	"g0hD+v0wwG+GQXQ4cEXLMlSmeILLZCidkfalvCjOtFE6Qt8BSYgLU+3XqPQGEsYnHIN32uz69eVKlEDV",
+	"PjTnVrEDYYfSGfS84DhVxvpcX8qNJxOBhlSrRyXfSTloHEGNSRr4DHc3HnkQhBhrNWNFGb3JznN4SPdn",
+	"+UeqaVJAiNPGSrv6YpEiNZanKSVKVWbZQeeIGbzUBMY8S+0hS5XxJjtWUkKMwhOSOSZmCes7LCfgHNWq",
+	"Tb4Uxv4DWuRwo92CmzhiBypNUEjGQhvr5Lvgs9KIYmiUhEUxaq3OgSO2tKyShq30boDMZmgGOM2hqe9r",
+	"EHhdHE7BfIHqpBdDatvyje6ddthut89YB//ZnmPf1nRMOh7c+97CjN+KGZ6g43qXZ0L6z3V50Y0kyJx/",
+	"yoDNlRGEBlEVpFMXRONwI1Rm6FjfmTXVWy1uLf/UvvhZ3b765WPn1Q8X/Zc/nC9eXl38Mv7LlntwtmPl",
+	"aDvz6A/04O9c1XnfrJwvCZZ1u7wSV1dGq9bI9g3TizLWSjROlZy1oktRUXElB+oYKdi2V5q1KO5vpFg3",
+	"QcmPuSCr8QY4WevNQYGo6ZoaZu12Lyak+6//+5//hR+7x+7Gv/efe9T9VnE7XjmkslPQbv+xSlO1MC7M",
+	"OemenBwOKi5tKEufdsBJr1SaWSjclQspQkrj905Pjtn//He/2T0M611U4e6G8vr1pbPSpXxXT1Te9ff7",
+	"3PTK6XM9Gf+ljgk7e8p+Q0jwgYgOXeYuPDdXpgbQvXE5P+6CVRfnqnHVXBcm/YCywmX7EXspnp6xkbJT",
+	"Vzd0b9I4kDCUBqwVcmIOmZCuDVFzaXjssikgSLAdSizq076xRmmfLDFNdi79Y/+ix1B66DgBazYLt2Hx",
+	"Qoh/98qNcz0JTeZb4PI2HaRXTCSVCBE7nfsW3htflTXiF18Tpc4uVKucQStAtGjudUVHP4Pg1ti1fRHu",
+	"6Xd6+XtseemPjp0q9RH1zyIU86+hbL664IYXyQWfTRjKg6jVazmeDMvcumTezw2DkEWtdssbbBzk4azQ",
+	"kLin3bWpLoc2DA7DoRQy72t2CHMDrrmibD1gW5W1l4QsSz4ZPiYATt2OA7o5IVm3z6Yq0yYsi7jUP4XW",
+	"aa0X/yMsMXBwaSX3lc/gHVbEKZdYJWMCu665cnUlJ9rSLEAThUOptJgIyVPWbXfc5qFPK1Wb+17DPOVL",
+	"SAbM6gyisxXaNrr8hnJln363e0YmnOiZitTlkwjDVWulNe8XlGu0T9etMzGtUeanG+g4c+Dh3FWJPNY6",
+	"FbdBkO7R0XpWds6tBY1r/se74fC2224Mh7dPnr///e+CLWCFDvRUJcsvxCm/YuwRfq5Q4y4S+Zdk6VcS",
+	"s4pmahoX8XIHKNNr/amVnhFntsuAzMWOK/Dcq9ZQzvjStXYI/DIvBDnbzQ6il+d//fD0/OrZHz88f3X1",
+	"+uL5m+jwrNBLspPCOhPb7/S+oNC92rR2R8D9wk0skXv+RR1IW32N8m4DC3e+LJtV9IN8WTIrb0ipwY3P",
+	"K66tbOdlB0qHGFF7vReQrDcLh2zKEzYCkIdr+LLO8NTgTbJEeWWC0ufOVOSWRo3Rxq+3KLuW1ZJQnmrg",
+	"62VJXLo2XKQHNYHirx2m7ZF/K958wwmd3l4JO/eyEU042ucgNc3YlB7s7jN5pav/75dVfEtv8hS2YXw/",
+	"Hr0Lg7ztn2T73myjg4l+eMiqGZFmbfooLzkFD46Rq4XvHTXfL/E4edxfuptqnfnejb4i3q0Ix65w9zxN",
+	"c0abdU7/7RTzW4RD81IGctkrvtoeDzmLXn3Pw4M4s9aRIBJ2wH1fwmGTvcgb/4tSsFpIww4ikUThUEal",
+	"HEUhi8rLjg6rUYiz2pQR24q0fyreuPlKRPV5Q/q+5K2KstfgEf3wr0ndvpA3u16URRfrT7mePlKOL1v6",
+	"yrmd5l1OEhalNYwKO9r6LJK7aK2RqHi4J6v2/32KX7lv/xu76r+Lz3UWoTRW9bau6mtJRr6w4E7pQ+eD",
+	"yzdJhCULt62kXrVSKwahf/9rE9Sobl2rSl3t95+F3M1C7o7r31HKpUqNbwVj5xIdW6W9tXyDM6z+7IYE",
+	"w+jXY6jWSbFjv93fFIY/gN0qCe1/uoYV2W/+hhPUfwC7W0y/stpLiLi2+ZGC5HijewivvLkCwhhPF3xp",
+	"GE9uuIzBbMVzFaw2lPeCtWta/duDtcZN9zHx2q9SKfHM9+hlZ9CjvY6P+r1u59vppd9wTT9/O91H/wgI",
+	"6TW4l+Z3IKRKtzDZnmqf8Lv3FHKTFagra1yVNoIcJ/1tXO6tbE6NZvwjMJ3JyL0YRJ6XTa2dD1qtTvdJ",
+	"s91sNzuDk/ZJm/J+rjuzRcbNU/x5W2OtWshqtuXMYabiVRz3Az0e1+Xgqrnx+3Smpgflslw1pN9qsSCZ",
+	"kIynaUPpRv57BZTzAdfh67qUXV8zuG6l6maU/7l7f/d/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

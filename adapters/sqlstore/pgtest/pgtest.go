@@ -76,6 +76,11 @@ func Run(m *testing.M, srv **Server) int {
 		s = &Server{err: err}
 	}
 	*srv = s
+	if s.err == nil && !s.external {
+		// Processes this test binary starts inherit the cluster as an external server instead of
+		// each starting one: above all the workers of go test -fuzz, which are this binary again.
+		_ = os.Setenv("TEST_DATABASE_URL", s.adminURL)
+	}
 
 	// An interrupted run (Ctrl-C, SIGTERM) still stops its cluster: pg_ctl puts the server in a
 	// session of its own, so the terminal's signal does not reach it. A panic or -timeout ends the

@@ -162,12 +162,12 @@ export interface components {
              */
             time?: number;
             /**
-             * @description What the entry is about, at most 1,024 characters.
+             * @description What the entry is about, at most 1,024 bytes of UTF-8 (no NUL). The schema's maxLength counts characters and is only the looser bound; the byte limit is what an index can hold on every store.
              * @example checkout
              */
             subject?: string;
             /**
-             * @description The user the entry concerns, at most 1,024 characters.
+             * @description The user the entry concerns, at most 1,024 bytes of UTF-8 (no NUL). The schema's maxLength counts characters and is only the looser bound; the byte limit is what an index can hold on every store.
              * @example u-42
              */
             user_id?: string;
@@ -352,7 +352,8 @@ export interface components {
         };
         /**
          * @description At least one entry names a project that does not exist, or the Idempotency-Key was used
-         *     before with a different body; nothing was stored.
+         *     before with a different body; nothing was stored. The errors name at most 100 entries;
+         *     the detail says how many more there were.
          */
         UnknownProject: {
             headers: {
@@ -464,12 +465,12 @@ export interface components {
          */
         ProjectIDQuery: string;
         /**
-         * @description Only entries with exactly this `user_id`.
+         * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
          * @example u-42
          */
         UserID: string;
         /**
-         * @description Only entries with exactly this `level`.
+         * @description Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
          * @example error
          */
         LogLevel: string;
@@ -705,12 +706,12 @@ export interface operations {
                  */
                 project_id: components["parameters"]["ProjectIDQuery"];
                 /**
-                 * @description Only entries with exactly this `user_id`.
+                 * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
                  * @example u-42
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`.
+                 * @description Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
                  * @example error
                  */
                 log_level?: components["parameters"]["LogLevel"];
@@ -859,12 +860,12 @@ export interface operations {
                  */
                 project_id: components["parameters"]["ProjectIDQuery"];
                 /**
-                 * @description Only entries with exactly this `user_id`.
+                 * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
                  * @example u-42
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`.
+                 * @description Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
                  * @example error
                  */
                 log_level?: components["parameters"]["LogLevel"];
