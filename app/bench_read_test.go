@@ -50,7 +50,7 @@ func newReadTable(b *testing.B) *readTable {
 				subject, user := r.subject, r.user
 				entries[j] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: e.project, Time: r.time, Level: r.level, Message: r.message, Subject: &subject, UserID: &user}
 			}
-			if _, err := st.InsertLogs(context.Background(), entries, nil, 0); err != nil {
+			if _, err := st.CreateLogs(context.Background(), entries, nil, 0); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -263,9 +263,9 @@ func BenchmarkMakeHat(b *testing.B) {
 	}
 }
 
-// BenchmarkIngestRSS starts the service as a process of its own on PostgreSQL, sends 16
+// BenchmarkCreateLogsRSS starts the service as a process of its own on PostgreSQL, sends 16
 // concurrent 10,000-entry batches (twice) and reports the process's peak resident set (VmHWM).
-func BenchmarkIngestRSS(b *testing.B) {
+func BenchmarkCreateLogsRSS(b *testing.B) {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "obsvc")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {

@@ -161,14 +161,14 @@ func postBatch(client *http.Client, url string, body []byte) error {
 }
 
 const (
-	ingestBatch   = 1000
-	ingestClients = 2
+	createBatch   = 1000
+	createClients = 2
 )
 
-// BenchmarkIngestPostgres: POST /logs end to end (validation included), 1,000-entry batches from
+// BenchmarkCreateLogsPostgres: POST /logs end to end (validation included), 1,000-entry batches from
 // 2 clients, against raw pq COPY of the same rows, 1,000 per transaction, with 2 workers, into
 // the same schema (a second database migrated by the same code).
-func BenchmarkIngestPostgres(b *testing.B) {
+func BenchmarkCreateLogsPostgres(b *testing.B) {
 	st, _ := benchPostgres(b)
 	e := newBenchEnv(b, st, nil)
 	rawStore, rawURL := benchPostgres(b)
@@ -181,26 +181,26 @@ func BenchmarkIngestPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer raw.Close()
-	ingestVersus(b, e, func(rows []row) error { return copyRaw(raw.DB, rawProject, rows) })
+	createLogsVersus(b, e, func(rows []row) error { return copyRaw(raw.DB, rawProject, rows) })
 }
 
-// ingestVersus sends the same batches through the API and through raw, 2 clients each, and
+// createLogsVersus sends the same batches through the API and through raw, 2 clients each, and
 // reports both rates and their ratio.
-func ingestVersus(b *testing.B, e *benchEnv, raw func([]row) error) {
+func createLogsVersus(b *testing.B, e *benchEnv, raw func([]row) error) {
 	b.Helper()
 	batches := max(b.N, 4) * 4
 	bodies := make([][]byte, batches)
 	rows := make([][]row, batches)
 	for i := range bodies {
-		rows[i] = benchBatch(i, ingestBatch)
+		rows[i] = benchBatch(i, createBatch)
 		bodies[i] = batchJSON(e.project, rows[i])
 	}
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: ingestClients}}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	b.ResetTimer()
-	api := runConcurrent(b, ingestClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
-	direct := runConcurrent(b, ingestClients, batches, func(i int) error { return raw(rows[i]) })
+	api := runConcurrent(b, createClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
+	direct := runConcurrent(b, createClients, batches, func(i int) error { return raw(rows[i]) })
 	b.StopTimer()
-	reportRatio(b, batches*ingestBatch, api, direct)
+	reportRatio(b, batches*createBatch, api, direct)
 }
 
 func copyRaw(db *sql.DB, projectID string, rows []row) error {
@@ -227,9 +227,9 @@ func copyRaw(db *sql.DB, projectID string, rows []row) error {
 	return tx.Commit()
 }
 
-// BenchmarkIngestSQLite: POST /logs end to end against the fastest raw insert the same driver
+// BenchmarkCreateLogsSQLite: POST /logs end to end against the fastest raw insert the same driver
 // can do: one transaction per batch, one prepared statement, same rows, same schema.
-func BenchmarkIngestSQLite(b *testing.B) {
+func BenchmarkCreateLogsSQLite(b *testing.B) {
 	e := newBenchEnv(b, benchSQLite(b), nil)
 	dir := b.TempDir()
 	rawStore, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "raw.db"), sqlstore.DefaultSQLiteOptions())
@@ -247,7 +247,7 @@ func BenchmarkIngestSQLite(b *testing.B) {
 	}
 	raw.SetMaxOpenConns(1)
 	defer raw.Close()
-	ingestVersus(b, e, func(rows []row) error { return insertRawSQLite(raw, rawProject, rows) })
+	createLogsVersus(b, e, func(rows []row) error { return insertRawSQLite(raw, rawProject, rows) })
 }
 
 func insertRawSQLite(db *sql.DB, projectID string, rows []row) error {

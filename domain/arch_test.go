@@ -1,28 +1,107 @@
 package domain_test
 
 import (
+	"encoding/json"
+	"errors"
+	"io"
 	"os/exec"
 	"strings"
 	"testing"
 )
 
-// TestDomainImportsNoTransportOrStorage keeps the core hexagonal: nothing it depends on, directly
-// or not, may be a transport, SQL, generated code or an adapter.
-func TestDomainImportsNoTransportOrStorage(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
+const module = "example.com/obsvc"
+
+// listedPackage is what the architecture rules need of `go list -json`.
+type listedPackage struct {
+	ImportPath string
+	Standard   bool
+	Deps       []string
+	Imports    []string
+}
+
+// TestArchitecture enforces the dependency rules of the hexagonal layout (make arch-check runs
+// it):
+//
+//  1. domain depends, directly or not, on the standard library only, and not on its transports or
+//     SQL (net/http, database/sql): no generated code, no adapter, no library.
+//  2. No adapter imports another adapter: packages under adapters/X import nothing under
+//     adapters/Y. (Their tests may: a real store is a real part, not a dependency of the code.)
+//  3. Only app imports adapters: neither domain nor api does.
+func TestArchitecture(t *testing.T) {
+	cmd := exec.Command("go", "list", "-json", module+"/...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	forbidden := []string{"net/http", "database/sql", "example.com/obsvc/api", "example.com/obsvc/adapters", "example.com/obsvc/app", "github.com/twitchtv/twirp", "github.com/jmoiron/sqlx", "github.com/getkin/kin-openapi"}
-	deps := strings.Fields(string(out))
-	if len(deps) < 5 {
-		t.Fatalf("go list returned too little to judge: %q", deps)
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var pkgs []listedPackage
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
 	}
-	for _, d := range deps {
-		for _, f := range forbidden {
-			if d == f || strings.HasPrefix(d, f+"/") {
-				t.Errorf("domain depends on %s", d)
+	if len(pkgs) < 8 {
+		t.Fatalf("go list found %d packages: too few to judge", len(pkgs))
+	}
+	std := standardPackages(t)
+	seenDomain := false
+	for _, p := range pkgs {
+		switch layer, adapter := layerOf(p.ImportPath); layer {
+		case "domain":
+			seenDomain = true
+			for _, d := range p.Deps {
+				if !std[d] || d == "net/http" || strings.HasPrefix(d, "net/http/") || d == "database/sql" || strings.HasPrefix(d, "database/sql/") {
+					t.Errorf("%s depends on %s", p.ImportPath, d)
+				}
+			}
+		case "adapters":
+			for _, imp := range p.Imports {
+				if l, other := layerOf(imp); l == "adapters" && other != adapter {
+					t.Errorf("adapter %s imports adapter %s", p.ImportPath, imp)
+				}
+			}
+		case "app":
+		default:
+			for _, imp := range p.Imports {
+				if l, _ := layerOf(imp); l == "adapters" || l == "app" {
+					t.Errorf("%s imports %s: only app may import adapters", p.ImportPath, imp)
+				}
 			}
 		}
 	}
+	if !seenDomain {
+		t.Fatal("go list did not list the domain package")
+	}
+}
+
+// layerOf names the top-level folder of a package of this module ("" outside it) and, under
+// adapters/, which adapter.
+func layerOf(importPath string) (layer, adapter string) {
+	rest, ok := strings.CutPrefix(importPath, module+"/")
+	if !ok {
+		return "", ""
+	}
+	parts := strings.Split(rest, "/")
+	if parts[0] == "adapters" && len(parts) > 1 {
+		return "adapters", parts[1]
+	}
+	return parts[0], ""
+}
+
+// standardPackages lists the standard library.
+func standardPackages(t *testing.T) map[string]bool {
+	out, err := exec.Command("go", "list", "std").Output()
+	if err != nil {
+		t.Fatalf("go list std: %v", err)
+	}
+	m := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		m[p] = true
+	}
+	return m
 }

@@ -76,9 +76,9 @@ func TestAuthorizationByPrincipal(t *testing.T) {
 	type call func(ctx context.Context) error
 	calls := map[string]call{
 		"create project": func(ctx context.Context) error { _, err := s.CreateProject(ctx, ProjectInput{Name: "x"}); return err },
-		"list projects":  func(ctx context.Context) error { _, err := s.Projects(ctx); return err },
-		"get own":        func(ctx context.Context) error { _, err := s.Project(ctx, own.ID); return err },
-		"get other":      func(ctx context.Context) error { _, err := s.Project(ctx, other.ID); return err },
+		"list projects":  func(ctx context.Context) error { _, err := s.ListProjects(ctx); return err },
+		"get own":        func(ctx context.Context) error { _, err := s.GetProject(ctx, own.ID); return err },
+		"get other":      func(ctx context.Context) error { _, err := s.GetProject(ctx, other.ID); return err },
 		"update own": func(ctx context.Context) error {
 			_, err := s.UpdateProject(ctx, own.ID, ProjectInput{Name: "y"})
 			return err

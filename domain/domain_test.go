@@ -34,10 +34,10 @@ type fakeStore struct {
 	projects map[string]Project
 	inserted []LogEntry
 	records  map[string]IdempotencyRecord
-	// block, when set, holds InsertLogs until it is closed (to keep a request in flight).
+	// block, when set, holds CreateLogs until it is closed (to keep a request in flight).
 	block   chan struct{}
 	entered chan struct{}
-	// missing, when set, is what InsertLogs answers: the projects it did not find.
+	// missing, when set, is what CreateLogs answers: the projects it did not find.
 	missing []string
 	// reads counts the calls that read or delete entries: a rejected filter must reach none.
 	reads int
@@ -50,7 +50,7 @@ func (f *fakeStore) CreateProject(_ context.Context, p Project) error {
 	return nil
 }
 
-func (f *fakeStore) ProjectByID(_ context.Context, id string) (Project, error) {
+func (f *fakeStore) GetProject(_ context.Context, id string) (Project, error) {
 	p, ok := f.projects[id]
 	if !ok {
 		return Project{}, Errorf(KindNotFound, "not found")
@@ -77,7 +77,7 @@ func (f *fakeStore) ListLogs(_ context.Context, _ LogQuery, fn PageFunc) error {
 
 func (f *fakeStore) DeleteLogs(context.Context, LogFilter) (int64, error) { f.reads++; return 0, nil }
 
-func (f *fakeStore) InsertLogs(_ context.Context, es []LogEntry, rec *IdempotencyRecord, _ time.Duration) (*IdempotencyRecord, error) {
+func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *IdempotencyRecord, _ time.Duration) (*IdempotencyRecord, error) {
 	if f.entered != nil {
 		f.entered <- struct{}{}
 	}
@@ -154,7 +154,7 @@ func TestUpdatedAtAlwaysAdvances(t *testing.T) {
 func TestMalformedIDsAreNotFound(t *testing.T) {
 	s := NewService(newFake(), opts(Options{}))
 	for _, id := range []string{"", "x", "01936F0E-8C2A-7B3E-9D4F-2A6B8C0D1E2F", "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2", "01936f0e_8c2a_7b3e_9d4f_2a6b8c0d1e2f"} {
-		if _, err := s.Project(admin(t), id); KindOf(err) != KindNotFound {
+		if _, err := s.GetProject(admin(t), id); KindOf(err) != KindNotFound {
 			t.Errorf("Project(%q) = %v, want KindNotFound", id, err)
 		}
 	}

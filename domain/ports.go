@@ -9,8 +9,8 @@ import (
 type ProjectStore interface {
 	// CreateProject stores a new project.
 	CreateProject(ctx context.Context, p Project) error
-	// ProjectByID returns the project; KindNotFound if there is none.
-	ProjectByID(ctx context.Context, id string) (Project, error)
+	// GetProject returns the project; KindNotFound if there is none.
+	GetProject(ctx context.Context, id string) (Project, error)
 	// ListProjects returns every project ordered by CreatedAt, then ID.
 	ListProjects(ctx context.Context) ([]Project, error)
 	// UpdateProject replaces the name and UpdatedAt of an existing project; KindNotFound if absent.
@@ -21,14 +21,14 @@ type ProjectStore interface {
 
 // LogStore persists log entries.
 type LogStore interface {
-	// InsertLogs stores every entry or none. If any entry names a project that does not exist it
+	// CreateLogs stores every entry or none. If any entry names a project that does not exist it
 	// stores nothing and returns a *MissingProjectsError listing those projects' ids, each once;
 	// the service, not the store, phrases the answer to the client.
 	// With rec, the record is stored in the same transaction, unless a record with the same
 	// Scope and Key made at or after rec.CreatedAt minus the retention window exists: then
 	// nothing is stored and that record is returned. A concurrent writer of the same key may
 	// make it answer KindConflict.
-	InsertLogs(ctx context.Context, entries []LogEntry, rec *IdempotencyRecord, window time.Duration) (*IdempotencyRecord, error)
+	CreateLogs(ctx context.Context, entries []LogEntry, rec *IdempotencyRecord, window time.Duration) (*IdempotencyRecord, error)
 	// SweepIdempotency deletes the records made before t and says how many.
 	SweepIdempotency(ctx context.Context, before time.Time) (int64, error)
 	// ListLogs streams one page of entries matching q, ordered by (Time, ID) ascending or, with

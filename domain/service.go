@@ -100,9 +100,9 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (Project, 
 	return p, nil
 }
 
-// Project returns the project with the given id; KindNotFound if there is none. A project key
+// GetProject returns the project with the given id; KindNotFound if there is none. A project key
 // may read its own project only (KindForbidden otherwise, whether or not the id exists).
-func (s *Service) Project(ctx context.Context, id string) (Project, error) {
+func (s *Service) GetProject(ctx context.Context, id string) (Project, error) {
 	if err := authorize(ctx, id); err != nil {
 		return Project{}, err
 	}
@@ -113,7 +113,7 @@ func (s *Service) project(ctx context.Context, id string) (Project, error) {
 	if !validID(id) {
 		return Project{}, projectNotFound(id)
 	}
-	p, err := s.store.ProjectByID(ctx, id)
+	p, err := s.store.GetProject(ctx, id)
 	if KindOf(err) == KindNotFound {
 		return Project{}, projectNotFound(id)
 	}
@@ -123,8 +123,8 @@ func (s *Service) project(ctx context.Context, id string) (Project, error) {
 	return p, nil
 }
 
-// Projects returns every project, oldest first.
-func (s *Service) Projects(ctx context.Context) ([]Project, error) {
+// ListProjects returns every project, oldest first.
+func (s *Service) ListProjects(ctx context.Context) ([]Project, error) {
 	if err := authorize(ctx, ""); err != nil {
 		return nil, err
 	}
@@ -236,13 +236,13 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		}
 		defer s.inflight.release(claim)
 	}
-	prior, err := s.store.InsertLogs(ctx, entries, rec, s.limits.IdempotencyWindow)
+	prior, err := s.store.CreateLogs(ctx, entries, rec, s.limits.IdempotencyWindow)
 	var missing *MissingProjectsError
 	if errors.As(err, &missing) {
 		return Created{}, s.unknownProjects(entries, missing.IDs)
 	}
 	if err != nil {
-		return Created{}, fmt.Errorf("insert logs: %w", err)
+		return Created{}, fmt.Errorf("create logs: %w", err)
 	}
 	if prior != nil {
 		if prior.Fingerprint != rec.Fingerprint {
@@ -270,7 +270,7 @@ func (s *Service) unknownProjects(entries []LogEntry, ids []string) error {
 		return err
 	}
 	// The store named projects no entry names: a fault of the store, not of the request.
-	return fmt.Errorf("insert logs: the store reports unknown projects %q the batch does not name", ids)
+	return fmt.Errorf("create logs: the store reports unknown projects %q the batch does not name", ids)
 }
 
 // SweepIdempotency forgets idempotency keys older than the window and says how many.

@@ -60,6 +60,9 @@ func TestSpecIsServedByteForByte(t *testing.T) {
 // TestDocsRenderEveryOperation loads /docs in headless Chromium and checks that the rendered
 // page shows every operation of the spec.
 func TestDocsRenderEveryOperation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test skipped under -short (make quick); make test runs it")
+	}
 	browser := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -87,7 +90,7 @@ func TestDocsRenderEveryOperation(t *testing.T) {
 	if err != nil {
 		t.Fatalf("chromium: %v\n%s", err, stderr.String())
 	}
-	doc, err := rest.GetSwagger()
+	doc, err := rest.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ type Metrics struct {
 	httpDuration  *prometheus.HistogramVec
 	twirpRequests *prometheus.CounterVec
 	twirpDuration *prometheus.HistogramVec
-	logsIngested  prometheus.Counter
+	logsCreated   prometheus.Counter
 	logsDeleted   prometheus.Counter
 	batchEntries  prometheus.Histogram
 }
@@ -52,8 +52,8 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 			Help:    "Twirp call latency by method.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method"}),
-		logsIngested: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "obsvc_log_entries_ingested_total",
+		logsCreated: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "obsvc_log_entries_created_total",
 			Help: "Log entries stored by POST /logs.",
 		}),
 		logsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
@@ -66,7 +66,7 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 			Buckets: []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000},
 		}),
 	}
-	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsIngested, m.logsDeleted, m.batchEntries,
+	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsCreated, m.logsDeleted, m.batchEntries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, db := range pools {
 		m.reg.MustRegister(collectors.NewDBStatsCollector(db, name))
@@ -81,7 +81,7 @@ func (m *Metrics) Handler() http.Handler {
 
 // LogsCreated counts a stored batch of n entries.
 func (m *Metrics) LogsCreated(n int) {
-	m.logsIngested.Add(float64(n))
+	m.logsCreated.Add(float64(n))
 	m.batchEntries.Observe(float64(n))
 }
 

@@ -37,7 +37,7 @@ func toEntry(e domain.LogEntry) rest.LogEntry {
 
 // ListProjects implements rest.StrictServerInterface.
 func (s *server) ListProjects(ctx context.Context, _ rest.ListProjectsRequestObject) (rest.ListProjectsResponseObject, error) {
-	ps, err := s.svc.Projects(ctx)
+	ps, err := s.svc.ListProjects(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (s *server) CreateProject(ctx context.Context, req rest.CreateProjectReques
 
 // GetProject implements rest.StrictServerInterface.
 func (s *server) GetProject(ctx context.Context, req rest.GetProjectRequestObject) (rest.GetProjectResponseObject, error) {
-	p, err := s.svc.Project(ctx, req.Id)
+	p, err := s.svc.GetProject(ctx, req.Id)
 	if err != nil {
 		return nil, err
 	}

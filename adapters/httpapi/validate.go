@@ -30,7 +30,7 @@ type validator struct {
 }
 
 func newValidator(maxBody int64, limits domain.Limits, problems problemWriter) (*validator, error) {
-	doc, err := rest.GetSwagger()
+	doc, err := rest.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}

@@ -20,7 +20,7 @@ type capture struct {
 	rec *domain.IdempotencyRecord
 }
 
-func (c *capture) InsertLogs(_ context.Context, _ []domain.LogEntry, rec *domain.IdempotencyRecord, _ time.Duration) (*domain.IdempotencyRecord, error) {
+func (c *capture) CreateLogs(_ context.Context, _ []domain.LogEntry, rec *domain.IdempotencyRecord, _ time.Duration) (*domain.IdempotencyRecord, error) {
 	c.rec = rec
 	return nil, nil
 }

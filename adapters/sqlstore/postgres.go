@@ -113,11 +113,11 @@ func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 // lockSuffix keeps the checked projects from being deleted until the batch commits.
 func (postgresEngine) lockSuffix() string { return " FOR KEY SHARE" }
 
-// insertLogs streams the batch with COPY inside tx: one prepared COPY statement, one Exec per row
+// createLogs streams the batch with COPY inside tx: one prepared COPY statement, one Exec per row
 // (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
 // server rejects fails the whole COPY, and the caller rolls tx back. (pq.CopyIn only builds this
 // statement text and is deprecated in lib/pq 1.12.)
-func (postgresEngine) insertLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
+func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
 	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")
 	if err != nil {
 		return err

@@ -82,9 +82,9 @@ func (sqliteEngine) timeArg(t time.Time) any { return t.UnixMicro() }
 
 func (sqliteEngine) lockSuffix() string { return "" } // the writer holds the database's write lock
 
-// insertLogs uses one prepared statement for every row: with the statement compiled once and one
+// createLogs uses one prepared statement for every row: with the statement compiled once and one
 // transaction, SQLite's cost is the B-tree work itself.
-func (sqliteEngine) insertLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
+func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
 	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+") VALUES (?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return err

@@ -21,7 +21,7 @@ import (
 // TestToTwirpMapsEveryKind is the mapping table, every kind plus errors that are not the
 // domain's: a client sees a client-safe message only; causes go to the log.
 func TestToTwirpMapsEveryKind(t *testing.T) {
-	driverErr := fmt.Errorf("insert logs: %w", errors.New(`pq: relation "logs" does not exist at 10.0.0.7`))
+	driverErr := fmt.Errorf("create logs: %w", errors.New(`pq: relation "logs" does not exist at 10.0.0.7`))
 	cases := []struct {
 		name     string
 		err      error

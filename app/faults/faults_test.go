@@ -289,7 +289,7 @@ func createProject(t *testing.T, base string) string {
 	return p.ID
 }
 
-// killRounds drives ingest and kill -9s the server at random moments, restarting it each time.
+// killRounds drives createLogs and kill -9s the server at random moments, restarting it each time.
 func killRounds(t *testing.T, name string, env []string, idem bool) {
 	addr := freeAddr(t)
 	srv := start(t, addr, env...)

@@ -29,7 +29,7 @@ type Checker struct {
 
 // NewChecker loads the spec the server was generated from.
 func NewChecker() (*Checker, error) {
-	doc, err := rest.GetSwagger()
+	doc, err := rest.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -58,6 +59,7 @@ type Server struct {
 	cred           *syscall.Credential // who runs the cluster when we are root
 	seq            atomic.Int64
 	stopOnce       sync.Once
+	short          bool // -short: no server, every PostgreSQL test skips
 }
 
 // Run is for TestMain: it sets *srv, runs the tests and then stops and removes the cluster
@@ -65,6 +67,12 @@ type Server struct {
 // set, names an existing server to use instead; its role must be allowed to create databases.
 // Without server binaries *srv is nil, and a loud message goes to stderr.
 func Run(m *testing.M, srv **Server) int {
+	flag.Parse() // for testing.Short, which m.Run would parse later
+	if testing.Short() {
+		// The inner loop (make quick): no cluster; PostgreSQL tests skip, even under CI=true.
+		*srv = &Server{short: true}
+		return m.Run()
+	}
 	s, err := start()
 	switch {
 	case errors.Is(err, errNoBinaries):
@@ -111,6 +119,8 @@ func inCI() bool { return os.Getenv("CI") == "true" }
 func (s *Server) require(t testing.TB) {
 	t.Helper()
 	switch {
+	case s != nil && s.short:
+		t.Skip("PostgreSQL tests skipped under -short (make quick); make test runs them")
 	case s == nil && inCI():
 		t.Fatalf("PostgreSQL is required under CI=true: %s", noBinaries)
 	case s == nil:

@@ -30,8 +30,8 @@ func Run(t *testing.T, open Open) {
 	t.Run("UpdateProject", func(t *testing.T) { t.Parallel(); testUpdateProject(t, open(t)) })
 	t.Run("DeleteProjectCascadesLogs", func(t *testing.T) { t.Parallel(); testDeleteProjectCascades(t, open(t)) })
 	t.Run("InsertAndListRoundTrip", func(t *testing.T) { t.Parallel(); testInsertRoundTrip(t, open(t)) })
-	t.Run("InsertLogsIsAllOrNothing", func(t *testing.T) { t.Parallel(); testInsertAllOrNothing(t, open(t)) })
-	t.Run("InsertLogsLargeBatch", func(t *testing.T) { t.Parallel(); testInsertLargeBatch(t, open(t)) })
+	t.Run("InsertLogsIsAllOrNothing", func(t *testing.T) { t.Parallel(); testCreateLogsAllOrNothing(t, open(t)) })
+	t.Run("InsertLogsLargeBatch", func(t *testing.T) { t.Parallel(); testCreateLogsLargeBatch(t, open(t)) })
 	t.Run("FiltersAreInclusiveAndCombineWithAnd", func(t *testing.T) { t.Parallel(); testFilters(t, open(t)) })
 	t.Run("ListLogsOrdersByTimeThenID", func(t *testing.T) { t.Parallel(); testOrdering(t, open(t)) })
 	t.Run("ListLogsPagesWithoutGapsOrDuplicates", func(t *testing.T) { t.Parallel(); testPaging(t, open(t)) })
@@ -70,8 +70,8 @@ func entry(p domain.Project, ms int64, level string) domain.LogEntry {
 
 func mustInsert(t *testing.T, s domain.Store, entries ...domain.LogEntry) {
 	t.Helper()
-	if _, err := s.InsertLogs(ctx(t), entries, nil, 0); err != nil {
-		t.Fatalf("InsertLogs: %v", err)
+	if _, err := s.CreateLogs(ctx(t), entries, nil, 0); err != nil {
+		t.Fatalf("CreateLogs: %v", err)
 	}
 }
 
@@ -130,12 +130,12 @@ func wantKind(t *testing.T, err error, want domain.Kind) {
 
 func testCreateAndGetProject(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "checkout ✓", base.Add(123456*time.Microsecond))
-	got, err := s.ProjectByID(ctx(t), p.ID)
+	got, err := s.GetProject(ctx(t), p.ID)
 	if err != nil {
-		t.Fatalf("ProjectByID: %v", err)
+		t.Fatalf("GetProject: %v", err)
 	}
 	if !got.CreatedAt.Equal(p.CreatedAt) || !got.UpdatedAt.Equal(p.UpdatedAt) || got.ID != p.ID || got.Name != p.Name {
-		t.Fatalf("ProjectByID = %+v, want %+v", got, p)
+		t.Fatalf("GetProject = %+v, want %+v", got, p)
 	}
 	if got.CreatedAt.Location() != time.UTC {
 		t.Errorf("CreatedAt location = %v, want UTC", got.CreatedAt.Location())
@@ -144,7 +144,7 @@ func testCreateAndGetProject(t *testing.T, s domain.Store) {
 
 func testProjectNotFound(t *testing.T, s domain.Store) {
 	id := newID()
-	_, err := s.ProjectByID(ctx(t), id)
+	_, err := s.GetProject(ctx(t), id)
 	wantKind(t, err, domain.KindNotFound)
 	wantKind(t, s.UpdateProject(ctx(t), domain.Project{ID: id, Name: "x", CreatedAt: base, UpdatedAt: base}), domain.KindNotFound)
 	wantKind(t, s.DeleteProject(ctx(t), id), domain.KindNotFound)
@@ -178,9 +178,9 @@ func testUpdateProject(t *testing.T, s domain.Store) {
 	if err := s.UpdateProject(ctx(t), p); err != nil {
 		t.Fatalf("UpdateProject: %v", err)
 	}
-	got, err := s.ProjectByID(ctx(t), p.ID)
+	got, err := s.GetProject(ctx(t), p.ID)
 	if err != nil {
-		t.Fatalf("ProjectByID: %v", err)
+		t.Fatalf("GetProject: %v", err)
 	}
 	if got.Name != "after" || !got.UpdatedAt.Equal(p.UpdatedAt) || !got.CreatedAt.Equal(base) {
 		t.Fatalf("after update = %+v, want name after, updated %v, created %v", got, p.UpdatedAt, base)
@@ -194,7 +194,7 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 	if err := s.DeleteProject(ctx(t), gone.ID); err != nil {
 		t.Fatalf("DeleteProject: %v", err)
 	}
-	_, err := s.ProjectByID(ctx(t), gone.ID)
+	_, err := s.GetProject(ctx(t), gone.ID)
 	wantKind(t, err, domain.KindNotFound)
 	err = s.ListLogs(ctx(t), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: gone.ID}, Limit: 10}, func(domain.Page) error { return nil })
 	wantKind(t, err, domain.KindNotFound)
@@ -203,7 +203,7 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 	}
 	// A project id freed by a delete can be written again only after it is created again, and
 	// then it holds nothing of before: the cascade removed the entries, not just hid them.
-	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0)
+	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0)
 	wantMissing(t, err, gone.ID)
 	if err := s.CreateProject(ctx(t), gone); err != nil {
 		t.Fatal(err)
@@ -250,11 +250,11 @@ func show(e domain.LogEntry) string {
 	return fmt.Sprintf("{%s %s t=%d %q %q subject=%s user=%s}", e.ID, e.ProjectID, e.Time, e.Level, e.Message, s(e.Subject), s(e.UserID))
 }
 
-func testInsertAllOrNothing(t *testing.T, s domain.Store) {
+func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
 	missing := domain.Project{ID: newID()}
 	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
-	_, err := s.InsertLogs(ctx(t), batch, nil, 0)
+	_, err := s.CreateLogs(ctx(t), batch, nil, 0)
 	wantMissing(t, err, missing.ID)
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
 		t.Fatalf("a failed batch left %d rows, want 0", len(got))
@@ -263,7 +263,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	// A duplicate key inside one batch fails the database mid-batch: nothing of it remains.
 	first := entry(p, 10, "info")
 	dup := []domain.LogEntry{first, entry(p, 11, "info"), first}
-	if _, err := s.InsertLogs(ctx(t), dup, nil, 0); err == nil {
+	if _, err := s.CreateLogs(ctx(t), dup, nil, 0); err == nil {
 		t.Fatal("a batch with a duplicate key was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -273,7 +273,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	// A cancelled context fails the batch and leaves nothing either.
 	c, cancel := context.WithCancel(ctx(t))
 	cancel()
-	if _, err := s.InsertLogs(c, []domain.LogEntry{entry(p, 20, "info")}, nil, 0); err == nil {
+	if _, err := s.CreateLogs(c, []domain.LogEntry{entry(p, 20, "info")}, nil, 0); err == nil {
 		t.Fatal("a batch with a cancelled context was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -281,7 +281,7 @@ func testInsertAllOrNothing(t *testing.T, s domain.Store) {
 	}
 }
 
-func testInsertLargeBatch(t *testing.T, s domain.Store) {
+func testCreateLogsLargeBatch(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
 	q := mustProject(t, s, "q", base)
 	batch := make([]domain.LogEntry, 10_000)
@@ -563,7 +563,7 @@ func testLiteralMatching(t *testing.T, s domain.Store) {
 			t.Errorf("level %q matched %d entries, want exactly its own", v, len(got))
 		}
 	}
-	if got, err := s.ProjectByID(ctx(t), p.ID); err != nil || got.Name != p.Name {
+	if got, err := s.GetProject(ctx(t), p.ID); err != nil || got.Name != p.Name {
 		t.Fatalf("project with a hostile name = %+v, %v", got, err)
 	}
 }
@@ -574,12 +574,12 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	rec := &domain.IdempotencyRecord{Scope: "k|" + p.ID, Key: "retry-1", Fingerprint: "f1", Created: 2, CreatedAt: now}
 	const window = time.Hour
 
-	prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
+	prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
 	if err != nil || prior != nil {
 		t.Fatalf("first write = %+v, %v", prior, err)
 	}
 	// The retry finds the record and stores nothing.
-	prior, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
+	prior, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
 	if err != nil || prior == nil || prior.Fingerprint != "f1" || prior.Created != 2 {
 		t.Fatalf("retry = %+v, %v; want the first record", prior, err)
 	}
@@ -589,29 +589,29 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	// Another scope is another key space.
 	other := *rec
 	other.Scope = "other|" + p.ID
-	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 3, "info")}, &other, window); err != nil || prior != nil {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 3, "info")}, &other, window); err != nil || prior != nil {
 		t.Fatalf("same key in another scope = %+v, %v", prior, err)
 	}
 	// A failed batch leaves no record: its retry is a first write.
 	failing := &domain.IdempotencyRecord{Scope: rec.Scope, Key: "retry-2", Fingerprint: "f2", Created: 1, CreatedAt: now}
 	ghost := domain.Project{ID: newID()}
-	_, err = s.InsertLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window)
+	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window)
 	wantMissing(t, err, ghost.ID)
-	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window); err != nil || prior != nil {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window); err != nil || prior != nil {
 		t.Fatalf("retry of a failed batch = %+v, %v; want a first write", prior, err)
 	}
 	// Past the window the key is free again, and sweeping forgets old records.
 	later := *rec
 	later.CreatedAt = now.Add(2 * window)
 	later.Fingerprint = "f3"
-	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 5, "info")}, &later, window); err != nil || prior != nil {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 5, "info")}, &later, window); err != nil || prior != nil {
 		t.Fatalf("key reused after the window = %+v, %v", prior, err)
 	}
 	n, err := s.SweepIdempotency(ctx(t), now.Add(time.Minute))
 	if err != nil || n != 2 { // retry-1 of "other" and retry-2 are older than a minute past now
 		t.Fatalf("sweep = %d, %v; want 2", n, err)
 	}
-	if prior, err := s.InsertLogs(ctx(t), []domain.LogEntry{entry(p, 6, "info")}, &later, window); err != nil || prior == nil || prior.Fingerprint != "f3" {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 6, "info")}, &later, window); err != nil || prior == nil || prior.Fingerprint != "f3" {
 		t.Fatalf("the swept-around record = %+v, %v; want it kept", prior, err)
 	}
 }
@@ -703,7 +703,7 @@ func testStringsAtTheLimits(t *testing.T, s domain.Store) {
 			t.Fatalf("filter by the %d-byte user_id %d: got %d entries, want entry %d exactly as sent", len(u), i, len(got), i+1)
 		}
 	}
-	if got, err := svc.Project(c, p.ID); err != nil || got.Name != name {
+	if got, err := svc.GetProject(c, p.ID); err != nil || got.Name != name {
 		t.Fatalf("project with the longest name = %v; want it as sent", err)
 	}
 	n, err := svc.DeleteLogs(c, domain.LogFilter{ProjectID: p.ID, UserID: &user})
@@ -729,7 +729,7 @@ func testUnknownProjectsCapped(t *testing.T, s domain.Store) {
 		entries[i] = entry(owner, int64(i), "info")
 		in[i] = domain.LogInput{ProjectID: owner.ID, Message: ptr("m")}
 	}
-	_, err := s.InsertLogs(ctx(t), entries, nil, 0)
+	_, err := s.CreateLogs(ctx(t), entries, nil, 0)
 	wantMissing(t, err, ghosts[0].ID, ghosts[1].ID, ghosts[2].ID)
 
 	_, err = service(s).CreateLogs(asAdmin(t), in, "")

@@ -17,10 +17,10 @@ import (
 // maxProblemBytes bounds every error answer, however bad the request.
 const maxProblemBytes = 64 << 10
 
-// TestContractFixes covers the validation, pointer and link rules of the REST contract on both
+// TestValidationAnswersAndLinks covers the validation, pointer and link rules of the REST contract on both
 // stores: oversize batches are refused before any per-entry work, error lists are capped, every
 // type or range error names its field, and the next-page link is a relative reference.
-func TestContractFixes(t *testing.T) {
+func TestValidationAnswersAndLinks(t *testing.T) {
 	for _, st := range e2eStores() {
 		t.Run(st.name, func(t *testing.T) {
 			t.Parallel()

@@ -147,7 +147,7 @@ func TestMetricsCountRequestsByRouteStatusAndTwirpCode(t *testing.T) {
 		{"obsvc_twirp_requests_total", map[string]string{"method": "MakeHat", "code": "ok"}, 3},
 		{"obsvc_twirp_requests_total", map[string]string{"method": "MakeHat", "code": "invalid_argument"}, 1},
 		{"obsvc_twirp_request_duration_seconds_count", map[string]string{"method": "MakeHat"}, 4},
-		{"obsvc_log_entries_ingested_total", nil, 3},
+		{"obsvc_log_entries_created_total", nil, 3},
 		{"obsvc_log_entries_deleted_total", nil, 3},
 		{"obsvc_log_batch_entries_count", nil, 1},
 		{"obsvc_log_batch_entries_sum", nil, 3},

@@ -1,0 +1,270 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"example.com/obsvc/domain"
+)
+
+// logColumns is the column order of every bulk insert; rowArgs gives an entry's values in it.
+const logColumns = "project_id, time, id, level, message, subject, user_id"
+
+// writeRows executes stmt once per entry with the entry's values in logColumns order.
+func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry) error {
+	for _, e := range entries {
+		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// existenceChunk bounds the ids of one existence query, well under every engine's parameter limit.
+const existenceChunk = 500
+
+// CreateLogs implements domain.LogStore: one transaction, the idempotency record first (so a
+// retry finds it or waits for it), the projects checked once per distinct id, then the engine's
+// bulk insert.
+func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, rec *domain.IdempotencyRecord, window time.Duration) (prior *domain.IdempotencyRecord, err error) {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, s.translate("begin", err)
+	}
+	defer func() {
+		if err != nil || prior != nil {
+			_ = tx.Rollback() // nothing of this batch may stay; a rollback error adds nothing
+		}
+	}()
+	if rec != nil {
+		if prior, err := s.claimKey(ctx, tx, rec, window); prior != nil || err != nil {
+			return prior, err
+		}
+	}
+	if err := s.checkProjects(ctx, tx, entries); err != nil {
+		return nil, err
+	}
+	if err := s.eng.createLogs(ctx, tx, entries); err != nil {
+		return nil, s.translate("create logs", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.translate("commit logs", err)
+	}
+	return nil, nil
+}
+
+// checkProjects answers *domain.MissingProjectsError, naming each missing project once, when any
+// entry's project does not exist. Phrasing the answer, and bounding it, is the domain's job.
+func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
+	seen := make(map[string]bool)
+	var ids []string
+	for _, e := range entries {
+		if _, ok := seen[e.ProjectID]; !ok {
+			seen[e.ProjectID] = false
+			ids = append(ids, e.ProjectID)
+		}
+	}
+	for chunk := range chunks(ids, existenceChunk) {
+		q, args, err := sqlx.In("SELECT id FROM projects WHERE id IN (?)"+s.eng.lockSuffix(), chunk)
+		if err != nil {
+			return fmt.Errorf("build existence query: %w", err)
+		}
+		var found []string
+		if err := tx.SelectContext(ctx, &found, s.bind(q), args...); err != nil {
+			return s.translate("check projects", err)
+		}
+		for _, id := range found {
+			seen[id] = true
+		}
+	}
+	var missing []string
+	for _, id := range ids {
+		if !seen[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		return &domain.MissingProjectsError{IDs: missing}
+	}
+	return nil
+}
+
+func chunks(ids []string, n int) iter.Seq[[]string] {
+	return func(yield func([]string) bool) {
+		for len(ids) > 0 {
+			k := min(n, len(ids))
+			if !yield(ids[:k]) {
+				return
+			}
+			ids = ids[k:]
+		}
+	}
+}
+
+// where renders f as a WHERE clause with ? placeholders.
+func where(f domain.LogFilter) (string, []any) {
+	var b strings.Builder
+	args := []any{f.ProjectID}
+	b.WriteString(" WHERE project_id = ?")
+	if f.UserID != nil {
+		b.WriteString(" AND user_id = ?")
+		args = append(args, *f.UserID)
+	}
+	if f.Level != nil {
+		b.WriteString(" AND level = ?")
+		args = append(args, *f.Level)
+	}
+	if f.Start != nil {
+		b.WriteString(" AND time >= ?")
+		args = append(args, *f.Start)
+	}
+	if f.End != nil {
+		b.WriteString(" AND time <= ?")
+		args = append(args, *f.End)
+	}
+	return b.String(), args
+}
+
+// DeleteLogs implements domain.LogStore in one statement.
+func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (int64, error) {
+	w, args := where(f)
+	res, err := s.w.ExecContext(ctx, s.bind("DELETE FROM logs"+w), args...)
+	if err != nil {
+		return 0, s.translate("delete logs", err)
+	}
+	n, err := res.RowsAffected()
+	return n, s.translate("delete logs", err)
+}
+
+// logRow is one row of a listing: the entry plus, on every row, how many rows the page query
+// found (at most limit+1) and the key of the page's last row, so that the next-page cursor is
+// known before the first entry is streamed, from one statement and one snapshot.
+type logRow struct {
+	ID        string         `db:"id"`
+	ProjectID string         `db:"project_id"`
+	Time      int64          `db:"time"`
+	Level     string         `db:"level"`
+	Message   string         `db:"message"`
+	Subject   sql.NullString `db:"subject"`
+	UserID    sql.NullString `db:"user_id"`
+	Found     int            `db:"found"`
+	LastTime  sql.NullInt64  `db:"last_time"`
+	LastID    sql.NullString `db:"last_id"`
+}
+
+func (r *logRow) entry() domain.LogEntry {
+	e := domain.LogEntry{ID: r.ID, ProjectID: r.ProjectID, Time: r.Time, Level: r.Level, Message: r.Message}
+	// Copies: the row is scanned into again for the next entry.
+	if r.Subject.Valid {
+		subject := r.Subject.String
+		e.Subject = &subject
+	}
+	if r.UserID.Valid {
+		userID := r.UserID.String
+		e.UserID = &userID
+	}
+	return e
+}
+
+// listQuery renders one page of q. The inner query reads at most limit+1 rows in index order; the
+// window functions add the count and the key of row number limit to every row.
+func listQuery(q domain.LogQuery) (string, []any) {
+	w, args := where(q.LogFilter)
+	dir, cmp := "ASC", ">"
+	if q.Desc {
+		dir, cmp = "DESC", "<"
+	}
+	if q.After != nil {
+		w += " AND (time, id) " + cmp + " (?, ?)"
+		args = append(args, q.After.Time, q.After.ID)
+	}
+	order := " ORDER BY time " + dir + ", id " + dir
+	// Placeholders in textual order: the two nth_value positions, the filter, the inner limit.
+	args = append(append([]any{q.Limit, q.Limit}, args...), q.Limit+1)
+	return "SELECT id, project_id, time, level, message, subject, user_id," +
+		" count(*) OVER win AS found," +
+		" nth_value(time, ?) OVER win AS last_time, nth_value(id, ?) OVER win AS last_id" +
+		" FROM (SELECT id, project_id, time, level, message, subject, user_id FROM logs" + w + order + " LIMIT ?) page" +
+		" WINDOW win AS (" + order + " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)" +
+		order, args
+}
+
+// listing returns the prepared statement of a listing query, preparing it once.
+func (s *Store) listing(ctx context.Context, query string) (*sqlx.Stmt, error) {
+	if v, ok := s.listings.Load(query); ok {
+		return v.(*sqlx.Stmt), nil
+	}
+	stmt, err := s.r.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if v, loaded := s.listings.LoadOrStore(query, stmt); loaded {
+		_ = stmt.Close() // another request prepared it first
+		return v.(*sqlx.Stmt), nil
+	}
+	return stmt, nil
+}
+
+// ListLogs implements domain.LogStore. The rows are scanned and handed on one at a time; nothing
+// holds a whole page in memory.
+func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageFunc) error {
+	query, args := listQuery(q)
+	stmt, err := s.listing(ctx, s.bind(query))
+	if err != nil {
+		return s.translate("list logs", err)
+	}
+	rows, err := stmt.QueryxContext(ctx, args...)
+	if err != nil {
+		return s.translate("list logs", err)
+	}
+	defer rows.Close()
+
+	var row logRow
+	hasFirst := rows.Next()
+	if hasFirst {
+		if err := rows.StructScan(&row); err != nil {
+			return s.translate("list logs", err)
+		}
+	} else if err := rows.Err(); err != nil {
+		return s.translate("list logs", err)
+	} else {
+		// An empty page: only now is it worth a round trip to tell "no project" from "no entries".
+		_ = rows.Close()
+		var one int
+		err := s.r.GetContext(ctx, &one, s.bind("SELECT 1 FROM projects WHERE id = ?"), q.ProjectID)
+		if err != nil {
+			return s.translate("list logs: project", err)
+		}
+	}
+	var page domain.Page
+	if hasFirst && row.Found > q.Limit && row.LastTime.Valid && row.LastID.Valid {
+		page.Next = &domain.Cursor{Time: row.LastTime.Int64, ID: row.LastID.String, Desc: q.Desc}
+	}
+	page.Entries = func(yield func(domain.LogEntry, error) bool) {
+		if !hasFirst {
+			return
+		}
+		for n := 1; ; n++ {
+			if !yield(row.entry(), nil) || n == q.Limit {
+				return
+			}
+			if !rows.Next() {
+				if err := rows.Err(); err != nil {
+					yield(domain.LogEntry{}, s.translate("list logs", err))
+				}
+				return
+			}
+			if err := rows.StructScan(&row); err != nil {
+				yield(domain.LogEntry{}, s.translate("list logs", err))
+				return
+			}
+		}
+	}
+	return fn(page)
+}

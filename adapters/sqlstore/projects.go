@@ -1,0 +1,96 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"example.com/obsvc/domain"
+)
+
+// projectRow is a projects row; timeValue scans either engine's time column.
+type projectRow struct {
+	ID        string    `db:"id"`
+	Name      string    `db:"name"`
+	CreatedAt timeValue `db:"created_at"`
+	UpdatedAt timeValue `db:"updated_at"`
+}
+
+func (r projectRow) domain() domain.Project {
+	return domain.Project{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.Time, UpdatedAt: r.UpdatedAt.Time}
+}
+
+// timeValue scans a time stored as Unix microseconds (SQLite) or as a timestamp (PostgreSQL).
+type timeValue struct{ time.Time }
+
+func (t *timeValue) Scan(src any) error {
+	switch v := src.(type) {
+	case int64:
+		t.Time = time.UnixMicro(v).UTC()
+	case time.Time:
+		t.Time = v.UTC()
+	default:
+		return fmt.Errorf("cannot scan %T into a time", src)
+	}
+	return nil
+}
+
+const projectColumns = "id, name, created_at, updated_at"
+
+// CreateProject implements domain.ProjectStore.
+func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
+	_, err := s.w.ExecContext(ctx, s.bind("INSERT INTO projects ("+projectColumns+") VALUES (?, ?, ?, ?)"),
+		p.ID, p.Name, s.eng.timeArg(p.CreatedAt), s.eng.timeArg(p.UpdatedAt))
+	return s.translate("create project", err)
+}
+
+// GetProject implements domain.ProjectStore.
+func (s *Store) GetProject(ctx context.Context, id string) (domain.Project, error) {
+	var row projectRow
+	err := s.r.GetContext(ctx, &row, s.bind("SELECT "+projectColumns+" FROM projects WHERE id = ?"), id)
+	if err != nil {
+		return domain.Project{}, s.translate("get project", err)
+	}
+	return row.domain(), nil
+}
+
+// ListProjects implements domain.ProjectStore.
+func (s *Store) ListProjects(ctx context.Context) ([]domain.Project, error) {
+	var rows []projectRow
+	if err := s.r.SelectContext(ctx, &rows, "SELECT "+projectColumns+" FROM projects ORDER BY created_at, id"); err != nil {
+		return nil, s.translate("list projects", err)
+	}
+	out := make([]domain.Project, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}
+
+// UpdateProject implements domain.ProjectStore.
+func (s *Store) UpdateProject(ctx context.Context, p domain.Project) error {
+	res, err := s.w.ExecContext(ctx, s.bind("UPDATE projects SET name = ?, updated_at = ? WHERE id = ?"),
+		p.Name, s.eng.timeArg(p.UpdatedAt), p.ID)
+	return s.oneRow("update project", res, err)
+}
+
+// DeleteProject implements domain.ProjectStore. The logs go with it (ON DELETE CASCADE).
+func (s *Store) DeleteProject(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, s.bind("DELETE FROM projects WHERE id = ?"), id)
+	return s.oneRow("delete project", res, err)
+}
+
+func (s *Store) oneRow(op string, res sql.Result, err error) error {
+	if err != nil {
+		return s.translate(op, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return s.translate(op, err)
+	}
+	if n == 0 {
+		return &domain.Error{Kind: domain.KindNotFound, Msg: "not found"}
+	}
+	return nil
+}
