@@ -11,11 +11,8 @@ import (
 	"time"
 )
 
-// maxErrorAnswer is the most bytes any refusal may answer with.
-const maxErrorAnswer = 64 << 10
-
 // TestHostileInput sends the requests found from outside, and their siblings, through the whole
-// service on both stores: each is answered with its 4xx (never a 5xx), within maxErrorAnswer
+// service on both stores: each is answered with its 4xx (never a 5xx), within maxProblemBytes
 // bytes, in the contract's format naming what was wrong, and stores nothing.
 func TestHostileInput(t *testing.T) {
 	for _, s := range e2eStores() {
@@ -35,9 +32,6 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		t.Fatalf("seed = %d", seedResp.StatusCode)
 	}
 
-	entries := func(n int, entry string) string {
-		return "[" + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + "]"
-	}
 	valid := fmt.Sprintf(`{"project_id":%q,"message":"m"}`, p)
 	fourByte := strings.Repeat("\U0001F600", 1024) // 1,024 characters, 4,096 bytes
 	unknownIDs := func(n int) string {
@@ -78,10 +72,10 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		{"project id with NUL", "GET", "/projects/%00", nil, "", 404, ""},
 
 		// Unbounded work and answers.
-		{"20,000 empty entries", "POST", "/logs", nil, entries(20_000, "{}"), 413, ""},
-		{"10,000 empty entries", "POST", "/logs", nil, entries(10_000, "{}"), 400, "/0/project_id"},
+		{"20,000 empty entries", "POST", "/logs", nil, entriesOf(20_000, "{}"), 413, ""},
+		{"10,000 empty entries", "POST", "/logs", nil, entriesOf(10_000, "{}"), 400, "/0/project_id"},
 		{"10,000 entries of unknown projects", "POST", "/logs", nil, unknownIDs(10_000), 422, "/0/project_id"},
-		{"10,000 entries with a time out of range", "POST", "/logs", nil, entries(10_000, fmt.Sprintf(`{"project_id":%q,"message":"m","time":9223372036854775808}`, p)), 400, "/0/time"},
+		{"10,000 entries with a time out of range", "POST", "/logs", nil, entriesOf(10_000, fmt.Sprintf(`{"project_id":%q,"message":"m","time":9223372036854775808}`, p)), 400, "/0/time"},
 		{"a time out of range", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m","time":9223372036854775808}]`, p), 400, "/0/time"},
 		{"a negative time out of range", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m","time":-9223372036854775809}]`, p), 400, "/0/time"},
 		{"a limit out of range", "GET", "/logs?project_id=" + p + "&limit=9223372036854775808", nil, "", 400, "limit"},
@@ -108,8 +102,8 @@ func testHostileInput(t *testing.T, open storeOpener) {
 			if resp.StatusCode != c.status {
 				t.Fatalf("status %d, want %d: %.400s", resp.StatusCode, c.status, body)
 			}
-			if len(body) > maxErrorAnswer {
-				t.Errorf("answered %d bytes, more than %d", len(body), maxErrorAnswer)
+			if len(body) > maxProblemBytes {
+				t.Errorf("answered %d bytes, more than %d", len(body), maxProblemBytes)
 			}
 			if c.names != "" && !bytes.Contains(body, []byte(`"pointer":"`+c.names+`"`)) && !bytes.Contains(body, []byte(`"parameter":"`+c.names+`"`)) {
 				t.Errorf("the answer does not name %s: %.400s", c.names, body)
