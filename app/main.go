@@ -78,8 +78,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	if !svc.keys.Enabled() {
-		log.Warn("no API keys configured: the service is open to anyone who can reach it")
+	switch {
+	case !svc.keys.Enabled() && cfg.AllowOpen:
+		log.Warn("no API keys configured and ALLOW_OPEN_NETWORK=true: the service is open to anyone who can reach it")
+	case !svc.keys.Enabled():
+		log.Warn("no API keys configured: serving on loopback and to loopback host names only; anyone on this machine can use it")
 	}
 
 	// Background work ends with ctx.
