@@ -74,7 +74,7 @@ func (p problemWriter) write(w http.ResponseWriter, r *http.Request, err error) 
 		status = http.StatusInternalServerError
 	}
 	if status >= 500 {
-		p.log.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		p.log.ErrorContext(r.Context(), "request failed", "method", clip(r.Method), "path", clip(r.URL.Path), "status", status, "err", err)
 		if status == http.StatusInternalServerError || detail == "" {
 			detail = "the server failed to handle the request"
 		}
@@ -140,4 +140,15 @@ func jsonPointer(path []string) string {
 // rate limits).
 func WriteError(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
 	problemWriter{log: log}.write(w, r, err)
+}
+
+// maxLoggedValue bounds a value taken from a request and written to the log.
+const maxLoggedValue = 256
+
+// clip truncates a request's value for the log, so that no client decides the size of a line.
+func clip(v string) string {
+	if len(v) <= maxLoggedValue {
+		return v
+	}
+	return v[:maxLoggedValue] + "…"
 }
