@@ -176,6 +176,8 @@ func runContract(t *testing.T, open storeOpener) {
 		{"UnknownRoutes", testUnknownRoutes},
 		{"MakeHat", testMakeHat},
 		{"IdempotentRetries", testIdempotentRetries},
+		{"AttributesRoundTrip", testAttributesRoundTrip},
+		{"BadAttributesStoreNothing", testBadAttributes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -98,6 +98,20 @@ func fingerprint(in []LogInput) string {
 			binary.BigEndian.PutUint64(buf[:], uint64(*e.Time))
 			h.Write(buf[:])
 		}
+		// The fields added later follow a mark of their own, 2, and only when one is sent: a
+		// batch without them keeps the fingerprint it had before they existed (so a retry across
+		// the upgrade still replays), and the mark never starts an entry, whose first byte is 1.
+		if e.Attributes != nil || e.TraceID != nil || e.SpanID != nil {
+			h.Write([]byte{2})
+			if e.Attributes == nil {
+				h.Write([]byte{0})
+			} else {
+				a := string(e.Attributes)
+				str(&a)
+			}
+			str(e.TraceID)
+			str(e.SpanID)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

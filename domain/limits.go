@@ -18,6 +18,15 @@ type Limits struct {
 	// limit in bytes (PostgreSQL's B-tree holds at most about 2,700 bytes per entry).
 	MaxSubjectBytes int
 	MaxUserIDBytes  int
+	// MaxAttributes, MaxAttributeKeyChars and MaxAttributesBytes bound an entry's attributes: how
+	// many top-level keys, how long each of those keys is in characters (at least one), and how
+	// long the stored (canonical, compact) encoding of the whole object is in bytes.
+	MaxAttributes        int
+	MaxAttributeKeyChars int
+	MaxAttributesBytes   int
+	// MaxAttributesDepth bounds how deeply attributes nest, the object itself being level 1:
+	// PostgreSQL parses JSON recursively, and no input may make a store fail.
+	MaxAttributesDepth int
 	// DefaultPageSize is the page size of a listing that names none; MaxPageSize the largest allowed.
 	DefaultPageSize int
 	MaxPageSize     int
@@ -37,6 +46,12 @@ func DefaultLimits() Limits {
 		MaxLevelChars:   32,
 		MaxSubjectBytes: 1024,
 		MaxUserIDBytes:  1024,
+
+		MaxAttributes:        128,
+		MaxAttributeKeyChars: 256,
+		MaxAttributesBytes:   64 << 10,
+		MaxAttributesDepth:   32,
+
 		DefaultPageSize: 1000,
 		MaxPageSize:     10_000,
 		MaxFieldErrors:  100,

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"encoding/json"
 	"iter"
 	"strconv"
 	"strings"
@@ -10,7 +11,8 @@ import (
 // DefaultLevel is the level of an entry sent without one.
 const DefaultLevel = "info"
 
-// LogEntry is a stored log entry. Subject and UserID are nil when the client did not send them.
+// LogEntry is a stored log entry. Subject, UserID, Attributes, TraceID and SpanID are nil when
+// the client did not send them.
 type LogEntry struct {
 	ID        string
 	ProjectID string
@@ -20,6 +22,11 @@ type LogEntry struct {
 	Message string
 	Subject *string
 	UserID  *string
+	// Attributes is a JSON object in canonical form: compact, keys sorted, numbers as sent.
+	Attributes json.RawMessage
+	// TraceID (32) and SpanID (16) are lower-case hex digits, never all zero.
+	TraceID *string
+	SpanID  *string
 }
 
 // LogInput is one entry as a client sends it; nil means "not sent".
@@ -30,6 +37,11 @@ type LogInput struct {
 	Time      *int64
 	Subject   *string
 	UserID    *string
+	// Attributes is one JSON value as sent (it must be an object); nil when not sent.
+	Attributes json.RawMessage
+	// TraceID and SpanID are hex digits in either case; they are stored lower case.
+	TraceID *string
+	SpanID  *string
 }
 
 // LogFilter selects a project's entries; every non-nil field must match (AND). Start and End are
@@ -38,8 +50,10 @@ type LogFilter struct {
 	ProjectID string
 	UserID    *string
 	Level     *string
-	Start     *int64
-	End       *int64
+	// TraceID matches the entries of one trace; upper-case hex digits match too.
+	TraceID *string
+	Start   *int64
+	End     *int64
 }
 
 // LogQuery is one page of a listing: the filter, the order, the page size and where to start.
@@ -63,10 +77,11 @@ type Page struct {
 // PageFunc consumes one page. Its error is returned by ListLogs unchanged.
 type PageFunc func(Page) error
 
-// validateFilter checks a filter by the rules of the fields it matches: a user_id or log_level
-// that no entry could hold is KindInvalid on its parameter, not an empty answer, and every
-// string reaching a store is one both stores can keep. All problems are named at once.
-func (l Limits) validateFilter(f LogFilter) error {
+// validateFilter checks a filter by the rules of the fields it matches: a user_id, log_level or
+// trace_id that no entry could hold is KindInvalid on its parameter, not an empty answer, and
+// every string reaching a store is one both stores can keep. All problems are named at once. It
+// returns the filter as stores match it (a trace id in lower case).
+func (l Limits) validateFilter(f LogFilter) (LogFilter, error) {
 	var fields []FieldError
 	if f.UserID != nil {
 		if d := checkBytes(*f.UserID, l.MaxUserIDBytes); d != "" {
@@ -78,13 +93,19 @@ func (l Limits) validateFilter(f LogFilter) error {
 			fields = append(fields, FieldError{Param: "log_level", Detail: d})
 		}
 	}
+	if f.TraceID != nil {
+		if d := hexIDProblem(*f.TraceID, TraceIDLen); d != "" {
+			fields = append(fields, FieldError{Param: "trace_id", Detail: d})
+		}
+	}
 	if f.Start != nil && f.End != nil && *f.Start > *f.End {
 		fields = append(fields, FieldError{Param: "start_time", Detail: "must not be after end_time"})
 	}
 	if len(fields) > 0 {
-		return &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: fields}
+		return f, &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: fields}
 	}
-	return nil
+	f.TraceID = lowerHex(f.TraceID)
+	return f, nil
 }
 
 // fieldErrors collects per-field problems up to a cap, counting the rest.
@@ -156,12 +177,20 @@ func checkBytes(s string, max int) string {
 	return ""
 }
 
-// EntryFieldProblem states the rule of one string field of a log entry as sent ("message",
-// "level", "subject" or "user_id"): "" when value keeps it, else what is wrong, in the words a
-// client is shown. It is the one statement of those rules: the service applies it to every batch,
-// and a transport may use it to name problems early.
+// EntryFieldProblem states the rule of one field of a log entry as sent ("message", "level",
+// "subject", "user_id", "trace_id", "span_id", or "attributes" with value the field's JSON text):
+// "" when value keeps it, else what is wrong, in the words a client is shown. It is the one
+// statement of those rules: the service applies it to every batch, and a transport may use it
+// to name problems early.
 func (l Limits) EntryFieldProblem(field, value string) string {
 	switch field {
+	case "attributes":
+		_, d := l.canonicalAttributes([]byte(value))
+		return d
+	case "trace_id":
+		return hexIDProblem(value, TraceIDLen)
+	case "span_id":
+		return hexIDProblem(value, SpanIDLen)
 	case "message":
 		if len(value) > l.MaxMessageBytes {
 			return "must be at most " + strconv.Itoa(l.MaxMessageBytes) + " bytes"
@@ -216,6 +245,23 @@ func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
 				bad.add(i, "user_id", d)
 			}
 		}
+		if e.TraceID != nil {
+			if d := l.EntryFieldProblem("trace_id", *e.TraceID); d != "" {
+				bad.add(i, "trace_id", d)
+			}
+		}
+		if e.SpanID != nil {
+			if d := l.EntryFieldProblem("span_id", *e.SpanID); d != "" {
+				bad.add(i, "span_id", d)
+			}
+		}
+		var attrs json.RawMessage
+		if e.Attributes != nil {
+			var d string
+			if attrs, d = l.canonicalAttributes(e.Attributes); d != "" {
+				bad.add(i, "attributes", d)
+			}
+		}
 		t := now
 		if e.Time != nil {
 			t = *e.Time
@@ -224,7 +270,8 @@ func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
 		if e.Message != nil {
 			msg = *e.Message
 		}
-		out[i] = LogEntry{ID: s.newID(), ProjectID: e.ProjectID, Time: t, Level: level, Message: msg, Subject: e.Subject, UserID: e.UserID}
+		out[i] = LogEntry{ID: s.newID(), ProjectID: e.ProjectID, Time: t, Level: level, Message: msg, Subject: e.Subject, UserID: e.UserID,
+			Attributes: attrs, TraceID: lowerHex(e.TraceID), SpanID: lowerHex(e.SpanID)}
 	}
 	if err := bad.err(KindInvalid, "invalid log entries"); err != nil {
 		return nil, err

@@ -284,9 +284,11 @@ func (s *Service) SweepIdempotency(ctx context.Context) (int64, error) {
 
 // pageQuery checks a listing's parameters and fills in defaults.
 func (s *Service) pageQuery(q LogQuery) (LogQuery, error) {
-	if err := s.limits.validateFilter(q.LogFilter); err != nil {
+	f, err := s.limits.validateFilter(q.LogFilter)
+	if err != nil {
 		return q, err
 	}
+	q.LogFilter = f
 	switch {
 	case q.Limit == 0:
 		q.Limit = s.limits.DefaultPageSize
@@ -331,7 +333,8 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 // DeleteLogs deletes the project's entries matching f and returns how many it deleted. The project
 // must exist (KindNotFound otherwise).
 func (s *Service) DeleteLogs(ctx context.Context, f LogFilter) (int64, error) {
-	if err := s.limits.validateFilter(f); err != nil {
+	f, err := s.limits.validateFilter(f)
+	if err != nil {
 		return 0, err
 	}
 	if err := authorize(ctx, f.ProjectID); err != nil {

@@ -122,10 +122,12 @@ func (c logsChecker) entryProblems(e *entryValues) []fieldProblem {
 		name     string
 		v        stringValue
 		required bool
-	}{{"message", e.Message, true}, {"level", e.Level, false}, {"subject", e.Subject, false}, {"user_id", e.UserID, false}} {
+	}{{"message", e.Message, true}, {"level", e.Level, false}, {"subject", e.Subject, false}, {"user_id", e.UserID, false},
+		{"trace_id", e.TraceID, false}, {"span_id", e.SpanID, false}} {
 		add(f.name, f.v.problem(f.required, func(s string) string { return l.EntryFieldProblem(f.name, s) }))
 	}
 	add("time", e.Time.problem())
+	add("attributes", e.Attributes.problem(func(raw []byte) string { return l.EntryFieldProblem("attributes", string(raw)) }))
 	return out
 }
 
@@ -212,12 +214,17 @@ type entryProbe struct {
 	Subject   stringProbe `json:"subject"`
 	UserID    stringProbe `json:"user_id"`
 	Time      int64Probe  `json:"time"`
+	TraceID   stringProbe `json:"trace_id"`
+	SpanID    stringProbe `json:"span_id"`
+	// Attributes' rules are the domain's; the probe only sees that they are an object.
+	Attributes objectProbe `json:"attributes"`
 }
 
 func (e *entryProbe) wellShaped() bool {
 	return e.ProjectID.kind == rightType && e.Message.kind == rightType &&
 		e.Level.kind != wrongType && e.Subject.kind != wrongType && e.UserID.kind != wrongType &&
-		(e.Time.kind == absent || e.Time.kind == rightType)
+		(e.Time.kind == absent || e.Time.kind == rightType) &&
+		e.TraceID.kind != wrongType && e.SpanID.kind != wrongType && e.Attributes.kind != wrongType
 }
 
 // entryValues is entryProbe keeping the strings, for the detailed answer.
@@ -228,6 +235,10 @@ type entryValues struct {
 	Subject   stringValue `json:"subject"`
 	UserID    stringValue `json:"user_id"`
 	Time      int64Probe  `json:"time"`
+	TraceID   stringValue `json:"trace_id"`
+	SpanID    stringValue `json:"span_id"`
+	// Attributes keeps the object's JSON text for the domain's rules.
+	Attributes objectValue `json:"attributes"`
 }
 
 // stringProbe notes whether a field is a JSON string. It never fails, so that one decode sees
@@ -268,6 +279,42 @@ func (v *stringValue) problem(required bool, rule func(string) string) string {
 		return "must be a string"
 	}
 	return rule(v.s)
+}
+
+// objectProbe notes whether a field is a JSON object (null is the wrong type, as for strings).
+type objectProbe struct{ kind jsonKind }
+
+func (p *objectProbe) UnmarshalJSON(b []byte) error {
+	p.kind = wrongType
+	if len(b) > 0 && b[0] == '{' {
+		p.kind = rightType
+	}
+	return nil
+}
+
+// objectValue is an objectProbe that keeps the object's JSON text.
+type objectValue struct {
+	kind jsonKind
+	raw  []byte
+}
+
+func (v *objectValue) UnmarshalJSON(b []byte) error {
+	v.kind = wrongType
+	if len(b) > 0 && b[0] == '{' {
+		v.kind, v.raw = rightType, bytes.Clone(b) // b is the decoder's, not ours to keep
+	}
+	return nil
+}
+
+// problem describes the field, or is "" when it is absent or fine by rule.
+func (v *objectValue) problem(rule func([]byte) string) string {
+	switch v.kind {
+	case absent:
+		return ""
+	case wrongType:
+		return "must be an object"
+	}
+	return rule(v.raw)
 }
 
 // int64Probe notes whether a field is a JSON integer that fits int64.

@@ -32,7 +32,8 @@ func toProject(p domain.Project) rest.Project {
 }
 
 func toEntry(e domain.LogEntry) rest.LogEntry {
-	return rest.LogEntry{Id: e.ID, ProjectId: e.ProjectID, Time: e.Time, Level: e.Level, Message: e.Message, Subject: e.Subject, UserId: e.UserID}
+	return rest.LogEntry{Id: e.ID, ProjectId: e.ProjectID, Time: e.Time, Level: e.Level, Message: e.Message, Subject: e.Subject, UserId: e.UserID,
+		Attributes: rest.Attributes(e.Attributes), TraceId: e.TraceID, SpanId: e.SpanID}
 }
 
 // ListProjects implements rest.StrictServerInterface.
@@ -92,7 +93,8 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 	in := make([]domain.LogInput, len(body))
 	for i := range body {
 		e := &body[i]
-		in[i] = domain.LogInput{ProjectID: e.ProjectId, Message: &e.Message, Level: e.Level, Time: e.Time, Subject: e.Subject, UserID: e.UserId}
+		in[i] = domain.LogInput{ProjectID: e.ProjectId, Message: &e.Message, Level: e.Level, Time: e.Time, Subject: e.Subject, UserID: e.UserId,
+			Attributes: json.RawMessage(e.Attributes), TraceID: e.TraceId, SpanID: e.SpanId}
 	}
 	var key string
 	if req.Params.IdempotencyKey != nil {
@@ -115,7 +117,7 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 // DeleteLogs implements rest.StrictServerInterface.
 func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObject) (rest.DeleteLogsResponseObject, error) {
 	p := req.Params
-	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, Start: p.StartTime, End: p.EndTime})
+	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime})
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +132,7 @@ func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObjec
 func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (rest.ListLogsResponseObject, error) {
 	p := req.Params
 	q := domain.LogQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, Start: p.StartTime, End: p.EndTime},
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime},
 		Desc:      p.Order != nil && *p.Order == rest.Desc,
 	}
 	if p.Limit != nil {

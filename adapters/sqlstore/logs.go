@@ -14,12 +14,18 @@ import (
 )
 
 // logColumns is the column order of every bulk insert; rowArgs gives an entry's values in it.
-const logColumns = "project_id, time, id, level, message, subject, user_id"
+const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id"
 
 // writeRows executes stmt once per entry with the entry's values in logColumns order.
 func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry) error {
 	for _, e := range entries {
-		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID); err != nil {
+		// Attributes go as text: lib/pq's COPY would write a []byte as bytea, and SQLite would
+		// keep it as a BLOB.
+		var attrs any
+		if e.Attributes != nil {
+			attrs = string(e.Attributes)
+		}
+		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID); err != nil {
 			return err
 		}
 	}
@@ -120,6 +126,10 @@ func where(f domain.LogFilter) (string, []any) {
 		b.WriteString(" AND level = ?")
 		args = append(args, *f.Level)
 	}
+	if f.TraceID != nil {
+		b.WriteString(" AND trace_id = ?")
+		args = append(args, *f.TraceID)
+	}
 	if f.Start != nil {
 		b.WriteString(" AND time >= ?")
 		args = append(args, *f.Start)
@@ -153,9 +163,13 @@ type logRow struct {
 	Message   string         `db:"message"`
 	Subject   sql.NullString `db:"subject"`
 	UserID    sql.NullString `db:"user_id"`
-	Found     int            `db:"found"`
-	LastTime  sql.NullInt64  `db:"last_time"`
-	LastID    sql.NullString `db:"last_id"`
+	// Attributes is NULL (nil) for entries without them; the scan copies the bytes.
+	Attributes []byte         `db:"attributes"`
+	TraceID    sql.NullString `db:"trace_id"`
+	SpanID     sql.NullString `db:"span_id"`
+	Found      int            `db:"found"`
+	LastTime   sql.NullInt64  `db:"last_time"`
+	LastID     sql.NullString `db:"last_id"`
 }
 
 func (r *logRow) entry() domain.LogEntry {
@@ -168,6 +182,17 @@ func (r *logRow) entry() domain.LogEntry {
 	if r.UserID.Valid {
 		userID := r.UserID.String
 		e.UserID = &userID
+	}
+	// The scan gave Attributes bytes of their own (database/sql copies into a []byte), so the
+	// entry may keep them.
+	e.Attributes = r.Attributes
+	if r.TraceID.Valid {
+		traceID := r.TraceID.String
+		e.TraceID = &traceID
+	}
+	if r.SpanID.Valid {
+		spanID := r.SpanID.String
+		e.SpanID = &spanID
 	}
 	return e
 }
@@ -187,10 +212,10 @@ func listQuery(q domain.LogQuery) (string, []any) {
 	order := " ORDER BY time " + dir + ", id " + dir
 	// Placeholders in textual order: the two nth_value positions, the filter, the inner limit.
 	args = append(append([]any{q.Limit, q.Limit}, args...), q.Limit+1)
-	return "SELECT id, project_id, time, level, message, subject, user_id," +
+	return "SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id," +
 		" count(*) OVER win AS found," +
 		" nth_value(time, ?) OVER win AS last_time, nth_value(id, ?) OVER win AS last_id" +
-		" FROM (SELECT id, project_id, time, level, message, subject, user_id FROM logs" + w + order + " LIMIT ?) page" +
+		" FROM (SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id FROM logs" + w + order + " LIMIT ?) page" +
 		" WINDOW win AS (" + order + " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)" +
 		order, args
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +138,125 @@ func testScopeMigration(t *testing.T, engine, dsn string, timeArg func(time.Time
 	if entries != 0 {
 		t.Fatalf("%d entries stored by retries of batches stored before the upgrade, want 0", entries)
 	}
+}
+
+// TestEntriesSurviveTheAttributesMigration upgrades a database that the previous release (schema
+// version 3) filled with entries to migration 00004 (attributes, trace_id, span_id and the trace
+// index), on both engines: every entry reads back unchanged and without the new fields, and the
+// upgraded store keeps and filters the new fields beside them.
+func TestEntriesSurviveTheAttributesMigration(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		testAttributesMigration(t, "sqlite", "file:"+path, func(created time.Time) any { return created.UnixMicro() }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testAttributesMigration(t, "postgres", url, func(created time.Time) any { return created }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
+		})
+	})
+}
+
+func testAttributesMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+	ctx := t.Context()
+	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
+	raw, err := sql.Open(engine, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlstore.MigrateTo(ctx, raw, engine, 3); err != nil {
+		t.Fatalf("migrate to version 3: %v", err)
+	}
+	bind := func(q string) string {
+		if engine == "postgres" {
+			for i := 1; strings.Contains(q, "?"); i++ {
+				q = strings.Replace(q, "?", fmt.Sprint("$", i), 1)
+			}
+		}
+		return q
+	}
+	created := time.Now().UTC().Truncate(time.Microsecond)
+	project := newID()
+	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)"), project, "p", timeArg(created), timeArg(created)); err != nil {
+		t.Fatal(err)
+	}
+	// The previous release's rows, as it wrote them: its seven columns.
+	var old []domain.LogEntry
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		e := domain.LogEntry{ID: newID(), ProjectID: project, Time: int64(i), Level: "info", Message: fmt.Sprint("old ", i)}
+		if i%3 == 0 {
+			e.Subject, e.UserID = ptr("s"), ptr(fmt.Sprint("u", i%7))
+		}
+		if _, err := tx.ExecContext(ctx, bind("INSERT INTO logs (project_id, time, id, level, message, subject, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+			e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID); err != nil {
+			t.Fatalf("write an old entry: %v", err)
+		}
+		old = append(old, e)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := open()
+	if err != nil {
+		t.Fatalf("open and migrate: %v", err)
+	}
+	defer s.Close()
+	got := listAll(t, s, domain.LogFilter{ProjectID: project})
+	if len(got) != len(old) {
+		t.Fatalf("after the migration %d entries, want %d", len(got), len(old))
+	}
+	same := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	for i, e := range got {
+		w := old[i]
+		if e.ID != w.ID || e.Time != w.Time || e.Level != w.Level || e.Message != w.Message || !same(e.Subject, w.Subject) || !same(e.UserID, w.UserID) {
+			t.Fatalf("entry %d = %+v, want %+v", i, e, w)
+		}
+		if e.Attributes != nil || e.TraceID != nil || e.SpanID != nil {
+			t.Fatalf("an old entry reads back with new fields: %+v", e)
+		}
+	}
+	// The upgraded store takes the new fields beside the old rows and finds them by trace.
+	svc := domain.NewService(s, domain.Options{NewID: newID})
+	who := domain.WithPrincipal(ctx, domain.Principal{Admin: true})
+	trace := "4BF92F3577B34DA6A3CE929D0E0E4736"
+	in := []domain.LogInput{{ProjectID: project, Message: ptr("new"), Attributes: []byte(`{"n":12345678901234567890}`), TraceID: &trace, SpanID: ptr("00f067aa0ba902b7")}}
+	if _, err := svc.CreateLogs(who, in, ""); err != nil {
+		t.Fatal(err)
+	}
+	byTrace := listAll(t, s, domain.LogFilter{ProjectID: project, TraceID: ptr(strings.ToLower(trace))})
+	if len(byTrace) != 1 || string(byTrace[0].Attributes) != `{"n":12345678901234567890}` || *byTrace[0].SpanID != "00f067aa0ba902b7" {
+		t.Fatalf("the new entry by trace = %+v", byTrace)
+	}
+	if n := len(listAll(t, s, domain.LogFilter{ProjectID: project})); n != len(old)+1 {
+		t.Fatalf("%d entries after one more, want %d", n, len(old)+1)
+	}
+}
+
+// listAll reads every entry of f straight from the store, in listing order.
+func listAll(t *testing.T, s *sqlstore.Store, f domain.LogFilter) []domain.LogEntry {
+	t.Helper()
+	var out []domain.LogEntry
+	err := s.ListLogs(t.Context(), domain.LogQuery{LogFilter: f, Limit: 1_000_000}, func(p domain.Page) error {
+		for e, err := range p.Entries {
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("list logs: %v", err)
+	}
+	return out
 }

@@ -19,6 +19,9 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
+// traceID is the trace id of number n: 32 lower-case hex digits.
+func traceID(n int) string { return fmt.Sprintf("%032x", n) }
+
 // planNode is one node of an EXPLAIN (FORMAT JSON) plan.
 type planNode struct {
 	NodeType string     `json:"Node Type"`
@@ -153,7 +156,8 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 		projects = append(projects, id)
 	}
 	// In each project of 10,000 entries: half belong to user "heavy", the other half to 250 users
-	// of 20 entries each ("u1" among them); levels rotate, 2,500 entries each.
+	// of 20 entries each ("u1" among them); levels rotate, 2,500 entries each. The first 5,000
+	// belong to 100 traces of 50 consecutive entries each (trace 1 among them), the rest to none.
 	levels := []string{"debug", "info", "warn", "error"}
 	for b := range 20 {
 		batch := make([]domain.LogEntry, 10_000)
@@ -165,6 +169,9 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 				user = fmt.Sprint("u", k%500)
 			}
 			batch[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: projects[n%20], Time: int64(n), Level: levels[(k/2)%4], Message: "m", UserID: ptr(user)}
+			if k < 5_000 {
+				batch[i].TraceID = ptr(traceID(1 + k/50))
+			}
 		}
 		if _, err := s.CreateLogs(ctx, batch, nil, 0); err != nil {
 			t.Fatal(err)
@@ -180,7 +187,8 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 	}
 
 	p := projects[3]
-	pkey, byUser, byLevel := []string{"logs_pkey"}, []string{"logs_user"}, []string{"logs_level"}
+	pkey, byUser, byLevel, byTrace := []string{"logs_pkey"}, []string{"logs_user"}, []string{"logs_level"}, []string{"logs_trace"}
+	trace := ptr(traceID(1))
 	start, end := ptr[int64](50_000), ptr[int64](150_000)
 	cases := []struct {
 		name    string
@@ -201,6 +209,17 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 		{"project+heavy user+level", domain.LogFilter{ProjectID: p, UserID: ptr("heavy"), Level: ptr("warn")}, slices.Concat(byUser, byLevel), true},
 		{"project+all filters", domain.LogFilter{ProjectID: p, UserID: ptr("u1"), Level: ptr("warn"), Start: start, End: end}, slices.Concat(byUser, byLevel), false},
 		{"unknown project", domain.LogFilter{ProjectID: uuid.Must(uuid.NewV7()).String()}, pkey, true},
+		// A trace is a few dozen entries: every combination with trace_id reads them by an index
+		// (the trace's, or one of a filter as selective), never the table.
+		{"project+trace", domain.LogFilter{ProjectID: p, TraceID: trace}, byTrace, false},
+		{"project+trace+time", domain.LogFilter{ProjectID: p, TraceID: trace, Start: ptr[int64](0), End: end}, byTrace, false},
+		{"project+trace+start", domain.LogFilter{ProjectID: p, TraceID: trace, Start: ptr[int64](0)}, byTrace, false},
+		{"project+trace+heavy user", domain.LogFilter{ProjectID: p, TraceID: trace, UserID: ptr("heavy")}, slices.Concat(byTrace, byUser), false},
+		{"project+trace+rare user", domain.LogFilter{ProjectID: p, TraceID: trace, UserID: ptr("u1")}, slices.Concat(byTrace, byUser), false},
+		{"project+trace+level", domain.LogFilter{ProjectID: p, TraceID: trace, Level: ptr("error")}, slices.Concat(byTrace, byLevel), false},
+		{"project+trace+user+level", domain.LogFilter{ProjectID: p, TraceID: trace, UserID: ptr("heavy"), Level: ptr("warn")}, slices.Concat(byTrace, byUser, byLevel), false},
+		{"project+trace+all filters", domain.LogFilter{ProjectID: p, TraceID: trace, UserID: ptr("u1"), Level: ptr("warn"), Start: start, End: end}, slices.Concat(byTrace, byUser, byLevel), false},
+		{"project+unknown trace", domain.LogFilter{ProjectID: p, TraceID: ptr(traceID(1 << 40))}, byTrace, false},
 	}
 	for _, c := range cases {
 		for _, desc := range []bool{false, true} {
@@ -221,7 +240,7 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 		// Every index leads with project_id, so for a DELETE by project (and time) alone any of
 		// them bounds the read to the project.
 		indexes := c.indexes
-		if c.f.UserID == nil && c.f.Level == nil {
+		if c.f.UserID == nil && c.f.Level == nil && c.f.TraceID == nil {
 			indexes = slices.Concat(pkey, byUser, byLevel)
 		}
 		query, args := sqlstore.DeleteSQL(s, c.f)

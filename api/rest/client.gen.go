@@ -119,8 +119,9 @@ type ClientInterface interface {
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-	// in body order.
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+	// digits"), in body order.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -135,8 +136,9 @@ type ClientInterface interface {
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-	// in body order.
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+	// digits"), in body order.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -254,8 +256,9 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-// in body order.
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+// digits"), in body order.
 //
 // Takes any type of body and a specified content type.
 //
@@ -280,8 +283,9 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-// in body order.
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+// digits"), in body order.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -489,6 +493,18 @@ func NewDeleteLogsRequest(server string, params *DeleteLogsParams) (*http.Reques
 
 		}
 
+		if params.TraceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trace_id", *params.TraceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.StartTime != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start_time", *params.StartTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
@@ -578,6 +594,18 @@ func NewListLogsRequest(server string, params *ListLogsParams) (*http.Request, e
 		if params.LogLevel != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "log_level", *params.LogLevel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TraceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trace_id", *params.TraceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -975,8 +1003,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-	// in body order.
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+	// digits"), in body order.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -991,8 +1020,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-	// in body order.
+	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+	// digits"), in body order.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1930,8 +1960,9 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-// in body order.
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+// digits"), in body order.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1952,8 +1983,9 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-// in body order.
+// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+// digits"), in body order.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

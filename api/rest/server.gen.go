@@ -41,8 +41,29 @@ func (e ListLogsParamsOrder) Valid() bool {
 	}
 }
 
+// Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
+// null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
+// the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
+// (compact); nested at most 32 levels deep; no string or key may hold NUL (U+0000). Values
+// come back as sent, numbers included (`12345678901234567890` stays exact); keys come back
+// sorted, and a key sent twice keeps its last value.
+//
+// Example: {"http.method":"GET","http.status_code":502,"retry":true,"tags":["payments","eu"]}
+type Attributes = json.RawMessage
+
 // LogEntry A stored log entry. Optional fields that were not sent are omitted.
 type LogEntry struct {
+	// Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
+	// null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
+	// the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
+	// (compact); nested at most 32 levels deep; no string or key may hold NUL (U+0000). Values
+	// come back as sent, numbers included (`12345678901234567890` stays exact); keys come back
+	// sorted, and a key sent twice keeps its last value.
+	//
+	//
+	// Example: {"http.method":"GET","http.status_code":502,"retry":true,"tags":["payments","eu"]}
+	Attributes Attributes `json:"attributes,omitempty"`
+
 	// Id Server-assigned, unique.
 	//
 	// Example: 01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f
@@ -57,6 +78,11 @@ type LogEntry struct {
 	// ProjectId Example: 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
 	ProjectId string `json:"project_id"`
 
+	// SpanId 16 lower-case hexadecimal digits.
+	//
+	// Example: 00f067aa0ba902b7
+	SpanId *string `json:"span_id,omitempty"`
+
 	// Subject Example: checkout
 	Subject *string `json:"subject,omitempty"`
 
@@ -65,12 +91,28 @@ type LogEntry struct {
 	// Example: 1795428000123
 	Time int64 `json:"time"`
 
+	// TraceId 32 lower-case hexadecimal digits.
+	//
+	// Example: 4bf92f3577b34da6a3ce929d0e0e4736
+	TraceId *string `json:"trace_id,omitempty"`
+
 	// UserId Example: u-42
 	UserId *string `json:"user_id,omitempty"`
 }
 
 // LogEntryInput One log entry as a client sends it.
 type LogEntryInput struct {
+	// Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
+	// null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
+	// the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
+	// (compact); nested at most 32 levels deep; no string or key may hold NUL (U+0000). Values
+	// come back as sent, numbers included (`12345678901234567890` stays exact); keys come back
+	// sorted, and a key sent twice keeps its last value.
+	//
+	//
+	// Example: {"http.method":"GET","http.status_code":502,"retry":true,"tags":["payments","eu"]}
+	Attributes Attributes `json:"attributes,omitempty"`
+
 	// Level 1 to 32 characters; the server stores `info` when it is absent.
 	//
 	// Example: error
@@ -86,6 +128,11 @@ type LogEntryInput struct {
 	// Example: 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
 	ProjectId string `json:"project_id"`
 
+	// SpanId The span the entry belongs to as 16 hexadecimal digits, not all zero; upper case is accepted and stored in lower case.
+	//
+	// Example: 00f067aa0ba902b7
+	SpanId *string `json:"span_id,omitempty"`
+
 	// Subject What the entry is about, at most 1,024 bytes of UTF-8 (no NUL). The schema's maxLength counts characters and is only the looser bound; the byte limit is what an index can hold on every store.
 	//
 	// Example: checkout
@@ -95,6 +142,11 @@ type LogEntryInput struct {
 	//
 	// Example: 1795428000123
 	Time *int64 `json:"time,omitempty"`
+
+	// TraceId The trace the entry belongs to (W3C Trace Context, OpenTelemetry) as 32 hexadecimal digits, not all zero; upper case is accepted and stored in lower case.
+	//
+	// Example: 4bf92f3577b34da6a3ce929d0e0e4736
+	TraceId *string `json:"trace_id,omitempty"`
 
 	// UserId The user the entry concerns, at most 1,024 bytes of UTF-8 (no NUL). The schema's maxLength counts characters and is only the looser bound; the byte limit is what an index can hold on every store.
 	//
@@ -200,6 +252,9 @@ type ProjectIDQuery = string
 // StartTime defines model for StartTime.
 type StartTime = int64
 
+// TraceID defines model for TraceID.
+type TraceID = string
+
 // UserID defines model for UserID.
 type UserID = string
 
@@ -244,6 +299,9 @@ type DeleteLogsParams struct {
 	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
 	// StartTime Only entries with `time` at or after this Unix time in milliseconds (inclusive).
 	StartTime *StartTime `form:"start_time,omitempty" json:"start_time,omitempty"`
 
@@ -261,6 +319,9 @@ type ListLogsParams struct {
 
 	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
 
 	// StartTime Only entries with `time` at or after this Unix time in milliseconds (inclusive).
 	StartTime *StartTime `form:"start_time,omitempty" json:"start_time,omitempty"`
@@ -387,6 +448,19 @@ func (siw *ServerInterfaceWrapper) DeleteLogs(w http.ResponseWriter, r *http.Req
 		return
 	}
 
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
 	// ------------- Optional query parameter "start_time" -------------
 
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
@@ -468,6 +542,19 @@ func (siw *ServerInterfaceWrapper) ListLogs(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
 		}
 		return
 	}
@@ -2179,91 +2266,102 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7FyNbhs5kn4Vom+BsbGtf9mxZQwOTibZ9a6TmU1sZO+iXJrqLkmctEiFZFvWBAbuae7e4x7lnuRQRfaP",
-	"pJalxPHu3OwOBoil5k+xWD9f/bQ+B7GazZUEaU0w+BxMgSeg6c/XYPXyfGxB46cETKzF3Aolg0HwBmIl",
-	"E8OsYgsuLBvBWGlgGqcIOWkGYQC3fDZPIRh0wsDEU5hxXGas9IzbYBAIaXvdIAzscg7uI0xAB3d3d2Ew",
-	"55rPwHo6nsvkSsxgk4gfZbpkIK0WYNhC2CmLrJhBxLhlSuc02akw7FqKW4YPmZBsJtJUGH+CAyHjNDPi",
-	"Bg7PmFTFUSJjubYfaMHV4zw5Per3Osdt/C8MBFLyKQO9DMJAcqQzAJnQxGDbyY/7dScPg0s1uYQbSPc5",
-	"K9zy2KZLd74oxWnRgN3wVCTs+upF44SGqcyyV9eXIevgXfW6LJ5yzWPkLTuwU2BjAWnynWFqIZnOUuQC",
-	"l0s7FXLCIDXAhGH9dptJPsOvcEpxPSt8CUBrpYN6jqRq8oFIXGGJ54CxWsgJMeAnrX6G2F78sMmBK9zZ",
-	"Pf7OMJGsbt7unPaOx21onMRd3ngy6kHjNOmPG11+PDqJ20kHuuOctjm305I0kQRhoOFTJjQkwcDqDPak",
-	"8S90xvsIZYupMlDcG9fAZsClPWPCsllmLINbYezXH2WNzX7bD198pjco7F+lZRwNxBco2aYudU/a9+hS",
-	"qYZfrE3XBnSdJO3SpcyA/iCS+7SJWzZTxrJO2O722Whp4ZurU9bod7dcsyfwXl26QwEwcyUNkBV9ypPX",
-	"8CkDY/FTrKQFSX/y+TwVMUfetOZajVKY/f5ng4z6XFKDLLRcpMEgQJK1WwkPIyQxCUlH/TfB4F1lMMn4",
-	"CAp+rRigIAzmCi9MB4Og1W05A3H3PsRLt5kJBn2UCissMeQpT1h+hOK++UhldjBKufwY3FX58TsN42AQ",
-	"/Eur9G8t99S0fnLHdFzaVN7K6WY8RUmDhByKBv7RME4Xe8Yid+AI7xIMAx5PmRqPQSZ4syQIOKtyvXdh",
-	"8ELpkUgSkA++BWHYR1iyRIEhvxWrm1wR1Rw0LRVUWdkrWVlS8aiMPP/pYjeNxCNnt4hDF/JFKibTh4op",
-	"L66RNJz2vEhgNlcWZLxs/BmWTnzZ2G1XZdVpyapnSo5TET+iyJ2vUwrM8BnUUWusSFM2AhSwKZdJCsmZ",
-	"A10s5bmIvVL2hcpk8kAG5i4M721M61U51C859EpZ9sIPeERhyukphMm7zrswuFLqkusJPFhkRtzGUzZV",
-	"aWJKE4++KXcXVR50eitSgruyK6WYI+VReTFSyRL1BmXF0SwMS3Ff/I5LJ0SgUdt4HMPcmpxRL7lceitq",
-	"HsivhRYWmOYWGNzGAAmsyEi3okXIF9yZFVs/Kn/Q6Ey5YZmBhGVzJqxhJbW5yuTQBdhE3IAk6II+eD0G",
-	"ahRBUB1JfnSrEi4RVdeSZ3aqtPgFHqqKuBBI66ewAthVFbJTMntl50fj8yuV2/cQRVFJqEpdoaUfpVqs",
-	"MfXt27eN8/JINZgzegpcg45WAJH77n7Q4/h+w0XKRyl8A6RjLAaDwrCssmzJ96OqV30D+kbEwK5Xhj6i",
-	"mDviYi5d3Mo0YhBImEaHxqRahLmR8LeCLmQKCQGUVPF15/HtRB9vXfpA6YG3kLnFcvu/BWhKVcZchb8n",
-	"WFqBmO1WJUBawZndblV95lrFYAxeIHsurbDLR/T+lqXAjSUFQi+z9HiSFweyU77u9oqLXQcJC2/1htLn",
-	"MYgbnCViPAaNLgp9B2U6KCbB8SRGSZOhSDneEglVD5j7v7OhxF0d25nhS8OmasFmaNpnLtsCuCloaA5l",
-	"QLJgsvlcaQvJS0gEvyI2PlgvyQMW0UVlAZpY9dJH1ZstaGFEDCNqHt9VC3d1f3rz46smhaZ+Mq59qSbP",
-	"8do3reC5vxmWqokTjSb7kR7y1MUXxskGsps2MHjBXANTM2EtUI5krhFqW+HCQJHUJfPQODS4MWIiIQlZ",
-	"JsWnDLZkJU55p914EneTxgn0xo0+Pxodx0+SEzgdl5zMLXIYpHk+azNRtDF2hkrnYFw5es6XMzxWAnEq",
-	"ZNWjlRMrar0yd89UysZ6JhvllqtcLJ5C/FFltm6CrU2dbE2IbEmCdLq9cHdmIyzi/xXyfL5gM7dT5oHe",
-	"uWTXSpYo53l+U/4s74uVlGOFy06SpF7IeWbr0ipQSirjaMHiVODVGZCJYcJuimNan+3cTFaeVd0YqYVh",
-	"kZBjFbHFFCQTFK7zEWpAfVpyxm8vQU7sNBj0umEwEzL/2LlfFDfsNRnF4z77s3jKDo6PwqPesU8BqbFL",
-	"Fq1muepEuELN8dFR73inUG8PiJAxjucjSJWcGGbVt0gw3qcVq9S8RSNUkkEXoTJbnybLecQOpGKvri8P",
-	"neNxFvE7wwrOsFhl0ppqxprLBFdXknJ1KG7KgGYjjD6dhOAeLBUzJw8LJIxLJmQCtwiUKLZjSjK4Ab10",
-	"grTKnIqWV+6o0+72H672VSH+zrghJL01cvsgq7ApLPiwckWxkjFoaf5fXpG3dLuuZ8301Vq9LWbOPNPA",
-	"LdTw8o852ily+j4A9yBqw8LF5UrFCbrhXvnrKvX5MtsI/gFS2JfghMYyDTN1U0dyUq5ViuNX0JyvU0dz",
-	"jpo27atkr188Y6f9oyfMg0GWqDibeQVZJ9Vhwqoj3Jqg3lDfPJCotWd5TQBlVCs5CQmhz2A2As3moAvq",
-	"KDnWZOcVtIwQLBXGQnLmFByx8VASTqPhIYsc6REj30gofRuSDhk0J82hjA5OT9tt99Rv7nCl2+owQsgd",
-	"BsLCzOyJWl8giiRL5hGw1nyJn4U0lst4DYu1UjUxdZz0/N5qfvxzKtyFiA0gnipI0EDidUV/bfjEUOMi",
-	"iVheuGAuwDxjnzJlAV0aMVMDYniMXnjOh2+DVfOgoXJkqkDsLFoXIUaVWbX1iorv8IHQOua/fn3BNFCw",
-	"FoPD9y4gtNPi2hlOPmNRJWCJqLLoRrlzuPBMWMbTdJU/1Thnl9m0PkKi8xUsCnPNu0e3nWzVwsSyTELh",
-	"kauVHEQ+VI8OMbqlmldZPcHH+d/R4X6WYFf1aRNy5TvUSzFFxWpMPC6P4AilSo+dbqvmrZQxN/fNcxTr",
-	"u2LEyPxTdoCG8fi03TlkQlrFqobORfXk4Gdzi24T167IxGKqUheNrhJW1N12CcL9F14PDM8LkMpNDYCv",
-	"iwi8o/vA16Kvbrt73Oh0Gt3eVac9aOP/zU631z86/vegoqEJt9DYxuY9gl92fX3xw82TbwOYXbl23xgy",
-	"myePdPK6IJBoC6vsXqHgnmveEv6R0yxCvhlfMgMWcRwvy3vrl50zqCb66x4dV5Q1JD9HoHIxFRaYmfMY",
-	"muwVWUYJkPjendrcRT2m7x4d7wgD1/hG1G4yBh0HxJkWdvkGvas72oiy1ecZrlyDcfLSKDcsOvfZekpg",
-	"DZjLc7M/P/+3KCxy/c7zVVRoyqn+axDKj8Uk05AM5QHhCIlAxaFrNQd52GTnyUxINxwvJlEOXFMK8KyS",
-	"aUSKcIAGnlDRRC3kUBY6LBPm5CUkyEFfeDBJfqpsz0Gc4NAIAQ5k1yhP33v2Ta2du6QZhvF5SpA7M+Ib",
-	"HX4c4Wn5SKTCLolnMy6k5UKiAd/It3kBdUGInYLQRUICkS8Vn/94dfVTixJxQzmUzynGIBxIYatk0bZs",
-	"ZFTAUGeIEaEe5g0xyzlEIYvIS+Ifzk1GQ4mU5FDvzPWTuCKOT7TyJKFd814CAmC+bchhTZ+MXfU5aMeH",
-	"0vnN0ZKtuonCjzrgyKLcxjvHWue9trnZoXzm9Fmg0jOJYsNinhkKJI5ub90lpyIGaaByc+dzHk+h0W22",
-	"0a7o1F+4GbRai8WiyelxU+lJy881rcuLZ89fvXmOc5pTO0srsGpTEIIwuAFtvMFotpttHI7izuciGAS9",
-	"ZrvZQ3vD7ZT00UHXIrrZVEoXQRUwywtyLjsk3zOK9Fxc6kqGY5Ei0/CWV5LhaH+KDoeLpFj+0uHnaoPj",
-	"u3qgXg5prTWc3YU7Z/jOpz1GFh2He4wtm8T2GJx3bd69X2tE6rbb9+T/a/P+PhztdPdOyldD4i2JebpM",
-	"asvKO8Ew3vKbUbW87yit26c4UavSV0VTOrunrNRnaVJv96SyZYdm9HfPKPpAcEL3dPeE9e6AuzA42oe0",
-	"ar2TvGE2m3G9LIS+aoTR/nNUxHcBKeT7uzCYQA2ceA020/Kr1DFkSieATnO0zJsVLbrPSCTRUB5wE3vj",
-	"l8kUjGERjf8eCYgOm+xtHrEX27mdqLMiosxVFLq49VJg5OXC1KGMufYpFg0pt+IGqpGcA+wSbi2b8wmw",
-	"g0hD+v0wwG+GQXQ4cEXLMlSmeILLZCidkfalvCjOtFE6Qt8BSYgLU+3XqPQGEsYnHIN32uz69eVKlEDV",
-	"PjTnVrEDYYfSGfS84DhVxvpcX8qNJxOBhlSrRyXfSTloHEGNSRr4DHc3HnkQhBhrNWNFGb3JznN4SPdn",
-	"+UeqaVJAiNPGSrv6YpEiNZanKSVKVWbZQeeIGbzUBMY8S+0hS5XxJjtWUkKMwhOSOSZmCes7LCfgHNWq",
-	"Tb4Uxv4DWuRwo92CmzhiBypNUEjGQhvr5Lvgs9KIYmiUhEUxaq3OgSO2tKyShq30boDMZmgGOM2hqe9r",
-	"EHhdHE7BfIHqpBdDatvyje6ddthut89YB//ZnmPf1nRMOh7c+97CjN+KGZ6g43qXZ0L6z3V50Y0kyJx/",
-	"yoDNlRGEBlEVpFMXRONwI1Rm6FjfmTXVWy1uLf/UvvhZ3b765WPn1Q8X/Zc/nC9eXl38Mv7LlntwtmPl",
-	"aDvz6A/04O9c1XnfrJwvCZZ1u7wSV1dGq9bI9g3TizLWSjROlZy1oktRUXElB+oYKdi2V5q1KO5vpFg3",
-	"QcmPuSCr8QY4WevNQYGo6ZoaZu12Lyak+6//+5//hR+7x+7Gv/efe9T9VnE7XjmkslPQbv+xSlO1MC7M",
-	"OemenBwOKi5tKEufdsBJr1SaWSjclQspQkrj905Pjtn//He/2T0M611U4e6G8vr1pbPSpXxXT1Te9ff7",
-	"3PTK6XM9Gf+ljgk7e8p+Q0jwgYgOXeYuPDdXpgbQvXE5P+6CVRfnqnHVXBcm/YCywmX7EXspnp6xkbJT",
-	"Vzd0b9I4kDCUBqwVcmIOmZCuDVFzaXjssikgSLAdSizq076xRmmfLDFNdi79Y/+ix1B66DgBazYLt2Hx",
-	"Qoh/98qNcz0JTeZb4PI2HaRXTCSVCBE7nfsW3htflTXiF18Tpc4uVKucQStAtGjudUVHP4Pg1ti1fRHu",
-	"6Xd6+XtseemPjp0q9RH1zyIU86+hbL664IYXyQWfTRjKg6jVazmeDMvcumTezw2DkEWtdssbbBzk4azQ",
-	"kLin3bWpLoc2DA7DoRQy72t2CHMDrrmibD1gW5W1l4QsSz4ZPiYATt2OA7o5IVm3z6Yq0yYsi7jUP4XW",
-	"aa0X/yMsMXBwaSX3lc/gHVbEKZdYJWMCu665cnUlJ9rSLEAThUOptJgIyVPWbXfc5qFPK1Wb+17DPOVL",
-	"SAbM6gyisxXaNrr8hnJln363e0YmnOiZitTlkwjDVWulNe8XlGu0T9etMzGtUeanG+g4c+Dh3FWJPNY6",
-	"FbdBkO7R0XpWds6tBY1r/se74fC2224Mh7dPnr///e+CLWCFDvRUJcsvxCm/YuwRfq5Q4y4S+Zdk6VcS",
-	"s4pmahoX8XIHKNNr/amVnhFntsuAzMWOK/Dcq9ZQzvjStXYI/DIvBDnbzQ6il+d//fD0/OrZHz88f3X1",
-	"+uL5m+jwrNBLspPCOhPb7/S+oNC92rR2R8D9wk0skXv+RR1IW32N8m4DC3e+LJtV9IN8WTIrb0ipwY3P",
-	"K66tbOdlB0qHGFF7vReQrDcLh2zKEzYCkIdr+LLO8NTgTbJEeWWC0ufOVOSWRo3Rxq+3KLuW1ZJQnmrg",
-	"62VJXLo2XKQHNYHirx2m7ZF/K958wwmd3l4JO/eyEU042ucgNc3YlB7s7jN5pav/75dVfEtv8hS2YXw/",
-	"Hr0Lg7ztn2T73myjg4l+eMiqGZFmbfooLzkFD46Rq4XvHTXfL/E4edxfuptqnfnejb4i3q0Ix65w9zxN",
-	"c0abdU7/7RTzW4RD81IGctkrvtoeDzmLXn3Pw4M4s9aRIBJ2wH1fwmGTvcgb/4tSsFpIww4ikUThUEal",
-	"HEUhi8rLjg6rUYiz2pQR24q0fyreuPlKRPV5Q/q+5K2KstfgEf3wr0ndvpA3u16URRfrT7mePlKOL1v6",
-	"yrmd5l1OEhalNYwKO9r6LJK7aK2RqHi4J6v2/32KX7lv/xu76r+Lz3UWoTRW9bau6mtJRr6w4E7pQ+eD",
-	"yzdJhCULt62kXrVSKwahf/9rE9Sobl2rSl3t95+F3M1C7o7r31HKpUqNbwVj5xIdW6W9tXyDM6z+7IYE",
-	"w+jXY6jWSbFjv93fFIY/gN0qCe1/uoYV2W/+hhPUfwC7W0y/stpLiLi2+ZGC5HijewivvLkCwhhPF3xp",
-	"GE9uuIzBbMVzFaw2lPeCtWta/duDtcZN9zHx2q9SKfHM9+hlZ9CjvY6P+r1u59vppd9wTT9/O91H/wgI",
-	"6TW4l+Z3IKRKtzDZnmqf8Lv3FHKTFagra1yVNoIcJ/1tXO6tbE6NZvwjMJ3JyL0YRJ6XTa2dD1qtTvdJ",
-	"s91sNzuDk/ZJm/J+rjuzRcbNU/x5W2OtWshqtuXMYabiVRz3Az0e1+Xgqrnx+3Smpgflslw1pN9qsSCZ",
-	"kIynaUPpRv57BZTzAdfh67qUXV8zuG6l6maU/7l7f/d/AQAA//8=",
+	"7HyLbhs5lvarEPUP0DamdJdvMho/3OlkxjNJuiexN7PbyqaoqiOJ4ypSTbIsqwMD+zS777GPsk+yOIes",
+	"i6SSLecy0zsXDNCxVCySh+fyne8c6mMQq2yhJEhrgtHHYA48AU3/fANWry6mFjT+lYCJtVhYoWQwCt5C",
+	"rGRimFVsyYVlE5gqDUzjECFn7SAM4I5nixSCUS8MTDyHjONrpkpn3AajQEg76AdhYFcLcH/CDHRwf38f",
+	"BguueQbWr+O5TK5EBtuL+EGmKwbSagGGLYWds8iKDCLGLVO6WJOdC8Oupbhj+CUTkmUiTYXxOzgQMk5z",
+	"I27h8JxJVW4lMpZr+4FeuL6dk7Oj4aB33MX/hYHAlfycg14FYSA5rjMAmdDAYNfOj4dNOw+Dl2r2Em4h",
+	"3WevcMdjm67c/qIUh0UjdstTkbDrqxetU3pM5Za9vn4Zsh6e1aDP4jnXPEbZsgM7BzYVkCbfGKaWkuk8",
+	"RSlwubJzIWcMUgNMGDbsdpnkGX6EQ8rjWZNLAForHTRLJFWzD7TENZF4CRirhZyRAH7U6i8Q28vvtyVw",
+	"hTO7r78xTCTrk3d7Z4PjaRdap3Gft04mA2idJcNpq8+PJ6dxN+lBf1qsbcHtvFqaSIIw0PBzLjQkwcjq",
+	"HPZc459ojw8tlC3nykB5blwDy4BLe86EZVluLIM7Yeynb2VDzH7aD0/e01tU9k+yMo4O4glGtm1L/dPu",
+	"A7ZUmeGTrelK8xiaVGltS2rqVm/x6RGayBzueAKxyHjKEjET1oTkGXiasl9Aq3OWLxagWcwNsIzbeA7o",
+	"CVWbXXya5Qwn07P+dHB0cjIZDBN+zAcxnPXPki50YXgyON5x2rRid9aVYDJ+9xLkzM6D0aAfBpmQ9T+3",
+	"T/7agH5URg0OJzegP4jkIZfDLcuUsawXdvtDNllZ+OI+J28N+zuk4xf4oMO5RysxCyUNUKj5jidv4Occ",
+	"jMW/YiUtSPonXyxSEXOUTWeh1SSF7Ld/MSioj9VqUISWixSPZo7BkN6EmxGShIRLRydpgtFPtYfJEUyg",
+	"lNealw7CYKFQq3UwCjr9jvOi9+9DtAybm2A0RNOxwpJAvuMJK7ZQHjefqNyOJimXN8F9XR6/0TANRsH/",
+	"61QgoOO+NZ0f3TadlLY9XG13GU/RHCGhqKuB3xjG6WDPWeQ2HOFZgmHA4zlT0ynIBE+WFAFH1Y73Pgxe",
+	"KD0RSQLys09BGHYDK5YoMGTCsbotvJVagKZXBXVRDipRVqv4qoK8+PHy8TWSjJxzJwldyhepmM0/V015",
+	"eYxk4TTnZQLZQlmQ8ar1R1g59WVTN11dVGeVqJ4pOU1F/BVV7mJzpcAMz6BptcaKNGUTQAWbc5mkkJw7",
+	"ZMpSXqjYa2VfqFwmnynAIs7juU3pfXUJDSsJvVaWvfAPfEVlKtZTKpPHFxgNlXrJ9Qw+W2UmGPHYXKWJ",
+	"qVw8BvAiXNRl0BusaQnOyq6UYm4pX1UWE5Ws0G5QV9yahWEpzoufcemUCDRaG49jWFhTCOoVlyvvRc1n",
+	"ymuphQWmuQUGdzFAAms60q9ZEcoFZ2bl1F9VPuh05tyw3EDC8gUT1rBqtYXJFPgO2EzcgiR8hzF4M1Fs",
+	"lZli05L8051aTkmrupY8t3OlxS/wuaaILwJp/RBWot+6QfYqYa/N/NXk/FoV/j1EVVQS6lpXWumNVMsN",
+	"ob579651UW2pAZhH3wHXoKM1QOQ+exj0OLnfcpHySQpfAOkYixmzMCyvvbaS+1E9qr4FfStiYNdrj35F",
+	"NXeLi7l0yT3TiEEgYRoDGpNqGRZOwp8KhpA5JARQUsU3g8eXU308demzyc88hdy9rPD/O4CmVFViWsZ7",
+	"gqU1iNnt1LLINZzZ79fNZ6FVDMbgAbLn0gq7+orR37IUuLFkQBhlVh5P8nJDds43w155sJsgYem93lh6",
+	"soekwVkiplPQGKIwdhAdRDkJPk9qlLQZqpSTLS2hHgGL+Hc+ljirEzszfGXYXC1Zhq49c5QU4KSgoT2W",
+	"AemCyRcLpS0kryAR/IrE+Nl2SRGwzC5qL6CB9Sh9VD/Zci2MFsNoNV8/VAt3dH94+8PrNqWmfjC++8Ja",
+	"LSa5dWkaTxKBo3n6o0aIbBF0eJZjg6e0Oo9triFhCbfcJftehUbMuUT0zsRk4vng7JjR5piruu8x+8+z",
+	"CWgTsolSKXBpwrGUeZqGjGvNVyZkaoJaaA5D97YbWFh2C3rCrcjYQaKsY39wgxowylqQh212UWhP/9QN",
+	"5NYpj1ULRqleWORMjsHrHx3XksPzUv2Oh+yP4jvGTd2TgYxVAoYJO5YHeCo8tofnTILBw62lmzSTYQnA",
+	"ArW+EIzSBBIyviK4h1k9O7j+LWK9wzb7F5LSWMYqQ4AV3+DsBqQt5cWI9kkgYQdRrz8YHh2fnJ51q39F",
+	"zFi0DmIWDs+dBMrXjaUhLQwZlwnjtBR8PbNLDCA3AAtDoCVFz0BnhuYU1s1hbu2inYGdqyQYBb97foXu",
+	"Gz9zqv8B5YMBqh8G5OQLLbJ8hr4zWPBVRtR4GEAevL8vrcCddxAGd62ZavkP0azab/jyFfpFgrflty1z",
+	"IxYttXBq2yr9LU7niN/n0jaxiRfe87BUzZzettkP/jUufzbO96E7If0iGaGyqQzVjIjSRc1OPgZ8zZoe",
+	"stua3d2HgUiaKgGoai1ujJhJPKxcip9z2EFpnvFet3US95PWKQymrSE/mhzHJ8kpnE2DLXYqDNKCDN9m",
+	"mbeezbzQ157258cSiFMh60ivGlgLd2tj9+Rht95nFlx+aBJV75ilagm6RcThNsu4IbPutHt8wnl3ws+6",
+	"/clJ41T5pAAP1cB4DvGNym3TANtI8e4kbneQtb3+IHycgQ0rgnJrRvQ5+4tiD350a6cF/bcmGk8XbrOg",
+	"FVf+kysIrDHpWWnPRQ2D5Ph+0xvUDPlSLnLbxKpCZcjoLzmLU4EaakAm6M6+nLWmzZWk7ULQeT1mkLcx",
+	"LBJyqiK2nINkglg+PkHH0lzy2U069x621C2YVw9mB8dH4dHg2DPHauo45vUKQpOF11ZzfHQ0OH7U5nfz",
+	"KCVYYBNIlZwhTvgSxZv9nQalMAvPVmwuBTWod/y0ggUeJbEdCAFkUoQXIZ1F0kOPeqKaiHvH6wd+/LCf",
+	"Wt/dO4xc1c5IzVRum2sHhQawA6kQixw6NO60/xvDykWxWOXSmnqtE3cqDFOSChhohMqAZhOVy8TpP87B",
+	"UpE5bV/iwrhkQiZwh9mjQ0BKMrgFvXJSWxdTze/WxdPtDz/fEddN9BvjHiHbbLDKL+mnUb70bbP6Hbwb",
+	"PGNUZmNE7t3ZkP2wAHkFKWSIpw5RQ59aUnu6hu4RIJ5UF1sLH9sSwS9rAomVjEFL839Sa31IfExjN2Jk",
+	"Y3jcEQ/NMw3cQoMsf19kxWWB3BO1PtneCoVx9aZyB/1wr2JwffXFa3Yt+HtIYd8FJ/Qs05Cp26YlJ9W7",
+	"Kgv9hDUX72lac5FdbwdUyd68eMbOhkcnzJMGLFFxnnmfsblUxx3UEdPOQuaWxRSEU6OLL2rHqKNayVlI",
+	"TE4GmCYyNPxidVREqeXF3S6lMqnAlPXc+bxMaRhLynfo8ZBFbukRIxBFbM4uxiVk0J61xzI6ODvrdt23",
+	"fnLHP7ipDiOXSwoLmdmT3XiB2VhQ5YjEDVDeJI3lMt7ITTqpmpkmSXp573Q//nvqggnRwUI8V85B4nFF",
+	"f275AkLrMolYUeBmjog8Zz/nygJiGBKmhoXSFrN9Xsjhy+RuBblU2zJVqh/tACupqLqwGuvatXDqCbPN",
+	"3Pn6zSXTQKQexTBuPXFo5+WxMxx8zqIasRVRm47nUmgfjsYTFLHW5VPnwx5zm9YzabS/UkRhYXkP2LbT",
+	"rcZ8oiqnE43mauoHkacYokOmNKPeiKrKjl8X/44O9/MEj3UpbGPsYoZmLSb21PNx1RbcQqkjwM53dX2s",
+	"9QRtz1twK5uzErfnv2UH6BiPz7q9QyakVazu6Bz7SwE+W9hVQYdVOrGcq9SxlusLK/szHlOEhw+8GStf",
+	"lFnJOsvnM7am1NEHug98gyLod/vHrV6v1R9c9bqjLv6/7Wi5fwtqFppwC61dYt6DDGLX15ff3558mQzJ",
+	"tfXsS3Tki+Qr7byJLaC1hXVxr63ggWPewRNQ0Cy5gYyvmAGLOI5XbSCbh10IqCHdX2eNHfQmULmcC0v5",
+	"ZQxt9po8owRIfCNsI5fXnOb0j44fyfs35Ear3RYMBg6Icy3s6i1GV7e1CVU1L3J8cwPGKVpouGHRha/q",
+	"UqFjxFw9lP3x+b9GYVkTdpGvZkJzbgryWU7FLNeQjOUB4QiJQMWha7VwnH2SCekex4NJlAPXVCo6r1Wk",
+	"CupcA0+Ip1ZLOZalDcuEOX0JCXLQBx5MUpyqel0RJzg0QoADxTUpyrxefHNrF664IuRUFaUj7tyIb4j7",
+	"YYK75RORCrsimWVcSMuFRAe+VZfxCuqSEDsHoUvmitomUW6/v7r6sUMFm7Ecy+eUYxAOpBxOsmhX1Soq",
+	"YahzxIhQD4vu0tUCopBFFCXxHy5MRmOJKymg3rnrO3TFfl+Q40lCsxY9ZwTAfA+uw5q+aLcec9CPj6WL",
+	"mxNfAirDRBlHHXBkUeHjXWBtil67wuxYPnP2LNDomUS1YTHPDSUSR3d37pBTEYM0UDu5iwWP59Dqt7vo",
+	"V3TqD9yMOp3lctnm9HVb6VnHjzWdl5fPnr9++xzHtOc2S2uwalsRgjC4BW28w2h32118HNWdL0QwCgbt",
+	"bnuA/obbOdmjg65ldrNtlC6DKmGWV+RCd0i/qXHW56WutWQqUhQapfz1oin6n7IT7jIpX//S4ef6bYGf",
+	"moF69Uhno3v7Pnx0hO+Q3ePJsn1/j2eL5uQ9Hq2as/d4uLgtcf9+o7e13+0+UFJuLCX7zLXX37vOW8+e",
+	"d9R66dyp07doLsbUzE9GDVhDt9KmecoddWqtujSk9/iQtZYfGjR4fFDVBUojho+PKFsLcUD/7PEBmw1n",
+	"92FwtM/S6i00FDjzLON6VdpH3V8HVU2TbPf9fRjMoAF5vAGba/lJlhsypRPA+DpZFZcELEbaSCTRWB5w",
+	"E3s/mcsUjGERPf8tLiA6bLN3RXJfTudmoma9iEiuKHQp7kuBSZrLaMcy5tqzMRpSbsUt1JM+h+0l3Fm2",
+	"4DNgB5GG9NtxgJ+Mg+hw5PpgqqyaUg8uk7F0/tx3h0Rxro3SEYYZSEJ8MbUTGZXeQsL4jGOeT5Ndv3m5",
+	"llAsfWWcOFNhx9L5/qKHZa6M9bQg1bJpmYhJpFrfKoVZqk/gE9TrqoFnOLvxIIXQxlSrjJWdWW12USBJ",
+	"Oj/Lb6hNhnJHHDZV2nUdlASzsTxNiWZWuWUHvSNm8FATmPI8tYcsVcZ791hJCTEqj6vTk7CE9U37M1+S",
+	"X3ffL4Wx/3TeDznvcKvZj5s4YgcqTVCfpkIb60yhPBKlERvRUxKW5VMb5TJ8YseFCTLGtc5BkHmGHoPT",
+	"GBr6vgHXN2X3RBGUWFF6jaWmYX8XrdcNu93uOevhf3YXM3bdCyJ3EDx4tTDjdyLDHfTc9aJMSP93E9u6",
+	"Ra0s+M85sIUy1GtEViOdZSHGh1uhckPb+sZsWOl6jXT1h+7lX9Td619ueq+/vxy++v5i+erq8pfpn3ac",
+	"g3Mzuy71NLPznxnsf9qsMu/dN+OJgH1ZQl+TrgrHRSm4qY5bL9LuSxuUddSmqmVZhlyjDqgSt1E0qypi",
+	"+9SWymKRq6ZQ02R5dnsxyGX/zxZ7vA2ifiisSU23wNRGeypqZUPj8Djvdgcxgfj//z//8Z/4Z//Yqd23",
+	"/u8BNYDXwqS3UKnsHLSbf6rSVC2Ny+BO+6enh6NaCB7LKgYfcDJuleYWyvDqsqWQKhSDs9Nj9t//NWz3",
+	"D8PmkFqG57G8fvNyo9ErqO+oUptv91Gatd0Xxjr9U5MQHm2r/jtCrp+JQDHEP4Y/F8o0ANC3js7kLg93",
+	"KXzR/ehiRhlXDojwrjpw2Svx3TmbKDt3JVHXc+lAzVgasFbImTlkQrpOfM2l4bEjikCQYjtUW3Yj+NKz",
+	"0p4HMm12If3X/q7jWHqoOwNrtsv0YXkn0t/Rds+5/po2813gRScfrlfMJFU/Eetd+Fsst77gbMQvvtxL",
+	"zc1oVoWA1oBzeb/F1VP9CIKHU9f5TDht2BsU992LqiZtO1XqhjpEETr6m5jbt/fc4yVv4omSsTyIOoOO",
+	"k8m4KhtI5oPtOAhZ1Ol2vO/Hhzz8FhoS921/Y6ijB8dBOJZRp9epglX5HBW6+UY7rXvZsFO48/pb17sS",
+	"xtK1JYyDwxD1w18ecph7C8C6inYzhF3X5leEtauTMHxKKQl1m45IN4Rk/SGbq1ybsKqAUxMn+r+NC283",
+	"sMJUynFy7iNPfx7WFLYQhJIxwX93g2H9Tc54pFmCphWOpdJiJiRPWb/bc5OHnpOrd9C/gUXKV5CMmNU5",
+	"ROdra9tqpR/LtXmG/f45BQlaz1ykjowjqFovNDdc4qve0T3b9P8ktFZF7rcwkBf4ygXECmBtXAfYhbT6",
+	"R0eblPaCWwsa3/nvP43Hd/1uazy+O3n+/re/CXZgMtrQdypZ/dXg2D8GxAo/1jbmtAkPMcnTT9zXOmhr",
+	"uKKAGjZCw9q4iVLr+nHRqcqTXUq/lgp5+x7Lsqle4IdFKc+FKHYQvbr484fvLq6e/f7D89dXby6fv40O",
+	"z0vnQOFAWBdJhr3BE1oV1vtT7ylJunQDqyyp+KAJi67/qsT9Vt7RexrJWHb0PI1jLFqKGuDx81oEry7u",
+	"sAOlQzbFmEnOR0CyeS0oZHOesAmAPNyA0U3erwFWkzssaktUAHH+qnB3aoqhbPMykmverxbKUw18s7CM",
+	"r25MzemLhqT8145G96BFyzvuOKA32ItHddeKacDRPhtpuHZFrG1/n8Fr9/f+dmTvO7qzW/qG6cOw+z4M",
+	"igt+pNsPksAODfvHQ1Znn9qNrF5RNAw+m4+oty48UrV/SvAqOJYqONU7BR6c6BPS+ppyPJbVX6RpIWiz",
+	"Kem/nmF+iaxvUelAeY2q+Gh32uc8ev1Gp0eSZqOnRCTsgPvOksM2e1FcgSqL+WopDTuIRBJhtlDpURSy",
+	"qDrs6LCebDmvTezjTrj/Y3m39hNh3cct7XvK/cmqW+QrxuFfk7k9UTaP/SQGhli/y02WTDm57LgKwu28",
+	"6FOTsKy8YVT60c5HkdxHG61g5Zd7imr/n+v6lcf2v3Ko/pvEXOcRKmfV7OvqsZZ05IktE8SSuhhcXRoT",
+	"ljzcrqaIupdacwjDh2860VUD65qNmkry/6yvb9fXHzn+RyrsVBXzzXzsQmJgqzUoV7/VENZ/YEtCdas6",
+	"dLnjsDvcVobfgd2pCd1/hoY13W//HfPwvwP7uJp+YhGeEHFj+yolyfFW/xceeXsNhDGeLvnKMJ7cchmD",
+	"2YnnalhtLB8Ea9f09i8P1lq3/a+J136VRol7fsAue6MBzXV8NBz0e1/OLv2EG/b599MU9o+AkN6A+3mc",
+	"RxBSrd+bfE+90/un95Rykxdoqq1cVT6CAif92zjurWovjjJ+A0znMnJXuyjysrm1i1Gn0+uftLvtbrs3",
+	"Ou2edon3c/21HXJufsUfd7VGq6Wssy3nDjOVl6ncT/F5XFeAq/bWz/Wahn6fl9VbQ+Z/L4YJyXiatpRu",
+	"Fb9MNPG/PovozfWZu850cE1k9cmI/7l/f/+/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -43,6 +43,8 @@ func Run(t *testing.T, open Open) {
 	t.Run("StringsAtTheDomainLimitsAreKeptAndMatched", func(t *testing.T) { t.Parallel(); testStringsAtTheLimits(t, open(t)) })
 	t.Run("IdempotentBatchOfManyProjects", func(t *testing.T) { t.Parallel(); testIdempotentManyProjects(t, open(t)) })
 	t.Run("UnknownProjectsAreNamedOnceAndCapped", func(t *testing.T) { t.Parallel(); testUnknownProjectsCapped(t, open(t)) })
+	t.Run("AttributesAndTraceContextRoundTrip", func(t *testing.T) { t.Parallel(); testAttributesRoundTrip(t, open(t)) })
+	t.Run("TraceFilterOnListAndDelete", func(t *testing.T) { t.Parallel(); testTraceFilter(t, open(t)) })
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -237,7 +239,9 @@ func testInsertRoundTrip(t *testing.T, s domain.Store) {
 func equalEntry(a, b domain.LogEntry) bool {
 	eq := func(x, y *string) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	return a.ID == b.ID && a.ProjectID == b.ProjectID && a.Time == b.Time && a.Level == b.Level &&
-		a.Message == b.Message && eq(a.Subject, b.Subject) && eq(a.UserID, b.UserID)
+		a.Message == b.Message && eq(a.Subject, b.Subject) && eq(a.UserID, b.UserID) &&
+		(a.Attributes == nil) == (b.Attributes == nil) && string(a.Attributes) == string(b.Attributes) &&
+		eq(a.TraceID, b.TraceID) && eq(a.SpanID, b.SpanID)
 }
 
 func show(e domain.LogEntry) string {
@@ -247,7 +251,11 @@ func show(e domain.LogEntry) string {
 		}
 		return fmt.Sprintf("%q", *p)
 	}
-	return fmt.Sprintf("{%s %s t=%d %q %q subject=%s user=%s}", e.ID, e.ProjectID, e.Time, e.Level, e.Message, s(e.Subject), s(e.UserID))
+	attrs := "<nil>"
+	if e.Attributes != nil {
+		attrs = string(e.Attributes)
+	}
+	return fmt.Sprintf("{%s %s t=%d %q %q subject=%s user=%s attributes=%s trace=%s span=%s}", e.ID, e.ProjectID, e.Time, e.Level, e.Message, s(e.Subject), s(e.UserID), attrs, s(e.TraceID), s(e.SpanID))
 }
 
 func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {

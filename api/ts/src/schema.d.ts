@@ -92,8 +92,9 @@ export interface paths {
          *
          *     A body over the size limit, or an array of more entries than the batch limit, is refused
          *     with 413 before any entry is looked at. A 400 names each offending entry field by pointer
-         *     (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
-         *     in body order.
+         *     (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
+         *     `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
+         *     digits"), in body order.
          */
         post: operations["createLogs"];
         /**
@@ -171,6 +172,37 @@ export interface components {
              * @example u-42
              */
             user_id?: string;
+            attributes?: components["schemas"]["Attributes"];
+            /**
+             * @description The trace the entry belongs to (W3C Trace Context, OpenTelemetry) as 32 hexadecimal digits, not all zero; upper case is accepted and stored in lower case.
+             * @example 4bf92f3577b34da6a3ce929d0e0e4736
+             */
+            trace_id?: string;
+            /**
+             * @description The span the entry belongs to as 16 hexadecimal digits, not all zero; upper case is accepted and stored in lower case.
+             * @example 00f067aa0ba902b7
+             */
+            span_id?: string;
+        };
+        /**
+         * @description Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
+         *     null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
+         *     the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
+         *     (compact); nested at most 32 levels deep; no string or key may hold NUL (U+0000). Values
+         *     come back as sent, numbers included (`12345678901234567890` stays exact); keys come back
+         *     sorted, and a key sent twice keeps its last value.
+         * @example {
+         *       "http.method": "GET",
+         *       "http.status_code": 502,
+         *       "retry": true,
+         *       "tags": [
+         *         "payments",
+         *         "eu"
+         *       ]
+         *     }
+         */
+        Attributes: {
+            [key: string]: unknown;
         };
         /** @description A stored log entry. Optional fields that were not sent are omitted. */
         LogEntry: {
@@ -195,6 +227,17 @@ export interface components {
             subject?: string;
             /** @example u-42 */
             user_id?: string;
+            attributes?: components["schemas"]["Attributes"];
+            /**
+             * @description 32 lower-case hexadecimal digits.
+             * @example 4bf92f3577b34da6a3ce929d0e0e4736
+             */
+            trace_id?: string;
+            /**
+             * @description 16 lower-case hexadecimal digits.
+             * @example 00f067aa0ba902b7
+             */
+            span_id?: string;
         };
         /** @description How many entries a batch stored. */
         LogsCreated: {
@@ -475,6 +518,11 @@ export interface components {
          */
         LogLevel: string;
         /**
+         * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+         * @example 4bf92f3577b34da6a3ce929d0e0e4736
+         */
+        TraceID: string;
+        /**
          * @description Only entries with `time` at or after this Unix time in milliseconds (inclusive).
          * @example 1795428000000
          */
@@ -716,6 +764,11 @@ export interface operations {
                  */
                 log_level?: components["parameters"]["LogLevel"];
                 /**
+                 * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+                 * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                 */
+                trace_id?: components["parameters"]["TraceID"];
+                /**
                  * @description Only entries with `time` at or after this Unix time in milliseconds (inclusive).
                  * @example 1795428000000
                  */
@@ -769,7 +822,13 @@ export interface operations {
                      *         "message": "payment declined",
                      *         "subject": "checkout",
                      *         "user_id": "u-42",
-                     *         "time": 1795428000123
+                     *         "time": 1795428000123,
+                     *         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                     *         "span_id": "00f067aa0ba902b7",
+                     *         "attributes": {
+                     *           "http.method": "GET",
+                     *           "http.status_code": 502
+                     *         }
                      *       }
                      *     ]
                      */
@@ -809,7 +868,13 @@ export interface operations {
                  *         "message": "payment declined",
                  *         "subject": "checkout",
                  *         "user_id": "u-42",
-                 *         "time": 1795428000123
+                 *         "time": 1795428000123,
+                 *         "trace_id": "4bf92f3577b34da6a3ce929d0e0e4736",
+                 *         "span_id": "00f067aa0ba902b7",
+                 *         "attributes": {
+                 *           "http.method": "GET",
+                 *           "http.status_code": 502
+                 *         }
                  *       },
                  *       {
                  *         "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
@@ -869,6 +934,11 @@ export interface operations {
                  * @example error
                  */
                 log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+                 * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                 */
+                trace_id?: components["parameters"]["TraceID"];
                 /**
                  * @description Only entries with `time` at or after this Unix time in milliseconds (inclusive).
                  * @example 1795428000000
