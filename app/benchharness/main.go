@@ -12,8 +12,8 @@
 //     with no middleware, each server pinned to one core (wrk when installed, else ./load).
 //
 // Everything it starts it stops, on failure and on Ctrl-C too; its children die with it
-// (Pdeathsig). With -perf DIR it also records CPU profiles of the service under the ingest and
-// read loads with perf(1) and writes their reports there.
+// (Pdeathsig). With -perf DIR it also records CPU profiles of the service under the ingest, read
+// and MakeHat loads with perf(1) and writes their reports there.
 //
 //	go run ./app/benchharness -rows 1000000
 package main
@@ -442,6 +442,8 @@ func (h *harness) measureMakeHat(ctx context.Context) {
 		return
 	}
 	defer svc.halt(30 * time.Second)
+	stopPerf := h.profile(svc, "makehat")
+	defer stopPerf()
 	stockAddr, err := freeAddr()
 	if err == nil {
 		var stock *proc
@@ -539,7 +541,8 @@ func parseWrk(out string) (hatResult, error) {
 }
 
 // profile records the CPU of p with perf until the returned func is called, which then writes
-// the report to the -perf directory. Without -perf it does nothing.
+// the report to the -perf directory. Without -perf it does nothing. Only the service's own
+// process is recorded; the baselines and the load are not.
 func (h *harness) profile(p *proc, name string) func() {
 	if h.opts.perfDir == "" {
 		return func() {}
