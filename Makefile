@@ -6,12 +6,14 @@ ADDR ?= :8080
 FUZZTIME ?= 20s
 BENCHTIME ?= 20x
 BENCH_ROWS ?= 1000000
+ROWS ?= 1000000
+PERF_DIR ?=
 
-.PHONY: help run test quick race generate check-generated lint vet staticcheck fmt-check arch-check build fuzz test-faults bench
+.PHONY: help run test quick race generate check-generated lint vet staticcheck fmt-check arch-check build fuzz test-faults bench bench-e2e
 
 ## help: list the targets
 help:
-	@grep -E '^## [a-z-]+:' $(MAKEFILE_LIST) | sed -E 's/^## ([a-z-]+): /  \1\t/' | expand -t 18
+	@grep -E '^## [a-z0-9-]+:' $(MAKEFILE_LIST) | sed -E 's/^## ([a-z0-9-]+): /  \1\t/' | expand -t 18
 
 ## run: start the service on the embedded SQLite store (override with DATABASE_URL / ADDR)
 run:
@@ -93,3 +95,10 @@ lint: vet staticcheck fmt-check
 ## figure, the baseline's and their ratio. CI runs it with BENCHTIME=1x BENCH_ROWS=20000.
 bench:
 	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app
+
+## bench-e2e: the outside harness: builds the service binary, starts its own PostgreSQL, runs the
+## service with default settings and load from separate processes, and prints each figure beside
+## its baseline from the same run (ROWS=10000000 for the large read table; PERF_DIR=dir also
+## writes perf(1) CPU profiles of the service under the ingest and read loads)
+bench-e2e:
+	$(GO) run ./app/benchharness -rows $(ROWS) $(if $(PERF_DIR),-perf $(PERF_DIR))
