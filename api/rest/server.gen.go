@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 )
 
@@ -173,6 +174,18 @@ type Project struct {
 	// Name Example: checkout
 	Name string `json:"name"`
 
+	// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+	// An entry whose `time` is older than now minus the retention is gone: listings leave it
+	// out from the moment the retention changes (a longer retention brings back what was not
+	// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+	// refused with 422. When creating a project, leaving it out means the server's default
+	// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+	// means `null`, so a replacement that forgets it never deletes data.
+	//
+	//
+	// Example: 30
+	RetentionDays nullable.Nullable[RetentionDays] `json:"retention_days"`
+
 	// UpdatedAt Example: 2026-11-23T10:00:00.123456Z
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -183,7 +196,51 @@ type ProjectInput struct {
 	//
 	// Example: checkout
 	Name string `json:"name"`
+
+	// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+	// An entry whose `time` is older than now minus the retention is gone: listings leave it
+	// out from the moment the retention changes (a longer retention brings back what was not
+	// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+	// refused with 422. When creating a project, leaving it out means the server's default
+	// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+	// means `null`, so a replacement that forgets it never deletes data.
+	//
+	//
+	// Example: 30
+	RetentionDays nullable.Nullable[RetentionDays] `json:"retention_days,omitempty"`
 }
+
+// ProjectPatch A JSON merge patch (RFC 7396) of a project: only the members it names change.
+// `"retention_days": null` keeps entries forever; a member left out stays as it is.
+type ProjectPatch struct {
+	// Name 1 to 256 characters, not only white space.
+	//
+	// Example: checkout-v2
+	Name *string `json:"name,omitempty"`
+
+	// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+	// An entry whose `time` is older than now minus the retention is gone: listings leave it
+	// out from the moment the retention changes (a longer retention brings back what was not
+	// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+	// refused with 422. When creating a project, leaving it out means the server's default
+	// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+	// means `null`, so a replacement that forgets it never deletes data.
+	//
+	//
+	// Example: 30
+	RetentionDays nullable.Nullable[RetentionDays] `json:"retention_days,omitempty"`
+}
+
+// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+// An entry whose `time` is older than now minus the retention is gone: listings leave it
+// out from the moment the retention changes (a longer retention brings back what was not
+// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+// refused with 422. When creating a project, leaving it out means the server's default
+// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+// means `null`, so a replacement that forgets it never deletes data.
+//
+// Example: 30
+type RetentionDays = int
 
 // EndTime defines model for EndTime.
 type EndTime = int64
@@ -299,6 +356,9 @@ type CreateLogsJSONRequestBody = CreateLogsJSONBody
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = ProjectInput
 
+// PatchProjectApplicationMergePatchPlusJSONRequestBody defines body for PatchProject for application/merge-patch+json ContentType.
+type PatchProjectApplicationMergePatchPlusJSONRequestBody = ProjectPatch
+
 // UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
 type UpdateProjectJSONRequestBody = ProjectInput
 
@@ -325,7 +385,10 @@ type ServerInterface interface {
 	// GetProject Get a project
 	// (GET /projects/{id})
 	GetProject(w http.ResponseWriter, r *http.Request, id ProjectID)
-	// UpdateProject Rename a project
+	// PatchProject Change some of a project
+	// (PATCH /projects/{id})
+	PatchProject(w http.ResponseWriter, r *http.Request, id ProjectID)
+	// UpdateProject Replace a project
 	// (PUT /projects/{id})
 	UpdateProject(w http.ResponseWriter, r *http.Request, id ProjectID)
 }
@@ -669,6 +732,32 @@ func (siw *ServerInterfaceWrapper) GetProject(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// PatchProject operation middleware
+func (siw *ServerInterfaceWrapper) PatchProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ProjectID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PatchProject(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // UpdateProject operation middleware
 func (siw *ServerInterfaceWrapper) UpdateProject(w http.ResponseWriter, r *http.Request) {
 
@@ -819,6 +908,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/projects", wrapper.CreateProject)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/projects/{id}", wrapper.DeleteProject)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/projects/{id}", wrapper.GetProject)
+	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/projects/{id}", wrapper.PatchProject)
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/projects/{id}", wrapper.UpdateProject)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/logs", wrapper.DeleteLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
@@ -1722,6 +1812,166 @@ func (response GetProject503ApplicationProblemPlusJSONResponse) VisitGetProjectR
 	return err
 }
 
+type PatchProjectRequestObject struct {
+	Id   ProjectID `json:"id"`
+	Body *PatchProjectApplicationMergePatchPlusJSONRequestBody
+}
+
+type PatchProjectResponseObject interface {
+	VisitPatchProjectResponse(w http.ResponseWriter) error
+}
+
+type PatchProject200JSONResponse Project
+
+func (response PatchProject200JSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject400ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject401ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject403ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject404ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject413ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject415ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject429ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject503ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateProjectRequestObject struct {
 	Id   ProjectID `json:"id"`
 	Body *UpdateProjectJSONRequestBody
@@ -1905,7 +2155,10 @@ type StrictServerInterface interface {
 	// GetProject Get a project
 	// (GET /projects/{id})
 	GetProject(ctx context.Context, request GetProjectRequestObject) (GetProjectResponseObject, error)
-	// UpdateProject Rename a project
+	// PatchProject Change some of a project
+	// (PATCH /projects/{id})
+	PatchProject(ctx context.Context, request PatchProjectRequestObject) (PatchProjectResponseObject, error)
+	// UpdateProject Replace a project
 	// (PUT /projects/{id})
 	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
 }
@@ -2141,6 +2394,39 @@ func (sh *strictHandler) GetProject(w http.ResponseWriter, r *http.Request, id P
 	}
 }
 
+// PatchProject operation middleware
+func (sh *strictHandler) PatchProject(w http.ResponseWriter, r *http.Request, id ProjectID) {
+	var request PatchProjectRequestObject
+
+	request.Id = id
+
+	var body PatchProjectApplicationMergePatchPlusJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PatchProject(ctx, request.(PatchProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PatchProject")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PatchProjectResponseObject); ok {
+		if err := validResponse.VisitPatchProjectResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // UpdateProject operation middleware
 func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, id ProjectID) {
 	var request UpdateProjectRequestObject
@@ -2179,91 +2465,103 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7FyNbhs5kn4Vom+BsbGtf9mxZQwOTibZ9a6TmU1sZO+iXJrqLkmctEiFZFvWBAbuae7e4x7lnuRQRfaP",
-	"pJalxPHu3OwOBoil5k+xWD9f/bQ+B7GazZUEaU0w+BxMgSeg6c/XYPXyfGxB46cETKzF3Aolg0HwBmIl",
-	"E8OsYgsuLBvBWGlgGqcIOWkGYQC3fDZPIRh0wsDEU5hxXGas9IzbYBAIaXvdIAzscg7uI0xAB3d3d2Ew",
-	"55rPwHo6nsvkSsxgk4gfZbpkIK0WYNhC2CmLrJhBxLhlSuc02akw7FqKW4YPmZBsJtJUGH+CAyHjNDPi",
-	"Bg7PmFTFUSJjubYfaMHV4zw5Per3Osdt/C8MBFLyKQO9DMJAcqQzAJnQxGDbyY/7dScPg0s1uYQbSPc5",
-	"K9zy2KZLd74oxWnRgN3wVCTs+upF44SGqcyyV9eXIevgXfW6LJ5yzWPkLTuwU2BjAWnynWFqIZnOUuQC",
-	"l0s7FXLCIDXAhGH9dptJPsOvcEpxPSt8CUBrpYN6jqRq8oFIXGGJ54CxWsgJMeAnrX6G2F78sMmBK9zZ",
-	"Pf7OMJGsbt7unPaOx21onMRd3ngy6kHjNOmPG11+PDqJ20kHuuOctjm305I0kQRhoOFTJjQkwcDqDPak",
-	"8S90xvsIZYupMlDcG9fAZsClPWPCsllmLINbYezXH2WNzX7bD198pjco7F+lZRwNxBco2aYudU/a9+hS",
-	"qYZfrE3XBnSdJO3SpcyA/iCS+7SJWzZTxrJO2O722Whp4ZurU9bod7dcsyfwXl26QwEwcyUNkBV9ypPX",
-	"8CkDY/FTrKQFSX/y+TwVMUfetOZajVKY/f5ng4z6XFKDLLRcpMEgQJK1WwkPIyQxCUlH/TfB4F1lMMn4",
-	"CAp+rRigIAzmCi9MB4Og1W05A3H3PsRLt5kJBn2UCissMeQpT1h+hOK++UhldjBKufwY3FX58TsN42AQ",
-	"/Eur9G8t99S0fnLHdFzaVN7K6WY8RUmDhByKBv7RME4Xe8Yid+AI7xIMAx5PmRqPQSZ4syQIOKtyvXdh",
-	"8ELpkUgSkA++BWHYR1iyRIEhvxWrm1wR1Rw0LRVUWdkrWVlS8aiMPP/pYjeNxCNnt4hDF/JFKibTh4op",
-	"L66RNJz2vEhgNlcWZLxs/BmWTnzZ2G1XZdVpyapnSo5TET+iyJ2vUwrM8BnUUWusSFM2AhSwKZdJCsmZ",
-	"A10s5bmIvVL2hcpk8kAG5i4M721M61U51C859EpZ9sIPeERhyukphMm7zrswuFLqkusJPFhkRtzGUzZV",
-	"aWJKE4++KXcXVR50eitSgruyK6WYI+VReTFSyRL1BmXF0SwMS3Ff/I5LJ0SgUdt4HMPcmpxRL7lceitq",
-	"HsivhRYWmOYWGNzGAAmsyEi3okXIF9yZFVs/Kn/Q6Ey5YZmBhGVzJqxhJbW5yuTQBdhE3IAk6II+eD0G",
-	"ahRBUB1JfnSrEi4RVdeSZ3aqtPgFHqqKuBBI66ewAthVFbJTMntl50fj8yuV2/cQRVFJqEpdoaUfpVqs",
-	"MfXt27eN8/JINZgzegpcg45WAJH77n7Q4/h+w0XKRyl8A6RjLAaDwrCssmzJ96OqV30D+kbEwK5Xhj6i",
-	"mDviYi5d3Mo0YhBImEaHxqRahLmR8LeCLmQKCQGUVPF15/HtRB9vXfpA6YG3kLnFcvu/BWhKVcZchb8n",
-	"WFqBmO1WJUBawZndblV95lrFYAxeIHsurbDLR/T+lqXAjSUFQi+z9HiSFweyU77u9oqLXQcJC2/1htLn",
-	"MYgbnCViPAaNLgp9B2U6KCbB8SRGSZOhSDneEglVD5j7v7OhxF0d25nhS8OmasFmaNpnLtsCuCloaA5l",
-	"QLJgsvlcaQvJS0gEvyI2PlgvyQMW0UVlAZpY9dJH1ZstaGFEDCNqHt9VC3d1f3rz46smhaZ+Mq59qSbP",
-	"8do3reC5vxmWqokTjSb7kR7y1MUXxskGsps2MHjBXANTM2EtUI5krhFqW+HCQJHUJfPQODS4MWIiIQlZ",
-	"JsWnDLZkJU55p914EneTxgn0xo0+Pxodx0+SEzgdl5zMLXIYpHk+azNRtDF2hkrnYFw5es6XMzxWAnEq",
-	"ZNWjlRMrar0yd89UysZ6JhvllqtcLJ5C/FFltm6CrU2dbE2IbEmCdLq9cHdmIyzi/xXyfL5gM7dT5oHe",
-	"uWTXSpYo53l+U/4s74uVlGOFy06SpF7IeWbr0ipQSirjaMHiVODVGZCJYcJuimNan+3cTFaeVd0YqYVh",
-	"kZBjFbHFFCQTFK7zEWpAfVpyxm8vQU7sNBj0umEwEzL/2LlfFDfsNRnF4z77s3jKDo6PwqPesU8BqbFL",
-	"Fq1muepEuELN8dFR73inUG8PiJAxjucjSJWcGGbVt0gw3qcVq9S8RSNUkkEXoTJbnybLecQOpGKvri8P",
-	"neNxFvE7wwrOsFhl0ppqxprLBFdXknJ1KG7KgGYjjD6dhOAeLBUzJw8LJIxLJmQCtwiUKLZjSjK4Ab10",
-	"grTKnIqWV+6o0+72H672VSH+zrghJL01cvsgq7ApLPiwckWxkjFoaf5fXpG3dLuuZ8301Vq9LWbOPNPA",
-	"LdTw8o852ily+j4A9yBqw8LF5UrFCbrhXvnrKvX5MtsI/gFS2JfghMYyDTN1U0dyUq5ViuNX0JyvU0dz",
-	"jpo27atkr188Y6f9oyfMg0GWqDibeQVZJ9Vhwqoj3Jqg3lDfPJCotWd5TQBlVCs5CQmhz2A2As3moAvq",
-	"KDnWZOcVtIwQLBXGQnLmFByx8VASTqPhIYsc6REj30gofRuSDhk0J82hjA5OT9tt99Rv7nCl2+owQsgd",
-	"BsLCzOyJWl8giiRL5hGw1nyJn4U0lst4DYu1UjUxdZz0/N5qfvxzKtyFiA0gnipI0EDidUV/bfjEUOMi",
-	"iVheuGAuwDxjnzJlAV0aMVMDYniMXnjOh2+DVfOgoXJkqkDsLFoXIUaVWbX1iorv8IHQOua/fn3BNFCw",
-	"FoPD9y4gtNPi2hlOPmNRJWCJqLLoRrlzuPBMWMbTdJU/1Thnl9m0PkKi8xUsCnPNu0e3nWzVwsSyTELh",
-	"kauVHEQ+VI8OMbqlmldZPcHH+d/R4X6WYFf1aRNy5TvUSzFFxWpMPC6P4AilSo+dbqvmrZQxN/fNcxTr",
-	"u2LEyPxTdoCG8fi03TlkQlrFqobORfXk4Gdzi24T167IxGKqUheNrhJW1N12CcL9F14PDM8LkMpNDYCv",
-	"iwi8o/vA16Kvbrt73Oh0Gt3eVac9aOP/zU631z86/vegoqEJt9DYxuY9gl92fX3xw82TbwOYXbl23xgy",
-	"myePdPK6IJBoC6vsXqHgnmveEv6R0yxCvhlfMgMWcRwvy3vrl50zqCb66x4dV5Q1JD9HoHIxFRaYmfMY",
-	"muwVWUYJkPjendrcRT2m7x4d7wgD1/hG1G4yBh0HxJkWdvkGvas72oiy1ecZrlyDcfLSKDcsOvfZekpg",
-	"DZjLc7M/P/+3KCxy/c7zVVRoyqn+axDKj8Uk05AM5QHhCIlAxaFrNQd52GTnyUxINxwvJlEOXFMK8KyS",
-	"aUSKcIAGnlDRRC3kUBY6LBPm5CUkyEFfeDBJfqpsz0Gc4NAIAQ5k1yhP33v2Ta2du6QZhvF5SpA7M+Ib",
-	"HX4c4Wn5SKTCLolnMy6k5UKiAd/It3kBdUGInYLQRUICkS8Vn/94dfVTixJxQzmUzynGIBxIYatk0bZs",
-	"ZFTAUGeIEaEe5g0xyzlEIYvIS+Ifzk1GQ4mU5FDvzPWTuCKOT7TyJKFd814CAmC+bchhTZ+MXfU5aMeH",
-	"0vnN0ZKtuonCjzrgyKLcxjvHWue9trnZoXzm9Fmg0jOJYsNinhkKJI5ub90lpyIGaaByc+dzHk+h0W22",
-	"0a7o1F+4GbRai8WiyelxU+lJy881rcuLZ89fvXmOc5pTO0srsGpTEIIwuAFtvMFotpttHI7izuciGAS9",
-	"ZrvZQ3vD7ZT00UHXIrrZVEoXQRUwywtyLjsk3zOK9Fxc6kqGY5Ei0/CWV5LhaH+KDoeLpFj+0uHnaoPj",
-	"u3qgXg5prTWc3YU7Z/jOpz1GFh2He4wtm8T2GJx3bd69X2tE6rbb9+T/a/P+PhztdPdOyldD4i2JebpM",
-	"asvKO8Ew3vKbUbW87yit26c4UavSV0VTOrunrNRnaVJv96SyZYdm9HfPKPpAcEL3dPeE9e6AuzA42oe0",
-	"ar2TvGE2m3G9LIS+aoTR/nNUxHcBKeT7uzCYQA2ceA020/Kr1DFkSieATnO0zJsVLbrPSCTRUB5wE3vj",
-	"l8kUjGERjf8eCYgOm+xtHrEX27mdqLMiosxVFLq49VJg5OXC1KGMufYpFg0pt+IGqpGcA+wSbi2b8wmw",
-	"g0hD+v0wwG+GQXQ4cEXLMlSmeILLZCidkfalvCjOtFE6Qt8BSYgLU+3XqPQGEsYnHIN32uz69eVKlEDV",
-	"PjTnVrEDYYfSGfS84DhVxvpcX8qNJxOBhlSrRyXfSTloHEGNSRr4DHc3HnkQhBhrNWNFGb3JznN4SPdn",
-	"+UeqaVJAiNPGSrv6YpEiNZanKSVKVWbZQeeIGbzUBMY8S+0hS5XxJjtWUkKMwhOSOSZmCes7LCfgHNWq",
-	"Tb4Uxv4DWuRwo92CmzhiBypNUEjGQhvr5Lvgs9KIYmiUhEUxaq3OgSO2tKyShq30boDMZmgGOM2hqe9r",
-	"EHhdHE7BfIHqpBdDatvyje6ddthut89YB//ZnmPf1nRMOh7c+97CjN+KGZ6g43qXZ0L6z3V50Y0kyJx/",
-	"yoDNlRGEBlEVpFMXRONwI1Rm6FjfmTXVWy1uLf/UvvhZ3b765WPn1Q8X/Zc/nC9eXl38Mv7LlntwtmPl",
-	"aDvz6A/04O9c1XnfrJwvCZZ1u7wSV1dGq9bI9g3TizLWSjROlZy1oktRUXElB+oYKdi2V5q1KO5vpFg3",
-	"QcmPuSCr8QY4WevNQYGo6ZoaZu12Lyak+6//+5//hR+7x+7Gv/efe9T9VnE7XjmkslPQbv+xSlO1MC7M",
-	"OemenBwOKi5tKEufdsBJr1SaWSjclQspQkrj905Pjtn//He/2T0M611U4e6G8vr1pbPSpXxXT1Te9ff7",
-	"3PTK6XM9Gf+ljgk7e8p+Q0jwgYgOXeYuPDdXpgbQvXE5P+6CVRfnqnHVXBcm/YCywmX7EXspnp6xkbJT",
-	"Vzd0b9I4kDCUBqwVcmIOmZCuDVFzaXjssikgSLAdSizq076xRmmfLDFNdi79Y/+ix1B66DgBazYLt2Hx",
-	"Qoh/98qNcz0JTeZb4PI2HaRXTCSVCBE7nfsW3htflTXiF18Tpc4uVKucQStAtGjudUVHP4Pg1ti1fRHu",
-	"6Xd6+XtseemPjp0q9RH1zyIU86+hbL664IYXyQWfTRjKg6jVazmeDMvcumTezw2DkEWtdssbbBzk4azQ",
-	"kLin3bWpLoc2DA7DoRQy72t2CHMDrrmibD1gW5W1l4QsSz4ZPiYATt2OA7o5IVm3z6Yq0yYsi7jUP4XW",
-	"aa0X/yMsMXBwaSX3lc/gHVbEKZdYJWMCu665cnUlJ9rSLEAThUOptJgIyVPWbXfc5qFPK1Wb+17DPOVL",
-	"SAbM6gyisxXaNrr8hnJln363e0YmnOiZitTlkwjDVWulNe8XlGu0T9etMzGtUeanG+g4c+Dh3FWJPNY6",
-	"FbdBkO7R0XpWds6tBY1r/se74fC2224Mh7dPnr///e+CLWCFDvRUJcsvxCm/YuwRfq5Q4y4S+Zdk6VcS",
-	"s4pmahoX8XIHKNNr/amVnhFntsuAzMWOK/Dcq9ZQzvjStXYI/DIvBDnbzQ6il+d//fD0/OrZHz88f3X1",
-	"+uL5m+jwrNBLspPCOhPb7/S+oNC92rR2R8D9wk0skXv+RR1IW32N8m4DC3e+LJtV9IN8WTIrb0ipwY3P",
-	"K66tbOdlB0qHGFF7vReQrDcLh2zKEzYCkIdr+LLO8NTgTbJEeWWC0ufOVOSWRo3Rxq+3KLuW1ZJQnmrg",
-	"62VJXLo2XKQHNYHirx2m7ZF/K958wwmd3l4JO/eyEU042ucgNc3YlB7s7jN5pav/75dVfEtv8hS2YXw/",
-	"Hr0Lg7ztn2T73myjg4l+eMiqGZFmbfooLzkFD46Rq4XvHTXfL/E4edxfuptqnfnejb4i3q0Ix65w9zxN",
-	"c0abdU7/7RTzW4RD81IGctkrvtoeDzmLXn3Pw4M4s9aRIBJ2wH1fwmGTvcgb/4tSsFpIww4ikUThUEal",
-	"HEUhi8rLjg6rUYiz2pQR24q0fyreuPlKRPV5Q/q+5K2KstfgEf3wr0ndvpA3u16URRfrT7mePlKOL1v6",
-	"yrmd5l1OEhalNYwKO9r6LJK7aK2RqHi4J6v2/32KX7lv/xu76r+Lz3UWoTRW9bau6mtJRr6w4E7pQ+eD",
-	"yzdJhCULt62kXrVSKwahf/9rE9Sobl2rSl3t95+F3M1C7o7r31HKpUqNbwVj5xIdW6W9tXyDM6z+7IYE",
-	"w+jXY6jWSbFjv93fFIY/gN0qCe1/uoYV2W/+hhPUfwC7W0y/stpLiLi2+ZGC5HijewivvLkCwhhPF3xp",
-	"GE9uuIzBbMVzFaw2lPeCtWta/duDtcZN9zHx2q9SKfHM9+hlZ9CjvY6P+r1u59vppd9wTT9/O91H/wgI",
-	"6TW4l+Z3IKRKtzDZnmqf8Lv3FHKTFagra1yVNoIcJ/1tXO6tbE6NZvwjMJ3JyL0YRJ6XTa2dD1qtTvdJ",
-	"s91sNzuDk/ZJm/J+rjuzRcbNU/x5W2OtWshqtuXMYabiVRz3Az0e1+Xgqrnx+3Smpgflslw1pN9qsSCZ",
-	"kIynaUPpRv57BZTzAdfh67qUXV8zuG6l6maU/7l7f/d/AQAA//8=",
+	"7FwJbxvJlf4rhd4AIyJNipdki8JgIV8ZJfIRW8Ika3rdxe5HsqJmFaeqKJpjCNhfs/s/9qfsL1m8V9UX",
+	"2RQpy55MkgkCjEV2db165/eO4ucgVrO5kiCtCQafgynwBDT98y1YvTobW9D4VwIm1mJuhZLBIHgHsZKJ",
+	"YVaxJReWjWCsNDCNS4SctIIwgE98Nk8hGHTCwMRTmHF8zVjpGbfBIBDS9rpBGNjVHNyfMAEd3N7ehsGc",
+	"az4D6+l4LpNLMYNNIl7LdMVAWi3AsKWwUxZZMYOIccuUzmiyU2HYlRSfGH7JhGQzkabC+BMcCBmnCyNu",
+	"oHHKpMqPEhnLtf1IL6we59HJUb/XOW7j/8JAICU/LUCvgjCQHOkMQCa0MNh28uN+3cnD4EJNLuAG0n3O",
+	"Cp94bNOVO1+U4rJowG54KhJ2dfmi+ZgeUwvLXl1dhKyDsup1WTzlmsfIW3Zgp8DGAtLkO8PUUjK9SJEL",
+	"XK7sVMgJg9QAE4b1220m+Qw/wiW5eCp8CUBrpYN6jqRq8pFIrLDEc8BYLeSEGPBGq79BbM+fbXLgEnd2",
+	"X39nmEiqm7c7J73jcRuaj+Mubz4a9aB5kvTHzS4/Hj2O20kHuuOMtjm304I0kQRhoOGnhdCQBAOrF7An",
+	"jX+mM95FKFtOlYFcblwDmwGX9pQJy2YLYxl8EsZ++VHW2Oy3/XjvM71DZf8iK+PoIO5hZJu21H3cvsOW",
+	"CjO8tzVdGdB1mrTLlhYG9EeR3GVN3LKZMpZ1wna3z0YrC1/dnBbNfneLmD2Bd9rSLSqAmStpgLzoE568",
+	"hZ8WYCz+FStpQdI/+Xyeipgjbw7nWo1SmP3+bwYZ9bmgBllouUiDQYAka/cmPIyQxCQkHe3fBIP3pYdJ",
+	"x0eQ86vigIIwmCsUmA4GwWH30DmI2w8hCt0uTDDoo1ZYYYkhT3jCsiPk8uYjtbCDUcrldXBb5sfvNIyD",
+	"QfBvh0V8O3TfmsM37piOS5vGWzrdjKeoaZBQQNHArw3jJNhTFrkDRyhLMAx4PGVqPAaZoGRJEXBVSby3",
+	"YfBC6ZFIEpAPloIw7BpWLFFgKG7F6iYzRDUHTa8KyqzsFawsqPimjDx7c76bRuKR81vEoXP5IhWT6UPV",
+	"lOdiJAunPc8TmM2VBRmvmn+ClVNfNnbblVl1UrDqqZLjVMTfUOXO1ikFZvgM6qg1VqQpGwEq2JTLJIXk",
+	"1IEulvJMxV4p+0ItZPJABmYhDOU2pveVOdQvOPRKWfbCP/ANlSmjJ1cmHzpvw+BSqQuuJ/BglRlxG0/Z",
+	"VKWJKVw8xqYsXJR50OlVtAR3ZZdKMUfKN+XFSCUrtBvUFUezMCzFffEzLp0SgUZr43EMc2syRr3kcuW9",
+	"qHkgv5ZaWGCaW2DwKQZIoKIj3ZIVIV9wZ5Zv/U35g05nyg1bGEjYYs6ENaygNjOZDLoAm4gbkARdMAav",
+	"50DNPAmqI8k/fVhKl4iqK8kXdqq0+Bkeaor4IpDWL2E5sCsbZKdgdmXnb8bnVyrz7yGqopJQ1rrcSq+l",
+	"Wq4x9ccff2yeFUeqwZzRE+AadFQBRO6zu0GP4/sNFykfpfAVkI6xmAwKwxal1xZ8PypH1Xegb0QM7Kry",
+	"6DdUc0dczKXLW5lGDAIJ0xjQmFTLMHMSXioYQqaQEEBJFV8PHl9P9VHq0idKD5TCwr0s8/9bgKZURc6V",
+	"x3uCpSWI2T4sJUgVnNntls1nrlUMxqAA2XNphV19w+hvWQrcWDIgjDIrjyd5fiA75ethjzKQtXXfmSwz",
+	"E2YoeaqBY5RIkywooBcsMmgNKBH0JwfRYe/QrRwGCM2KJbacdA9lsUaN2SOW8JUZBo1cy9YRyzJzwb6m",
+	"QpLhLBHjMWgMlxjHToeovpQg4fOk00mLoX47QRM/yuE4C8antKlTAWb4yrCpWrIZhpmZ0jCUdgq4K2ho",
+	"DWVAimkW87nSFpKXkAh+STJ9sJOgcJynOqUX0MIyZDgqq1lOCyNiGFHz7XGDcHqkxsS+GW2Ne9KfBSy3",
+	"/BqT2j++e/3qlHGG/2Uz0BNMWBFxjJVmb84un/7QaFG27UlACi/U5Dlq5KZjP/PyZamaOK1tsdf0JU9d",
+	"ymScuqPQiEyDesI1MDUT1gKVfeYaybTCZbYiqatPor9rcmPEREISsoUUPy1gS6HlhHfazUdxN2k+ht64",
+	"2edHo+P4UfIYTsaFPLIgEwZpVqLbrH1tPDtDP+KQafH0nK9meKwE4lTIcpAuFpY8VWXtntWhjfeZxShz",
+	"xsXL4inE12ph6xbY2mrQ1hrPlrpOp9sLdxdrwrykUSHPl0A2y1VFaeu9q99VCl8ZzzNJ+bN8yN+kHCtc",
+	"wZU09VzOF7auUgSFpjKOTjlOBYrOgEwME3ZTHdP6Au5m/fW0HJnJLAyLhByriC2ngO4aTZWP0ALqK60z",
+	"/ukC5MROg0GvGwYzIbM/O3er4kYIItd63Gd/Ek/YwfFReNQ79lUtNXb1r2rhrk6FS9QcHx31jncq9fYc",
+	"DxnjeD6CVMmJYVZ9jZrpXVZRpeZHdEIFGSQItbD1lb+MR+xAKvbq6qLhwpfziN8ZlnOGxWohrSkX4blM",
+	"8O1KUvkR1U0Z0GyECbXTENyDpWLm9GGJhGEwlwl8QuxH6SpTksEN6JVTpCpzSlZeklGn3e0/3OzLSvyd",
+	"cY+Q9tbo7YO8wqay4JclEcVKxqCl+YcUkfd0u8Sz5vpqvd4WN2eeauAWanj5Qwaa8jaFryl4KLbh4eLi",
+	"TfkJuuFeJfky9dlrthH8DFLYl+CEnmUaZuqmjuSkeFehjl9Ac/aeOpoz7LXpXyV7++IpO+kfPWIeUrJE",
+	"xYuZN5B1Uh2yLAfCrTX3DfPNcqNaf5a1OVBHtZKTkJKHGcxGoNkcdE4d1fta7KyEuRGCpcJYSE6dgTuI",
+	"TTiNHg9Z5EiPGMVGAvsVQM4KPB4yaE1aQxkdnJy02+5bv7lDp26rRoTAPQyEhZnZE/u+QBRJnszjaK35",
+	"Cv8W0lgu4zUsdpiqianjpOf3Vvfjv6deZIjYAOKpggQdJIor+kvT17qa50nEsl4McznzKftpoSxgSCNm",
+	"asBMAHMgnvHh62DVLPUoHZmaKjv78HmiUmZWbQumFDt8OrWO+a/enjMNlPPF4PC9y3F9ekk6h4tPWVRK",
+	"eyJqlrqn3Dlclics42la5U85W9rlNq3Ps+h8OYvCzPLusG2nW7Uwsej8UJLl2j8Hka8+RA3MkamNVzSE",
+	"8Ovs31FjP0+wq6G2CbmyHeq1mHJrnwoWR3CEUvPKTrc1KCud2c19s7LL+q6USPpv2QE6xuOTdqfBhLSK",
+	"lR0dFQdcgJ/NLYZNfHdJJ5ZTlbqctkpY3krcpQh3C7weGJ7lIJWbGgBflxH4QPeRr2Vf3Xb3uNnpNLu9",
+	"y0570Mb/tzrdXv/o+D+CkoUm3EJzG5v3SH7Z1dX5s5tHXwcwuw70vjlkXi/6mPDVTgf+Nnv6GT6M8G+e",
+	"fCPG1eWQdLSwLK0KBRunuUNttqSTFITzFHLGV8yARVzIiw7ouvJkDK/JJrtHxyXjD11VB0HqciosMDPn",
+	"MbTYK/K0EiDx4021tZD6HKF7dLwzrXyQjNfkQIe9g69vEJfW2eRGdYocy6PeyXEDvVvO30GB4h3soWji",
+	"glE85XICCEqGa4caBgMmF2kasWuAuclx51hpRPSnjGcgKoWxZWphMV6tDLoISgkcivm6gq0VX/Om+8tL",
+	"cENa1Ue243fcrlxi9uwV1uRVFwEmm107PmqfsqgsBzslrEpCaA3lmfSpoJu6yovh5YK2xL2FXBgfarJ6",
+	"tjBsoiQMCHgKOTEsBX6DAG0oUZ5jrWZObRTVPaqrneoYdsBZquQEdOm7kabXjXh87TLDJSeIO5RmCXPL",
+	"VmAbIeVc8fVEI5JmZgkw9zkNaRBiaUq85cIiQzAjLXerMS4ilBdUox9TzZ3wd7/bbbEfEWGSW8sBJnI7",
+	"pCPiR8LpbAltZfl8AmO+SO1QHkQXr//w8e3zy+evLs9fv/r47Oyv76IwYz5byBSMQXfWOM0RbcrjjLCD",
+	"N1eXjfUNh9Lt6GQaMqMY9+vAM5lb3GIC1tkp7ZXxJeGWO8PK7aDXJuUXs8UsGKDCkO67PzthgPu4vqCb",
+	"iKtJ9gzECy3s6h1quzPUEfUdzxZ2WpvaZUMu3LDozPddqYI+YK5jyf70/K9RmHdtHXtKyGHKaZLHsFjJ",
+	"sZgsNCRDeUDikyRUyvnUHGSjxc6SmZDucYwfiXI1BeqfnJZ6RkgRPqCBJ2RQaimHMocuMnEKASEpPH3g",
+	"c2hietEmwvTIcZkcAPJrlDViPf+m1s5dx0HIscr6KdyhJz+y9nqEp+UjkQq7Ip7NuJCWC4m4daNZ4f29",
+	"q73YKQhd9giMxoh+uLx8c4iOvzWUQ/mcSiuU/lK1TrJoWysnyrNvFyYwMW9ko42rOUQh+g6b0j9cdhAN",
+	"JVKSZbinbjLQNUp8l4onCe2aTYVR3uldURZrCG1XoTbC16F06cJoxaroOE8fXL7MogzaunyiDrRvyy6G",
+	"8qmDHQKxiTelmC8M1U+OPn1yQk5FDNJASXJncx5PodlttREP6dQL3AwOD5fLZYvT1y2lJ4d+rTm8OH/6",
+	"/NW757imNbWztJRNbipCEAY3oI0Pf612q42Po7rzuQgGQa/VbvUwenI7JXt0GXte1Nk0ymfeQVSal7nu",
+	"kH7PyHW6cpwb/hiLFJmGUq60EjHO5k2x8yR//YUrG5RH1d/XB87ikcO10eHbcOcKP8O6x5P57Pgezxbj",
+	"vns8nM3f335YGyntttt3NE9rm6a+Ctfp7t3RLFcCt3Q1SZg0YJvN9IIG784SmnvqO0rr9slPdFiakKUl",
+	"nd1LKpM2tKi3e1ExfEkr+rtX5BN9uKB7snvB+pzXbRgc7UNaeXKFouFiNuN6lSt92Qmj/+doiO8DMsgP",
+	"t2EwgZqs5y3YhZZfZI4hUzoBDJqjVYbnLIbPSCTRUB5wE3vn5wFIRM9/jwREDY98qLiYbed2IigYUcE+",
+	"Cl257kLI68hX54Yy5tpXljWk3IobKBewXJ1CwifL5nwC7CDSkH4/DPCTYRA1Bm78pKgQUhmFy2QonZP2",
+	"gxBRvNBG6QhjByQhvpimeIxKbyBhfMKFNA5rXr29qBRHaFSCMJJiBwhSnUPPRkemyljf4ki58WROCXhW",
+	"j0qxk1pv+ASNmGrgM9zd5y4OQuT41zUv2FmWxZL83KwAoRU1xmVjpWn8okCSxvI0pf4QQs2DzhEzKFQP",
+	"MBssVca77FhJCTEqjwO6xCxh/aw8ZWgbPvlCGPsv6JHDjcE5buKIHWDCYywbC21s6KdkPJ+VRhRDT0lY",
+	"5k+ttXfxiS2XD8jCKlN4IBFfvw84raGlH2oqLnXlR6ph5qhOejWkAVyf9nXaYbvdPmUd/M/21uK26yNk",
+	"48GdN9DyhKHjbqGUM4bNDGGj9jvnPy2AzZUR+diMdOaCaBxuhFoYOtZ3Zs30qj391R/b539Tn179fN15",
+	"9ey8//LZ2fLl5fnP4z9vkYPzHZWj7WwfPjCCv3fDNvs2I/wkRDGukA0g1E0PlEcD9q1O5t37ShGSGthr",
+	"vea8kew6rTT7l7Ntr+5SPtO00VnaBCWvM0VW4w1wsjZliQpRM/86XLTbvZiQ7r//33/9N/7ZPXYS/97/",
+	"3aM55lLY8cYhlZ2CdvuPVZqqpXFpzuPu48eNQSmkUa3Ax7QDTnal0oWFPFy5lCKk7mXv5PEx+9//6be6",
+	"jbA+ROXhbiiv3l6sZeZB+USFrL/fR9KV02d2Mv5zHRN2Tgf/EyHBByI6DJm78NxcmRpA9861OvxMoMtz",
+	"1bjsrnOXfkDNsGJ2k70UT07ZSNmpG5dwdyIdSBhKA5Zqbw0mpBso11waHrtqCghSbIcS87EcP0+otC+W",
+	"mBYr6oDuyt5QeuhIdaSNeZUwv9rnb9G659woVov5YeZsOhHpFRNJkxGInc78ZYwbP4xixM9+FITGYtGs",
+	"MgZVgGg+XuuqeH4FwS2q3w2lK+B1etn0bDbxQMdOlbpG+7MIxfyFws1LaO7xvLjgqwlDWZn4zVuKkvk4",
+	"NwxCFh22D73D9mPBWQHLfdtdW+qqv8OgEQ6lkNkNFYcwN+Cam0WpB2xVXXtJyLLgk+FjAuA0tz7ICqPd",
+	"PpuqhTZhMbtCY6PondZuVV3DChMHV1ZyH/kKXqOkTpnGKhkT2HVj8tU3OdWWZgmaKBxKpcVESJ6ybrvj",
+	"Ng99Wak8Gf0W5ilfQTJgVi8gOq3QtjEjPZSVffrd7im5cFfnFqmrJxGGK4+I1NwUK97RPln3zsS0ZtFX",
+	"a2LgzICHC1cF8lgb894GQbpHR+uthzm3FjS+8z/fD4efuu3mcPjp0fMPv/9dsAWs0IGeqGR1T5zyK8Ye",
+	"4ecSNU6QyL9kkX4hMVU0UzP1jcId1NwYKI3KObddJGQud6zAc29aQznjKzfRJvDDrP/tfDc7iF6e/eXj",
+	"k7PLpz98fP7q8u3583dR4zS3S/KTwjoX2+/07jHfU53VvSXgfu4WFsg9+6AOpFUvxN9uYOHO/apZ+Rjc",
+	"/YpZ2RxeDW58XgptxV0IdqA0dVq83QtI1m9ahGzKEzYCkI01fFnneGrwJnmirDNB5XPnKjJPo8bo49fv",
+	"d9isnZV5TXfnpJrY4Ktr00X6oiZR/LXDtD3qb/kdZlzQ6e1VsHPXRmnB0T4HqbnJQuXB7j6LK/ez/n5V",
+	"xR/pTmbuG8Z349HbMMgucJFu31ltdDAxb3WWKyKt2vJR1nIKHpwjl+d9dsyq3CfiZHl/EW7WG/e9dnVm",
+	"5s7NvyAHLinMrhT4LE0z5pt17v9yxvo1UqR5oReZPuYfbc+RnJcv3+LzwM6sDWeJhB1wP6LVaLEX2R2o",
+	"vD2sltKwg0gkUTiUUaFbUciiQthRo5yZOE9OVbKt6PtNfp/yC1HW57008j5X14rRqW8Yr3/tZnlPfu36",
+	"uQQMz/7k66Un5Xi15SoOt9NsMFTCsvCkUe6DDz+L5DZam73Mv9yTffv/StGvHBf8wmH+7xKvneconFq9",
+	"TyzHadKRezbrqfTo4ndx+U5Y8oTb2vFlb1ZxEv27b5rR3R43b1bbN/6tCbzZBN4h/h1tYOry+GlXdiYx",
+	"AJZuBBT3+MPyjy9JMIx+Q4z6pJR39tv9TWX4A9itmtD+LVzsDBetf+KC9x/A7lbdL+weE5qeb5lORj0r",
+	"6uW1U8phdVqNnmnSM25irbE5uOz66+49lQFmFn3eNsB8u2WCGZFl7aJHtxGbigSKFaVZWvcDEPQ7gDIG",
+	"cqVT7qdyvRd1VexidLXFfL2cTN7/EkFePc4Mu00/msdcI6v0AwWc9TtHraEs417G0yVRkdxwGYOpA7w0",
+	"Nn5fvLsugzX3sG61j+5riW6WfS+g+4/iuR7d4bg6gx7tfXzU73U7X9FxIRshWXNg/zzjXv8SsJIcFzPK",
+	"3UXb7aQXtfiCBsfX58zcj8fIpJjIHzDOoqrqRsXFjfJIOjtAbzmU3ks2akbUY3Re6JlT6nLQ4Hs++b9i",
+	"aiaMoUmm8uy6G11nl2oonc8u38PlqZIQup9WabE7Xd22agHXMJR7lQKu6O1fvxTg7qH8otWAX6WT3MaH",
+	"v4Oj9Bv+5ij/gR2l93E7E/DSRRaCseUrLO8/UOWX3EVdx/2ycCYE0ujfxrWFinsT0YxfA9MLGbmr+pTY",
+	"sam188HhYaf7qNVutVudweP24za1pNzFgUPCyZ7iz9vufKilLDcCTp3XrNxdKl2O8ldUNn4E29SMR16U",
+	"b5UttbAWJBOS8TRtKt3MfoeM2hFgfNjgdKf/GlYG3CBteTNqTdx+uP3/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
