@@ -44,6 +44,9 @@ type config struct {
 	WriteTO         time.Duration
 	StallTO         time.Duration
 	IdleTO          time.Duration
+	RetentionDays   int
+	RetentionEvery  time.Duration
+	RetentionBatch  int
 }
 
 // defaultSQLitePath is where the embedded store lives when DATABASE_URL is empty.
@@ -68,6 +71,8 @@ func defaultConfig() config {
 		WriteTO:         5 * time.Minute,
 		StallTO:         httpapi.DefaultStallTimeout,
 		IdleTO:          2 * time.Minute,
+		RetentionEvery:  time.Minute,
+		RetentionBatch:  5000,
 	}
 }
 
@@ -102,6 +107,9 @@ func (c *config) flags() *flag.FlagSet {
 	dur(&c.WriteTO, "write-timeout", "time allowed to write a response (a `duration`)")
 	dur(&c.StallTO, "stall-timeout", "a streamed listing whose client takes no more of it for this long is cut off (a `duration`)")
 	dur(&c.IdleTO, "idle-timeout", "how long an idle keep-alive connection stays open (a `duration`)")
+	num(&c.RetentionDays, "log-retention-days", "retention in `days` (1..3650) of a project created without one; 0 = keep forever")
+	dur(&c.RetentionEvery, "retention-interval", "how often entries past their project's retention are deleted (a `duration`)")
+	num(&c.RetentionBatch, "retention-batch", "most `entries` one retention delete transaction removes")
 	return fs
 }
 
@@ -172,6 +180,12 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid WRITE_RATE: must not be negative")
 	case c.WriteBurst < 1:
 		return fmt.Errorf("invalid WRITE_BURST: must be at least 1")
+	case c.RetentionDays != 0 && (c.RetentionDays < domain.MinRetentionDays || c.RetentionDays > domain.MaxRetentionDays):
+		return fmt.Errorf("invalid LOG_RETENTION_DAYS: want %d to %d days, or 0 to keep forever", domain.MinRetentionDays, domain.MaxRetentionDays)
+	case c.RetentionEvery <= 0:
+		return fmt.Errorf("invalid RETENTION_INTERVAL: must be positive")
+	case c.RetentionBatch < 1:
+		return fmt.Errorf("invalid RETENTION_BATCH: must be at least 1")
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")
@@ -277,5 +291,6 @@ func (c config) limits() domain.Limits {
 	l := domain.DefaultLimits()
 	l.MaxBatchEntries = c.MaxBatchEntries
 	l.IdempotencyWindow = c.IdemWindow
+	l.DefaultRetentionDays = c.RetentionDays
 	return l
 }

@@ -178,6 +178,9 @@ func runContract(t *testing.T, open storeOpener) {
 		{"IdempotentRetries", testIdempotentRetries},
 		{"AttributesRoundTrip", testAttributesRoundTrip},
 		{"BadAttributesStoreNothing", testBadAttributes},
+		{"RetentionValidation", testRetentionValidation},
+		{"RetentionMergePatch", testRetentionMergePatch},
+		{"RetentionHidesAndRefuses", testRetentionHidesAndRefuses},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,7 +198,7 @@ func testUnknownRoutes(t *testing.T, open storeOpener) {
 			t.Errorf("%s %s = %d, want 404: %s", c.method, c.path, resp.StatusCode, body)
 		}
 	}
-	for _, c := range []struct{ method, path, allow string }{{"PATCH", "/projects", "GET, HEAD, POST"}, {"POST", "/projects/x", "DELETE, GET, HEAD, PUT"}, {"PUT", "/logs", "DELETE, GET, HEAD, POST"}} {
+	for _, c := range []struct{ method, path, allow string }{{"PATCH", "/projects", "GET, HEAD, POST"}, {"POST", "/projects/x", "DELETE, GET, HEAD, PATCH, PUT"}, {"PUT", "/logs", "DELETE, GET, HEAD, POST"}} {
 		resp, body := e.do(c.method, c.path, "application/json", "{}")
 		if resp.StatusCode != 405 || resp.Header.Get("Allow") != c.allow {
 			t.Errorf("%s %s = %d Allow %q, want 405 Allow %q: %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Allow"), c.allow, body)

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -85,8 +86,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Warn("no API keys configured: serving on loopback and to loopback host names only; anyone on this machine can use it")
 	}
 
-	// Background work ends with ctx.
+	// Background work ends with ctx, or when run returns early; the retention sweep is waited
+	// for before the store closes (deferred after its Close, so run first).
 	go svc.sweepIdempotency(ctx)
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	var background sync.WaitGroup
+	defer func() {
+		stopBackground()
+		background.Wait()
+	}()
+	background.Go(func() { svc.sweepRetention(bgCtx, cfg.RetentionEvery, cfg.RetentionBatch) })
 	if cfg.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsAddr, svc.metrics, log)
 		if err != nil {
@@ -243,6 +252,35 @@ func (s *service) sweepIdempotency(ctx context.Context) {
 				s.log.Warn("sweep idempotency keys", "err", err)
 			} else if n > 0 {
 				s.log.Debug("swept idempotency keys", "deleted", n)
+			}
+		}
+	}
+}
+
+// sweepRetention deletes entries past their project's retention every interval until ctx ends,
+// at most batch per transaction. A failed sweep is logged, counted and tried again at the next
+// interval; it never stops the server. Another instance sweeping the same database is no error.
+func (s *service) sweepRetention(ctx context.Context, interval time.Duration, batch int) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			start := time.Now()
+			res, err := s.core.SweepRetention(ctx, batch)
+			if ctx.Err() != nil {
+				return // stopped mid-sweep by shutdown: not a failure
+			}
+			s.metrics.RetentionSwept(res.Deleted, time.Since(start), time.Now(), err != nil)
+			switch {
+			case err != nil:
+				s.log.Warn("retention sweep", "err", err, "deleted", res.Deleted)
+			case res.Deleted > 0:
+				s.log.Info("retention sweep", "deleted", res.Deleted, "duration_ms", time.Since(start).Milliseconds())
+			case res.Busy:
+				s.log.Debug("retention sweep left to another instance")
 			}
 		}
 	}

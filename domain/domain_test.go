@@ -77,7 +77,7 @@ func (f *fakeStore) ListLogs(_ context.Context, _ LogQuery, fn PageFunc) error {
 
 func (f *fakeStore) DeleteLogs(context.Context, LogFilter) (int64, error) { f.reads++; return 0, nil }
 
-func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *IdempotencyRecord, _ time.Duration) (*IdempotencyRecord, error) {
+func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *IdempotencyRecord, _ time.Duration, admit AdmitFunc) (*IdempotencyRecord, error) {
 	if f.entered != nil {
 		f.entered <- struct{}{}
 	}
@@ -86,6 +86,17 @@ func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *Idempotenc
 	}
 	if f.missing != nil {
 		return nil, &MissingProjectsError{IDs: f.missing}
+	}
+	if admit != nil {
+		r := Retentions{}
+		for _, e := range es {
+			if p, ok := f.projects[e.ProjectID]; ok && p.RetentionDays != nil {
+				r[p.ID] = *p.RetentionDays
+			}
+		}
+		if err := admit(r); err != nil {
+			return nil, err
+		}
 	}
 	if rec != nil {
 		if f.records == nil {

@@ -34,6 +34,8 @@ const (
 	KindKeyReused
 	// KindRateLimited is a client over its allowed rate; retrying later works.
 	KindRateLimited
+	// KindExpired is a write of entries already older than their project's retention.
+	KindExpired
 )
 
 func (k Kind) String() string {
@@ -58,6 +60,8 @@ func (k Kind) String() string {
 		return "idempotency key reused"
 	case KindRateLimited:
 		return "rate limited"
+	case KindExpired:
+		return "expired"
 	default:
 		return "internal"
 	}

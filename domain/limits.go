@@ -35,6 +35,9 @@ type Limits struct {
 	MaxFieldErrors int
 	// IdempotencyWindow is how long an Idempotency-Key is remembered.
 	IdempotencyWindow time.Duration
+	// DefaultRetentionDays is the retention of a project created without one; 0 keeps its
+	// entries forever.
+	DefaultRetentionDays int
 }
 
 // DefaultLimits returns the limits the API contract documents.

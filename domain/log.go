@@ -63,6 +63,9 @@ type LogQuery struct {
 	Limit int
 	// After, when not nil, starts the page right after that position (exclusive).
 	After *Cursor
+	// Now is the time of the listing (Unix ms): entries older than the project's retention at
+	// Now are gone. The service sets it.
+	Now int64
 }
 
 // Page is one page of a listing as a store streams it. Next, when not nil, is the position after

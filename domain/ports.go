@@ -13,7 +13,8 @@ type ProjectStore interface {
 	GetProject(ctx context.Context, id string) (Project, error)
 	// ListProjects returns every project ordered by CreatedAt, then ID.
 	ListProjects(ctx context.Context) ([]Project, error)
-	// UpdateProject replaces the name and UpdatedAt of an existing project; KindNotFound if absent.
+	// UpdateProject replaces the name, retention and UpdatedAt of an existing project;
+	// KindNotFound if absent.
 	UpdateProject(ctx context.Context, p Project) error
 	// DeleteProject removes the project and all its log entries; KindNotFound if absent.
 	DeleteProject(ctx context.Context, id string) error
@@ -28,16 +29,24 @@ type LogStore interface {
 	// Scope and Key made at or after rec.CreatedAt minus the retention window exists: then
 	// nothing is stored and that record is returned. A concurrent writer of the same key may
 	// make it answer KindConflict.
-	CreateLogs(ctx context.Context, entries []LogEntry, rec *IdempotencyRecord, window time.Duration) (*IdempotencyRecord, error)
+	// With admit, the store calls it once in the same transaction, after finding the projects,
+	// with the retention of those that have one; an error from it stores nothing and is returned
+	// unchanged.
+	CreateLogs(ctx context.Context, entries []LogEntry, rec *IdempotencyRecord, window time.Duration, admit AdmitFunc) (*IdempotencyRecord, error)
 	// SweepIdempotency deletes the records made before t and says how many.
 	SweepIdempotency(ctx context.Context, before time.Time) (int64, error)
 	// ListLogs streams one page of entries matching q, ordered by (Time, ID) ascending or, with
 	// q.Desc, descending, starting after q.After. It calls fn once with the page; the page's
 	// entries are read from the store while fn ranges over them, in one consistent snapshot.
-	// If the project does not exist it returns KindNotFound without calling fn.
+	// If the project does not exist it returns KindNotFound without calling fn. Entries with
+	// Time before q.Now minus the project's retention are left out, as of the same statement.
 	ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error
 	// DeleteLogs removes the entries matching f and returns how many it removed.
 	DeleteLogs(ctx context.Context, f LogFilter) (int64, error)
+	// SweepLogs deletes, in one transaction, at most limit entries of the project with Time
+	// before now (Unix ms) minus the project's retention as stored at that moment (none when it
+	// keeps entries forever), and says how many. ErrSweepBusy when another instance is sweeping.
+	SweepLogs(ctx context.Context, projectID string, now int64, limit int) (int64, error)
 }
 
 // Store is everything the service needs from storage.

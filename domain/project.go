@@ -12,11 +12,16 @@ type Project struct {
 	Name      string
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// RetentionDays is how many days the project keeps its entries; nil keeps them forever.
+	RetentionDays *int
 }
 
-// ProjectInput is what a client may set on a project.
+// ProjectInput is what a client may set on a project. RetentionDays not Set means the default
+// retention on CreateProject and keep-forever on UpdateProject (a replacement that leaves it out
+// can only lengthen retention, never delete data).
 type ProjectInput struct {
-	Name string
+	Name          string
+	RetentionDays Optional[int]
 }
 
 func (l Limits) validateProject(in ProjectInput) error {
@@ -24,10 +29,17 @@ func (l Limits) validateProject(in ProjectInput) error {
 	if detail == "" && strings.TrimSpace(in.Name) == "" {
 		detail = "must not be only white space"
 	}
-	if detail == "" {
+	var fields []FieldError
+	if detail != "" {
+		fields = append(fields, FieldError{Path: []string{"name"}, Detail: detail})
+	}
+	if d := checkRetention(in.RetentionDays.Value); d != "" {
+		fields = append(fields, FieldError{Path: []string{"retention_days"}, Detail: d})
+	}
+	if len(fields) == 0 {
 		return nil
 	}
-	return &Error{Kind: KindInvalid, Msg: "invalid project", Fields: []FieldError{{Path: []string{"name"}, Detail: detail}}}
+	return &Error{Kind: KindInvalid, Msg: "invalid project", Fields: fields}
 }
 
 // storeTime rounds t to what every store keeps.

@@ -90,7 +90,11 @@ func (s *Service) CreateProject(ctx context.Context, in ProjectInput) (Project, 
 		return Project{}, err
 	}
 	now := storeTime(s.now())
-	p := Project{ID: s.newID(), Name: in.Name, CreatedAt: now, UpdatedAt: now}
+	p := Project{ID: s.newID(), Name: in.Name, CreatedAt: now, UpdatedAt: now, RetentionDays: in.RetentionDays.Value}
+	if !in.RetentionDays.Set && s.limits.DefaultRetentionDays > 0 {
+		days := s.limits.DefaultRetentionDays
+		p.RetentionDays = &days
+	}
 	if !validID(p.ID) {
 		return Project{}, errNoIDs
 	}
@@ -135,7 +139,8 @@ func (s *Service) ListProjects(ctx context.Context) ([]Project, error) {
 	return ps, nil
 }
 
-// UpdateProject renames a project. UpdatedAt always advances, even within one clock tick.
+// UpdateProject replaces a project's name and retention (left out: kept forever). UpdatedAt
+// always advances, even within one clock tick.
 func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput) (Project, error) {
 	if err := authorize(ctx, ""); err != nil {
 		return Project{}, err
@@ -147,14 +152,20 @@ func (s *Service) UpdateProject(ctx context.Context, id string, in ProjectInput)
 	if err != nil {
 		return Project{}, err
 	}
+	p.Name, p.RetentionDays = in.Name, in.RetentionDays.Value
+	return s.saveProject(ctx, p)
+}
+
+// saveProject stores p, as changed, with UpdatedAt advanced past its stored value.
+func (s *Service) saveProject(ctx context.Context, p Project) (Project, error) {
 	now := storeTime(s.now())
 	if !now.After(p.UpdatedAt) {
 		now = p.UpdatedAt.Add(time.Microsecond)
 	}
-	p.Name, p.UpdatedAt = in.Name, now
-	err = s.store.UpdateProject(ctx, p)
+	p.UpdatedAt = now
+	err := s.store.UpdateProject(ctx, p)
 	if KindOf(err) == KindNotFound {
-		return Project{}, projectNotFound(id)
+		return Project{}, projectNotFound(p.ID)
 	}
 	if err != nil {
 		return Project{}, fmt.Errorf("update project: %w", err)
@@ -236,10 +247,13 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		}
 		defer s.inflight.release(claim)
 	}
-	prior, err := s.store.CreateLogs(ctx, entries, rec, s.limits.IdempotencyWindow)
+	prior, err := s.store.CreateLogs(ctx, entries, rec, s.limits.IdempotencyWindow, s.admitFunc(entries, s.now().UnixMilli()))
 	var missing *MissingProjectsError
 	if errors.As(err, &missing) {
 		return Created{}, s.unknownProjects(entries, missing.IDs)
+	}
+	if KindOf(err) == KindExpired {
+		return Created{}, err // the domain's own answer, from admitFunc
 	}
 	if err != nil {
 		return Created{}, fmt.Errorf("create logs: %w", err)
@@ -318,6 +332,9 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 	if !validID(q.ProjectID) {
 		return projectNotFound(q.ProjectID)
 	}
+	// Entries past the project's retention are gone to readers from the moment it changes: the
+	// store compares them with now in the listing's own statement.
+	q.Now = s.now().UnixMilli()
 	// The store tells a missing project apart itself, and only for an empty page: a listing
 	// costs one round trip, not two.
 	err = s.store.ListLogs(ctx, q, fn)

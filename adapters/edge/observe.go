@@ -27,6 +27,11 @@ type Metrics struct {
 	logsCreated   prometheus.Counter
 	logsDeleted   prometheus.Counter
 	batchEntries  prometheus.Histogram
+	// The retention sweep's.
+	expired       prometheus.Counter
+	sweepErrors   prometheus.Counter
+	sweepDuration prometheus.Gauge
+	sweepTime     prometheus.Gauge
 }
 
 // NewMetrics registers the service's metrics, the Go and process collectors and one connection
@@ -66,6 +71,23 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 			Buckets: []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000},
 		}),
 	}
+	m.expired = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "obsvc_log_entries_expired_total",
+		Help: "Log entries deleted by the retention sweep.",
+	})
+	m.sweepErrors = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "obsvc_retention_sweep_errors_total",
+		Help: "Retention sweeps that failed, in whole or for some project (retried at the next interval).",
+	})
+	m.sweepDuration = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "obsvc_retention_last_sweep_duration_seconds",
+		Help: "How long the last retention sweep took.",
+	})
+	m.sweepTime = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "obsvc_retention_last_sweep_timestamp_seconds",
+		Help: "When the last retention sweep ended, in Unix seconds.",
+	})
+	m.reg.MustRegister(m.expired, m.sweepErrors, m.sweepDuration, m.sweepTime)
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsCreated, m.logsDeleted, m.batchEntries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, db := range pools {
@@ -87,6 +109,17 @@ func (m *Metrics) LogsCreated(n int) {
 
 // LogsDeleted counts n deleted entries.
 func (m *Metrics) LogsDeleted(n int64) { m.logsDeleted.Add(float64(n)) }
+
+// RetentionSwept records one retention sweep: the entries it deleted, how long it took, when it
+// ended and whether it failed (in whole or for some project).
+func (m *Metrics) RetentionSwept(deleted int64, took time.Duration, ended time.Time, failed bool) {
+	m.expired.Add(float64(deleted))
+	m.sweepDuration.Set(took.Seconds())
+	m.sweepTime.Set(float64(ended.UnixNano()) / 1e9)
+	if failed {
+		m.sweepErrors.Inc()
+	}
+}
 
 type twirpStartKey struct{}
 type twirpCodeKey struct{}

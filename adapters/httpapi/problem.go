@@ -21,7 +21,7 @@ func statusOf(k domain.Kind) int {
 		return http.StatusBadRequest
 	case domain.KindNotFound:
 		return http.StatusNotFound
-	case domain.KindUnknownProject, domain.KindKeyReused:
+	case domain.KindUnknownProject, domain.KindKeyReused, domain.KindExpired:
 		return http.StatusUnprocessableEntity
 	case domain.KindConflict:
 		return http.StatusConflict

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/oapi-codegen/nullable"
+
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
 )
@@ -28,7 +30,23 @@ type server struct {
 var _ rest.StrictServerInterface = (*server)(nil)
 
 func toProject(p domain.Project) rest.Project {
-	return rest.Project{Id: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+	out := rest.Project{Id: p.ID, Name: p.Name, CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt, RetentionDays: nullable.NewNullNullable[int]()}
+	if p.RetentionDays != nil {
+		out.RetentionDays.Set(*p.RetentionDays)
+	}
+	return out
+}
+
+// optional is a member a client may leave out, send as null or send with a value.
+func optional(n nullable.Nullable[int]) domain.Optional[int] {
+	if !n.IsSpecified() {
+		return domain.Optional[int]{}
+	}
+	if n.IsNull() {
+		return domain.Optional[int]{Set: true}
+	}
+	v := n.MustGet()
+	return domain.Optional[int]{Set: true, Value: &v}
 }
 
 func toEntry(e domain.LogEntry) rest.LogEntry {
@@ -51,7 +69,7 @@ func (s *server) ListProjects(ctx context.Context, _ rest.ListProjectsRequestObj
 
 // CreateProject implements rest.StrictServerInterface.
 func (s *server) CreateProject(ctx context.Context, req rest.CreateProjectRequestObject) (rest.CreateProjectResponseObject, error) {
-	p, err := s.svc.CreateProject(ctx, domain.ProjectInput{Name: req.Body.Name})
+	p, err := s.svc.CreateProject(ctx, domain.ProjectInput{Name: req.Body.Name, RetentionDays: optional(req.Body.RetentionDays)})
 	if err != nil {
 		return nil, err
 	}
@@ -72,11 +90,21 @@ func (s *server) GetProject(ctx context.Context, req rest.GetProjectRequestObjec
 
 // UpdateProject implements rest.StrictServerInterface.
 func (s *server) UpdateProject(ctx context.Context, req rest.UpdateProjectRequestObject) (rest.UpdateProjectResponseObject, error) {
-	p, err := s.svc.UpdateProject(ctx, req.Id, domain.ProjectInput{Name: req.Body.Name})
+	p, err := s.svc.UpdateProject(ctx, req.Id, domain.ProjectInput{Name: req.Body.Name, RetentionDays: optional(req.Body.RetentionDays)})
 	if err != nil {
 		return nil, err
 	}
 	return rest.UpdateProject200JSONResponse(toProject(p)), nil
+}
+
+// PatchProject implements rest.StrictServerInterface: a JSON merge patch (RFC 7396), whose
+// absent members stay as they are and whose null retention keeps entries forever.
+func (s *server) PatchProject(ctx context.Context, req rest.PatchProjectRequestObject) (rest.PatchProjectResponseObject, error) {
+	p, err := s.svc.PatchProject(ctx, req.Id, domain.ProjectPatch{Name: req.Body.Name, RetentionDays: optional(req.Body.RetentionDays)})
+	if err != nil {
+		return nil, err
+	}
+	return rest.PatchProject200JSONResponse(toProject(p)), nil
 }
 
 // DeleteProject implements rest.StrictServerInterface.

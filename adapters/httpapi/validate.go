@@ -57,7 +57,7 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		// (The embedded spec carries operation ids as the generator normalised them: CreateLogs.)
 		typed := strings.EqualFold(route.Operation.OperationID, "createLogs")
 		if route.Operation.RequestBody != nil {
-			if err := v.checkBody(w, r, typed); err != nil {
+			if err := v.checkBody(w, r, route.Operation.RequestBody.Value.Content, typed); err != nil {
 				v.problems.write(w, r, err)
 				return
 			}
@@ -89,13 +89,19 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// checkBody enforces the JSON media type and the body limit of operations that take a body, and
-// rejects a body that is not one well-formed JSON value: the decoders behind read only the first
-// value and would accept trailing data. The body is read once here and handed on from memory.
-func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, typed bool) error {
+// checkBody enforces the media type the operation declares (application/json, or
+// application/merge-patch+json for a merge patch) and the body limit of operations that take a
+// body, and rejects a body that is not one well-formed JSON value: the decoders behind read only
+// the first value and would accept trailing data. The body is read once here and handed on from
+// memory.
+func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content openapi3.Content, typed bool) error {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be application/json"}
+	if err != nil || content.Get(mt) == nil || strings.Contains(mt, "*") {
+		want := "application/json"
+		for name := range content {
+			want = name // each operation of the spec takes one media type
+		}
+		return &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be " + want}
 	}
 	if r.ContentLength > v.maxBody {
 		return tooLarge(v.maxBody)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
+	"math"
 	"strings"
 	"time"
 
@@ -36,9 +37,9 @@ func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry) e
 const existenceChunk = 500
 
 // CreateLogs implements domain.LogStore: one transaction, the idempotency record first (so a
-// retry finds it or waits for it), the projects checked once per distinct id, then the engine's
-// bulk insert.
-func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, rec *domain.IdempotencyRecord, window time.Duration) (prior *domain.IdempotencyRecord, err error) {
+// retry finds it or waits for it), the projects checked once per distinct id and their retention
+// handed to admit, then the engine's bulk insert.
+func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, rec *domain.IdempotencyRecord, window time.Duration, admit domain.AdmitFunc) (prior *domain.IdempotencyRecord, err error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, s.translate("begin", err)
@@ -53,8 +54,14 @@ func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, rec *
 			return prior, err
 		}
 	}
-	if err := s.checkProjects(ctx, tx, entries); err != nil {
+	retentions, err := s.checkProjects(ctx, tx, entries)
+	if err != nil {
 		return nil, err
+	}
+	if admit != nil {
+		if err := admit(retentions); err != nil {
+			return nil, err
+		}
 	}
 	if err := s.eng.createLogs(ctx, tx, entries); err != nil {
 		return nil, s.translate("create logs", err)
@@ -66,8 +73,9 @@ func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, rec *
 }
 
 // checkProjects answers *domain.MissingProjectsError, naming each missing project once, when any
-// entry's project does not exist. Phrasing the answer, and bounding it, is the domain's job.
-func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
+// entry's project does not exist; else the retention of the projects that have one. Phrasing
+// the answer, and bounding it, is the domain's job.
+func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (domain.Retentions, error) {
 	seen := make(map[string]bool)
 	var ids []string
 	for _, e := range entries {
@@ -76,17 +84,24 @@ func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain
 			ids = append(ids, e.ProjectID)
 		}
 	}
+	retentions := domain.Retentions{}
 	for chunk := range chunks(ids, existenceChunk) {
-		q, args, err := sqlx.In("SELECT id FROM projects WHERE id IN (?)"+s.eng.lockSuffix(), chunk)
+		q, args, err := sqlx.In("SELECT id, retention_days FROM projects WHERE id IN (?)"+s.eng.lockSuffix(), chunk)
 		if err != nil {
-			return fmt.Errorf("build existence query: %w", err)
+			return nil, fmt.Errorf("build existence query: %w", err)
 		}
-		var found []string
+		var found []struct {
+			ID        string        `db:"id"`
+			Retention sql.NullInt32 `db:"retention_days"`
+		}
 		if err := tx.SelectContext(ctx, &found, s.bind(q), args...); err != nil {
-			return s.translate("check projects", err)
+			return nil, s.translate("check projects", err)
 		}
-		for _, id := range found {
-			seen[id] = true
+		for _, p := range found {
+			seen[p.ID] = true
+			if p.Retention.Valid {
+				retentions[p.ID] = int(p.Retention.Int32)
+			}
 		}
 	}
 	var missing []string
@@ -96,9 +111,9 @@ func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain
 		}
 	}
 	if len(missing) > 0 {
-		return &domain.MissingProjectsError{IDs: missing}
+		return nil, &domain.MissingProjectsError{IDs: missing}
 	}
-	return nil
+	return retentions, nil
 }
 
 func chunks(ids []string, n int) iter.Seq[[]string] {
@@ -197,10 +212,26 @@ func (r *logRow) entry() domain.LogEntry {
 	return e
 }
 
+// retentionBound keeps the entries a project still holds as of a moment (parameters in textual
+// order: now, project id, the floor that stands for "forever", the least id). It reads the
+// retention from projects in the statement that uses it, so a change is seen by the next
+// statement on every instance; the uncorrelated subquery is evaluated once, and the bound is an
+// index condition. It is a row comparison on (time, id), the tail of every index, rather than
+// time >= x: PostgreSQL pairs a plain lower bound it cannot estimate with an end_time upper
+// bound as a range of 0.5% of the rows, and then prefers sorting a bitmap read of every match
+// to reading the index in order.
+const retentionBound = " AND (time, id) >= (COALESCE(? - (SELECT CAST(retention_days AS BIGINT) * 86400000 FROM projects WHERE id = ?), ?), ?)"
+
+// leastID sorts before every id the service issues, in text (SQLite) and as a uuid (PostgreSQL).
+const leastID = "00000000-0000-0000-0000-000000000000"
+
 // listQuery renders one page of q. The inner query reads at most limit+1 rows in index order; the
-// window functions add the count and the key of row number limit to every row.
+// window functions add the count and the key of row number limit to every row. Entries older
+// than the project's retention at q.Now are not read at all.
 func listQuery(q domain.LogQuery) (string, []any) {
 	w, args := where(q.LogFilter)
+	w += retentionBound
+	args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), leastID)
 	dir, cmp := "ASC", ">"
 	if q.Desc {
 		dir, cmp = "DESC", "<"
@@ -292,4 +323,42 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 		}
 	}
 	return fn(page)
+}
+
+// sweepBatch is the statement of SweepLogs: the oldest expired entries of one project, at most
+// limit of them, found and deleted through the primary key (project_id, time, id). Every
+// condition names project_id, so a table distributed by it deletes on one shard.
+const sweepBatch = "DELETE FROM logs WHERE project_id = ? AND (time, id) IN (" +
+	"SELECT time, id FROM logs WHERE project_id = ? AND time < ? - (SELECT CAST(retention_days AS BIGINT) * 86400000 FROM projects WHERE id = ?)" +
+	" ORDER BY time, id LIMIT ?)"
+
+// SweepLogs implements domain.LogStore: one bounded transaction, under the engine's sweep lock.
+func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limit int) (n int64, err error) {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, s.translate("begin sweep", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // nothing of this batch stays; a rollback error adds nothing
+		}
+	}()
+	ok, err := s.eng.trySweepLock(ctx, tx)
+	if err != nil {
+		return 0, s.translate("sweep lock", err)
+	}
+	if !ok {
+		return 0, domain.ErrSweepBusy
+	}
+	res, err := tx.ExecContext(ctx, s.bind(sweepBatch), projectID, projectID, now, projectID, limit)
+	if err != nil {
+		return 0, s.translate("sweep logs", err)
+	}
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, s.translate("sweep logs", err)
+	}
+	if err = tx.Commit(); err != nil {
+		return 0, s.translate("commit sweep", err)
+	}
+	return n, nil
 }

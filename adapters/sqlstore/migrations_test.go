@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/domain"
@@ -21,7 +22,7 @@ type capture struct {
 	rec *domain.IdempotencyRecord
 }
 
-func (c *capture) CreateLogs(_ context.Context, _ []domain.LogEntry, rec *domain.IdempotencyRecord, _ time.Duration) (*domain.IdempotencyRecord, error) {
+func (c *capture) CreateLogs(_ context.Context, _ []domain.LogEntry, rec *domain.IdempotencyRecord, _ time.Duration, _ domain.AdmitFunc) (*domain.IdempotencyRecord, error) {
 	c.rec = rec
 	return nil, nil
 }
@@ -137,6 +138,89 @@ func testScopeMigration(t *testing.T, engine, dsn string, timeArg func(time.Time
 	}
 	if entries != 0 {
 		t.Fatalf("%d entries stored by retries of batches stored before the upgrade, want 0", entries)
+	}
+}
+
+// TestRetentionMigrationKeepsData upgrades a database at the previous version, holding projects
+// and their entries, to migration 00005 (retention_days): every project reads back kept forever,
+// every entry is still listed, and a retention can then be set, on both engines.
+func TestRetentionMigrationKeepsData(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		testRetentionMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testRetentionMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
+		})
+	})
+}
+
+func testRetentionMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+	ctx := t.Context()
+	raw, err := sql.Open(engine, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlstore.MigrateTo(ctx, raw, engine, 3); err != nil {
+		t.Fatalf("migrate to version 3: %v", err)
+	}
+	bind := func(q string) string {
+		if engine == "postgres" {
+			return sqlx.Rebind(sqlx.DOLLAR, q)
+		}
+		return q
+	}
+	created := time.Now().UTC().Truncate(time.Microsecond)
+	var projects []string
+	for i := range 3 {
+		id := uuid.Must(uuid.NewV7()).String()
+		if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)"), id, fmt.Sprint("p", i), timeArg(created), timeArg(created)); err != nil {
+			t.Fatalf("write an old project: %v", err)
+		}
+		for j := range 50 {
+			if _, err := raw.ExecContext(ctx, bind("INSERT INTO logs (project_id, time, id, level, message) VALUES (?, ?, ?, 'info', 'm')"), id, int64(j), uuid.Must(uuid.NewV7()).String()); err != nil {
+				t.Fatalf("write an old entry: %v", err)
+			}
+		}
+		projects = append(projects, id)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s, err := open()
+	if err != nil {
+		t.Fatalf("open and migrate: %v", err)
+	}
+	defer s.Close()
+	svc := domain.NewService(s, domain.Options{NewID: func() string { return uuid.Must(uuid.NewV7()).String() }})
+	admin := domain.WithPrincipal(ctx, domain.Principal{Admin: true})
+	for i, id := range projects {
+		p, err := svc.GetProject(admin, id)
+		if err != nil || p.RetentionDays != nil || p.Name != fmt.Sprint("p", i) || !p.CreatedAt.Equal(created) {
+			t.Fatalf("project after the migration = %+v, %v; want p%d, kept forever", p, err, i)
+		}
+		n := 0
+		err = svc.ListLogs(admin, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: id}}, func(pg domain.Page) error {
+			for _, err := range pg.Entries {
+				if err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil || n != 50 {
+			t.Fatalf("entries after the migration = %d, %v; want 50", n, err)
+		}
+	}
+	ten := 10
+	if p, err := svc.PatchProject(admin, projects[0], domain.ProjectPatch{RetentionDays: domain.Optional[int]{Set: true, Value: &ten}}); err != nil || p.RetentionDays == nil || *p.RetentionDays != 10 {
+		t.Fatalf("setting a retention after the migration = %+v, %v", p, err)
 	}
 }
 

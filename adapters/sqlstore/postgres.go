@@ -113,6 +113,18 @@ func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 // lockSuffix keeps the checked projects from being deleted until the batch commits.
 func (postgresEngine) lockSuffix() string { return " FOR KEY SHARE" }
 
+// sweepLockKey names the advisory lock of the retention sweep ("obsvcrs" in ASCII): goose's
+// migration lock uses another key.
+const sweepLockKey = 0x6f627376637273
+
+// trySweepLock takes a transaction-level advisory lock, released at commit or rollback, so that
+// of several instances on one database one sweeps at a time and none waits for it.
+func (postgresEngine) trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error) {
+	var ok bool
+	err := tx.GetContext(ctx, &ok, "SELECT pg_try_advisory_xact_lock($1)", int64(sweepLockKey))
+	return ok, err
+}
+
 // createLogs streams the batch with COPY inside tx: one prepared COPY statement, one Exec per row
 // (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
 // server rejects fails the whole COPY, and the caller rolls tx back. (pq.CopyIn only builds this

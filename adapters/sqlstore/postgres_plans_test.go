@@ -150,7 +150,11 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 	var projects []string
 	for i := range 20 {
 		id := uuid.Must(uuid.NewV7()).String()
-		if err := s.CreateProject(ctx, domain.Project{ID: id, Name: fmt.Sprint("p", i), CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+		p := domain.Project{ID: id, Name: fmt.Sprint("p", i), CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
+		if i%2 == 1 {
+			p.RetentionDays = ptr(1) // the listed project has a retention: its bound is a value
+		}
+		if err := s.CreateProject(ctx, p); err != nil {
 			t.Fatal(err)
 		}
 		projects = append(projects, id)
@@ -173,7 +177,7 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 				batch[i].TraceID = ptr(traceID(1 + k/50))
 			}
 		}
-		if _, err := s.CreateLogs(ctx, batch, nil, 0); err != nil {
+		if _, err := s.CreateLogs(ctx, batch, nil, 0, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -224,7 +228,8 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 	for _, c := range cases {
 		for _, desc := range []bool{false, true} {
 			for _, cursor := range []bool{false, true} {
-				q := domain.LogQuery{LogFilter: c.f, Desc: desc, Limit: 100}
+				// Now as the service sets it: the retention bound is part of every listing.
+				q := domain.LogQuery{LogFilter: c.f, Desc: desc, Limit: 100, Now: 150_000}
 				if cursor {
 					q.After = &domain.Cursor{Time: 100_000, ID: uuid.Must(uuid.NewV7()).String(), Desc: desc}
 				}

@@ -11,14 +11,28 @@ import (
 
 // projectRow is a projects row; timeValue scans either engine's time column.
 type projectRow struct {
-	ID        string    `db:"id"`
-	Name      string    `db:"name"`
-	CreatedAt timeValue `db:"created_at"`
-	UpdatedAt timeValue `db:"updated_at"`
+	ID        string        `db:"id"`
+	Name      string        `db:"name"`
+	CreatedAt timeValue     `db:"created_at"`
+	UpdatedAt timeValue     `db:"updated_at"`
+	Retention sql.NullInt32 `db:"retention_days"`
 }
 
 func (r projectRow) domain() domain.Project {
-	return domain.Project{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.Time, UpdatedAt: r.UpdatedAt.Time}
+	p := domain.Project{ID: r.ID, Name: r.Name, CreatedAt: r.CreatedAt.Time, UpdatedAt: r.UpdatedAt.Time}
+	if r.Retention.Valid {
+		days := int(r.Retention.Int32)
+		p.RetentionDays = &days
+	}
+	return p
+}
+
+// retentionArg is a project's retention as a column value: NULL keeps entries forever.
+func retentionArg(days *int) any {
+	if days == nil {
+		return nil
+	}
+	return int64(*days)
 }
 
 // timeValue scans a time stored as Unix microseconds (SQLite) or as a timestamp (PostgreSQL).
@@ -36,12 +50,12 @@ func (t *timeValue) Scan(src any) error {
 	return nil
 }
 
-const projectColumns = "id, name, created_at, updated_at"
+const projectColumns = "id, name, created_at, updated_at, retention_days"
 
 // CreateProject implements domain.ProjectStore.
 func (s *Store) CreateProject(ctx context.Context, p domain.Project) error {
-	_, err := s.w.ExecContext(ctx, s.bind("INSERT INTO projects ("+projectColumns+") VALUES (?, ?, ?, ?)"),
-		p.ID, p.Name, s.eng.timeArg(p.CreatedAt), s.eng.timeArg(p.UpdatedAt))
+	_, err := s.w.ExecContext(ctx, s.bind("INSERT INTO projects ("+projectColumns+") VALUES (?, ?, ?, ?, ?)"),
+		p.ID, p.Name, s.eng.timeArg(p.CreatedAt), s.eng.timeArg(p.UpdatedAt), retentionArg(p.RetentionDays))
 	return s.translate("create project", err)
 }
 
@@ -70,8 +84,8 @@ func (s *Store) ListProjects(ctx context.Context) ([]domain.Project, error) {
 
 // UpdateProject implements domain.ProjectStore.
 func (s *Store) UpdateProject(ctx context.Context, p domain.Project) error {
-	res, err := s.w.ExecContext(ctx, s.bind("UPDATE projects SET name = ?, updated_at = ? WHERE id = ?"),
-		p.Name, s.eng.timeArg(p.UpdatedAt), p.ID)
+	res, err := s.w.ExecContext(ctx, s.bind("UPDATE projects SET name = ?, updated_at = ?, retention_days = ? WHERE id = ?"),
+		p.Name, s.eng.timeArg(p.UpdatedAt), retentionArg(p.RetentionDays), p.ID)
 	return s.oneRow("update project", res, err)
 }
 

@@ -82,6 +82,10 @@ func (sqliteEngine) timeArg(t time.Time) any { return t.UnixMicro() }
 
 func (sqliteEngine) lockSuffix() string { return "" } // the writer holds the database's write lock
 
+// trySweepLock: the one writer connection, whose transactions take the write lock up front,
+// already lets one sweep at a time.
+func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { return true, nil }
+
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
 // transaction, SQLite's cost is the B-tree work itself.
 func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {

@@ -24,6 +24,9 @@ type engine interface {
 	// lockSuffix is appended to the project existence check of a batch so that no project can
 	// be deleted between that check and the insert.
 	lockSuffix() string
+	// trySweepLock takes, for the rest of tx, the lock that lets one instance at a time sweep
+	// expired entries; false when another holds it.
+	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
 	isForeignKeyViolation(err error) bool
 	isUniqueViolation(err error) bool
 	isUnavailable(err error) bool

@@ -186,20 +186,50 @@ type ClientInterface interface {
 	// Corresponds with GET /projects/{id} (the `GetProject` operationId).
 	GetProject(ctx context.Context, id ProjectID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateProjectWithBody Rename a project
+	// PatchProjectWithBody Change some of a project
 	//
-	// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-	// when sent.
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change. `{"retention_days": null}` keeps entries forever,
+	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+	// within minutes. A body that is not an object is a 400; any other media type a 415.
+	// `updated_at` always advances.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+	PatchProjectWithBody(ctx context.Context, id ProjectID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchProjectWithApplicationMergePatchPlusJSONBody Change some of a project
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change. `{"retention_days": null}` keeps entries forever,
+	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+	// within minutes. A body that is not an object is a 400; any other media type a 415.
+	// `updated_at` always advances.
+	//
+	// Takes a body of the `application/merge-patch+json` content type.
+	//
+	// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+	PatchProjectWithApplicationMergePatchPlusJSONBody(ctx context.Context, id ProjectID, body PatchProjectApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateProjectWithBody Replace a project
+	//
+	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+	// forever), so a replacement can only lengthen retention by omission, never delete data. To
+	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+	// ignored when sent.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /projects/{id} (the `UpdateProject` operationId).
 	UpdateProjectWithBody(ctx context.Context, id ProjectID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateProject Rename a project
+	// UpdateProject Replace a project
 	//
-	// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-	// when sent.
+	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+	// forever), so a replacement can only lengthen retention by omission, never delete data. To
+	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+	// ignored when sent.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -393,10 +423,58 @@ func (c *Client) GetProject(ctx context.Context, id ProjectID, reqEditors ...Req
 	return c.Client.Do(req)
 }
 
-// UpdateProjectWithBody Rename a project
+// PatchProjectWithBody Change some of a project
 //
-// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-// when sent.
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change. `{"retention_days": null}` keeps entries forever,
+// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+// within minutes. A body that is not an object is a 400; any other media type a 415.
+// `updated_at` always advances.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+func (c *Client) PatchProjectWithBody(ctx context.Context, id ProjectID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchProjectRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchProjectWithApplicationMergePatchPlusJSONBody Change some of a project
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change. `{"retention_days": null}` keeps entries forever,
+// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+// within minutes. A body that is not an object is a 400; any other media type a 415.
+// `updated_at` always advances.
+//
+// Takes a body of the `application/merge-patch+json` content type.
+//
+// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+func (c *Client) PatchProjectWithApplicationMergePatchPlusJSONBody(ctx context.Context, id ProjectID, body PatchProjectApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchProjectRequestWithApplicationMergePatchPlusJSONBody(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateProjectWithBody Replace a project
+//
+// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+// forever), so a replacement can only lengthen retention by omission, never delete data. To
+// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+// ignored when sent.
 //
 // Takes any type of body and a specified content type.
 //
@@ -413,10 +491,12 @@ func (c *Client) UpdateProjectWithBody(ctx context.Context, id ProjectID, conten
 	return c.Client.Do(req)
 }
 
-// UpdateProject Rename a project
+// UpdateProject Replace a project
 //
-// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-// when sent.
+// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+// forever), so a replacement can only lengthen retention by omission, never delete data. To
+// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+// ignored when sent.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -879,6 +959,53 @@ func NewGetProjectRequest(server string, id ProjectID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPatchProjectRequestWithApplicationMergePatchPlusJSONBody calls the generic PatchProject builder with application/merge-patch+json body
+func NewPatchProjectRequestWithApplicationMergePatchPlusJSONBody(server string, id ProjectID, body PatchProjectApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchProjectRequestWithBody(server, id, "application/merge-patch+json", bodyReader)
+}
+
+// NewPatchProjectRequestWithBody constructs an http.Request for the PatchProject method, with any body, and a specified content type
+func NewPatchProjectRequestWithBody(server string, id ProjectID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/projects/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateProjectRequest calls the generic UpdateProject builder with application/json body
 func NewUpdateProjectRequest(server string, id ProjectID, body UpdateProjectJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -1076,20 +1203,50 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /projects/{id} (the `GetProject` operationId).
 	GetProjectWithResponse(ctx context.Context, id ProjectID, reqEditors ...RequestEditorFn) (*GetProjectResponse, error)
 
-	// UpdateProjectWithBodyWithResponse Rename a project
+	// PatchProjectWithBodyWithResponse Change some of a project
 	//
-	// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-	// when sent.
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change. `{"retention_days": null}` keeps entries forever,
+	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+	// within minutes. A body that is not an object is a 400; any other media type a 415.
+	// `updated_at` always advances.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+	PatchProjectWithBodyWithResponse(ctx context.Context, id ProjectID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchProjectResponse, error)
+
+	// PatchProjectWithApplicationMergePatchPlusJSONBodyWithResponse Change some of a project
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change. `{"retention_days": null}` keeps entries forever,
+	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+	// within minutes. A body that is not an object is a 400; any other media type a 415.
+	// `updated_at` always advances.
+	//
+	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+	PatchProjectWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id ProjectID, body PatchProjectApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchProjectResponse, error)
+
+	// UpdateProjectWithBodyWithResponse Replace a project
+	//
+	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+	// forever), so a replacement can only lengthen retention by omission, never delete data. To
+	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+	// ignored when sent.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /projects/{id} (the `UpdateProject` operationId).
 	UpdateProjectWithBodyWithResponse(ctx context.Context, id ProjectID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error)
 
-	// UpdateProjectWithResponse Rename a project
+	// UpdateProjectWithResponse Replace a project
 	//
-	// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-	// when sent.
+	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+	// forever), so a replacement can only lengthen retention by omission, never delete data. To
+	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+	// ignored when sent.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1797,6 +1954,124 @@ func (r GetProjectResponse) ContentType() string {
 	return ""
 }
 
+// PatchProjectResponse401Headers the declared response headers of an HTTP 401 response for PatchProject
+type PatchProjectResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PatchProjectResponse429Headers the declared response headers of an HTTP 429 response for PatchProject
+type PatchProjectResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// PatchProjectResponse503Headers the declared response headers of an HTTP 503 response for PatchProject
+type PatchProjectResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type PatchProjectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Project
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchProjectResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PatchProjectResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PatchProjectResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchProjectResponse) GetJSON200() *Project {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PatchProjectResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchProjectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchProjectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchProjectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchProjectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // UpdateProjectResponse401Headers the declared response headers of an HTTP 401 response for UpdateProject
 type UpdateProjectResponse401Headers struct {
 	WWWAuthenticate *string
@@ -2075,10 +2350,50 @@ func (c *ClientWithResponses) GetProjectWithResponse(ctx context.Context, id Pro
 	return ParseGetProjectResponse(rsp)
 }
 
-// UpdateProjectWithBodyWithResponse Rename a project
+// PatchProjectWithBodyWithResponse Change some of a project
 //
-// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-// when sent.
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change. `{"retention_days": null}` keeps entries forever,
+// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+// within minutes. A body that is not an object is a 400; any other media type a 415.
+// `updated_at` always advances.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+func (c *ClientWithResponses) PatchProjectWithBodyWithResponse(ctx context.Context, id ProjectID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchProjectResponse, error) {
+	rsp, err := c.PatchProjectWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchProjectResponse(rsp)
+}
+
+// PatchProjectWithApplicationMergePatchPlusJSONBodyWithResponse Change some of a project
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change. `{"retention_days": null}` keeps entries forever,
+// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+// within minutes. A body that is not an object is a 400; any other media type a 415.
+// `updated_at` always advances.
+//
+// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /projects/{id} (the `PatchProject` operationId).
+func (c *ClientWithResponses) PatchProjectWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id ProjectID, body PatchProjectApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchProjectResponse, error) {
+	rsp, err := c.PatchProjectWithApplicationMergePatchPlusJSONBody(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchProjectResponse(rsp)
+}
+
+// UpdateProjectWithBodyWithResponse Replace a project
+//
+// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+// forever), so a replacement can only lengthen retention by omission, never delete data. To
+// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+// ignored when sent.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2091,10 +2406,12 @@ func (c *ClientWithResponses) UpdateProjectWithBodyWithResponse(ctx context.Cont
 	return ParseUpdateProjectResponse(rsp)
 }
 
-// UpdateProjectWithResponse Rename a project
+// UpdateProjectWithResponse Replace a project
 //
-// Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-// when sent.
+// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+// forever), so a replacement can only lengthen retention by omission, never delete data. To
+// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+// ignored when sent.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2776,6 +3093,121 @@ func ParseGetProjectResponse(rsp *http.Response) (*GetProjectResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePatchProjectResponse parses an HTTP response from a PatchProjectWithResponse call
+func ParsePatchProjectResponse(rsp *http.Response) (*PatchProjectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchProjectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Project
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PatchProjectResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PatchProjectResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PatchProjectResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int32
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {

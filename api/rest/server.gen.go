@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 )
 
@@ -225,6 +226,18 @@ type Project struct {
 	// Name Example: checkout
 	Name string `json:"name"`
 
+	// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+	// An entry whose `time` is older than now minus the retention is gone: listings leave it
+	// out from the moment the retention changes (a longer retention brings back what was not
+	// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+	// refused with 422. When creating a project, leaving it out means the server's default
+	// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+	// means `null`, so a replacement that forgets it never deletes data.
+	//
+	//
+	// Example: 30
+	RetentionDays nullable.Nullable[RetentionDays] `json:"retention_days"`
+
 	// UpdatedAt Example: 2026-11-23T10:00:00.123456Z
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -235,7 +248,51 @@ type ProjectInput struct {
 	//
 	// Example: checkout
 	Name string `json:"name"`
+
+	// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+	// An entry whose `time` is older than now minus the retention is gone: listings leave it
+	// out from the moment the retention changes (a longer retention brings back what was not
+	// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+	// refused with 422. When creating a project, leaving it out means the server's default
+	// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+	// means `null`, so a replacement that forgets it never deletes data.
+	//
+	//
+	// Example: 30
+	RetentionDays nullable.Nullable[RetentionDays] `json:"retention_days,omitempty"`
 }
+
+// ProjectPatch A JSON merge patch (RFC 7396) of a project: only the members it names change.
+// `"retention_days": null` keeps entries forever; a member left out stays as it is.
+type ProjectPatch struct {
+	// Name 1 to 256 characters, not only white space.
+	//
+	// Example: checkout-v2
+	Name *string `json:"name,omitempty"`
+
+	// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+	// An entry whose `time` is older than now minus the retention is gone: listings leave it
+	// out from the moment the retention changes (a longer retention brings back what was not
+	// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+	// refused with 422. When creating a project, leaving it out means the server's default
+	// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+	// means `null`, so a replacement that forgets it never deletes data.
+	//
+	//
+	// Example: 30
+	RetentionDays nullable.Nullable[RetentionDays] `json:"retention_days,omitempty"`
+}
+
+// RetentionDays How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+// An entry whose `time` is older than now minus the retention is gone: listings leave it
+// out from the moment the retention changes (a longer retention brings back what was not
+// swept yet), a background sweep deletes it within minutes, and a batch holding one is
+// refused with 422. When creating a project, leaving it out means the server's default
+// (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+// means `null`, so a replacement that forgets it never deletes data.
+//
+// Example: 30
+type RetentionDays = int
 
 // EndTime defines model for EndTime.
 type EndTime = int64
@@ -360,6 +417,9 @@ type CreateLogsJSONRequestBody = CreateLogsJSONBody
 // CreateProjectJSONRequestBody defines body for CreateProject for application/json ContentType.
 type CreateProjectJSONRequestBody = ProjectInput
 
+// PatchProjectApplicationMergePatchPlusJSONRequestBody defines body for PatchProject for application/merge-patch+json ContentType.
+type PatchProjectApplicationMergePatchPlusJSONRequestBody = ProjectPatch
+
 // UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
 type UpdateProjectJSONRequestBody = ProjectInput
 
@@ -386,7 +446,10 @@ type ServerInterface interface {
 	// GetProject Get a project
 	// (GET /projects/{id})
 	GetProject(w http.ResponseWriter, r *http.Request, id ProjectID)
-	// UpdateProject Rename a project
+	// PatchProject Change some of a project
+	// (PATCH /projects/{id})
+	PatchProject(w http.ResponseWriter, r *http.Request, id ProjectID)
+	// UpdateProject Replace a project
 	// (PUT /projects/{id})
 	UpdateProject(w http.ResponseWriter, r *http.Request, id ProjectID)
 }
@@ -756,6 +819,32 @@ func (siw *ServerInterfaceWrapper) GetProject(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// PatchProject operation middleware
+func (siw *ServerInterfaceWrapper) PatchProject(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id ProjectID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PatchProject(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // UpdateProject operation middleware
 func (siw *ServerInterfaceWrapper) UpdateProject(w http.ResponseWriter, r *http.Request) {
 
@@ -906,6 +995,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/projects", wrapper.CreateProject)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/projects/{id}", wrapper.DeleteProject)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/projects/{id}", wrapper.GetProject)
+	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/projects/{id}", wrapper.PatchProject)
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/projects/{id}", wrapper.UpdateProject)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/logs", wrapper.DeleteLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
@@ -1809,6 +1899,166 @@ func (response GetProject503ApplicationProblemPlusJSONResponse) VisitGetProjectR
 	return err
 }
 
+type PatchProjectRequestObject struct {
+	Id   ProjectID `json:"id"`
+	Body *PatchProjectApplicationMergePatchPlusJSONRequestBody
+}
+
+type PatchProjectResponseObject interface {
+	VisitPatchProjectResponse(w http.ResponseWriter) error
+}
+
+type PatchProject200JSONResponse Project
+
+func (response PatchProject200JSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject400ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject401ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject403ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject404ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject413ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject415ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject429ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchProject503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PatchProject503ApplicationProblemPlusJSONResponse) VisitPatchProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateProjectRequestObject struct {
 	Id   ProjectID `json:"id"`
 	Body *UpdateProjectJSONRequestBody
@@ -1992,7 +2242,10 @@ type StrictServerInterface interface {
 	// GetProject Get a project
 	// (GET /projects/{id})
 	GetProject(ctx context.Context, request GetProjectRequestObject) (GetProjectResponseObject, error)
-	// UpdateProject Rename a project
+	// PatchProject Change some of a project
+	// (PATCH /projects/{id})
+	PatchProject(ctx context.Context, request PatchProjectRequestObject) (PatchProjectResponseObject, error)
+	// UpdateProject Replace a project
 	// (PUT /projects/{id})
 	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
 }
@@ -2228,6 +2481,39 @@ func (sh *strictHandler) GetProject(w http.ResponseWriter, r *http.Request, id P
 	}
 }
 
+// PatchProject operation middleware
+func (sh *strictHandler) PatchProject(w http.ResponseWriter, r *http.Request, id ProjectID) {
+	var request PatchProjectRequestObject
+
+	request.Id = id
+
+	var body PatchProjectApplicationMergePatchPlusJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PatchProject(ctx, request.(PatchProjectRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PatchProject")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PatchProjectResponseObject); ok {
+		if err := validResponse.VisitPatchProjectResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // UpdateProject operation middleware
 func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, id ProjectID) {
 	var request UpdateProjectRequestObject
@@ -2266,102 +2552,114 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7HyLbhs5lvarEPUP0DamdJdvMho/3OlkxjNJuiexN7PbyqaoqiOJ4ypSTbIsqwMD+zS777GPsk+yOIes",
-	"i6SSLecy0zsXDNCxVCySh+fyne8c6mMQq2yhJEhrgtHHYA48AU3/fANWry6mFjT+lYCJtVhYoWQwCt5C",
-	"rGRimFVsyYVlE5gqDUzjECFn7SAM4I5nixSCUS8MTDyHjONrpkpn3AajQEg76AdhYFcLcH/CDHRwf38f",
-	"BguueQbWr+O5TK5EBtuL+EGmKwbSagGGLYWds8iKDCLGLVO6WJOdC8Oupbhj+CUTkmUiTYXxOzgQMk5z",
-	"I27h8JxJVW4lMpZr+4FeuL6dk7Oj4aB33MX/hYHAlfycg14FYSA5rjMAmdDAYNfOj4dNOw+Dl2r2Em4h",
-	"3WevcMdjm67c/qIUh0UjdstTkbDrqxetU3pM5Za9vn4Zsh6e1aDP4jnXPEbZsgM7BzYVkCbfGKaWkuk8",
-	"RSlwubJzIWcMUgNMGDbsdpnkGX6EQ8rjWZNLAForHTRLJFWzD7TENZF4CRirhZyRAH7U6i8Q28vvtyVw",
-	"hTO7r78xTCTrk3d7Z4PjaRdap3Gft04mA2idJcNpq8+PJ6dxN+lBf1qsbcHtvFqaSIIw0PBzLjQkwcjq",
-	"HPZc459ojw8tlC3nykB5blwDy4BLe86EZVluLIM7Yeynb2VDzH7aD0/e01tU9k+yMo4O4glGtm1L/dPu",
-	"A7ZUmeGTrelK8xiaVGltS2rqVm/x6RGayBzueAKxyHjKEjET1oTkGXiasl9Aq3OWLxagWcwNsIzbeA7o",
-	"CVWbXXya5Qwn07P+dHB0cjIZDBN+zAcxnPXPki50YXgyON5x2rRid9aVYDJ+9xLkzM6D0aAfBpmQ9T+3",
-	"T/7agH5URg0OJzegP4jkIZfDLcuUsawXdvtDNllZ+OI+J28N+zuk4xf4oMO5RysxCyUNUKj5jidv4Occ",
-	"jMW/YiUtSPonXyxSEXOUTWeh1SSF7Ld/MSioj9VqUISWixSPZo7BkN6EmxGShIRLRydpgtFPtYfJEUyg",
-	"lNealw7CYKFQq3UwCjr9jvOi9+9DtAybm2A0RNOxwpJAvuMJK7ZQHjefqNyOJimXN8F9XR6/0TANRsH/",
-	"61QgoOO+NZ0f3TadlLY9XG13GU/RHCGhqKuB3xjG6WDPWeQ2HOFZgmHA4zlT0ynIBE+WFAFH1Y73Pgxe",
-	"KD0RSQLys09BGHYDK5YoMGTCsbotvJVagKZXBXVRDipRVqv4qoK8+PHy8TWSjJxzJwldyhepmM0/V015",
-	"eYxk4TTnZQLZQlmQ8ar1R1g59WVTN11dVGeVqJ4pOU1F/BVV7mJzpcAMz6BptcaKNGUTQAWbc5mkkJw7",
-	"ZMpSXqjYa2VfqFwmnynAIs7juU3pfXUJDSsJvVaWvfAPfEVlKtZTKpPHFxgNlXrJ9Qw+W2UmGPHYXKWJ",
-	"qVw8BvAiXNRl0BusaQnOyq6UYm4pX1UWE5Ws0G5QV9yahWEpzoufcemUCDRaG49jWFhTCOoVlyvvRc1n",
-	"ymuphQWmuQUGdzFAAms60q9ZEcoFZ2bl1F9VPuh05tyw3EDC8gUT1rBqtYXJFPgO2EzcgiR8hzF4M1Fs",
-	"lZli05L8051aTkmrupY8t3OlxS/wuaaILwJp/RBWot+6QfYqYa/N/NXk/FoV/j1EVVQS6lpXWumNVMsN",
-	"ob579651UW2pAZhH3wHXoKM1QOQ+exj0OLnfcpHySQpfAOkYixmzMCyvvbaS+1E9qr4FfStiYNdrj35F",
-	"NXeLi7l0yT3TiEEgYRoDGpNqGRZOwp8KhpA5JARQUsU3g8eXU308demzyc88hdy9rPD/O4CmVFViWsZ7",
-	"gqU1iNnt1LLINZzZ79fNZ6FVDMbgAbLn0gq7+orR37IUuLFkQBhlVh5P8nJDds43w155sJsgYem93lh6",
-	"soekwVkiplPQGKIwdhAdRDkJPk9qlLQZqpSTLS2hHgGL+Hc+ljirEzszfGXYXC1Zhq49c5QU4KSgoT2W",
-	"AemCyRcLpS0kryAR/IrE+Nl2SRGwzC5qL6CB9Sh9VD/Zci2MFsNoNV8/VAt3dH94+8PrNqWmfjC++8Ja",
-	"LSa5dWkaTxKBo3n6o0aIbBF0eJZjg6e0Oo9triFhCbfcJftehUbMuUT0zsRk4vng7JjR5piruu8x+8+z",
-	"CWgTsolSKXBpwrGUeZqGjGvNVyZkaoJaaA5D97YbWFh2C3rCrcjYQaKsY39wgxowylqQh212UWhP/9QN",
-	"5NYpj1ULRqleWORMjsHrHx3XksPzUv2Oh+yP4jvGTd2TgYxVAoYJO5YHeCo8tofnTILBw62lmzSTYQnA",
-	"ArW+EIzSBBIyviK4h1k9O7j+LWK9wzb7F5LSWMYqQ4AV3+DsBqQt5cWI9kkgYQdRrz8YHh2fnJ51q39F",
-	"zFi0DmIWDs+dBMrXjaUhLQwZlwnjtBR8PbNLDCA3AAtDoCVFz0BnhuYU1s1hbu2inYGdqyQYBb97foXu",
-	"Gz9zqv8B5YMBqh8G5OQLLbJ8hr4zWPBVRtR4GEAevL8vrcCddxAGd62ZavkP0azab/jyFfpFgrflty1z",
-	"IxYttXBq2yr9LU7niN/n0jaxiRfe87BUzZzettkP/jUufzbO96E7If0iGaGyqQzVjIjSRc1OPgZ8zZoe",
-	"stua3d2HgUiaKgGoai1ujJhJPKxcip9z2EFpnvFet3US95PWKQymrSE/mhzHJ8kpnE2DLXYqDNKCDN9m",
-	"mbeezbzQ157258cSiFMh60ivGlgLd2tj9+Rht95nFlx+aBJV75ilagm6RcThNsu4IbPutHt8wnl3ws+6",
-	"/clJ41T5pAAP1cB4DvGNym3TANtI8e4kbneQtb3+IHycgQ0rgnJrRvQ5+4tiD350a6cF/bcmGk8XbrOg",
-	"FVf+kysIrDHpWWnPRQ2D5Ph+0xvUDPlSLnLbxKpCZcjoLzmLU4EaakAm6M6+nLWmzZWk7ULQeT1mkLcx",
-	"LBJyqiK2nINkglg+PkHH0lzy2U069x621C2YVw9mB8dH4dHg2DPHauo45vUKQpOF11ZzfHQ0OH7U5nfz",
-	"KCVYYBNIlZwhTvgSxZv9nQalMAvPVmwuBTWod/y0ggUeJbEdCAFkUoQXIZ1F0kOPeqKaiHvH6wd+/LCf",
-	"Wt/dO4xc1c5IzVRum2sHhQawA6kQixw6NO60/xvDykWxWOXSmnqtE3cqDFOSChhohMqAZhOVy8TpP87B",
-	"UpE5bV/iwrhkQiZwh9mjQ0BKMrgFvXJSWxdTze/WxdPtDz/fEddN9BvjHiHbbLDKL+mnUb70bbP6Hbwb",
-	"PGNUZmNE7t3ZkP2wAHkFKWSIpw5RQ59aUnu6hu4RIJ5UF1sLH9sSwS9rAomVjEFL839Sa31IfExjN2Jk",
-	"Y3jcEQ/NMw3cQoMsf19kxWWB3BO1PtneCoVx9aZyB/1wr2JwffXFa3Yt+HtIYd8FJ/Qs05Cp26YlJ9W7",
-	"Kgv9hDUX72lac5FdbwdUyd68eMbOhkcnzJMGLFFxnnmfsblUxx3UEdPOQuaWxRSEU6OLL2rHqKNayVlI",
-	"TE4GmCYyNPxidVREqeXF3S6lMqnAlPXc+bxMaRhLynfo8ZBFbukRIxBFbM4uxiVk0J61xzI6ODvrdt23",
-	"fnLHP7ipDiOXSwoLmdmT3XiB2VhQ5YjEDVDeJI3lMt7ITTqpmpkmSXp573Q//nvqggnRwUI8V85B4nFF",
-	"f275AkLrMolYUeBmjog8Zz/nygJiGBKmhoXSFrN9Xsjhy+RuBblU2zJVqh/tACupqLqwGuvatXDqCbPN",
-	"3Pn6zSXTQKQexTBuPXFo5+WxMxx8zqIasRVRm47nUmgfjsYTFLHW5VPnwx5zm9YzabS/UkRhYXkP2LbT",
-	"rcZ8oiqnE43mauoHkacYokOmNKPeiKrKjl8X/44O9/MEj3UpbGPsYoZmLSb21PNx1RbcQqkjwM53dX2s",
-	"9QRtz1twK5uzErfnv2UH6BiPz7q9QyakVazu6Bz7SwE+W9hVQYdVOrGcq9SxlusLK/szHlOEhw+8GStf",
-	"lFnJOsvnM7am1NEHug98gyLod/vHrV6v1R9c9bqjLv6/7Wi5fwtqFppwC61dYt6DDGLX15ff3558mQzJ",
-	"tfXsS3Tki+Qr7byJLaC1hXVxr63ggWPewRNQ0Cy5gYyvmAGLOI5XbSCbh10IqCHdX2eNHfQmULmcC0v5",
-	"ZQxt9po8owRIfCNsI5fXnOb0j44fyfs35Ear3RYMBg6Icy3s6i1GV7e1CVU1L3J8cwPGKVpouGHRha/q",
-	"UqFjxFw9lP3x+b9GYVkTdpGvZkJzbgryWU7FLNeQjOUB4QiJQMWha7VwnH2SCekex4NJlAPXVCo6r1Wk",
-	"CupcA0+Ip1ZLOZalDcuEOX0JCXLQBx5MUpyqel0RJzg0QoADxTUpyrxefHNrF664IuRUFaUj7tyIb4j7",
-	"YYK75RORCrsimWVcSMuFRAe+VZfxCuqSEDsHoUvmitomUW6/v7r6sUMFm7Ecy+eUYxAOpBxOsmhX1Soq",
-	"YahzxIhQD4vu0tUCopBFFCXxHy5MRmOJKymg3rnrO3TFfl+Q40lCsxY9ZwTAfA+uw5q+aLcec9CPj6WL",
-	"mxNfAirDRBlHHXBkUeHjXWBtil67wuxYPnP2LNDomUS1YTHPDSUSR3d37pBTEYM0UDu5iwWP59Dqt7vo",
-	"V3TqD9yMOp3lctnm9HVb6VnHjzWdl5fPnr9++xzHtOc2S2uwalsRgjC4BW28w2h32118HNWdL0QwCgbt",
-	"bnuA/obbOdmjg65ldrNtlC6DKmGWV+RCd0i/qXHW56WutWQqUhQapfz1oin6n7IT7jIpX//S4ef6bYGf",
-	"moF69Uhno3v7Pnx0hO+Q3ePJsn1/j2eL5uQ9Hq2as/d4uLgtcf9+o7e13+0+UFJuLCX7zLXX37vOW8+e",
-	"d9R66dyp07doLsbUzE9GDVhDt9KmecoddWqtujSk9/iQtZYfGjR4fFDVBUojho+PKFsLcUD/7PEBmw1n",
-	"92FwtM/S6i00FDjzLON6VdpH3V8HVU2TbPf9fRjMoAF5vAGba/lJlhsypRPA+DpZFZcELEbaSCTRWB5w",
-	"E3s/mcsUjGERPf8tLiA6bLN3RXJfTudmoma9iEiuKHQp7kuBSZrLaMcy5tqzMRpSbsUt1JM+h+0l3Fm2",
-	"4DNgB5GG9NtxgJ+Mg+hw5PpgqqyaUg8uk7F0/tx3h0Rxro3SEYYZSEJ8MbUTGZXeQsL4jGOeT5Ndv3m5",
-	"llAsfWWcOFNhx9L5/qKHZa6M9bQg1bJpmYhJpFrfKoVZqk/gE9TrqoFnOLvxIIXQxlSrjJWdWW12USBJ",
-	"Oj/Lb6hNhnJHHDZV2nUdlASzsTxNiWZWuWUHvSNm8FATmPI8tYcsVcZ791hJCTEqj6vTk7CE9U37M1+S",
-	"X3ffL4Wx/3TeDznvcKvZj5s4YgcqTVCfpkIb60yhPBKlERvRUxKW5VMb5TJ8YseFCTLGtc5BkHmGHoPT",
-	"GBr6vgHXN2X3RBGUWFF6jaWmYX8XrdcNu93uOevhf3YXM3bdCyJ3EDx4tTDjdyLDHfTc9aJMSP93E9u6",
-	"Ra0s+M85sIUy1GtEViOdZSHGh1uhckPb+sZsWOl6jXT1h+7lX9Td619ueq+/vxy++v5i+erq8pfpn3ac",
-	"g3Mzuy71NLPznxnsf9qsMu/dN+OJgH1ZQl+TrgrHRSm4qY5bL9LuSxuUddSmqmVZhlyjDqgSt1E0qypi",
-	"+9SWymKRq6ZQ02R5dnsxyGX/zxZ7vA2ifiisSU23wNRGeypqZUPj8Djvdgcxgfj//z//8Z/4Z//Yqd23",
-	"/u8BNYDXwqS3UKnsHLSbf6rSVC2Ny+BO+6enh6NaCB7LKgYfcDJuleYWyvDqsqWQKhSDs9Nj9t//NWz3",
-	"D8PmkFqG57G8fvNyo9ErqO+oUptv91Gatd0Xxjr9U5MQHm2r/jtCrp+JQDHEP4Y/F8o0ANC3js7kLg93",
-	"KXzR/ehiRhlXDojwrjpw2Svx3TmbKDt3JVHXc+lAzVgasFbImTlkQrpOfM2l4bEjikCQYjtUW3Yj+NKz",
-	"0p4HMm12If3X/q7jWHqoOwNrtsv0YXkn0t/Rds+5/po2813gRScfrlfMJFU/Eetd+Fsst77gbMQvvtxL",
-	"zc1oVoWA1oBzeb/F1VP9CIKHU9f5TDht2BsU992LqiZtO1XqhjpEETr6m5jbt/fc4yVv4omSsTyIOoOO",
-	"k8m4KhtI5oPtOAhZ1Ol2vO/Hhzz8FhoS921/Y6ijB8dBOJZRp9epglX5HBW6+UY7rXvZsFO48/pb17sS",
-	"xtK1JYyDwxD1w18ecph7C8C6inYzhF3X5leEtauTMHxKKQl1m45IN4Rk/SGbq1ybsKqAUxMn+r+NC283",
-	"sMJUynFy7iNPfx7WFLYQhJIxwX93g2H9Tc54pFmCphWOpdJiJiRPWb/bc5OHnpOrd9C/gUXKV5CMmNU5",
-	"ROdra9tqpR/LtXmG/f45BQlaz1ykjowjqFovNDdc4qve0T3b9P8ktFZF7rcwkBf4ygXECmBtXAfYhbT6",
-	"R0eblPaCWwsa3/nvP43Hd/1uazy+O3n+/re/CXZgMtrQdypZ/dXg2D8GxAo/1jbmtAkPMcnTT9zXOmhr",
-	"uKKAGjZCw9q4iVLr+nHRqcqTXUq/lgp5+x7Lsqle4IdFKc+FKHYQvbr484fvLq6e/f7D89dXby6fv40O",
-	"z0vnQOFAWBdJhr3BE1oV1vtT7ylJunQDqyyp+KAJi67/qsT9Vt7RexrJWHb0PI1jLFqKGuDx81oEry7u",
-	"sAOlQzbFmEnOR0CyeS0oZHOesAmAPNyA0U3erwFWkzssaktUAHH+qnB3aoqhbPMykmverxbKUw18s7CM",
-	"r25MzemLhqT8145G96BFyzvuOKA32ItHddeKacDRPhtpuHZFrG1/n8Fr9/f+dmTvO7qzW/qG6cOw+z4M",
-	"igt+pNsPksAODfvHQ1Znn9qNrF5RNAw+m4+oty48UrV/SvAqOJYqONU7BR6c6BPS+ppyPJbVX6RpIWiz",
-	"Kem/nmF+iaxvUelAeY2q+Gh32uc8ev1Gp0eSZqOnRCTsgPvOksM2e1FcgSqL+WopDTuIRBJhtlDpURSy",
-	"qDrs6LCebDmvTezjTrj/Y3m39hNh3cct7XvK/cmqW+QrxuFfk7k9UTaP/SQGhli/y02WTDm57LgKwu28",
-	"6FOTsKy8YVT60c5HkdxHG61g5Zd7imr/n+v6lcf2v3Ko/pvEXOcRKmfV7OvqsZZ05IktE8SSuhhcXRoT",
-	"ljzcrqaIupdacwjDh2860VUD65qNmkry/6yvb9fXHzn+RyrsVBXzzXzsQmJgqzUoV7/VENZ/YEtCdas6",
-	"dLnjsDvcVobfgd2pCd1/hoY13W//HfPwvwP7uJp+YhGeEHFj+yolyfFW/xceeXsNhDGeLvnKMJ7cchmD",
-	"2YnnalhtLB8Ea9f09i8P1lq3/a+J136VRol7fsAue6MBzXV8NBz0e1/OLv2EG/b599MU9o+AkN6A+3mc",
-	"RxBSrd+bfE+90/un95Rykxdoqq1cVT6CAif92zjurWovjjJ+A0znMnJXuyjysrm1i1Gn0+uftLvtbrs3",
-	"Ou2edon3c/21HXJufsUfd7VGq6Wssy3nDjOVl6ncT/F5XFeAq/bWz/Wahn6fl9VbQ+Z/L4YJyXiatpRu",
-	"Fb9MNPG/PovozfWZu850cE1k9cmI/7l/f/+/AQAA//8=",
+	"7H2LbiO50e6rEH0CrIS0ZN18k7E48M54dp14LpmxzyZnNWea6i5JjFuktsm2rB0YOE/z/+/xP8r/JD+q",
+	"yL5JLUuey2aTbBBgLYlsksW6flXV89EL1XyhJEijveFHbwY8goT+fAsmWZ1PDCT4KQIdJmJhhJLe0HsH",
+	"oZKRZkaxJReGjWGiEmAJThFy2vZ8D+75fBGDN+z6ng5nMOf4mIlK5tx4Q09I0+95vmdWC7AfYQqJ9/Dw",
+	"4HsLnvA5GLePCxldizlsbuK1jFcMpEkEaLYUZsYCI+YQMG6YSrI9mZnQ7EaKe4Y/MiHZXMSx0O4EDSHD",
+	"ONXiDppnTKr8KIE2PDEf6IHV4xyfHg763aMO/s/3BO7k5xSSled7kuM+PZARTfS2nfxoUHdy37tS0yu4",
+	"g3ifs8I9D028sucLYpwWDNkdj0XEbq5ftE5omEoNe3Vz5bMu3lW/x8IZT3iItGUNMwM2ERBH32imlpIl",
+	"aYxU4HJlZkJOGcQamNBs0Okwyef4FU7Jr6dCFw+SRCVePUViNf1AW6yQxFFAm0TIKRHgTaL+DqG5fL5J",
+	"gWtc2f78jWYiqi7e6Z72jyYdaJ2EPd46HvehdRoNJq0ePxqfhJ2oC71JtrcFN7NiayLyfC+Bn1ORQOQN",
+	"TZLCnnv8C53xsY2y5UxpyO+NJ8DmwKU5Y8KweaoNg3uhzacfZY3MbtkPTz7TO2T2T5IyjgriCUK2KUu9",
+	"k84jslSI4ZOl6TrhIdSxUuVIamJ3b3D0EEVkBvc8glDMecwiMRVG+6QZeByzXyBRZyxdLCBhIdfA5tyE",
+	"M0BNqNrs/NMkZzCenPYm/cPj43F/EPEj3g/htHcadaADg+P+0Zbbph3buy4IM+f3VyCnZuYN+z3fmwtZ",
+	"/rh58zcakp00qlE4qYbkg4geUzncsLnShnX9Tm/AxisDX1znpK1Bbwt13AYfVTgPKCV6oaQGMjXf8egt",
+	"/JyCNvgpVNKApD/5YhGLkCNtDhaJGscw/+PfNRLqY7EbJKHhIsarmaExpCfhYYQkIuHWUUlqb/hTaTAp",
+	"gjHk9Kpoac/3Fgq5OvGG3kHvwGrRh/c+SoZJtTccoOgYYYgg3/GIZUfIr5uPVWqG45jLW++hTI8/JDDx",
+	"ht7/OiicgAP7qz54Y49pqbSp4Uqnm/MYxREisroJ8FvNOF3sGQvsgQO8S9AMeDhjajIBGeHNEiPgrNL1",
+	"PvjeC5WMRRSB/OxbEJrdwopFCjSJcKjuMm2lFpDQo7wyKfsFKYtdfFVCnr+53L1HopFV7kShS/kiFtPZ",
+	"57Ipz6+RJJzWvIxgvlAGZLhq/RlWln3ZxC5XJtVpQapnSk5iEX5Fljtf3ykwzedQt1ttRByzMSCDzbiM",
+	"YojOrGfKYp6x2CtlXqhURp9JwMzO471N6HllCg0KCr1Shr1wA74iM2X7yZnJ+RdoDZW64skUPptlxmjx",
+	"2EzFkS5UPBrwzFyUadDtV7gEV2XXSjG7la9Ki7GKVig3yCt2z0KzGNfF77i0TAQJShsPQ1gYnRHqJZcr",
+	"p0X1Z9JrmQgDLOEGGNyHABFUeKRXkiKkC67M8qW/Kn1Q6cy4ZqmGiKULJoxmxW4zkcn8O2BTcQeS/Du0",
+	"weuBYiuPFOu25EYflGJK2tWN5KmZqUT8Ap8rivggkMZNYbn3WxbIbkHsyspfjc6vVKbffWRFJaHMdbmU",
+	"3kq1XCPqjz/+2DovjlTjmAffAU8gCSoOkf3ucafH0v2Oi5iPY/gCno42GDELzdLSYwu6H5at6jtI7kQI",
+	"7KYy9Cuyud1cyKUN7lmCPghELEGDxqRa+pmScLeCJmQGETkoseLrxuPLsT7eunTR5GfeQmoflun/LY6m",
+	"VEVgmtt7cktLLmbnoBRFVvzMXq8sPotEhaA1XiC7kEaY1Ve0/obFwLUhAUIrs3L+JM8PZGZ83exRBLI2",
+	"7xudha9CjySPE+BoJeIoMwqoBQuYIQG8EdQnjeCgf2Bnjjx0zYoppoxMjGQxR03YMYv4So+8Zs5l6x7L",
+	"MlPBDniim+EsEpMJJGgu0Y6djZB9KUDC8cTTUZshf9uLJnqUzXFmjM9oUcsCTPOVZjO1ZHM0M3OVwEia",
+	"GeCqkEB7JD1iTJ0uFioxEL2ESPBrutPPVhJkjvNQp/QAmlh2GQ7LbJbvhdFmGO3m6/sNwvIRgQPA5rQ0",
+	"rkkfC7fc8FsMav/07vWrM8YZ/pfNIZliwIoex0Ql7M359bMfmm2Ktt0WcIfnxiRinBobefIoEvhEHr9J",
+	"8PEG/SgH3KxBryZJQ5MmELGIG55tkbh7yKyWR4ND4CxeM23qjscp7tT+rn0m0/kYEu2zsVIxcKn9kZRp",
+	"HPuMJwlfaZ+pMXK0bvr2abewMOwOkjE3Ys4akTIW0EIyJYCOgwHZbLPzjAd7J3YiN8RkzKgFo+jVz8JA",
+	"C0r2Do9K8e5ZzsRHA/Zn8R3juqycQYYqAs2EGckG3i0PTfOMSdDIIqUImlbSLAJYnDGpMsKohPyeOV+R",
+	"B8te3Vyxxs0f0X1tttn/ISqNZKjm6DOGt7i6BmlyejFCsiKIWCPo9vqDw6Pjk9NO8VfAtEEhI7CkeWYp",
+	"kD9uJDXxss+4jBinreDjmVmiTbwFWGjSQDEqLbozFEq/LFQzYxbtOZiZiryh9/3FNVok/M4K0AekD9rc",
+	"nu+R3cq4yPApmgNvwVdzQvt9D1Lv/UMuS/a+Pd+7b01Vy32Jwtl+y5cvUdWTx57/2tK3YtFSC8u2rdyE",
+	"4HIWy76Qpg4gPXf6i8Vqavm2zV67x1hIQFt1jkqJ+ItohMym5shmhP0uSnLy0eMVaXpM+kty9+B7IqpL",
+	"biCrtbjWYirxslIpfk5hC0p7yrud1nHYi1on0J+0BvxwfBQeRydwOvE2ADffizN8fxM43xg7d0SvjHb3",
+	"xyIIYyHLzmsxsWTBK3P3hJY3nqcXXH6oI1X3iMVqCUmLsNBN4HSNZp1J5+iY886Yn3Z64+PapdJx5g8V",
+	"E8MZhLcqNXUTTC1qvRWL3oI/d3t9fzeo7BeY68aKqHP2J8UekO/GSTNEs0Iah4BuArsF/P+TzXFUkgPz",
+	"XJ6ztAzR8f26NigJ8qVcpKYOKIZCkFFfchbGAjlUg4xQnX05aY3rk2Obua2zss0gbaNZIOREBWw5A/Ty",
+	"0MLzMSqW+izWdhy9+7ikbniuZWPWODr0D/tHDgxXEwubV5MidRJe2s3R4WH/aKfMb4eGcmeBjSFWcop+",
+	"wpfIR+2vNCgqWzjHeX0ryEHdo6flYPAqCcBBF0BGmXkR0kokDdqpiUok7h5VL/zocT1VPd2PaLmKkxGb",
+	"qdTUp0MyDmANqdAXaVqf3nL/N5rlm2KhSqXR5fQtnhQDEUk5GRRCpSFhY5XKyPI/rsFiMbfcvsSNYYQj",
+	"I7jHgNh6QEoyuINkZalWJVNJ75bJ0+kNPl8Rl0X0G22HkGzWSOWX1NNIX/q1nv0aP/afMcocMsIr743P",
+	"Xi9AXkMMc/SnmsihT80SPp1D9zAQT0r1VczHJkXwxxJBQiVDSKT+p+RaZxJ3ceyajaw1j1vsoX6WADdQ",
+	"Q8sfsuA6z/k77NmF7BumMCyelJ+g5++V3y7vPnvMtg0/hxj23XBEY1kCc3VXt+WoeFYhoZ+w5+w5dXvO",
+	"YvRNgyrZ2xfP2Ong8Jg56IFFKkznTmesb9UiEGWPaWtudkNiMgytVsVn6XDk0UTJqU8g0xwwTGQo+Nnu",
+	"KC9Uios7HQplYoEh65nVeRaKoXiHhvsssFsPGDlRBApVgBtW4DY+g/a0PZJB4/S007G/usUtimGXagY2",
+	"lhQG5npPjOQFRmNeESMSNkBxk9SGy3AtNjmI1VTXUdLRe6v6cb9TYY+PChbCmbIKEq8r+GvL5URal1HA",
+	"spw9s9jqGfs5VQbQhyFiJrBQicFon2d0+DKxWwZRlY5MyfedRW05oFUmVm2qvmROHey2HjvfvL1kCRA2",
+	"SDaMG4eFOhiSeA4nn7GgBI8FVHnksBQ6h0UDBVmsKn3KqNoutWkcHkfny0nkZ5L3iGxb3qqNJ4oKAQLj",
+	"bJlAI3AQQ9BkKmFU7lEUDuDP2d9Bcz9NsKvwYtPHzlao52LCYB0eVxzBbpSKHMxsWyFLpcxpc90MW1lf",
+	"lbA99ytroGI8Ou10m0xIo1hZ0RGIbA38fGFWGRxW8MRypmKLfVY3lpec7GKExy+83lc+z6OSKsrnIra6",
+	"0NEZug98DSLodXpHrW631etfdzvDDv6/bWG5/+uVJDTiBlrbyLwHGMRubi6f3x1/mQjJVirtC3TkeYUP",
+	"EV/tVOBvs9HPcTC6f4voKxGuDmygo/nl26rsYOM0j7DNFtyBjHCONcz5imkw6BfyolJmnXkygtfAB1UU",
+	"2rry5KQuZ8JQvBpCm70iTSsBIlcrXIsN1odNvcOjnTjCZ93x2j3QYR+h6xv0S+tkciOLQYrluH961ETt",
+	"ltN3WHjx1u0ha2KNUTjjcgrolIzWDjXyhkymcRw4uDvzOycqQY/+jPHMiYphYphKjYPUubawjfVivuzF",
+	"1l5f667369/gxm1Vh2z333G5ciqynE1w8JwAnRWCHx12zlhQvgczI1+VLqE9kufShYK2hDlPmpYTnxLX",
+	"FjLVztRkeU+h2VRJGJLjKTCwjoHfASVt8D4niZpbtlEEdFVnW9bRrMEZRuWQlH4bU/bKpmYoMlxycnFH",
+	"Ui9hYdgKTNOnmCu8nSboSTO9BFi4mIY4CH1pwiJkapAgNhVTVDVRmkgCJYgTmFBulvzvQa/XZj+ih0lq",
+	"LXcwkdo+HRG/EpZnS95WBnFEMOFpbEayEVy9/v7D24vri1fXl69ffXh+/rd3gZ8Rn6UyBq1RnTXPco82",
+	"5mG2scabm+vm+oIjaVe0d+ozrRh388ARmRtcYgrGyimtldEl4oavpZr6HWJ+MU/n3hAZhnjffuz6Hq5j",
+	"60dcfmkz2NMQpokwq3fI7VZQx1Sfcp6aWW1olxVDcs2Cc1efQ5nWIbOVLezPF38L/Ly6x5Kn5DnMuM5y",
+	"bnIipmkC0Ug26PokXSrFfGphU5XRXEg7HO1HpCymQHn2s1JtQZYxTIBHJFBqKUcyd11kZBkCfGJ4+sLF",
+	"0ET0opwAwyNLZVIASK9xVrDj6DczZmEz00JOVJZ359Z7cqXNr8d4Wj4WsTArotmcC2m4kOi3biS1nb63",
+	"2IuZgUjKGoFRuekP19dvDlDxt0dyJC8IWqHwl6AryYJtKf8gj76tmcDAvJn1CawWEPioO0xMf9joIBhJ",
+	"3EkW4Z7ZCnKbUHfVDDyKaNWsepjiTqeKMltD3nbV1Ub3dSRtuDB2me/cO87DBxsvsyBzbW08Uee0b4su",
+	"RvKZdTsE+iZOlEKeasJPDu/v7SXHIgSpoXRz5wsezqDVa3fQH0pid+F6eHCwXC7bnH5uq2R64Obqg6vL",
+	"Zxev3l3gnPbMzONSNLnJCJ7v3UGinflrd9odHI7szhfCG3r9dqfdR+vJzYzk0UbsOaizKZTPnYKoFLnk",
+	"vEP8TS0QDo6zRYITESPRCOksl5ygnc2LJy6j/PFXFjYo9339VG84iyEHa304D/7OGa7XYY+ReSPWHmOz",
+	"NpM9hhZtNnsMzvreHt6vdSn0Op1H6nFq63AcYNft7V0kUwYNtxTK0L1Tz0bWJgIJOM0XUSntwO60bp38",
+	"RAelpgua0t09pVK8SZP6uycV9fw0Y7B7Rl4kjhN6p7snrJcOP/je4T5bKxdDkuFM53OerHL5KOtrryjl",
+	"INl9/+B7U6gJkN6CSRP5SZLrM5VEgPZ1vMpcP4OWNhBRMJINrkOnJ52vEtD4b3EDQdM5SYRDZsvZlchr",
+	"DAjbD3yL7F0JeRs4IG8kQ544EDqBmBtxB2Wsy0IaEu4NW/ApsEaQQPztyMNvRl7QHNqKxgJMJMSFy2gk",
+	"rT53tXVBmCZaJQGaGYh8fDAVhmoV30HE+JQLqa1bevP2qoKjLF1BEKWK0J+1uj+rRpwpbVw2hEp4aJsz",
+	"8lGrRyUzS2lZHEFdCwnwOa7uwhzrbeSuss1zsPMs4KX7s+Vn5NioCU6bqMQWW+VOpzY8jim7hl5po3vI",
+	"NF6q80WbLFbaafdQSQkhMo/1iYlYwrj2q6mrRKqq7yuhze/K+zHl7W+UbXMdBqyBYZQ2bCISbXxXo+mu",
+	"RCXoG9EoCct81FqVAI7Y0vpGwlipAQeJXvtPHqc5NPV9DY5TB2oSMpr7itJxLLV/uGCy2/E7nc4Z6+J/",
+	"tudwt3V4kjrwHm0Sz8OQrm0ULcchm3HHBqK84D+nwBZKi7xoU1rJQh8f7oRKNR3rG70mpdXSkNWfOpd/",
+	"V/evfrntvnp+OXj5/Hz58vryl8lfttyDVTPb2jPrk5Kfaex/Wi+u2btc0OGf+yZHXClOUS+TVcDUla+U",
+	"a1P2RUvz8pG6Yo28+qKCmFIBwlqtQFEIsE9KPc+R2yQylb/nd7dX4iwve9xImm06Ua8zaVKTDWdqrdEA",
+	"ubKmBWSUdjr9kJz4//3f//8/8GPvyLLdt+5zn1p5SmbSSahUZgaJXX+i4lgttY3gTnonJ81hyQQTDOJs",
+	"cIOTcKs4NZCbVxst+ZSY7Z+eHLH/+s9Bu9f0601qbp5H8ubt1Rro4JVPVLDNt/swTeX0mbBO/lJHhJ0N",
+	"Mv9CnutneqBo4nf5nwulaxzQdzaL48ribQifFX1bm5HblQbl+Yr2BfZSfHfGxsrMbCWILTW3Ts1IajAE",
+	"KzaZkLanKuFS89ACRSCIsa1XmxdhuYoblTgcSLdZAXHarvWRdK4uQWQb1Ul+3t3u3rZhx9mywjZz/TxZ",
+	"ATPuV0wlFX2gr3fu+hHvXJ2NFr+4KhfqDEGxyghUcZzzDhMLULoZ5B4SNDmSFpvs9rMGkqyYg44dK3VL",
+	"hfHoOrqe+s0+bDs8x00cUDKSlaaXPFsqmTO2I89nwUHnwOl+1xmTYXP2197aVAtsjzx/JIOD7kFhrPJx",
+	"VN/D17oI7MMGB5k6Lz+1Wow1krYai3puhMzaQK3PveHA2kKeehe2ys0vydcubkLzCYUkVGQ/zFDl3oDN",
+	"VJpovyj8odp11H9rrcu3sMJQymJy9isHfzZLDJsRQsmQ3H/bi1Z9khUeqZeQ0A5HUiViKiSPWa/TtYv7",
+	"DpMrtx+9hUXMVxANmUlSCM4qe9toRBrJyjqDXu+MjIRNEojYgnHkqpbra2rasYtndE7X9T8RrVUkJVto",
+	"yDP/yhrEwsFa66Xa5mn1Dg/X8zYLbgwk+Mz/99NodN/rtEaj++OL93/8g7fFJ6MDfaei1a/mjv17uFj+",
+	"x9LBLDfhJUZp/InnqjptNf1dyGHDmt7AUrGjtU5FnGxD+koo5OR7JPNeIoFfZhUM1kSxRvDy/K8fvju/",
+	"fvbDh4tX128vL94FzbNcOZA5EMZakkG3/4QKrWpZ/gMFSZd2YhElZV/U+aLV9wM9bMQd3aeBjHkh49Mw",
+	"xqySssY9vihZ8KLrkTVUQrkyp3wEROs9lT6b8YiNAWRzzY2u0341bjWpwyy3RAkQq68ydacmaMrWOzlN",
+	"lpDMVLftLq0Gkfjo2tCcfqgJyn/r3ugesGj+thKc0O3vhaPaF0TQhMN9DlLTs0qobW+fyZVO7H8c2Psj",
+	"vX0h1w2Tx93uB9/LWrWJtx8Fga03nCery+hTuxbVy5KG3mfjEeWKrR3VRk8xXhnGUhin9dKLfqda9fTo",
+	"4p8Q6pcYZlekfx7HGfH1OvV/PWH9EpHgouCLvKM0+2p7KGi1fLlf33mXeq28TkSswV2RXbPNXmTdoHmC",
+	"Xy2lZo1ARAFGEAVvBT4LissOmuUAzGpyQiS3hgBv8jcnfKKr93EvjnxKk3pR/PYV7fVvXSyfSK9dL0ZC",
+	"8+xOvo6wKUurLd1z3Myy0l4Jy0KTBrkOPvgooodgrXo2/3FP8u3/0sbfuF/wK5v5f4i9tpqjUGr1OrFs",
+	"p4lHnlhuQQirtd9Fn60wpAm3FVSUtVlFSQwebw6l7ixbMVibzv89N7+Zm99x/Tuy85RRc/XK7FyiASz1",
+	"dBRv7PHLr1mUULyIwrdx56Az2GSG78Fs5YTO7+Zip7lo/wvj+t+D2c26n5jUJ296saW+HPmsSAvU1pn7",
+	"1XpDGtOiMbbmsLlZem7LHuxzKiXoLPi4rQT9YUsNOnqWtZOOHwI2ExEUM0rV0PZVT/RaZBkCqdIZd3XV",
+	"TotasL4oPm4zlxYgkXfvHMpB8kywO/R6XGbzdaVXEXE26B62R7Ls9zIeL2kX0R2XIeg6h5cK/5/q767f",
+	"wZp6WJfa46dKou1G2MvR/WfRXMePKK7usE9rHx0O+r3uF1Rc9DrqaE2B/etU4f1buJWkuJhWtptwt5JO",
+	"a/0LKv1fL/+zr4mTUdFTMWScBVXWDYrWm3JTAWugthxJpyWbNU0GISov1MwxpVqodSHv3VgxNRdaU4FZ",
+	"ufvANh+wazWSVmeXO6l5rCT49iVqbfaoqtuGFvAERnIvKOCGnv7loQDbSfSrogG/SSW5jQ7/AEXpFvxd",
+	"Uf4TK0qn43YG4KVWJHJjy01IP70n5JfURV3a/7pQJuSk0d/apoWKzpdgzm+BJakM7MsWKLBjM2MWw4OD",
+	"bu+43Wl32t3hSeekQykp2/pxQH6y2/HHbV07ainLiYAzqzUr3Wel9jbXZLTxb4LomlLUq3JfoHuDIxOS",
+	"8ThuqaSVvXF07P6JC2s2OL2V4RZWGmx9c3kxSk08vH/4nwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

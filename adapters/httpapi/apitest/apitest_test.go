@@ -37,7 +37,7 @@ func exchange(t *testing.T, method, target string, status int, header map[string
 	return c.Check(req, resp, b)
 }
 
-const project = `{"id":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f","name":"p","created_at":"2026-11-23T10:00:00Z","updated_at":"2026-11-23T10:00:00Z"}`
+const project = `{"id":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f","name":"p","created_at":"2026-11-23T10:00:00Z","updated_at":"2026-11-23T10:00:00Z","retention_days":null}`
 
 const problem = `{"type":"about:blank","title":"Not Found","status":404,"detail":"no project"}`
 
@@ -75,7 +75,7 @@ func TestCheckerRejectsWrongResponses(t *testing.T) {
 		body                 string
 		want                 string
 	}{
-		{"wrong field type", "GET", "/projects/x", 200, json, `{"id":1,"name":"p","created_at":"2026-11-23T10:00:00Z","updated_at":"2026-11-23T10:00:00Z"}`, "id"},
+		{"wrong field type", "GET", "/projects/x", 200, json, `{"id":1,"name":"p","created_at":"2026-11-23T10:00:00Z","updated_at":"2026-11-23T10:00:00Z","retention_days":null}`, "id"},
 		{"missing required field", "GET", "/projects/x", 200, json, `{"id":"x","name":"p"}`, "created_at"},
 		{"undeclared status", "GET", "/projects/x", 500, prob, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"x"}`, "500"},
 		{"missing Location header", "POST", "/projects", 201, json, project, "Location"},

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("UnknownProjectsAreNamedOnceAndCapped", func(t *testing.T) { t.Parallel(); testUnknownProjectsCapped(t, open(t)) })
 	t.Run("AttributesAndTraceContextRoundTrip", func(t *testing.T) { t.Parallel(); testAttributesRoundTrip(t, open(t)) })
 	t.Run("TraceFilterOnListAndDelete", func(t *testing.T) { t.Parallel(); testTraceFilter(t, open(t)) })
+	runRetention(t, open)
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
@@ -72,7 +73,7 @@ func entry(p domain.Project, ms int64, level string) domain.LogEntry {
 
 func mustInsert(t *testing.T, s domain.Store, entries ...domain.LogEntry) {
 	t.Helper()
-	if _, err := s.CreateLogs(ctx(t), entries, nil, 0); err != nil {
+	if _, err := s.CreateLogs(ctx(t), entries, nil, 0, nil); err != nil {
 		t.Fatalf("CreateLogs: %v", err)
 	}
 }
@@ -205,7 +206,7 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 	}
 	// A project id freed by a delete can be written again only after it is created again, and
 	// then it holds nothing of before: the cascade removed the entries, not just hid them.
-	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0)
+	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0, nil)
 	wantMissing(t, err, gone.ID)
 	if err := s.CreateProject(ctx(t), gone); err != nil {
 		t.Fatal(err)
@@ -262,7 +263,7 @@ func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
 	missing := domain.Project{ID: newID()}
 	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
-	_, err := s.CreateLogs(ctx(t), batch, nil, 0)
+	_, err := s.CreateLogs(ctx(t), batch, nil, 0, nil)
 	wantMissing(t, err, missing.ID)
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
 		t.Fatalf("a failed batch left %d rows, want 0", len(got))
@@ -271,7 +272,7 @@ func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {
 	// A duplicate key inside one batch fails the database mid-batch: nothing of it remains.
 	first := entry(p, 10, "info")
 	dup := []domain.LogEntry{first, entry(p, 11, "info"), first}
-	if _, err := s.CreateLogs(ctx(t), dup, nil, 0); err == nil {
+	if _, err := s.CreateLogs(ctx(t), dup, nil, 0, nil); err == nil {
 		t.Fatal("a batch with a duplicate key was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -281,7 +282,7 @@ func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {
 	// A cancelled context fails the batch and leaves nothing either.
 	c, cancel := context.WithCancel(ctx(t))
 	cancel()
-	if _, err := s.CreateLogs(c, []domain.LogEntry{entry(p, 20, "info")}, nil, 0); err == nil {
+	if _, err := s.CreateLogs(c, []domain.LogEntry{entry(p, 20, "info")}, nil, 0, nil); err == nil {
 		t.Fatal("a batch with a cancelled context was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -582,12 +583,12 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	rec := &domain.IdempotencyRecord{Scope: "k|" + p.ID, Key: "retry-1", Fingerprint: "f1", Created: 2, CreatedAt: now}
 	const window = time.Hour
 
-	prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
+	prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window, nil)
 	if err != nil || prior != nil {
 		t.Fatalf("first write = %+v, %v", prior, err)
 	}
 	// The retry finds the record and stores nothing.
-	prior, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window)
+	prior, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window, nil)
 	if err != nil || prior == nil || prior.Fingerprint != "f1" || prior.Created != 2 {
 		t.Fatalf("retry = %+v, %v; want the first record", prior, err)
 	}
@@ -597,29 +598,29 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	// Another scope is another key space.
 	other := *rec
 	other.Scope = "other|" + p.ID
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 3, "info")}, &other, window); err != nil || prior != nil {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 3, "info")}, &other, window, nil); err != nil || prior != nil {
 		t.Fatalf("same key in another scope = %+v, %v", prior, err)
 	}
 	// A failed batch leaves no record: its retry is a first write.
 	failing := &domain.IdempotencyRecord{Scope: rec.Scope, Key: "retry-2", Fingerprint: "f2", Created: 1, CreatedAt: now}
 	ghost := domain.Project{ID: newID()}
-	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window)
+	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window, nil)
 	wantMissing(t, err, ghost.ID)
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window); err != nil || prior != nil {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window, nil); err != nil || prior != nil {
 		t.Fatalf("retry of a failed batch = %+v, %v; want a first write", prior, err)
 	}
 	// Past the window the key is free again, and sweeping forgets old records.
 	later := *rec
 	later.CreatedAt = now.Add(2 * window)
 	later.Fingerprint = "f3"
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 5, "info")}, &later, window); err != nil || prior != nil {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 5, "info")}, &later, window, nil); err != nil || prior != nil {
 		t.Fatalf("key reused after the window = %+v, %v", prior, err)
 	}
 	n, err := s.SweepIdempotency(ctx(t), now.Add(time.Minute))
 	if err != nil || n != 2 { // retry-1 of "other" and retry-2 are older than a minute past now
 		t.Fatalf("sweep = %d, %v; want 2", n, err)
 	}
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 6, "info")}, &later, window); err != nil || prior == nil || prior.Fingerprint != "f3" {
+	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 6, "info")}, &later, window, nil); err != nil || prior == nil || prior.Fingerprint != "f3" {
 		t.Fatalf("the swept-around record = %+v, %v; want it kept", prior, err)
 	}
 }
@@ -737,7 +738,7 @@ func testUnknownProjectsCapped(t *testing.T, s domain.Store) {
 		entries[i] = entry(owner, int64(i), "info")
 		in[i] = domain.LogInput{ProjectID: owner.ID, Message: ptr("m")}
 	}
-	_, err := s.CreateLogs(ctx(t), entries, nil, 0)
+	_, err := s.CreateLogs(ctx(t), entries, nil, 0, nil)
 	wantMissing(t, err, ghosts[0].ID, ghosts[1].ID, ghosts[2].ID)
 
 	_, err = service(s).CreateLogs(asAdmin(t), in, "")

@@ -48,9 +48,11 @@ export interface paths {
          */
         get: operations["getProject"];
         /**
-         * Rename a project
-         * @description Replaces the project's name. `updated_at` always advances. Fields the server owns are ignored
-         *     when sent.
+         * Replace a project
+         * @description Replaces the project's name and retention: a `retention_days` left out means `null` (keep
+         *     forever), so a replacement can only lengthen retention by omission, never delete data. To
+         *     change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
+         *     ignored when sent.
          */
         put: operations["updateProject"];
         post?: never;
@@ -61,7 +63,15 @@ export interface paths {
         delete: operations["deleteProject"];
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Change some of a project
+         * @description Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+         *     the patch names change. `{"retention_days": null}` keeps entries forever,
+         *     `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
+         *     within minutes. A body that is not an object is a 400; any other media type a 415.
+         *     `updated_at` always advances.
+         */
+        patch: operations["patchProject"];
         trace?: never;
     };
     "/logs": {
@@ -118,6 +128,30 @@ export interface components {
              * @example checkout
              */
             name: string;
+            retention_days?: components["schemas"]["RetentionDays"];
+        };
+        /**
+         * @description How many days the project keeps its log entries, 1 to 3650; `null` keeps them forever.
+         *     An entry whose `time` is older than now minus the retention is gone: listings leave it
+         *     out from the moment the retention changes (a longer retention brings back what was not
+         *     swept yet), a background sweep deletes it within minutes, and a batch holding one is
+         *     refused with 422. When creating a project, leaving it out means the server's default
+         *     (`LOG_RETENTION_DAYS`, forever unless set); when replacing one (PUT), leaving it out
+         *     means `null`, so a replacement that forgets it never deletes data.
+         * @example 30
+         */
+        RetentionDays: number | null;
+        /**
+         * @description A JSON merge patch (RFC 7396) of a project: only the members it names change.
+         *     `"retention_days": null` keeps entries forever; a member left out stays as it is.
+         */
+        ProjectPatch: {
+            /**
+             * @description 1 to 256 characters, not only white space.
+             * @example checkout-v2
+             */
+            name?: string;
+            retention_days?: components["schemas"]["RetentionDays"];
         };
         /** @description A project as the server stores it. */
         Project: {
@@ -138,6 +172,7 @@ export interface components {
              * @example 2026-11-23T10:00:00.123456Z
              */
             updated_at: string;
+            retention_days: components["schemas"]["RetentionDays"];
         };
         /** @description One log entry as a client sends it. */
         LogEntryInput: {
@@ -359,7 +394,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body is not JSON. */
+        /** @description The body is not of the media type the operation takes (JSON; a JSON merge patch for PATCH). */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -394,9 +429,11 @@ export interface components {
             };
         };
         /**
-         * @description At least one entry names a project that does not exist, or the Idempotency-Key was used
-         *     before with a different body; nothing was stored. The errors name at most 100 entries;
-         *     the detail says how many more there were.
+         * @description At least one entry names a project that does not exist, at least one entry's `time` is
+         *     already older than its project's retention (`/3/time` "is older than the project's
+         *     retention of 7 days"), or the Idempotency-Key was used before with a different body;
+         *     nothing was stored. The errors name at most 100 entries; the detail says how many more
+         *     there were.
          */
         UnknownProject: {
             headers: {
@@ -566,7 +603,8 @@ export interface operations {
                      *         "id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
                      *         "name": "checkout",
                      *         "created_at": "2026-11-23T10:00:00.123456Z",
-                     *         "updated_at": "2026-11-23T10:00:00.123456Z"
+                     *         "updated_at": "2026-11-23T10:00:00.123456Z",
+                     *         "retention_days": 30
                      *       }
                      *     ]
                      */
@@ -589,7 +627,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "checkout"
+                 *       "name": "checkout",
+                 *       "retention_days": 30
                  *     }
                  */
                 "application/json": components["schemas"]["ProjectInput"];
@@ -612,7 +651,8 @@ export interface operations {
                      *       "id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
                      *       "name": "checkout",
                      *       "created_at": "2026-11-23T10:00:00.123456Z",
-                     *       "updated_at": "2026-11-23T10:00:00.123456Z"
+                     *       "updated_at": "2026-11-23T10:00:00.123456Z",
+                     *       "retention_days": 30
                      *     }
                      */
                     "application/json": components["schemas"]["Project"];
@@ -653,7 +693,8 @@ export interface operations {
                      *       "id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
                      *       "name": "checkout",
                      *       "created_at": "2026-11-23T10:00:00.123456Z",
-                     *       "updated_at": "2026-11-23T10:00:00.123456Z"
+                     *       "updated_at": "2026-11-23T10:00:00.123456Z",
+                     *       "retention_days": 30
                      *     }
                      */
                     "application/json": components["schemas"]["Project"];
@@ -682,7 +723,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "checkout-v2"
+                 *       "name": "checkout-v2",
+                 *       "retention_days": 30
                  *     }
                  */
                 "application/json": components["schemas"]["ProjectInput"];
@@ -700,7 +742,8 @@ export interface operations {
                      *       "id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
                      *       "name": "checkout-v2",
                      *       "created_at": "2026-11-23T10:00:00.123456Z",
-                     *       "updated_at": "2026-11-23T11:30:00.654321Z"
+                     *       "updated_at": "2026-11-23T11:30:00.654321Z",
+                     *       "retention_days": 30
                      *     }
                      */
                     "application/json": components["schemas"]["Project"];
@@ -741,6 +784,58 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    patchProject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The project's id.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                id: components["parameters"]["ProjectID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "retention_days": 7
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["ProjectPatch"];
+            };
+        };
+        responses: {
+            /** @description The patched project. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *       "name": "checkout",
+                     *       "created_at": "2026-11-23T10:00:00.123456Z",
+                     *       "updated_at": "2026-11-23T11:30:00.654321Z",
+                     *       "retention_days": 7
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Project"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

@@ -27,6 +27,21 @@ test("every REST operation", async () => {
   assert.equal(renamed.data.name, "ts-2");
   assert.ok(new Date(renamed.data.updated_at) > new Date(created.data.updated_at));
 
+  const patched = await api.PATCH("/projects/{id}", {
+    params: { path: { id } },
+    body: { retention_days: 7 },
+    headers: { "Content-Type": "application/merge-patch+json" },
+  });
+  assert.equal(patched.response.status, 200);
+  assert.equal(patched.data.retention_days, 7);
+  assert.equal(patched.data.name, "ts-2");
+  const forever = await api.PATCH("/projects/{id}", {
+    params: { path: { id } },
+    body: { retention_days: null },
+    headers: { "Content-Type": "application/merge-patch+json" },
+  });
+  assert.equal(forever.data.retention_days, null); // the entries below are from 1970
+
   const logs = await api.POST("/logs", {
     body: [
       { project_id: id, message: "one", level: "error", user_id: "u1", time: 1000 },

@@ -1,0 +1,6 @@
+-- +goose Up
+-- How many days a project keeps its log entries; NULL keeps them forever (every project so far).
+ALTER TABLE projects ADD COLUMN retention_days INTEGER CHECK (retention_days BETWEEN 1 AND 3650);
+
+-- +goose Down
+ALTER TABLE projects DROP COLUMN retention_days;

@@ -1,0 +1,153 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// Retention bounds: a project keeps its entries for 1 to 3650 days, or forever (nil).
+const (
+	MinRetentionDays = 1
+	MaxRetentionDays = 3650
+)
+
+// dayMillis is one retention day in the unit of LogEntry.Time.
+const dayMillis = 24 * 60 * 60 * 1000
+
+// Retentions is what a store found of the projects a batch names: each project's retention in
+// days; a project that keeps its entries forever is absent.
+type Retentions map[string]int
+
+// AdmitFunc is how the service decides, inside the transaction of a write, whether a batch may be
+// stored given the retention of its projects; its error aborts the write unchanged.
+type AdmitFunc func(Retentions) error
+
+// Optional is a value a merge patch (RFC 7396) may name: Set says it was named, and then Value is
+// the new value, nil for null.
+type Optional[T any] struct {
+	Set   bool
+	Value *T
+}
+
+// ProjectPatch is a merge patch of a project: only what it names changes.
+type ProjectPatch struct {
+	// Name, when not nil, is the new name (a name cannot be null).
+	Name *string
+	// RetentionDays, when set, is the new retention; a nil value keeps entries forever.
+	RetentionDays Optional[int]
+}
+
+// ErrSweepBusy is a store's answer when another instance holds the sweep: this one skips its turn.
+var ErrSweepBusy = &Error{Kind: KindConflict, Msg: "another instance is sweeping"}
+
+// checkRetention reports a problem with a retention in days; "" when it keeps the rules.
+func checkRetention(days *int) string {
+	if days == nil || (*days >= MinRetentionDays && *days <= MaxRetentionDays) {
+		return ""
+	}
+	return "must be between " + strconv.Itoa(MinRetentionDays) + " and " + strconv.Itoa(MaxRetentionDays) + " days, or null to keep entries forever"
+}
+
+// cutoff is the oldest Time a project with this retention still keeps at now (Unix ms).
+func cutoff(now int64, days int) int64 { return now - int64(days)*dayMillis }
+
+// admitFunc is the retention rule of a batch: an entry already older than its project's
+// retention is KindExpired, naming each such entry (up to MaxFieldErrors). It runs in the
+// store's transaction, with the retention the store read there.
+func (s *Service) admitFunc(entries []LogEntry, now int64) AdmitFunc {
+	return func(r Retentions) error {
+		if len(r) == 0 {
+			return nil
+		}
+		bad := fieldErrors{max: s.limits.MaxFieldErrors}
+		for i, e := range entries {
+			if days, ok := r[e.ProjectID]; ok && e.Time < cutoff(now, days) {
+				bad.add(i, "time", "is older than the project's retention of "+strconv.Itoa(days)+" days")
+			}
+		}
+		return bad.err(KindExpired, "entries older than their project's retention")
+	}
+}
+
+// PatchProject applies a merge patch to a project: a name or retention it names changes, what it
+// does not name stays. KindInvalid for values breaking the rules, KindNotFound for no project.
+func (s *Service) PatchProject(ctx context.Context, id string, patch ProjectPatch) (Project, error) {
+	if err := authorize(ctx, ""); err != nil {
+		return Project{}, err
+	}
+	var fields []FieldError
+	if patch.Name != nil {
+		if err := s.limits.validateProject(ProjectInput{Name: *patch.Name}); err != nil {
+			fields = append(fields, err.(*Error).Fields...)
+		}
+	}
+	if patch.RetentionDays.Set {
+		if d := checkRetention(patch.RetentionDays.Value); d != "" {
+			fields = append(fields, FieldError{Path: []string{"retention_days"}, Detail: d})
+		}
+	}
+	if len(fields) > 0 {
+		return Project{}, &Error{Kind: KindInvalid, Msg: "invalid project", Fields: fields}
+	}
+	p, err := s.project(ctx, id)
+	if err != nil {
+		return Project{}, err
+	}
+	if patch.Name != nil {
+		p.Name = *patch.Name
+	}
+	if patch.RetentionDays.Set {
+		p.RetentionDays = patch.RetentionDays.Value
+	}
+	return s.saveProject(ctx, p)
+}
+
+// SweepResult is what one retention sweep did.
+type SweepResult struct {
+	// Deleted is how many expired entries it deleted.
+	Deleted int64
+	// Busy says another instance was sweeping, so this one left the work to it.
+	Busy bool
+}
+
+// SweepRetention deletes the entries older than their project's retention, project by project,
+// in transactions of at most batch entries each. It stops early when ctx ends or another
+// instance is sweeping (Busy). A project that fails is skipped and reported in the joined error;
+// what was deleted before stays deleted.
+func (s *Service) SweepRetention(ctx context.Context, batch int) (SweepResult, error) {
+	if batch <= 0 {
+		return SweepResult{}, fmt.Errorf("sweep retention: batch must be positive, got %d", batch)
+	}
+	ps, err := s.store.ListProjects(ctx)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep retention: list projects: %w", err)
+	}
+	var res SweepResult
+	var errs []error
+	for _, p := range ps {
+		if p.RetentionDays == nil {
+			continue
+		}
+		for {
+			if err := ctx.Err(); err != nil {
+				return res, errors.Join(append(errs, err)...)
+			}
+			n, err := s.store.SweepLogs(ctx, p.ID, s.now().UnixMilli(), batch)
+			res.Deleted += n
+			if errors.Is(err, ErrSweepBusy) {
+				res.Busy = true
+				return res, errors.Join(errs...)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("sweep retention of project %s: %w", p.ID, err))
+				break
+			}
+			if n < int64(batch) {
+				break
+			}
+		}
+	}
+	return res, errors.Join(errs...)
+}

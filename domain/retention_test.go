@@ -1,0 +1,212 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+)
+
+func days(n int) Optional[int] { return Optional[int]{Set: true, Value: &n} }
+
+var forever = Optional[int]{Set: true}
+
+func showDays(d *int) string {
+	if d == nil {
+		return "forever"
+	}
+	return fmt.Sprint(*d)
+}
+
+func TestRetentionRules(t *testing.T) {
+	s := NewService(newFake(), opts(Options{}))
+	cases := []struct {
+		in Optional[int]
+		ok bool
+	}{
+		{days(1), true},
+		{days(3650), true},
+		{days(30), true},
+		{forever, true},
+		{Optional[int]{}, true},
+		{days(0), false},
+		{days(-1), false},
+		{days(3651), false},
+	}
+	for _, c := range cases {
+		_, err := s.CreateProject(admin(t), ProjectInput{Name: "p", RetentionDays: c.in})
+		if (err == nil) != c.ok {
+			t.Errorf("create with retention %s: err = %v, want ok=%v", showDays(c.in.Value), err, c.ok)
+		}
+		if err != nil && (KindOf(err) != KindInvalid || err.(*Error).Fields[0].Path[0] != "retention_days") {
+			t.Errorf("retention %s: error %v is not KindInvalid on /retention_days", showDays(c.in.Value), err)
+		}
+	}
+}
+
+func TestRetentionDefaultAndReplacement(t *testing.T) {
+	f := newFake()
+	l := DefaultLimits()
+	l.DefaultRetentionDays = 7
+	s := NewService(f, opts(Options{Limits: l}))
+	cases := []struct {
+		name string
+		in   Optional[int]
+		want string
+	}{
+		{"absent takes the default", Optional[int]{}, "7"},
+		{"null keeps forever", forever, "forever"},
+		{"a value", days(90), "90"},
+	}
+	for _, c := range cases {
+		p, err := s.CreateProject(admin(t), ProjectInput{Name: "p", RetentionDays: c.in})
+		if err != nil || showDays(p.RetentionDays) != c.want || showDays(f.projects[p.ID].RetentionDays) != c.want {
+			t.Errorf("%s: created %v (stored %v), %v; want %s", c.name, showDays(p.RetentionDays), showDays(f.projects[p.ID].RetentionDays), err, c.want)
+		}
+	}
+	// PUT replaces: a replacement without a retention keeps entries forever.
+	p, _ := s.CreateProject(admin(t), ProjectInput{Name: "p", RetentionDays: days(3)})
+	got, err := s.UpdateProject(admin(t), p.ID, ProjectInput{Name: "q"})
+	if err != nil || got.RetentionDays != nil || got.Name != "q" {
+		t.Fatalf("replace without retention = %+v, %v; want name q, forever", got, err)
+	}
+}
+
+func TestPatchProjectMergeSemantics(t *testing.T) {
+	f := newFake()
+	s := NewService(f, opts(Options{}))
+	name := func(n string) *string { return &n }
+	cases := []struct {
+		name      string
+		start     Optional[int]
+		patch     ProjectPatch
+		wantName  string
+		wantDays  string
+		wantError string // the pointer of a KindInvalid field, "" for none
+	}{
+		{"empty patch changes nothing", days(30), ProjectPatch{}, "p", "30", ""},
+		{"absent retention stays", days(30), ProjectPatch{Name: name("renamed")}, "renamed", "30", ""},
+		{"null keeps forever", days(30), ProjectPatch{RetentionDays: forever}, "p", "forever", ""},
+		{"a value sets it", forever, ProjectPatch{RetentionDays: days(5)}, "p", "5", ""},
+		{"0 is refused", days(30), ProjectPatch{RetentionDays: days(0)}, "p", "30", "retention_days"},
+		{"3651 is refused", days(30), ProjectPatch{RetentionDays: days(3651)}, "p", "30", "retention_days"},
+		{"a blank name is refused", days(30), ProjectPatch{Name: name(" ")}, "p", "30", "name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			p, err := s.CreateProject(admin(t), ProjectInput{Name: "p", RetentionDays: c.start})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.PatchProject(admin(t), p.ID, c.patch)
+			if c.wantError != "" {
+				var de *Error
+				if !errors.As(err, &de) || de.Kind != KindInvalid || de.Fields[0].Path[0] != c.wantError {
+					t.Fatalf("PatchProject = %v, want KindInvalid on /%s", err, c.wantError)
+				}
+				got = f.projects[p.ID]
+			} else if err != nil {
+				t.Fatalf("PatchProject: %v", err)
+			} else if !got.UpdatedAt.After(p.UpdatedAt) {
+				t.Errorf("UpdatedAt %v did not advance past %v", got.UpdatedAt, p.UpdatedAt)
+			}
+			stored := f.projects[p.ID]
+			if got.Name != c.wantName || showDays(got.RetentionDays) != c.wantDays || stored.Name != c.wantName || showDays(stored.RetentionDays) != c.wantDays {
+				t.Fatalf("after patch %q/%s (stored %q/%s), want %q/%s", got.Name, showDays(got.RetentionDays), stored.Name, showDays(stored.RetentionDays), c.wantName, c.wantDays)
+			}
+		})
+	}
+	if _, err := s.PatchProject(admin(t), testID(), ProjectPatch{}); KindOf(err) != KindNotFound {
+		t.Fatalf("patch of no project = %v, want KindNotFound", err)
+	}
+}
+
+func TestExpiredEntriesAreRefused(t *testing.T) {
+	f := newFake()
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	l := DefaultLimits()
+	l.MaxFieldErrors = 2
+	s := NewService(f, opts(Options{Limits: l, Now: func() time.Time { return now }}))
+	short, _ := s.CreateProject(admin(t), ProjectInput{Name: "short", RetentionDays: days(1)})
+	kept, _ := s.CreateProject(admin(t), ProjectInput{Name: "kept"})
+	ms := now.UnixMilli()
+	old := ms - dayMillis - 1
+	edge := ms - dayMillis // exactly at the cutoff: still kept
+	in := []LogInput{
+		{ProjectID: short.ID, Message: ptr("fresh"), Time: &edge},
+		{ProjectID: kept.ID, Message: ptr("old, kept forever"), Time: ptr[int64](0)},
+		{ProjectID: short.ID, Message: ptr("expired"), Time: &old},
+		{ProjectID: short.ID, Message: ptr("expired"), Time: ptr[int64](0)},
+		{ProjectID: short.ID, Message: ptr("expired"), Time: ptr[int64](1)},
+	}
+	_, err := s.CreateLogs(admin(t), in, "")
+	var de *Error
+	if !errors.As(err, &de) || de.Kind != KindExpired {
+		t.Fatalf("CreateLogs = %v, want KindExpired", err)
+	}
+	var got []string
+	for _, fe := range de.Fields {
+		got = append(got, "/"+fe.Path[0]+"/"+fe.Path[1])
+	}
+	if want := []string{"/2/time", "/3/time"}; !slices.Equal(got, want) || de.Msg != "entries older than their project's retention (1 more problems not listed)" {
+		t.Fatalf("fields %v, msg %q; want %v, capped at 2 with one more", got, de.Msg, want)
+	}
+	if len(f.inserted) != 0 {
+		t.Fatalf("%d entries stored, want none", len(f.inserted))
+	}
+	if _, err := s.CreateLogs(admin(t), in[:2], ""); err != nil {
+		t.Fatalf("a batch within retention: %v", err)
+	}
+}
+
+// sweepStore answers SweepLogs from a script, to test how the service walks projects.
+type sweepStore struct {
+	*fakeStore
+	list  []Project
+	calls []string
+	left  map[string]int64
+	fail  map[string]bool
+	busy  bool
+}
+
+func (f *sweepStore) ListProjects(context.Context) ([]Project, error) { return f.list, nil }
+
+func (f *sweepStore) SweepLogs(_ context.Context, id string, _ int64, limit int) (int64, error) {
+	f.calls = append(f.calls, id)
+	if f.busy {
+		return 0, ErrSweepBusy
+	}
+	if f.fail[id] {
+		return 0, errors.New("disk on fire")
+	}
+	n := min(f.left[id], int64(limit))
+	f.left[id] -= n
+	return n, nil
+}
+
+func TestSweepRetentionWalksProjectsInBoundedBatches(t *testing.T) {
+	a, b, c, d := testID(), testID(), testID(), testID()
+	seven := 7
+	st := &sweepStore{
+		fakeStore: newFake(),
+		list:      []Project{{ID: a, RetentionDays: &seven}, {ID: b}, {ID: c, RetentionDays: &seven}, {ID: d, RetentionDays: &seven}},
+		left:      map[string]int64{a: 25, c: 10, d: 3},
+		fail:      map[string]bool{c: true},
+	}
+	s := NewService(st, opts(Options{}))
+	res, err := s.SweepRetention(t.Context(), 10)
+	if err == nil || res.Deleted != 28 || res.Busy {
+		t.Fatalf("SweepRetention = %+v, %v; want 28 deleted and the failure of one project", res, err)
+	}
+	// a in batches of 10 until a short one; b keeps forever; c fails once and is left for the
+	// next sweep; d still swept.
+	if want := []string{a, a, a, c, d}; !slices.Equal(st.calls, want) {
+		t.Fatalf("calls %v, want %v", st.calls, want)
+	}
+	st.busy, st.calls = true, nil
+	if res, err := s.SweepRetention(t.Context(), 10); err != nil || !res.Busy || len(st.calls) != 1 {
+		t.Fatalf("a busy sweep = %+v, %v after %d calls; want Busy after one", res, err, len(st.calls))
+	}
+}
