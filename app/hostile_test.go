@@ -228,18 +228,19 @@ func TestSlowReadersDoNotExhaustTheService(t *testing.T) {
 		}
 	}
 	time.Sleep(300 * time.Millisecond) // they are in the handler, their pages half written
-	client := &http.Client{Timeout: 5 * time.Second}
-	started := time.Now()
+	// A timeout far from any bound under test, only so that a regression fails instead of hanging:
+	// readiness waiting on a reader would answer 503 after its 2 s, and a read waiting for the
+	// stalled streams would wait for WRITE_TIMEOUT (5 minutes).
+	client := &http.Client{Timeout: time.Minute}
 	resp, err := client.Get(e.url + "/readyz")
 	if err != nil {
 		t.Fatalf("/readyz with stalled readers: %v", err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || time.Since(started) > 3*time.Second {
-		t.Fatalf("/readyz with stalled readers = %d after %v, want 200 at once", resp.StatusCode, time.Since(started))
+	if resp.StatusCode != 200 {
+		t.Fatalf("/readyz with stalled readers = %d, want 200", resp.StatusCode)
 	}
-	// A read is served once the stalled streams are cut (STALL_TIMEOUT 1s), well before the 5 s
-	// client timeout and WRITE_TIMEOUT's 5 minutes.
+	// A read is served once the stalled streams are cut (STALL_TIMEOUT 1s).
 	resp, err = client.Get(e.url + "/logs?project_id=" + p + "&limit=1")
 	if err != nil {
 		t.Fatalf("a read with stalled readers: %v", err)
