@@ -67,7 +67,7 @@ func NewHandler(svc *domain.Service, opts Options) http.Handler {
 		}
 		body, err := readBody(w, r, limit)
 		if err == nil {
-			err = checkJSONSize(r, body)
+			err = checkJSONFields(r, body)
 		}
 		if err != nil {
 			WriteError(w, r, err, log)
@@ -97,11 +97,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	return body, nil
 }
 
-// checkJSONSize names the field of a JSON Size whose value protojson cannot take (an inches out
+// checkJSONFields names the field of a JSON Size whose value protojson cannot take (an inches out
 // of int32's range, a string that is no number, ...): the generated code would answer only that
 // the request could not be decoded. A body that is not a JSON object is left to the generated
 // code, which answers malformed.
-func checkJSONSize(r *http.Request, body []byte) error {
+func checkJSONFields(r *http.Request, body []byte) error {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		return nil
 	}
