@@ -23,6 +23,7 @@ import (
 type config struct {
 	Addr            string
 	MetricsAddr     string
+	PprofAddr       string
 	DatabaseURL     string
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -86,6 +87,7 @@ func (c *config) flags() *flag.FlagSet {
 
 	str(&c.Addr, "addr", "`host:port` to listen on")
 	str(&c.MetricsAddr, "metrics-addr", "serve /metrics on this `host:port` instead of the main address")
+	str(&c.PprofAddr, "pprof-addr", "serve Go's profiles (/debug/pprof/) on this loopback `host:port`; empty = off")
 	str(&c.DatabaseURL, "database-url", "`store`: empty = SQLite at "+defaultSQLitePath+", sqlite:PATH, or postgres://...")
 	str(&c.LogLevel, "log-level", "log `level`: debug, info, warn or error")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)")
@@ -186,6 +188,11 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid RETENTION_INTERVAL: must be positive")
 	case c.RetentionBatch < 1:
 		return fmt.Errorf("invalid RETENTION_BATCH: must be at least 1")
+	}
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !edge.IsLoopbackHost(c.PprofAddr) {
+			return fmt.Errorf("invalid PPROF_ADDR %q: want a loopback host:port such as 127.0.0.1:6060 (profiles show the service's internals)", c.PprofAddr)
+		}
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")

@@ -158,6 +158,8 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+newID(), "s")}, "same digest"},
 		{"bad allow-open value", nil, map[string]string{"ALLOW_OPEN_NETWORK": "maybe"}, "ALLOW_OPEN_NETWORK"},
 		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
+		{"profiles on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},
+		{"profiles on a public address", []string{"-pprof-addr", "0.0.0.0:6060"}, nil, "PPROF_ADDR"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
