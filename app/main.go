@@ -59,7 +59,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := edge.NewLogger(stdout, cfg.level())
+	// The log is buffered (see edge.LogBuffer); this deferred flush runs last, after every
+	// other deferred step of run that may still log.
+	log, closeLog := edge.NewBufferedLogger(stdout, cfg.level())
+	defer func() {
+		if err := closeLog(); err != nil {
+			fmt.Fprintf(stderr, "obsvc: writing the log: %v\n", err)
+		}
+	}()
 	cfg.logEffective(log)
 	if getenv("GOMEMLIMIT") == "" && cfg.MemoryLimit > 0 {
 		// A soft limit keeps bursts of large batches (16 x 10,000 entries) within about 150 MiB
