@@ -21,8 +21,8 @@ func withDecodedLogs(r *http.Request, batch rest.CreateLogsJSONRequestBody) *htt
 }
 
 // createLogsOnce is the generated ServerInterface with createLogs served from the batch the
-// validator decoded. A request without one (which the validator always gives) goes to the
-// generated strict handler as before.
+// validator decoded. A request without one (a batch over decodeOnceMax) goes to the generated
+// strict handler, which decodes the body.
 type createLogsOnce struct {
 	rest.ServerInterface
 	srv      *server
@@ -33,7 +33,7 @@ type createLogsOnce struct {
 // response visitor, errors answered by the same problem writer.
 func (c createLogsOnce) CreateLogs(w http.ResponseWriter, r *http.Request, params rest.CreateLogsParams) {
 	batch, ok := r.Context().Value(decodedLogsKey{}).(rest.CreateLogsJSONRequestBody)
-	if !ok {
+	if !ok || batch == nil {
 		c.ServerInterface.CreateLogs(w, r, params)
 		return
 	}

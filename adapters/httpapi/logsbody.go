@@ -24,8 +24,9 @@ type logsChecker struct {
 // checkEvery is how many entries the detailed pass checks between looks at the request's context.
 const checkEvery = 256
 
-// check checks body, a POST /logs body that is at most the body limit, and decodes it: the
-// batch it returns is the one the handler stores, so a batch is parsed once. In three steps:
+// check checks body, a POST /logs body that is at most the body limit, and decodes a batch of at
+// most decodeOnceMax entries: the batch it returns is the one the handler stores, so it is parsed
+// once (for a larger batch it returns nil, and the generated decoder decodes it). In three steps:
 //
 //  1. it counts the top-level array elements with a byte scan and refuses a batch over
 //     MaxBatchEntries (KindTooLarge) before any per-entry work;
@@ -39,26 +40,101 @@ const checkEvery = 256
 //
 // It checks ctx between entries and answers KindUnavailable once the request's time is up.
 func (c logsChecker) check(ctx context.Context, body []byte) (rest.CreateLogsJSONRequestBody, error) {
-	if n, isArray := countElements(body); isArray && n > c.limits.MaxBatchEntries {
+	n, isArray := countElements(body)
+	if isArray && n > c.limits.MaxBatchEntries {
 		return nil, domain.Errorf(domain.KindTooLarge, "a batch holds at most %d entries, this one has %d", c.limits.MaxBatchEntries, n)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, outOfTime(err)
 	}
-	var entries []entryValues
+	if isArray && n <= decodeOnceMax {
+		// Sized from the count: the decoder fills it in place instead of doubling it.
+		entries := make([]entryValues, 0, n)
+		err := json.Unmarshal(body, &entries)
+		if err == nil && allWellShaped(entries) {
+			batch := make(rest.CreateLogsJSONRequestBody, len(entries))
+			for i := range entries {
+				entries[i].input(&batch[i])
+			}
+			return batch, nil
+		}
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			return nil, bodyError([]string{}, fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", se, se.Offset))
+		}
+		return nil, c.describe(ctx, body)
+	}
+	var entries []entryProbe
 	err := json.Unmarshal(body, &entries)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return nil, bodyError([]string{}, fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", se, se.Offset))
 	}
-	if err == nil && entries != nil && allWellShaped(entries) {
-		batch := make(rest.CreateLogsJSONRequestBody, len(entries))
-		for i := range entries {
-			entries[i].input(&batch[i])
-		}
-		return batch, nil
+	if err == nil && entries != nil && allProbesWellShaped(entries) {
+		return nil, nil // a large batch: the generated decoder decodes it (see decodeOnceMax)
 	}
 	return nil, c.describe(ctx, body)
+}
+
+// decodeOnceMax is the largest batch check decodes for the handler. Decoding keeps each field's
+// type beside its value, about twice the memory of the generated type while it runs: measured
+// with 16 concurrent 10,000-entry batches that pushed the service's RSS past 150 MiB. Larger
+// batches are only probed for their shape here, and decoded by the generated code as before
+// (their parse is paid twice; their memory stays where it was).
+const decodeOnceMax = 2_000
+
+func allProbesWellShaped(entries []entryProbe) bool {
+	for i := range entries {
+		if !entries[i].wellShaped() {
+			return false
+		}
+	}
+	return true
+}
+
+// entryProbe decodes an entry's fields only far enough to know their JSON types: the shape
+// check of a batch larger than decodeOnceMax.
+type entryProbe struct {
+	ProjectID stringProbe `json:"project_id"`
+	Message   stringProbe `json:"message"`
+	Level     stringProbe `json:"level"`
+	Subject   stringProbe `json:"subject"`
+	UserID    stringProbe `json:"user_id"`
+	Time      int64Value  `json:"time"`
+	TraceID   stringProbe `json:"trace_id"`
+	SpanID    stringProbe `json:"span_id"`
+	// Attributes' rules are the domain's; the probe only sees that they are an object.
+	Attributes objectProbe `json:"attributes"`
+}
+
+// wellShaped is entryValues.wellShaped for a probe.
+func (e *entryProbe) wellShaped() bool {
+	return e.ProjectID.kind == rightType && e.Message.kind == rightType &&
+		e.Level.kind != wrongType && e.Subject.kind != wrongType && e.UserID.kind != wrongType &&
+		(e.Time.kind == absent || e.Time.kind == rightType) &&
+		e.TraceID.kind != wrongType && e.SpanID.kind != wrongType && e.Attributes.kind != wrongType
+}
+
+// stringProbe notes whether a field is a JSON string. It never fails, so that one decode sees
+// every field of every entry.
+type stringProbe struct{ kind jsonKind }
+
+func (p *stringProbe) UnmarshalJSON(b []byte) error {
+	p.kind = wrongType
+	if len(b) > 0 && b[0] == '"' {
+		p.kind = rightType
+	}
+	return nil
+}
+
+// objectProbe notes whether a field is a JSON object (null is the wrong type, as for strings).
+type objectProbe struct{ kind jsonKind }
+
+func (p *objectProbe) UnmarshalJSON(b []byte) error {
+	p.kind = wrongType
+	if len(b) > 0 && b[0] == '{' {
+		p.kind = rightType
+	}
+	return nil
 }
 
 func allWellShaped(entries []entryValues) bool {
@@ -237,13 +313,16 @@ func (e *entryValues) wellShaped() bool {
 }
 
 // input fills in the generated type of a well-shaped entry, as the generated decoder would have
-// (absent optional fields nil); its strings and attributes are e's.
+// (absent optional fields nil). Nothing in it points into e: the decoded entries are garbage once
+// the batch is made, and only the batch stays in memory while it is stored (16 concurrent
+// 10,000-entry batches must stay under 150 MiB of RSS).
 func (e *entryValues) input(in *rest.LogEntryInput) {
 	in.ProjectId, in.Message = e.ProjectID.s, e.Message.s
 	in.Level, in.Subject, in.UserId = e.Level.ptr(), e.Subject.ptr(), e.UserID.ptr()
 	in.TraceId, in.SpanId = e.TraceID.ptr(), e.SpanID.ptr()
 	if e.Time.kind == rightType {
-		in.Time = &e.Time.v
+		t := e.Time.v
+		in.Time = &t
 	}
 	if e.Attributes.kind == rightType {
 		in.Attributes = e.Attributes.raw
@@ -274,12 +353,13 @@ func (v *stringValue) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ptr is the string as an optional field: nil when absent.
+// ptr is the string as an optional field of its own (not a pointer into v): nil when absent.
 func (v *stringValue) ptr() *string {
 	if v.kind != rightType {
 		return nil
 	}
-	return &v.s
+	s := v.s
+	return &s
 }
 
 // problem describes the field, or is "" when it is fine; rule checks a string of the right type.

@@ -122,3 +122,17 @@ func TestLogsCheckerDecodesAsTheGeneratedDecoder(t *testing.T) {
 		}
 	}
 }
+
+// A batch over decodeOnceMax is only checked; the generated decoder decodes it.
+func TestLogsCheckerLeavesLargeBatchesToTheGeneratedDecoder(t *testing.T) {
+	c := logsChecker{limits: domain.DefaultLimits()}
+	body := "[" + strings.Repeat(`{"project_id":"p","message":"m"},`, decodeOnceMax) + `{"project_id":"p","message":"m"}]`
+	batch, err := c.check(context.Background(), []byte(body))
+	if err != nil || batch != nil {
+		t.Fatalf("check of %d entries = %d entries, %v; want nil, nil", decodeOnceMax+1, len(batch), err)
+	}
+	bad := "[" + strings.Repeat(`{"project_id":"p","message":"m"},`, decodeOnceMax) + `{"project_id":"p","message":7}]`
+	if _, err := c.check(context.Background(), []byte(bad)); domain.KindOf(err) != domain.KindInvalid {
+		t.Fatalf("check of a large bad batch = %v, want KindInvalid", err)
+	}
+}

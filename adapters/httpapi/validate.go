@@ -124,7 +124,7 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content op
 		batch, err := v.logs.check(r.Context(), body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-		if err != nil {
+		if err != nil || batch == nil { // nil: a batch over decodeOnceMax, for the generated decoder
 			return r, err
 		}
 		return withDecodedLogs(r, batch), nil
