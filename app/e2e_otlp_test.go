@@ -365,3 +365,51 @@ const specExampleJSON = `{
     }]
   }]
 }`
+
+// TestOTLPKeysAndEdgeRefusals: the project rules under API keys, and the edge's refusals of
+// /v1/logs (401, 429) answered as google.rpc.Status in the request's content type.
+func TestOTLPKeysAndEdgeRefusals(t *testing.T) {
+	st := openSQLiteStore(t)
+	a, b := seedProjects(t, st)
+	cfg := defaultConfig()
+	cfg.APIKeys = strings.Join([]string{keyLine("admin", "admin-secret"), keyLine("project "+a.ID, "key-a"), keyLine("project "+b.ID, "key-b")}, ",")
+	cfg.WriteRate, cfg.WriteBurst = 0.001, 2 // the third write of one key is refused
+	_, srv := serve(t, cfg, st, nil)
+	body := encodeOTLP(t, ctProto, otlpRequest(&logspb.LogRecord{Body: str("m")}))
+	cases := []struct {
+		name    string
+		ct      string
+		headers map[string]string
+		want    int
+		code    int32
+	}{
+		{"no key", ctJSON, nil, 401, 16},
+		{"wrong key", ctProto, map[string]string{"Authorization": "Bearer nope"}, 401, 16},
+		{"project key, its project implied", ctProto, map[string]string{"Authorization": "Bearer key-a"}, 200, 0},
+		{"project key naming its project", ctProto, map[string]string{"Authorization": "Bearer key-a", "X-Project-Id": a.ID}, 200, 0},
+		{"project key naming another", ctJSON, map[string]string{"Authorization": "Bearer key-b", "X-Project-Id": a.ID}, 403, 7},
+		{"admin key without a project", ctProto, map[string]string{"Authorization": "Bearer admin-secret"}, 400, 3},
+		{"admin key naming one", ctProto, map[string]string{"Authorization": "Bearer admin-secret", "X-Project-Id": b.ID}, 200, 0},
+		{"over the write rate", ctJSON, map[string]string{"Authorization": "Bearer admin-secret", "X-Project-Id": b.ID}, 429, 8},
+	}
+	for _, c := range cases {
+		call := otlpCall{contentType: c.ct, body: body, headers: c.headers}
+		if c.ct == ctJSON {
+			call.body = []byte(`{}`)
+		}
+		ans := postOTLP(t, http.DefaultClient, srv.URL, call)
+		if ans.status != c.want || ans.contentType != c.ct {
+			t.Errorf("%s: %d %s %q, want %d", c.name, ans.status, ans.contentType, ans.raw, c.want)
+			continue
+		}
+		if c.want != 200 && ans.st.GetCode() != c.code {
+			t.Errorf("%s: code %d, want %d", c.name, ans.st.GetCode(), c.code)
+		}
+		if (c.want == 429) != (ans.retryAfter != "") {
+			t.Errorf("%s: Retry-After %q", c.name, ans.retryAfter)
+		}
+	}
+	if n := countEntries(t, st, a.ID); n != 1 { // the second request of key-a replays the first
+		t.Errorf("project a holds %d entries, want 1", n)
+	}
+}
