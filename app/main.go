@@ -34,6 +34,7 @@ import (
 	"example.com/obsvc/adapters/docs"
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/twirpapi"
 	"example.com/obsvc/api/rest"
@@ -199,6 +200,7 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err := registerDocs(mux); err != nil {
 		return nil, err
 	}
+	mux.Handle("POST "+otlpapi.Path, otlpapi.NewHandler(core, otlpapi.Options{MaxBodyBytes: cfg.OTLPMaxBody, Logger: log, OnExport: m.OTLPExported})) // hand-written: protobuf and gzip bodies (see the package)
 	mux.Handle("/", rest)
 
 	handler := edge.Chain(mux,
@@ -235,6 +237,10 @@ func refuser(log *slog.Logger) edge.Refuse {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if isTwirp(r) {
 			twirpapi.WriteError(w, r, err, log)
+			return
+		}
+		if r.URL.Path == otlpapi.Path {
+			otlpapi.WriteError(w, r, err, log) // google.rpc.Status, as OTLP exporters expect
 			return
 		}
 		httpapi.WriteError(w, r, err, log)
