@@ -42,6 +42,27 @@ func (e ListLogsParamsOrder) Valid() bool {
 	}
 }
 
+// Defines values for LogStatsParamsBy.
+const (
+	LogStatsParamsByLevel   LogStatsParamsBy = "level"
+	LogStatsParamsByNone    LogStatsParamsBy = "none"
+	LogStatsParamsBySubject LogStatsParamsBy = "subject"
+)
+
+// Valid indicates whether the value is a known member of the LogStatsParamsBy enum.
+func (e LogStatsParamsBy) Valid() bool {
+	switch e {
+	case LogStatsParamsByLevel:
+		return true
+	case LogStatsParamsByNone:
+		return true
+	case LogStatsParamsBySubject:
+		return true
+	default:
+		return false
+	}
+}
+
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
 // null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
 // the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
@@ -153,6 +174,43 @@ type LogEntryInput struct {
 	//
 	// Example: u-42
 	UserId *string `json:"user_id,omitempty"`
+}
+
+// LogSeries The counts of the entries with one value of the grouping.
+type LogSeries struct {
+	// Counts One count per bucket, in the order of `buckets`.
+	//
+	// Example: [3,0]
+	Counts []int64 `json:"counts"`
+
+	// Total Example: 15
+	Total int64 `json:"total"`
+
+	// Value The level or subject; null for entries without a subject and for `by=none`.
+	//
+	// Example: error
+	Value nullable.Nullable[string] `json:"value"`
+}
+
+// LogStats Counts of entries per bucket of time and per value of the grouping.
+type LogStats struct {
+	// Buckets The start time of each bucket (Unix ms), from `start_time` on.
+	//
+	// Example: [1795392000000,1795395600000]
+	Buckets []int64 `json:"buckets"`
+
+	// Series One per value of the grouping that any counted entry has, ordered by value (null first); with `by=none` exactly one.
+	Series []LogSeries `json:"series"`
+
+	// Step The width of a bucket in milliseconds.
+	//
+	// Example: 3600000
+	Step int64 `json:"step"`
+
+	// Total How many entries match, over every bucket.
+	//
+	// Example: 376
+	Total int64 `json:"total"`
 }
 
 // LogsCreated How many entries a batch stored.
@@ -298,7 +356,7 @@ type RetentionDays = int
 type EndTime = int64
 
 // LogLevel defines model for LogLevel.
-type LogLevel = string
+type LogLevel = []string
 
 // ProjectID defines model for ProjectID.
 type ProjectID = string
@@ -306,8 +364,14 @@ type ProjectID = string
 // ProjectIDQuery defines model for ProjectIDQuery.
 type ProjectIDQuery = string
 
+// Q defines model for Q.
+type Q = string
+
 // StartTime defines model for StartTime.
 type StartTime = int64
+
+// Subject defines model for Subject.
+type Subject = string
 
 // TraceID defines model for TraceID.
 type TraceID = string
@@ -353,8 +417,16 @@ type DeleteLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -374,8 +446,16 @@ type ListLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -411,6 +491,44 @@ type CreateLogsParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// LogStatsParams defines parameters for LogStats.
+type LogStatsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime The start of the first bucket, Unix time in milliseconds (inclusive).
+	StartTime int64 `form:"start_time" json:"start_time"`
+
+	// EndTime The end of the range, Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime int64 `form:"end_time" json:"end_time"`
+
+	// Step The width of a bucket in milliseconds, at least 1,000; at most 1,000 buckets per request.
+	Step int64 `form:"step" json:"step"`
+
+	// By One series per `level` (the default), per `subject` (entries without one: `value` null), or one series for all (`none`, `value` null).
+	By *LogStatsParamsBy `form:"by,omitempty" json:"by,omitempty"`
+}
+
+// LogStatsParamsBy defines parameters for LogStats.
+type LogStatsParamsBy string
+
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
 
@@ -434,6 +552,9 @@ type ServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams)
+	// LogStats Count log entries over time
+	// (GET /logs/stats)
+	LogStats(w http.ResponseWriter, r *http.Request, params LogStatsParams)
 	// ListProjects List projects
 	// (GET /projects)
 	ListProjects(w http.ResponseWriter, r *http.Request)
@@ -500,13 +621,39 @@ func (siw *ServerInterfaceWrapper) DeleteLogs(w http.ResponseWriter, r *http.Req
 
 	// ------------- Optional query parameter "log_level" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
 		}
 		return
 	}
@@ -598,13 +745,39 @@ func (siw *ServerInterfaceWrapper) ListLogs(w http.ResponseWriter, r *http.Reque
 
 	// ------------- Optional query parameter "log_level" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
 		}
 		return
 	}
@@ -730,6 +903,156 @@ func (siw *ServerInterfaceWrapper) CreateLogs(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CreateLogs(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// LogStats operation middleware
+func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogStatsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "step" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "step", r.URL.Query(), &params.Step, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "step"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "step", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "by", r.URL.Query(), &params.By, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "by"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "by", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogStats(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1000,6 +1323,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/logs", wrapper.DeleteLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/logs", wrapper.CreateLogs)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/stats", wrapper.LogStats)
 
 	return m
 }
@@ -1462,6 +1786,114 @@ type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateLogs503ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStatsRequestObject struct {
+	Params LogStatsParams
+}
+
+type LogStatsResponseObject interface {
+	VisitLogStatsResponse(w http.ResponseWriter) error
+}
+
+type LogStats200JSONResponse LogStats
+
+func (response LogStats200JSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats400ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats401ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats403ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats404ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats503ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2230,6 +2662,9 @@ type StrictServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(ctx context.Context, request CreateLogsRequestObject) (CreateLogsResponseObject, error)
+	// LogStats Count log entries over time
+	// (GET /logs/stats)
+	LogStats(ctx context.Context, request LogStatsRequestObject) (LogStatsResponseObject, error)
 	// ListProjects List projects
 	// (GET /projects)
 	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
@@ -2367,6 +2802,32 @@ func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateLogsResponseObject); ok {
 		if err := validResponse.VisitCreateLogsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogStats operation middleware
+func (sh *strictHandler) LogStats(w http.ResponseWriter, r *http.Request, params LogStatsParams) {
+	var request LogStatsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogStats(ctx, request.(LogStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogStats")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogStatsResponseObject); ok {
+		if err := validResponse.VisitLogStatsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -2552,114 +3013,132 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H2LbiO50e6rEH0CrIS0ZN18k7E48M54dp14LpmxzyZnNWea6i5JjFuktsm2rB0YOE/z/+/xP8r/JD+q",
-	"yL5JLUuey2aTbBBgLYlsksW6flXV89EL1XyhJEijveFHbwY8goT+fAsmWZ1PDCT4KQIdJmJhhJLe0HsH",
-	"oZKRZkaxJReGjWGiEmAJThFy2vZ8D+75fBGDN+z6ng5nMOf4mIlK5tx4Q09I0+95vmdWC7AfYQqJ9/Dw",
-	"4HsLnvA5GLePCxldizlsbuK1jFcMpEkEaLYUZsYCI+YQMG6YSrI9mZnQ7EaKe4Y/MiHZXMSx0O4EDSHD",
-	"ONXiDppnTKr8KIE2PDEf6IHV4xyfHg763aMO/s/3BO7k5xSSled7kuM+PZARTfS2nfxoUHdy37tS0yu4",
-	"g3ifs8I9D028sucLYpwWDNkdj0XEbq5ftE5omEoNe3Vz5bMu3lW/x8IZT3iItGUNMwM2ERBH32imlpIl",
-	"aYxU4HJlZkJOGcQamNBs0Okwyef4FU7Jr6dCFw+SRCVePUViNf1AW6yQxFFAm0TIKRHgTaL+DqG5fL5J",
-	"gWtc2f78jWYiqi7e6Z72jyYdaJ2EPd46HvehdRoNJq0ePxqfhJ2oC71JtrcFN7NiayLyfC+Bn1ORQOQN",
-	"TZLCnnv8C53xsY2y5UxpyO+NJ8DmwKU5Y8KweaoNg3uhzacfZY3MbtkPTz7TO2T2T5IyjgriCUK2KUu9",
-	"k84jslSI4ZOl6TrhIdSxUuVIamJ3b3D0EEVkBvc8glDMecwiMRVG+6QZeByzXyBRZyxdLCBhIdfA5tyE",
-	"M0BNqNrs/NMkZzCenPYm/cPj43F/EPEj3g/htHcadaADg+P+0Zbbph3buy4IM+f3VyCnZuYN+z3fmwtZ",
-	"/rh58zcakp00qlE4qYbkg4geUzncsLnShnX9Tm/AxisDX1znpK1Bbwt13AYfVTgPKCV6oaQGMjXf8egt",
-	"/JyCNvgpVNKApD/5YhGLkCNtDhaJGscw/+PfNRLqY7EbJKHhIsarmaExpCfhYYQkIuHWUUlqb/hTaTAp",
-	"gjHk9Kpoac/3Fgq5OvGG3kHvwGrRh/c+SoZJtTccoOgYYYgg3/GIZUfIr5uPVWqG45jLW++hTI8/JDDx",
-	"ht7/OiicgAP7qz54Y49pqbSp4Uqnm/MYxREisroJ8FvNOF3sGQvsgQO8S9AMeDhjajIBGeHNEiPgrNL1",
-	"PvjeC5WMRRSB/OxbEJrdwopFCjSJcKjuMm2lFpDQo7wyKfsFKYtdfFVCnr+53L1HopFV7kShS/kiFtPZ",
-	"57Ipz6+RJJzWvIxgvlAGZLhq/RlWln3ZxC5XJtVpQapnSk5iEX5Fljtf3ykwzedQt1ttRByzMSCDzbiM",
-	"YojOrGfKYp6x2CtlXqhURp9JwMzO471N6HllCg0KCr1Shr1wA74iM2X7yZnJ+RdoDZW64skUPptlxmjx",
-	"2EzFkS5UPBrwzFyUadDtV7gEV2XXSjG7la9Ki7GKVig3yCt2z0KzGNfF77i0TAQJShsPQ1gYnRHqJZcr",
-	"p0X1Z9JrmQgDLOEGGNyHABFUeKRXkiKkC67M8qW/Kn1Q6cy4ZqmGiKULJoxmxW4zkcn8O2BTcQeS/Du0",
-	"weuBYiuPFOu25EYflGJK2tWN5KmZqUT8Ap8rivggkMZNYbn3WxbIbkHsyspfjc6vVKbffWRFJaHMdbmU",
-	"3kq1XCPqjz/+2DovjlTjmAffAU8gCSoOkf3ucafH0v2Oi5iPY/gCno42GDELzdLSYwu6H5at6jtI7kQI",
-	"7KYy9Cuyud1cyKUN7lmCPghELEGDxqRa+pmScLeCJmQGETkoseLrxuPLsT7eunTR5GfeQmoflun/LY6m",
-	"VEVgmtt7cktLLmbnoBRFVvzMXq8sPotEhaA1XiC7kEaY1Ve0/obFwLUhAUIrs3L+JM8PZGZ83exRBLI2",
-	"7xudha9CjySPE+BoJeIoMwqoBQuYIQG8EdQnjeCgf2Bnjjx0zYoppoxMjGQxR03YMYv4So+8Zs5l6x7L",
-	"MlPBDniim+EsEpMJJGgu0Y6djZB9KUDC8cTTUZshf9uLJnqUzXFmjM9oUcsCTPOVZjO1ZHM0M3OVwEia",
-	"GeCqkEB7JD1iTJ0uFioxEL2ESPBrutPPVhJkjvNQp/QAmlh2GQ7LbJbvhdFmGO3m6/sNwvIRgQPA5rQ0",
-	"rkkfC7fc8FsMav/07vWrM8YZ/pfNIZliwIoex0Ql7M359bMfmm2Ktt0WcIfnxiRinBobefIoEvhEHr9J",
-	"8PEG/SgH3KxBryZJQ5MmELGIG55tkbh7yKyWR4ND4CxeM23qjscp7tT+rn0m0/kYEu2zsVIxcKn9kZRp",
-	"HPuMJwlfaZ+pMXK0bvr2abewMOwOkjE3Ys4akTIW0EIyJYCOgwHZbLPzjAd7J3YiN8RkzKgFo+jVz8JA",
-	"C0r2Do9K8e5ZzsRHA/Zn8R3juqycQYYqAs2EGckG3i0PTfOMSdDIIqUImlbSLAJYnDGpMsKohPyeOV+R",
-	"B8te3Vyxxs0f0X1tttn/ISqNZKjm6DOGt7i6BmlyejFCsiKIWCPo9vqDw6Pjk9NO8VfAtEEhI7CkeWYp",
-	"kD9uJDXxss+4jBinreDjmVmiTbwFWGjSQDEqLbozFEq/LFQzYxbtOZiZiryh9/3FNVok/M4K0AekD9rc",
-	"nu+R3cq4yPApmgNvwVdzQvt9D1Lv/UMuS/a+Pd+7b01Vy32Jwtl+y5cvUdWTx57/2tK3YtFSC8u2rdyE",
-	"4HIWy76Qpg4gPXf6i8Vqavm2zV67x1hIQFt1jkqJ+ItohMym5shmhP0uSnLy0eMVaXpM+kty9+B7IqpL",
-	"biCrtbjWYirxslIpfk5hC0p7yrud1nHYi1on0J+0BvxwfBQeRydwOvE2ADffizN8fxM43xg7d0SvjHb3",
-	"xyIIYyHLzmsxsWTBK3P3hJY3nqcXXH6oI1X3iMVqCUmLsNBN4HSNZp1J5+iY886Yn3Z64+PapdJx5g8V",
-	"E8MZhLcqNXUTTC1qvRWL3oI/d3t9fzeo7BeY68aKqHP2J8UekO/GSTNEs0Iah4BuArsF/P+TzXFUkgPz",
-	"XJ6ztAzR8f26NigJ8qVcpKYOKIZCkFFfchbGAjlUg4xQnX05aY3rk2Obua2zss0gbaNZIOREBWw5A/Ty",
-	"0MLzMSqW+izWdhy9+7ikbniuZWPWODr0D/tHDgxXEwubV5MidRJe2s3R4WH/aKfMb4eGcmeBjSFWcop+",
-	"wpfIR+2vNCgqWzjHeX0ryEHdo6flYPAqCcBBF0BGmXkR0kokDdqpiUok7h5VL/zocT1VPd2PaLmKkxGb",
-	"qdTUp0MyDmANqdAXaVqf3nL/N5rlm2KhSqXR5fQtnhQDEUk5GRRCpSFhY5XKyPI/rsFiMbfcvsSNYYQj",
-	"I7jHgNh6QEoyuINkZalWJVNJ75bJ0+kNPl8Rl0X0G22HkGzWSOWX1NNIX/q1nv0aP/afMcocMsIr743P",
-	"Xi9AXkMMc/SnmsihT80SPp1D9zAQT0r1VczHJkXwxxJBQiVDSKT+p+RaZxJ3ceyajaw1j1vsoX6WADdQ",
-	"Q8sfsuA6z/k77NmF7BumMCyelJ+g5++V3y7vPnvMtg0/hxj23XBEY1kCc3VXt+WoeFYhoZ+w5+w5dXvO",
-	"YvRNgyrZ2xfP2Ong8Jg56IFFKkznTmesb9UiEGWPaWtudkNiMgytVsVn6XDk0UTJqU8g0xwwTGQo+Nnu",
-	"KC9Uios7HQplYoEh65nVeRaKoXiHhvsssFsPGDlRBApVgBtW4DY+g/a0PZJB4/S007G/usUtimGXagY2",
-	"lhQG5npPjOQFRmNeESMSNkBxk9SGy3AtNjmI1VTXUdLRe6v6cb9TYY+PChbCmbIKEq8r+GvL5URal1HA",
-	"spw9s9jqGfs5VQbQhyFiJrBQicFon2d0+DKxWwZRlY5MyfedRW05oFUmVm2qvmROHey2HjvfvL1kCRA2",
-	"SDaMG4eFOhiSeA4nn7GgBI8FVHnksBQ6h0UDBVmsKn3KqNoutWkcHkfny0nkZ5L3iGxb3qqNJ4oKAQLj",
-	"bJlAI3AQQ9BkKmFU7lEUDuDP2d9Bcz9NsKvwYtPHzlao52LCYB0eVxzBbpSKHMxsWyFLpcxpc90MW1lf",
-	"lbA99ytroGI8Ou10m0xIo1hZ0RGIbA38fGFWGRxW8MRypmKLfVY3lpec7GKExy+83lc+z6OSKsrnIra6",
-	"0NEZug98DSLodXpHrW631etfdzvDDv6/bWG5/+uVJDTiBlrbyLwHGMRubi6f3x1/mQjJVirtC3TkeYUP",
-	"EV/tVOBvs9HPcTC6f4voKxGuDmygo/nl26rsYOM0j7DNFtyBjHCONcz5imkw6BfyolJmnXkygtfAB1UU",
-	"2rry5KQuZ8JQvBpCm70iTSsBIlcrXIsN1odNvcOjnTjCZ93x2j3QYR+h6xv0S+tkciOLQYrluH961ETt",
-	"ltN3WHjx1u0ha2KNUTjjcgrolIzWDjXyhkymcRw4uDvzOycqQY/+jPHMiYphYphKjYPUubawjfVivuzF",
-	"1l5f667369/gxm1Vh2z333G5ciqynE1w8JwAnRWCHx12zlhQvgczI1+VLqE9kufShYK2hDlPmpYTnxLX",
-	"FjLVztRkeU+h2VRJGJLjKTCwjoHfASVt8D4niZpbtlEEdFVnW9bRrMEZRuWQlH4bU/bKpmYoMlxycnFH",
-	"Ui9hYdgKTNOnmCu8nSboSTO9BFi4mIY4CH1pwiJkapAgNhVTVDVRmkgCJYgTmFBulvzvQa/XZj+ih0lq",
-	"LXcwkdo+HRG/EpZnS95WBnFEMOFpbEayEVy9/v7D24vri1fXl69ffXh+/rd3gZ8Rn6UyBq1RnTXPco82",
-	"5mG2scabm+vm+oIjaVe0d+ozrRh388ARmRtcYgrGyimtldEl4oavpZr6HWJ+MU/n3hAZhnjffuz6Hq5j",
-	"60dcfmkz2NMQpokwq3fI7VZQx1Sfcp6aWW1olxVDcs2Cc1efQ5nWIbOVLezPF38L/Ly6x5Kn5DnMuM5y",
-	"bnIipmkC0Ug26PokXSrFfGphU5XRXEg7HO1HpCymQHn2s1JtQZYxTIBHJFBqKUcyd11kZBkCfGJ4+sLF",
-	"0ET0opwAwyNLZVIASK9xVrDj6DczZmEz00JOVJZ359Z7cqXNr8d4Wj4WsTArotmcC2m4kOi3biS1nb63",
-	"2IuZgUjKGoFRuekP19dvDlDxt0dyJC8IWqHwl6AryYJtKf8gj76tmcDAvJn1CawWEPioO0xMf9joIBhJ",
-	"3EkW4Z7ZCnKbUHfVDDyKaNWsepjiTqeKMltD3nbV1Ub3dSRtuDB2me/cO87DBxsvsyBzbW08Uee0b4su",
-	"RvKZdTsE+iZOlEKeasJPDu/v7SXHIgSpoXRz5wsezqDVa3fQH0pid+F6eHCwXC7bnH5uq2R64Obqg6vL",
-	"Zxev3l3gnPbMzONSNLnJCJ7v3UGinflrd9odHI7szhfCG3r9dqfdR+vJzYzk0UbsOaizKZTPnYKoFLnk",
-	"vEP8TS0QDo6zRYITESPRCOksl5ygnc2LJy6j/PFXFjYo9339VG84iyEHa304D/7OGa7XYY+ReSPWHmOz",
-	"NpM9hhZtNnsMzvreHt6vdSn0Op1H6nFq63AcYNft7V0kUwYNtxTK0L1Tz0bWJgIJOM0XUSntwO60bp38",
-	"RAelpgua0t09pVK8SZP6uycV9fw0Y7B7Rl4kjhN6p7snrJcOP/je4T5bKxdDkuFM53OerHL5KOtrryjl",
-	"INl9/+B7U6gJkN6CSRP5SZLrM5VEgPZ1vMpcP4OWNhBRMJINrkOnJ52vEtD4b3EDQdM5SYRDZsvZlchr",
-	"DAjbD3yL7F0JeRs4IG8kQ544EDqBmBtxB2Wsy0IaEu4NW/ApsEaQQPztyMNvRl7QHNqKxgJMJMSFy2gk",
-	"rT53tXVBmCZaJQGaGYh8fDAVhmoV30HE+JQLqa1bevP2qoKjLF1BEKWK0J+1uj+rRpwpbVw2hEp4aJsz",
-	"8lGrRyUzS2lZHEFdCwnwOa7uwhzrbeSuss1zsPMs4KX7s+Vn5NioCU6bqMQWW+VOpzY8jim7hl5po3vI",
-	"NF6q80WbLFbaafdQSQkhMo/1iYlYwrj2q6mrRKqq7yuhze/K+zHl7W+UbXMdBqyBYZQ2bCISbXxXo+mu",
-	"RCXoG9EoCct81FqVAI7Y0vpGwlipAQeJXvtPHqc5NPV9DY5TB2oSMpr7itJxLLV/uGCy2/E7nc4Z6+J/",
-	"tudwt3V4kjrwHm0Sz8OQrm0ULcchm3HHBqK84D+nwBZKi7xoU1rJQh8f7oRKNR3rG70mpdXSkNWfOpd/",
-	"V/evfrntvnp+OXj5/Hz58vryl8lfttyDVTPb2jPrk5Kfaex/Wi+u2btc0OGf+yZHXClOUS+TVcDUla+U",
-	"a1P2RUvz8pG6Yo28+qKCmFIBwlqtQFEIsE9KPc+R2yQylb/nd7dX4iwve9xImm06Ua8zaVKTDWdqrdEA",
-	"ubKmBWSUdjr9kJz4//3f//8/8GPvyLLdt+5zn1p5SmbSSahUZgaJXX+i4lgttY3gTnonJ81hyQQTDOJs",
-	"cIOTcKs4NZCbVxst+ZSY7Z+eHLH/+s9Bu9f0601qbp5H8ubt1Rro4JVPVLDNt/swTeX0mbBO/lJHhJ0N",
-	"Mv9CnutneqBo4nf5nwulaxzQdzaL48ribQifFX1bm5HblQbl+Yr2BfZSfHfGxsrMbCWILTW3Ts1IajAE",
-	"KzaZkLanKuFS89ACRSCIsa1XmxdhuYoblTgcSLdZAXHarvWRdK4uQWQb1Ul+3t3u3rZhx9mywjZz/TxZ",
-	"ATPuV0wlFX2gr3fu+hHvXJ2NFr+4KhfqDEGxyghUcZzzDhMLULoZ5B4SNDmSFpvs9rMGkqyYg44dK3VL",
-	"hfHoOrqe+s0+bDs8x00cUDKSlaaXPFsqmTO2I89nwUHnwOl+1xmTYXP2197aVAtsjzx/JIOD7kFhrPJx",
-	"VN/D17oI7MMGB5k6Lz+1Wow1krYai3puhMzaQK3PveHA2kKeehe2ys0vydcubkLzCYUkVGQ/zFDl3oDN",
-	"VJpovyj8odp11H9rrcu3sMJQymJy9isHfzZLDJsRQsmQ3H/bi1Z9khUeqZeQ0A5HUiViKiSPWa/TtYv7",
-	"DpMrtx+9hUXMVxANmUlSCM4qe9toRBrJyjqDXu+MjIRNEojYgnHkqpbra2rasYtndE7X9T8RrVUkJVto",
-	"yDP/yhrEwsFa66Xa5mn1Dg/X8zYLbgwk+Mz/99NodN/rtEaj++OL93/8g7fFJ6MDfaei1a/mjv17uFj+",
-	"x9LBLDfhJUZp/InnqjptNf1dyGHDmt7AUrGjtU5FnGxD+koo5OR7JPNeIoFfZhUM1kSxRvDy/K8fvju/",
-	"fvbDh4tX128vL94FzbNcOZA5EMZakkG3/4QKrWpZ/gMFSZd2YhElZV/U+aLV9wM9bMQd3aeBjHkh49Mw",
-	"xqySssY9vihZ8KLrkTVUQrkyp3wEROs9lT6b8YiNAWRzzY2u0341bjWpwyy3RAkQq68ydacmaMrWOzlN",
-	"lpDMVLftLq0Gkfjo2tCcfqgJyn/r3ugesGj+thKc0O3vhaPaF0TQhMN9DlLTs0qobW+fyZVO7H8c2Psj",
-	"vX0h1w2Tx93uB9/LWrWJtx8Fga03nCery+hTuxbVy5KG3mfjEeWKrR3VRk8xXhnGUhin9dKLfqda9fTo",
-	"4p8Q6pcYZlekfx7HGfH1OvV/PWH9EpHgouCLvKM0+2p7KGi1fLlf33mXeq28TkSswV2RXbPNXmTdoHmC",
-	"Xy2lZo1ARAFGEAVvBT4LissOmuUAzGpyQiS3hgBv8jcnfKKr93EvjnxKk3pR/PYV7fVvXSyfSK9dL0ZC",
-	"8+xOvo6wKUurLd1z3Myy0l4Jy0KTBrkOPvgooodgrXo2/3FP8u3/0sbfuF/wK5v5f4i9tpqjUGr1OrFs",
-	"p4lHnlhuQQirtd9Fn60wpAm3FVSUtVlFSQwebw6l7ixbMVibzv89N7+Zm99x/Tuy85RRc/XK7FyiASz1",
-	"dBRv7PHLr1mUULyIwrdx56Az2GSG78Fs5YTO7+Zip7lo/wvj+t+D2c26n5jUJ296saW+HPmsSAvU1pn7",
-	"1XpDGtOiMbbmsLlZem7LHuxzKiXoLPi4rQT9YUsNOnqWtZOOHwI2ExEUM0rV0PZVT/RaZBkCqdIZd3XV",
-	"TotasL4oPm4zlxYgkXfvHMpB8kywO/R6XGbzdaVXEXE26B62R7Ls9zIeL2kX0R2XIeg6h5cK/5/q767f",
-	"wZp6WJfa46dKou1G2MvR/WfRXMePKK7usE9rHx0O+r3uF1Rc9DrqaE2B/etU4f1buJWkuJhWtptwt5JO",
-	"a/0LKv1fL/+zr4mTUdFTMWScBVXWDYrWm3JTAWugthxJpyWbNU0GISov1MwxpVqodSHv3VgxNRdaU4FZ",
-	"ufvANh+wazWSVmeXO6l5rCT49iVqbfaoqtuGFvAERnIvKOCGnv7loQDbSfSrogG/SSW5jQ7/AEXpFvxd",
-	"Uf4TK0qn43YG4KVWJHJjy01IP70n5JfURV3a/7pQJuSk0d/apoWKzpdgzm+BJakM7MsWKLBjM2MWw4OD",
-	"bu+43Wl32t3hSeekQykp2/pxQH6y2/HHbV07ainLiYAzqzUr3Wel9jbXZLTxb4LomlLUq3JfoHuDIxOS",
-	"8ThuqaSVvXF07P6JC2s2OL2V4RZWGmx9c3kxSk08vH/4nwAAAP//",
+	"7H37chvH0t+rTG2+lIE6CxA3kiJYrhQt0T78jizJEhV/XwRFO9htAHO4mIF3BgRhFavyb54i/yWV18h5",
+	"kzzJV90zsxdgQYC6+NzscpUI7M6tp6cvv+4efAxiNV8oCdLoYPgxmAFPIKM/X4PJ1hcTAxl+SkDHmVgY",
+	"oWQwDN5ArGSimVFsxYVhY5ioDFiGTYSctoMwgDs+X6QQDLthoOMZzDl2M1HZnJtgGAhp+r0gDMx6AfYj",
+	"TCEL7u/vw2DBMz4H4+ZxKZNrMYftSbyU6ZqBNJkAzVbCzFhkxBwixg1TmZ+TmQnN3kpxx/AhE5LNRZoK",
+	"7VbQEDJOl1rcQvOcSZUvJdKGZ+YDdVhdzunZ8aDfPengf2EgcCa/LCFbB2EgOc4zAJlQw2DXyk8GdSsP",
+	"g+dq+hxuIT1krXDHY5Ou7fqiFJtF5yyDBXDDhGETlTEu10xNmIZbyHjKGlGqph/o1W8hy1Q2WnY6vZPi",
+	"ywk3PI2aIVJwrrRh3ROimm6zSx7PmNDslqciYW+vv289oXmopWEv3j4PWReZod9j8YxnPMbNYw0zAzYR",
+	"kCbfaKZWkmXLFMnM5drMhJwySDVgp4NOh0k+x6+wSb7/FcK/C2jOQRjQNIP3+GyRqgSCocmWUL8X+eIq",
+	"myEMzIm53CZokwk5De7DYM7vruzD7km+RzzL+BqfarPGqdBm4udXmfozxObq2faOXeNC7ONvNBNJZS1B",
+	"p3vWP5l0oPUk7vHW6bgPrbNkMGn1+Mn4SdxJutCbBG5FC25mxYJEEoRBBr8sRQaJX3mxso0Flef4E1Hm",
+	"oYmy1UxpyPmMZ8DmwKU5R4aaL7VhcCe0+fSlbGyOG/bDo9f0074TQuuI5qA1n0LEYiUNF1Lb02LgzjiG",
+	"7R2flDg2ZGIqFY7CYq6Bjdcj+VaKWCXAtMD12u8nKk3wpUb0l/8ZsTk38Qw0i/7yf6NzFr25fn3x5s1l",
+	"xBIFmkQKvYASJeN/+V8QNdvsyjChRzIVBg/mkEX/OQpZ9CFiXCYsGo0iNuO3wKRiegGx4CntA0rWkawQ",
+	"P4E4FRKSHQT+pcL1c373HOTUzIJh7/gkDOZC+s/dsIbKb1AEfpLs5ag2HiF6tyVs70nnAQlbCOdHy9g3",
+	"yzHy3ONFrLYNI9bQkN1CwsZrxiUTMoG75nC3YMxladjpDdh4bUB/qggM4hnEN2ppdmy3m2Lw8OG5zngM",
+	"dSKrQgE1cYcF3x6iZJ/BHU8gFnOeskRMhdEhsTdPU/YrZOqcLRcLyOwR8YfCKNVmF5+22sF4ctab9I9P",
+	"T8f9QcJPeD+Gs95Z0oEODE77JzuoQDO2MqWW9/u9Cuvjx20ivdWQ7aVRDZcsNWQfRBI9jiG+sKoMlq1B",
+	"bwd13AQf5JF7lMZ6oaQG0pLf8eQ1/LIETccGhSlI+pMvFqmIOdLmaJGpcQrzP/xZI6E+FrNBEhouUtya",
+	"GRqJ1BMuRkgiEk4dVbsOhu9KL5PCGUNOr4pxEYTBQuG5zoJhcNQ7sjr+/j3qaG6WOhgOUHgYYYgg3/GE",
+	"+SUUan2slmY4Trm8IeWe0+NfMpgEw+A/HRXG8ZF9qo9e2WVaKm1r0tLq5jxFgQQJWaMZ8BvNOG3sOYvs",
+	"giPcS9AM0LpSkwlI0ivECNiqtL33YfC9ysYiSUB+9i4IzW5gXWioWN16ea0WkFFXQZmU/YKUxSy+KiEv",
+	"Xl3tnyPRyBoRRKEr+X0qprPPZVOebyOdcBrzKoH5QhmQ8br1J1hb9mUTO1yZVGcFqZ4qOUlF/BVZ7mJz",
+	"psA0n0PdbLURacrGgAw24zJJITm3HhtLuWexF8p8r5Yy+UwCensS921C/ZUpNCgo9EIZ9r174Ssyk59P",
+	"zkzOjkVtqNRznk3hs1lmTFbeTKWJLkQ8mjBeXZRp0O1XuARHZddKMTuVr0qLsUrWeG6QV+ychWYpjovf",
+	"cWmZCE2cjPE4hoXRnlA/crl2UlR/Jr1WmTDAMm6AwV0MkECFR3qlU4R0wZFZPvRXpQ8KnRnXbKkhYcsF",
+	"E0azYrb+yHgLF9hU3IIkCxd18CaA0soRlLopubePSlgLzeqt5EszU5n4FT73KGJHII1rwnIvq3wguwWx",
+	"KyN/NTq/UF6+h8iKSkKZ6/JTeiPVaoOoP//8c+uiWFKNaxJ9BzyDLKoYRPa7h40eS/dbLlI+TuELWDra",
+	"qIyMtmWp24Lux2Wt+gayWxEDe1t59SuyuZ1czKUFvViGNggkLEOFxqRahV5IuF1BFTKDhAyUVPFN5fHl",
+	"WB93XTrU4jN3YWk78/J/h6EpVQGA5PqezNKSidk5KqEVFTuz1ysfn0WmYtAaN5BdSiPM+itqf8NS4NrQ",
+	"AUIts3b2JM8XZGZ8U+2RB7LR7hvtHXihR5KnGXDUEmnilQJKwQLOygB3BOVJIzrqH9mWowBNs6KJKSNg",
+	"I1m0URN2yhK+1qOgmXPZpsWy8iLYAbK0M5wlYjKBDNUl6rHzEbIvOUj4PvF00mbI33ajiR5ldeyV8TkN",
+	"almAab7WbKZWbI5qZq4yGEkzAxwVMmiPZECMqZeLhcoMJD9CIvg17elnCwlSx7mrU+qAGpZNhuMym+Vz",
+	"YTQZRrP5+naDsHxE4ACwOQ2NY9LHwiw3/Aad2n998/LFOeMM/2VzyKbosKLFMVEZe3Vx/fSPzTZ5224K",
+	"OMMLYzIxXhrrefIkEdgjT19l2L1BO8oBhBshCZMtY7PMIGEJN9xPkbh7yKyUR4VDQQvcZprULU+XOFP7",
+	"XIdMLudjQgLHSqXApQ5HUi7TNGQEAuuQKcJYdDO0vd3AwrBbyMbciDlrJMpY4BTJlAEaDgZks80uPA/2",
+	"ntiG3BCTMaMWjLzX0LuBddDkec7EJwP2J/Ed47osnEHGKgHNhBnJBu4tj03znEnQyCIlD5pG0iwBWJwT",
+	"vmgJozKye+Z8TRYse/H2OWu8/QOar802+69EpZGM1RxtxvgGR9cgTU4vRlheAglrRN1ef3B8cvrkrFP8",
+	"FTFt8JARWNI8txTIuxtJTbwcEv7JaSrYPTMr1Ik3AAtNEihFoUV7tgGEfgxmxizaczAzlQTD4IfLa9RI",
+	"+J09QB9iChQcd3phQHrLc5HhU1QHwYKv5xQFCwNYBu/v87OkPKZ215qqlvsSD2f7NV/9aBHm8tOWvhGL",
+	"llpYtm3lKgSHszGeS2nqgPgLJ79YqqaWb9vspevGQgLainMUSsRfRCNkNjVHNqMYw6J0Tj4GvHKaHjr9",
+	"pXN3HwYiqQv6Iau1uNZiKnGzllL8soQd0YAz3u20TuNe0noC/UlrwI/HJ/Fp8gTOJkG4HXdJfdyr6MqH",
+	"e7ZjNI7olbfd/rESIr7VsKTBK20PDGFs9acXXH6oI1X3hKVqBVmLsNBt4HSDZp1J5+SU886Yn3V649Pa",
+	"oQrYuhYO3mpganH7nWj8DgS+2+uH+2H1sMBct0ZEmXM4KQ6AfLdW6hHNCmkcAroN7BZhpnc2llYJQs3z",
+	"8+yDhkTH95vSoHSQr+RiWRtOgOIgo7zkLE4FcqgGmaA4+3KnNa0PGm+HZM/LOoOkjWaRkBMVsdUM0MpD",
+	"Dc/HKFiqG+MP424cvfvwSd2yXMvKrHFyHB73TxwYriYWNq+GhepOeGk2J8fH/ZO9Z343NJQbC2wMqZJT",
+	"tBO+RNzzcKFBXtnCGc6bU0EO6p48LgaDW0kADpoAMvHqRUh7IumlvZKoROLuRszw5GE5VV3dz6i5ipUR",
+	"m6mlqQ+HeA5gDanQFmlam95y/zea5ZNisVpKo8tZB7hSdEQkxWTwECoNGRurpUws/+MYLBVzy+0rnJgP",
+	"5KFDbC0gJRncQra2VNsZhiuTp9MbfL4gLh/Rb7R9hc5mzan8knIa6UtP69mv8XP/KaPIISO88s6E7OUC",
+	"5DWkMEd7qokc+tgo4eM59AAF8ahQX0V9bFMEH5YIEisZQyb13yXXOpW4j2M3dGStetyhD99A5jTZNiXd",
+	"kktuWR5BVRKsUe+fTjO1XLg8sqqGtL3Ua1t6xpC3xsv4BkyIfER+aZZAhn1H9oGuZnS964ed92GRE3TI",
+	"MdrICzLK8Kr1it76AR3RsusJRkodHTMnUs8Z+qHkOpepp5aGcf8OsRG+EY3X30olN3LXci2OPVmQ0zlB",
+	"D7KAnWToie+Xu4sJDK/boaf5/vvZFztF+46CDqePXx/IDW47d6hSwzNju8VB0bV2ozVI+M7RhZ9kal7J",
+	"9WNKVpkDZWz/rOeyUeynY5v995lMo3ecFuTlnUSwHiCXa8vukDjJNOM6tIxuM1Ns44ZlGZFpdLptno7n",
+	"jDxxQUkSFPlSHrI7i0NetyADi/q9WInEELLB/R485H70fXLlIUT1J6866B89mOeZjfJRQkYxZCsh7USq",
+	"A5+ehAclEZVPB606zHkx39c9x0Q/zYAbSA6Yu48tOnhzWygWPeVL6T1+Ib6bXRN+BikcOuGE3mUZzNVt",
+	"3ZSToq9CZH7CnH0/dXP2eOa28yHZ6++fsrPB8SlzMC1LVLycO/tqc6oWrS17lzvzWLasCx9vqDWH/QlE",
+	"fZ4pOQ1JFc5hPoaMRICfHcXQSxhip0OwTyq0geTc2ocWtiZsiF4PWWSnHjFyOOn0V0BuVmDcIYP2tD2S",
+	"UePsrNOxT93gFvG1QzUji7sdJCsc/b8XkCZ14kJIbbiMN3Cco1RNdR0lHb13mmruOSXbhmiMQjxT1pjE",
+	"7Yr+reXix62rJGI+v4nZONQ5+2WpDKC/R8TMYKEyg/KWezp8GZzLw/mlJQ82RV1tYnwO/peJVZvWVHI9",
+	"XIhiE2d8+/qKZUBxFLL3uXFxIxeyIZ7DxucsKoUSIspCdbgzrcNGTgRZ91X6lCMQ++wL42IXtL6cRKE/",
+	"eQ+cbctbtRq0yKaiwIVNqWpEDo6NmmhZUWpckWSFj/3fUfMwSbAvSW0bj/Aj1HMxxauczi+WYCdKCWFm",
+	"tivpr5IUuz2ux6E3R6U4iHvKGigYT8463SYT0ihWFnQUcLPW+3xh1j50UPDEaqZSGyeqTixPz9vHCA9v",
+	"eD2ucJEjONWIiEO36mA2p+g+8A04tdfpnbS63Vavf93tDDv4f9uGMP5bUDqhCTfQ2kXmA4Bz9vbt1bPb",
+	"0y+DJtmszkNB4TwG+yHh670C/LV/+xm+jK7yIvlKhKsDZmlpYXm3KjPYWs0DbLMDoyUlnOOyc75mGp0R",
+	"WcTPt5nHE7wGat0sJqBIKTr0q5kwhO3F0GYvSNJKgMTVG9XGUeohpv1p+5+5xxv7QIt9gK6v0C6tO5Nb",
+	"EV8SLKf9s5OmdQMcfYcF4mHNHtImVhnFMy6ngEbJaGNRo2BIznDkQoPe7pyoDG37c8a9EZXCxDB0kW34",
+	"kWsLcVsr5stubO32tW57v/0Obu1W9ZXd9jsOV07bKEdeXShDgPa1XifHnXMWlffBzMhWpU1oj+SFdM6p",
+	"K8fxCSblJBGJYwu51E7V+BwRodlUSRiS4SnkVLMU+C1QgBv3kxx3YhtFQYFqa8s6mjU4S5WcQlZ6NqZI",
+	"vw1jE4q24mTijqRewcKwNZhmSD5XfINet0yYXgEsnE9DHIS2NHmwcmmQIDZsXWSAUkhdAiXTZDChPBay",
+	"vwe9Xpv9jBYmibXcwERqh7RE/EpYni1ZWx4OTmDCl6kZyUb0/OUPH15fXl++uL56+eLDs4t/fxOFnvhs",
+	"KVPQGsVZ8zy3aFMe+4k1Xr29bm4OOJJ2RLunIdOKcdcOHJE5FRZOwdhzSmN5uiTc8I2wfL9DzC/myzm6",
+	"9ccd4n37sbsThio7exriZSbM+g1yu0N9KJfvYmlmta6dTxznmkUXLpeRslKGzGYBsj9d/nsU5pmQljwl",
+	"y2HGtc9PkBMxXWaQjGSDtk/SppLPpxY2rSOZC2lfR/2RKIsuUE7SeSkPy2dXZMATOlBqJUcyN11kYhkC",
+	"QmJ4+sL50ET0IvUK3SNLZRIASK+xT2509JsZs7BZPEJOlM9R4tZ6cmUgL8e4Wj4WqTBrotmcCyqSQ7t1",
+	"KwHIyXuLU5sZiKwsESys8sfr61dHKPjbIzmSlwSykPtLML9k0a70qCj3vq2aQMe86avK1guIQpQdJqU/",
+	"rHcQjSSVyjkP99xW29jkI5f5xZOERvWVFuR3OlHkdQ1Z21VTG83XkbTuwthlCeXWce4+WH+ZRd60tf5E",
+	"ndG+y7sYyafW7BBom7ijFPOlJvzk+O7ObnIqYpAaSjt3seDxDFq9dgftoSx1G66HR0er1arN6XFbZdMj",
+	"11YfPb96evnizSW2ac/MPC15k9uMEITBLWTaqb92p93B15Hd+UIEw6Df7rT7qD25mdF5tB57DupsH8pn",
+	"TkBUEgJz3iH+tiWSFpizCdUTkSLRKCpUTs9DPZsnml0leffPLWxQrh1/V684i1eONmpj78O9LVxd2AFv",
+	"5sXcB7zrixIPePWnQ17yJX6HDJ0XeR7wsq/Fv3+/USHW63QeyIWszYF0AGC3d3CCYhmE3JGkSHxE9XI+",
+	"RAIZOEmaUBnDwM60bpx8RUelgjdq0t3fpJI4T436+xsVtVTUYrC/RV6ggw16Z/sbbJZt3IfB8SFTKyei",
+	"kyJezuc8W+fnrSz/gyKNjmTB+/swmEKNw/UazDKTnyQJKtENZ0oa1NyRSKKRbHAdO7nrbJ+I3v8WJxA1",
+	"ndFFuGYlJGCt0IjiqlFokcLnQt5EDhgcyZhnDtTOIOVG3EIZO7MQiYQ7wxZ8CqwRZZB+Owrwm1EQNYc2",
+	"m7wAJwnB4TIZSasfXF5zFC8zrbII1RYkIXZMSflapbeQMD7lQmpr5r59/byCy6xcMiaF6dE+trrEZ4LP",
+	"lDYuEk3pkzTNGdm81aWS2qaUGHyDKsYy4HMc3blN1nrJTW8bY2YX3oGm/bOpv2QoqYm7iMImuuZGrDY8",
+	"TSkyh1Zuo3vMNG6qs22bLFXaaYtYSQkxMo+1sYlYwrjS16nLAq2qg+dCm9+VwW+pDMKtEhyu44g10M3T",
+	"xoYfQ5dv77ZYZWi70VsSVvlbGxlf+MaOMmY63JV6HpDoVbwLOLWhpu9rcKY60JWQ29yWle4EUCmfc3a7",
+	"nbDT6ZyzLv6zOx9n130FJF6CBy/Cyd2kro19lv2kbb9oC/Fe8F+WwBZKizwBX9qTij4I3Aq11LSsb/TG",
+	"qa8mCKz/tXP1Z3X34teb7otnV4Mfn12sfry++nXy0459sGJrV6l9fYLJZxoP7zYTJQ9O/Xb47KHBG5dW",
+	"WeQ++mzGulTEcp7hoWhungpYl3iXZ9JVEF1KJtvI+yqSug5Jj8rznWxCEJUybV+Ms8cOsynsW0G9baPs",
+	"pT9NarJlnG0UjSFX1pTzjZadTj8mJ+O//P//8b/tnUWW7b51n/tUlllSu+6ESmVmkNnxJypN1UpbD/NJ",
+	"78mT5rCk0gmmcTq9welwq3RpIFfX1psLKXDcP3tywv7f/xm0e82wXkXn6n4k375+vnlpS3lFBdt8ewjT",
+	"VFbvD+vkpzoi7C12/AeyhD/TokWTYZ89u1C6xqB9Y6NMrsTJQgy+gMfqjFyvNCgOWZSisR/Fd+dsrMzM",
+	"ZvXZsiFrJI2kBkOwZ5MJaetjMy41jy2QBYIY21rJeUKty55UmcOpdJsVEKxNFRtJZzoThLeVaRrmKWXu",
+	"RjH7nk0RbzNXm+mLUXC+dGESJGQ7Xrja8luXM6nFry5jkar88Fh5AlUM8bxa0AKorgWZmwSdjqTFTrt9",
+	"Xwzok01o2alSN1TkhKaoux9l+04N+3qO6zggZyQrBYx5NFcyp2xHQciio85RfpUUVTl67NA+7W00tcD7",
+	"KAhHMjrqHhXKKn+PcjX5RkWY7Wxw5MV5uddqYu1I2sxaqp8U0pf0Wxt+yyC2iUb1JnGVm38k273YCc0n",
+	"5OJQwdTQo969AZupZabDIjGJ6pBQ/m1cQ3EDa3TNLGZov3LwbLPEsJ4QSsbkTti64mpP9vBIvYKMZjiS",
+	"KhNTIXnKep2uHTx0mGG5lPQ1LFK+hmTITLaE6Lwyt62i0pGsjDPo9c5JSdgghkgtWEimajn/p+ZqjaKP",
+	"ztmm/CeitYqgaQsVubevrEIsDKyNutjdF3odb8aVFtwYyLDP//5uNLrrdVqj0d3p5fs//EuwwyajBX2n",
+	"kvVvZo79c5hY4cfSwiw34SYmy/QT11U12mpqdZHDhjV13qXEdaudCr/bQgQVV8id75HM60IFfukzLKyK",
+	"Yo3ox4t/+/DdxfXTP364fHH9+uryTdQ8z4UDqQNhrCYZdPuPyCCrllhVb2fMvST/RZ0tWr1T8H7L7+g+",
+	"DrTMEy0fh1n6TM8a8/iypMGLCnbWUFlob/Ak4SMg2ayPD9mMJ2wMIJsbZnSd9Ksxq0kc+tgXBWisvPLi",
+	"Tk1QlW1W5RsfMPWi294UUHUiseta15we1Djlf+vW6AEwa37zFDbo9g/CZe1lP9Tg+JCF1Nw/QChw75DG",
+	"lVs1/nrg8c90k04uGyYPm933oY0uHWlfVFALK7vagk+JL7mL91IqwlETFv1wec1ozAhN75F0ed30TBtY",
+	"RNVLLLcLCIxikb8BOEKr38xYftOltT9Sro3vmaLCY2B6hlubNW0OsM0hr5YBRON11GbPQGoYVnLYUSov",
+	"MtA2mjiSrgIIbLIG2Ti/QqZ8Cc6Ksn5t7q+9qUBCm13e8dgMWURJ65SlQcA2lfczNRnJCj0XfIqiv0St",
+	"DXvNk3RNrkLI4G5BwXbfi0/MGUmeihugZIOtxgRcwcqmaUTPLp9fXl/mw6llmrgE81oY2Fei/A4Db8PA",
+	"u6plXOKpNXB9FdWn3eBa1Mzsv8F199W/B9QD1K0GZOLXknE5hfCL3wB++qR/hv/tvQH8i69tby1N6X6f",
+	"rkWtS8WKaPI5ibagtCiS7PXlN/X7RtUuj1hVAWRTpwdg2VX555GIRjmAENpHxZ28myVxlDsWkeyMKFew",
+	"md805vom8ypNWSOicqiw+nbVovHpy3UUGa9rbZ380vH8Tl4cps76+exYel4G91CxmvvkHr4vys/eFVWV",
+	"7/phJ+z23udlVd3jvETRuWi4Xfnr3V4nPHsSdgf9okn/pFu0ofwje1kWLEqc5d89PXmMIW3l+Y7Iv53U",
+	"P1qI/zOtLTKMtjO1fA72trHlzKfdppaP4FsbI89cLIf62rUhWZ9BFnx28Kecvr8n9fwxSIEPaBVIwGYe",
+	"br9TTYF/cPBPiKuUrPN9YZWLNPXE15vU/+3Y+UvA7ouCL/KrmPxXu3F361KXL7pzUJ7eqLUQCWtwV3HR",
+	"bLPv/TVKebanWknNGpFIonAko4K3UCEUmx01y2i3dZsp/LsTb32VXzn4ibjax4M48jG3uxWVEF8RHPlb",
+	"P5aPpNe+G4VXXLvM3WQznKksrXZcO8OtEWezh1aFJI1yGXz0UST3GwX8xcMDyXf4r2r8jYMwvzGm8lcB",
+	"R6zkKIRavUws62nikUfm3lI42+rv4oIqYUgS7squLUuzipAYPHyrEl1rYstHanMxf0+s3E6s3LP9e1Ir",
+	"KX3JFa+xC4kKsFTgW1x1G5Z/n0BCcYNjaEH+QWewzQw/gNnJCZ3f1cVeddH+B/Y1fgCzn3U/EYoja3qx",
+	"o9gQ+azIwagtOgyrxSf0TovesQUoze06RJuzavup1COy6OOuesT7HQWJaFnWNjq9j9hMJFC0KJXG2TuS",
+	"6ReVZGzvxplxV2TnpKjNjCgq0drM5WDQkXeX9eYZCf5gd87tL8NRDknpDl/OBt3j9kiW7V7G0xXNIrnl",
+	"MgZdZ/BSFehj7d3NPdgQD5un9vSxJ9GWph5k6P69SK7TBwRXd9insU+OB/1e9wsKLvodp2RDgP3jlFD8",
+	"U5iVJLiYVvZqif1CellrX1Ad6GaUzd6vLpOiwHbIOIuqrBsVddjlClPWQGk5kk5KNmsqTmMUXiiZU8pr",
+	"oTrWvJB3zdRcaE3VAeVSVFuJyq7VSFqZXb5Wh6dKQmhvH2+zB0XdLrSAZzCSB0EBb6n3Lw8F2LLy3xQN",
+	"+JsUkrvo8FcQlG7A3wXl37GgdDJurwNeqksnM7Zckf7u/b0NrtzW51heF8KEjDT62/0waVEGHc35DbBs",
+	"KSN78xY5dmxmzGJ4dNTtnbY77U67O3zSedKhUJWtAz4iO9nN+OOuEm61kuWQwLmVmpWrCEp3HbiK860f",
+	"bdU1geTn5Usi3E8fMCEZT9OWylr+pzrG7rchrdrgdEXXDaw12OK08mAUmrh/f/8fAQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
