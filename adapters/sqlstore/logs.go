@@ -333,7 +333,7 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 const (
 	sweepRetention = "SELECT retention_days FROM projects WHERE id = ?"
 	sweepBound     = "SELECT time, id FROM logs WHERE project_id = ? AND time < ? ORDER BY time, id LIMIT 1 OFFSET ?"
-	sweepUpTo      = "DELETE FROM logs WHERE project_id = ? AND time < ? AND (time, id) <= (?, ?)"
+	sweepUpTo      = "DELETE FROM logs WHERE project_id = ? AND time <= ? AND (time, id) <= (?, ?)"
 	sweepAll       = "DELETE FROM logs WHERE project_id = ? AND time < ?"
 )
 
@@ -373,7 +373,9 @@ func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limi
 		case errors.Is(err, sql.ErrNoRows): // fewer than limit expired: all of them
 			res, err = tx.ExecContext(ctx, s.bind(sweepAll), projectID, cutoff)
 		case err == nil:
-			res, err = tx.ExecContext(ctx, s.bind(sweepUpTo), projectID, cutoff, bound.Time, bound.ID)
+			// The bound is expired, so time <= bound.Time implies the cutoff; said as a plain
+			// column bound it also ends SQLite's index range, which a row value alone does not.
+			res, err = tx.ExecContext(ctx, s.bind(sweepUpTo), projectID, bound.Time, bound.Time, bound.ID)
 		}
 		if err != nil {
 			return 0, s.translate("sweep logs", err)
