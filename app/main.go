@@ -291,11 +291,14 @@ func (s *service) sweepRetention(ctx context.Context, interval time.Duration, ba
 			return
 		case <-t.C:
 			start := time.Now()
-			res, err := s.core.SweepRetention(ctx, batch)
+			res, err := s.core.SweepRetention(ctx, batch, func(n int64) {
+				s.metrics.RetentionDeleted(n)
+				s.log.Debug("retention batch deleted", "deleted", n)
+			})
 			if ctx.Err() != nil {
 				return // stopped mid-sweep by shutdown: not a failure
 			}
-			s.metrics.RetentionSwept(res.Deleted, time.Since(start), time.Now(), err != nil)
+			s.metrics.RetentionSwept(time.Since(start), time.Now(), err != nil)
 			switch {
 			case err != nil:
 				s.log.Warn("retention sweep", "err", err, "deleted", res.Deleted)

@@ -113,10 +113,11 @@ type SweepResult struct {
 }
 
 // SweepRetention deletes the entries older than their project's retention, project by project,
-// in transactions of at most batch entries each. It stops early when ctx ends or another
-// instance is sweeping (Busy). A project that fails is skipped and reported in the joined error;
-// what was deleted before stays deleted.
-func (s *Service) SweepRetention(ctx context.Context, batch int) (SweepResult, error) {
+// in transactions of at most batch entries each; progress, when not nil, is told what each
+// committed transaction deleted, so a long sweep is visible while it runs. It stops early when
+// ctx ends or another instance is sweeping (Busy). A project that fails is skipped and reported
+// in the joined error; what was deleted before stays deleted.
+func (s *Service) SweepRetention(ctx context.Context, batch int, progress func(deleted int64)) (SweepResult, error) {
 	if batch <= 0 {
 		return SweepResult{}, fmt.Errorf("sweep retention: batch must be positive, got %d", batch)
 	}
@@ -136,6 +137,9 @@ func (s *Service) SweepRetention(ctx context.Context, batch int) (SweepResult, e
 			}
 			n, err := s.store.SweepLogs(ctx, p.ID, s.now().UnixMilli(), batch)
 			res.Deleted += n
+			if n > 0 && progress != nil {
+				progress(n)
+			}
 			if errors.Is(err, ErrSweepBusy) {
 				res.Busy = true
 				return res, errors.Join(errs...)

@@ -196,9 +196,14 @@ func TestSweepRetentionWalksProjectsInBoundedBatches(t *testing.T) {
 		fail:      map[string]bool{c: true},
 	}
 	s := NewService(st, opts(Options{}))
-	res, err := s.SweepRetention(t.Context(), 10)
+	var progress []int64
+	res, err := s.SweepRetention(t.Context(), 10, func(n int64) { progress = append(progress, n) })
 	if err == nil || res.Deleted != 28 || res.Busy {
 		t.Fatalf("SweepRetention = %+v, %v; want 28 deleted and the failure of one project", res, err)
+	}
+	// Progress is told each transaction that deleted something, as it commits.
+	if want := []int64{10, 10, 5, 3}; !slices.Equal(progress, want) {
+		t.Fatalf("progress %v, want %v", progress, want)
 	}
 	// a in batches of 10 until a short one; b keeps forever; c fails once and is left for the
 	// next sweep; d still swept.
@@ -206,7 +211,7 @@ func TestSweepRetentionWalksProjectsInBoundedBatches(t *testing.T) {
 		t.Fatalf("calls %v, want %v", st.calls, want)
 	}
 	st.busy, st.calls = true, nil
-	if res, err := s.SweepRetention(t.Context(), 10); err != nil || !res.Busy || len(st.calls) != 1 {
+	if res, err := s.SweepRetention(t.Context(), 10, nil); err != nil || !res.Busy || len(st.calls) != 1 {
 		t.Fatalf("a busy sweep = %+v, %v after %d calls; want Busy after one", res, err, len(st.calls))
 	}
 }

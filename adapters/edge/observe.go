@@ -146,10 +146,14 @@ func (m *Metrics) OTLPExported(stored, rejected int) {
 	m.otlp.rejected.Add(float64(rejected))
 }
 
-// RetentionSwept records one retention sweep: the entries it deleted, how long it took, when it
-// ended and whether it failed (in whole or for some project).
-func (m *Metrics) RetentionSwept(deleted int64, took time.Duration, ended time.Time, failed bool) {
-	m.expired.Add(float64(deleted))
+// RetentionDeleted counts the entries one committed retention transaction deleted; it is called
+// as the sweep goes, so the counter moves during a long sweep and keeps what was committed
+// before a crash.
+func (m *Metrics) RetentionDeleted(n int64) { m.expired.Add(float64(n)) }
+
+// RetentionSwept records the end of one retention sweep: how long it took, when it ended and
+// whether it failed (in whole or for some project).
+func (m *Metrics) RetentionSwept(took time.Duration, ended time.Time, failed bool) {
 	m.sweepDuration.Set(took.Seconds())
 	m.sweepTime.Set(float64(ended.UnixNano()) / 1e9)
 	if failed {

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"iter"
 	"math"
@@ -382,14 +383,20 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 	return fn(page)
 }
 
-// sweepBatch is the statement of SweepLogs: the oldest expired entries of one project, at most
-// limit of them, found and deleted through the primary key (project_id, time, id). Every
-// condition names project_id, so a table distributed by it deletes on one shard.
-const sweepBatch = "DELETE FROM logs WHERE project_id = ? AND (time, id) IN (" +
-	"SELECT time, id FROM logs WHERE project_id = ? AND time < ? - (SELECT CAST(retention_days AS BIGINT) * 86400000 FROM projects WHERE id = ?)" +
-	" ORDER BY time, id LIMIT ?)"
+// The statements of SweepLogs. Every condition names project_id, so a table distributed by it
+// sweeps on one shard. The batch is a range of the primary key (project_id, time, id), from the
+// oldest entry up to its limit-th expired one: deleting "the keys IN (the oldest limit keys)"
+// instead let PostgreSQL plan a hash join over a scan of the whole project, once per batch.
+const (
+	sweepRetention = "SELECT retention_days FROM projects WHERE id = ?"
+	sweepBound     = "SELECT time, id FROM logs WHERE project_id = ? AND time < ? ORDER BY time, id LIMIT 1 OFFSET ?"
+	sweepUpTo      = "DELETE FROM logs WHERE project_id = ? AND time <= ? AND (time, id) <= (?, ?)"
+	sweepAll       = "DELETE FROM logs WHERE project_id = ? AND time < ?"
+)
 
 // SweepLogs implements domain.LogStore: one bounded transaction, under the engine's sweep lock.
+// The project's row is read with the engine's lock suffix, so a retention change waits for the
+// batch instead of committing between reading the retention and deleting by it.
 func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limit int) (n int64, err error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
@@ -407,8 +414,29 @@ func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limi
 	if !ok {
 		return 0, domain.ErrSweepBusy
 	}
-	if n, err = deleteCounted(ctx, tx, s.bind, sweepBatch, projectID, projectID, now, projectID, limit); err != nil {
-		return 0, s.translate("sweep logs", err)
+	var days sql.NullInt64
+	err = tx.GetContext(ctx, &days, s.bind(sweepRetention+s.eng.lockSuffix()), projectID)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, s.translate("sweep: read retention", err)
+	}
+	if days.Valid && limit > 0 {
+		cutoff := now - days.Int64*86_400_000
+		var bound struct {
+			Time int64  `db:"time"`
+			ID   string `db:"id"`
+		}
+		// Each delete takes its entries out of the stats rollup in the same transaction.
+		switch err = tx.GetContext(ctx, &bound, s.bind(sweepBound), projectID, cutoff, limit-1); {
+		case errors.Is(err, sql.ErrNoRows): // fewer than limit expired: all of them
+			n, err = deleteCounted(ctx, tx, s.bind, sweepAll, projectID, cutoff)
+		case err == nil:
+			// The bound is expired, so time <= bound.Time implies the cutoff; said as a plain
+			// column bound it also ends SQLite's index range, which a row value alone does not.
+			n, err = deleteCounted(ctx, tx, s.bind, sweepUpTo, projectID, bound.Time, bound.Time, bound.ID)
+		}
+		if err != nil {
+			return 0, s.translate("sweep logs", err)
+		}
 	}
 	if err = tx.Commit(); err != nil {
 		return 0, s.translate("commit sweep", err)

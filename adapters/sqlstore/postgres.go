@@ -110,8 +110,11 @@ type postgresEngine struct{}
 
 func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 
-// lockSuffix keeps the checked projects from being deleted until the batch commits.
-func (postgresEngine) lockSuffix() string { return " FOR KEY SHARE" }
+// lockSuffix keeps the checked projects from being deleted or changed until the batch commits:
+// FOR SHARE (not FOR KEY SHARE) also makes an UPDATE of the retention wait, so a batch never
+// commits an entry under a retention that a change committed meanwhile has shortened. Batches
+// share the lock with each other; only project writes wait, and only for batches in flight.
+func (postgresEngine) lockSuffix() string { return " FOR SHARE" }
 
 // sweepLockKey names the advisory lock of the retention sweep ("obsvcrs" in ASCII): goose's
 // migration lock uses another key.

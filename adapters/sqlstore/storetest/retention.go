@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ func runRetention(t *testing.T, open Open) {
 	t.Run("ListLogsHidesExpiredEntries", func(t *testing.T) { t.Parallel(); testListHidesExpired(t, open(t)) })
 	t.Run("SweepLogsDeletesOnlyExpiredInBoundedBatches", func(t *testing.T) { t.Parallel(); testSweepLogs(t, open(t)) })
 	t.Run("CreateLogsRefusesExpiredEntries", func(t *testing.T) { t.Parallel(); testCreateLogsRefusesExpired(t, open(t)) })
+	t.Run("RetentionChangeWaitsForBatchInFlight", func(t *testing.T) { t.Parallel(); testRetentionChangeWaits(t, open(t)) })
 }
 
 const day = int64(24 * time.Hour / time.Millisecond)
@@ -191,5 +193,49 @@ func testCreateLogsRefusesExpired(t *testing.T, s domain.Store) {
 	}
 	if got := listAt(t, s, q, 0, false); len(got) != 0 {
 		t.Fatalf("a refused batch stored %v", got)
+	}
+}
+
+// testRetentionChangeWaits closes the gap between admitting a batch and committing it: a
+// retention change made while a batch's transaction is open must wait for that transaction, or
+// the batch could commit an entry the new retention has already expired. The change is started
+// from inside admit (the batch's transaction, after the store read the retention) and must not
+// return before the batch commits; afterwards both are stored.
+func testRetentionChangeWaits(t *testing.T, s domain.Store) {
+	p := projectWith(t, s, ptr(30))
+	shorter := p
+	shorter.RetentionDays = ptr(1)
+	updated := make(chan error, 1)
+	var early error
+	_, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, now-2*day, "info")}, nil, 0, func(r domain.Retentions) error {
+		if r[p.ID] != 30 {
+			return fmt.Errorf("admit saw %v, want %s: 30", r, p.ID)
+		}
+		go func() { updated <- s.UpdateProject(context.WithoutCancel(ctx(t)), shorter) }()
+		// Give a store that does not make the change wait every chance to finish it now.
+		select {
+		case err := <-updated:
+			early = fmt.Errorf("the retention change returned (%v) while the batch was still open", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("CreateLogs: %v", err)
+	}
+	if early != nil {
+		t.Fatal(early)
+	}
+	select {
+	case err := <-updated:
+		if err != nil {
+			t.Fatalf("UpdateProject after the batch: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the retention change never finished after the batch committed")
+	}
+	got, err := s.GetProject(ctx(t), p.ID)
+	if err != nil || retention(got) != "1" {
+		t.Fatalf("after both, the project has retention %s (%v), want 1", retention(got), err)
 	}
 }

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"example.com/obsvc/domain"
+)
+
+// BenchmarkIngestDuringSweep: POST /logs throughput (1,000-entry batches from 2 clients) while the
+// retention sweep deletes 500,000 expired entries of another project (BENCH_ROWS when smaller),
+// beside the same ingest with no sweep, in the same run: a baseline phase before the sweep and
+// one after it, averaged, so that neither a warm cache nor a grown table favours one side. The
+// sweep is the server's own (domain SweepRetention, RETENTION_BATCH per transaction), started
+// the way the background sweeper starts it. One measurement per run, whatever b.N: each
+// measurement needs a fresh set of expired entries. Target: ratio >= 0.9.
+func BenchmarkIngestDuringSweep(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) { ingestDuringSweep(b, benchSQLite(b)) })
+	b.Run("postgres", func(b *testing.B) {
+		st, _ := benchPostgres(b)
+		ingestDuringSweep(b, st)
+	})
+}
+
+// sweepBaselinePhase is how long each of the two no-sweep phases ingests with 500,000 expired
+// entries; smaller runs (CI's BENCH_ROWS) shorten it in proportion, to a second at least.
+const sweepBaselinePhase = 4 * time.Second
+
+func ingestDuringSweep(b *testing.B, st store) {
+	expired := min(benchRows(), 500_000)
+	cfg := defaultConfig()
+	cfg.MaxInFlight = 0
+	cfg.LogLevel = "warn"
+	svc, srv := serve(b, cfg, st, nil)
+	admin := domain.WithPrincipal(context.Background(), domain.Principal{Admin: true})
+	ingest, err := svc.core.CreateProject(admin, domain.ProjectInput{Name: "ingest"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	old, err := svc.core.CreateProject(admin, domain.ProjectInput{Name: "old"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The expired entries go in through the store, 50,000 per transaction, a year old; then the
+	// retention that expires them.
+	year := time.Now().Add(-365 * 24 * time.Hour).UnixMilli()
+	chunk := make([]domain.LogEntry, 0, 50_000)
+	for i := range expired {
+		chunk = append(chunk, domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: old.ID, Time: year + int64(i), Level: "info",
+			Message: "GET /api/v1/orders completed in 12 ms with status 200"})
+		if len(chunk) == cap(chunk) || i == expired-1 {
+			if _, err := st.CreateLogs(context.Background(), chunk, nil, 0, nil); err != nil {
+				b.Fatal(err)
+			}
+			chunk = chunk[:0]
+		}
+	}
+	seven := 7
+	if _, err := svc.core.PatchProject(admin, old.ID, domain.ProjectPatch{RetentionDays: domain.Optional[int]{Set: true, Value: &seven}}); err != nil {
+		b.Fatal(err)
+	}
+	// A ring of recent batches, reused: the server gives every entry its own id.
+	bodies := make([][]byte, 64)
+	now := time.Now().UnixMilli()
+	for i := range bodies {
+		rows := benchBatch(i, createBatch)
+		for j := range rows {
+			rows[j].time = now - int64(len(bodies)*createBatch) + int64(i*createBatch+j)
+		}
+		bodies[i] = batchJSON(ingest.ID, rows)
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
+	// ingestUntil posts batches from 2 clients until stop closes, and says how many rows went in.
+	ingestUntil := func(stop <-chan struct{}) (int, time.Duration) {
+		var sent atomic.Int64
+		var wg sync.WaitGroup
+		errs := make(chan error, createClients)
+		start := time.Now()
+		for w := range createClients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; ; i += createClients {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := postBatch(client, srv.URL, bodies[i%len(bodies)]); err != nil {
+						errs <- err
+						return
+					}
+					sent.Add(createBatch)
+				}
+			}()
+		}
+		wg.Wait()
+		took := time.Since(start)
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		return int(sent.Load()), took
+	}
+	timed := func(d time.Duration) (int, time.Duration) {
+		stop := make(chan struct{})
+		time.AfterFunc(d, func() { close(stop) })
+		return ingestUntil(stop)
+	}
+
+	phase := max(time.Second, sweepBaselinePhase*time.Duration(expired)/500_000)
+	b.ResetTimer()
+	rows1, took1 := timed(phase)
+	stop := make(chan struct{})
+	var res domain.SweepResult
+	var sweepErr error
+	var sweepTook time.Duration
+	go func() {
+		defer close(stop)
+		start := time.Now()
+		res, sweepErr = svc.core.SweepRetention(context.Background(), cfg.RetentionBatch, nil)
+		sweepTook = time.Since(start)
+	}()
+	rowsSweep, tookSweep := ingestUntil(stop)
+	rows2, took2 := timed(phase)
+	b.StopTimer()
+	if sweepErr != nil || res.Deleted != int64(expired) {
+		b.Fatalf("the sweep deleted %d of %d: %v", res.Deleted, expired, sweepErr)
+	}
+	during := float64(rowsSweep) / tookSweep.Seconds()
+	without := float64(rows1+rows2) / (took1 + took2).Seconds()
+	b.ReportMetric(during, "sweep_rows/s")
+	b.ReportMetric(without, "nosweep_rows/s")
+	b.ReportMetric(during/without, "ratio")
+	b.ReportMetric(float64(expired)/sweepTook.Seconds(), "swept_rows/s")
+	b.Logf("swept %d expired entries in %v while ingesting %d rows; without a sweep %d rows in %v",
+		expired, sweepTook.Round(time.Millisecond), rowsSweep, rows1+rows2, (took1 + took2).Round(time.Millisecond))
+}
