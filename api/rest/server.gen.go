@@ -225,6 +225,40 @@ type LogsDeleted struct {
 	Deleted int64 `json:"deleted"`
 }
 
+// OtlpAnyValue One of the members, as in the OTLP JSON mapping (`intValue` may be a string).
+type OtlpAnyValue struct {
+	ArrayValue *struct {
+		Values *[]OtlpAnyValue `json:"values,omitempty"`
+	} `json:"arrayValue,omitempty"`
+	BoolValue   *bool                  `json:"boolValue,omitempty"`
+	BytesValue  *[]byte                `json:"bytesValue,omitempty"`
+	DoubleValue *float32               `json:"doubleValue,omitempty"`
+	IntValue    *OtlpAnyValue_IntValue `json:"intValue,omitempty"`
+	KvlistValue *struct {
+		Values *[]OtlpKeyValue `json:"values,omitempty"`
+	} `json:"kvlistValue,omitempty"`
+	StringValue *string `json:"stringValue,omitempty"`
+}
+
+// OtlpAnyValueIntValue0 defines model for OtlpAnyValue.IntValue.0.
+type OtlpAnyValueIntValue0 = string
+
+// OtlpAnyValueIntValue1 defines model for OtlpAnyValue.IntValue.1.
+type OtlpAnyValueIntValue1 = int64
+
+// OtlpAnyValue_IntValue defines model for OtlpAnyValue.IntValue.
+type OtlpAnyValue_IntValue struct {
+	union json.RawMessage
+}
+
+// OtlpKeyValue defines model for OtlpKeyValue.
+type OtlpKeyValue struct {
+	Key *string `json:"key,omitempty"`
+
+	// Value One of the members, as in the OTLP JSON mapping (`intValue` may be a string).
+	Value *OtlpAnyValue `json:"value,omitempty"`
+}
+
 // Problem An RFC 9457 problem document.
 type Problem struct {
 	// Detail Example: the request is invalid
@@ -540,6 +574,68 @@ type PatchProjectApplicationMergePatchPlusJSONRequestBody = ProjectPatch
 
 // UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
 type UpdateProjectJSONRequestBody = ProjectInput
+
+// AsOtlpAnyValueIntValue0 returns the union data inside the OtlpAnyValue_IntValue as a OtlpAnyValueIntValue0
+func (t OtlpAnyValue_IntValue) AsOtlpAnyValueIntValue0() (OtlpAnyValueIntValue0, error) {
+	var body OtlpAnyValueIntValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOtlpAnyValueIntValue0 overwrites any union data inside the OtlpAnyValue_IntValue as the provided OtlpAnyValueIntValue0
+func (t *OtlpAnyValue_IntValue) FromOtlpAnyValueIntValue0(v OtlpAnyValueIntValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOtlpAnyValueIntValue0 performs a merge with any union data inside the OtlpAnyValue_IntValue, using the provided OtlpAnyValueIntValue0
+func (t *OtlpAnyValue_IntValue) MergeOtlpAnyValueIntValue0(v OtlpAnyValueIntValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOtlpAnyValueIntValue1 returns the union data inside the OtlpAnyValue_IntValue as a OtlpAnyValueIntValue1
+func (t OtlpAnyValue_IntValue) AsOtlpAnyValueIntValue1() (OtlpAnyValueIntValue1, error) {
+	var body OtlpAnyValueIntValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOtlpAnyValueIntValue1 overwrites any union data inside the OtlpAnyValue_IntValue as the provided OtlpAnyValueIntValue1
+func (t *OtlpAnyValue_IntValue) FromOtlpAnyValueIntValue1(v OtlpAnyValueIntValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOtlpAnyValueIntValue1 performs a merge with any union data inside the OtlpAnyValue_IntValue, using the provided OtlpAnyValueIntValue1
+func (t *OtlpAnyValue_IntValue) MergeOtlpAnyValueIntValue1(v OtlpAnyValueIntValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OtlpAnyValue_IntValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OtlpAnyValue_IntValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -3013,132 +3109,136 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37chvH0t+rTG2+lIE6CxA3kiJYrhQt0T78jizJEhV/XwRFO9htAHO4mIF3BgRhFavyb54i/yWV18h5",
-	"kzzJV90zsxdgQYC6+NzscpUI7M6tp6cvv+4efAxiNV8oCdLoYPgxmAFPIKM/X4PJ1hcTAxl+SkDHmVgY",
-	"oWQwDN5ArGSimVFsxYVhY5ioDFiGTYSctoMwgDs+X6QQDLthoOMZzDl2M1HZnJtgGAhp+r0gDMx6AfYj",
-	"TCEL7u/vw2DBMz4H4+ZxKZNrMYftSbyU6ZqBNJkAzVbCzFhkxBwixg1TmZ+TmQnN3kpxx/AhE5LNRZoK",
-	"7VbQEDJOl1rcQvOcSZUvJdKGZ+YDdVhdzunZ8aDfPengf2EgcCa/LCFbB2EgOc4zAJlQw2DXyk8GdSsP",
-	"g+dq+hxuIT1krXDHY5Ou7fqiFJtF5yyDBXDDhGETlTEu10xNmIZbyHjKGlGqph/o1W8hy1Q2WnY6vZPi",
-	"ywk3PI2aIVJwrrRh3ROimm6zSx7PmNDslqciYW+vv289oXmopWEv3j4PWReZod9j8YxnPMbNYw0zAzYR",
-	"kCbfaKZWkmXLFMnM5drMhJwySDVgp4NOh0k+x6+wSb7/FcK/C2jOQRjQNIP3+GyRqgSCocmWUL8X+eIq",
-	"myEMzIm53CZokwk5De7DYM7vruzD7km+RzzL+BqfarPGqdBm4udXmfozxObq2faOXeNC7ONvNBNJZS1B",
-	"p3vWP5l0oPUk7vHW6bgPrbNkMGn1+Mn4SdxJutCbBG5FC25mxYJEEoRBBr8sRQaJX3mxso0Flef4E1Hm",
-	"oYmy1UxpyPmMZ8DmwKU5R4aaL7VhcCe0+fSlbGyOG/bDo9f0074TQuuI5qA1n0LEYiUNF1Lb02LgzjiG",
-	"7R2flDg2ZGIqFY7CYq6Bjdcj+VaKWCXAtMD12u8nKk3wpUb0l/8ZsTk38Qw0i/7yf6NzFr25fn3x5s1l",
-	"xBIFmkQKvYASJeN/+V8QNdvsyjChRzIVBg/mkEX/OQpZ9CFiXCYsGo0iNuO3wKRiegGx4CntA0rWkawQ",
-	"P4E4FRKSHQT+pcL1c373HOTUzIJh7/gkDOZC+s/dsIbKb1AEfpLs5ag2HiF6tyVs70nnAQlbCOdHy9g3",
-	"yzHy3ONFrLYNI9bQkN1CwsZrxiUTMoG75nC3YMxladjpDdh4bUB/qggM4hnEN2ppdmy3m2Lw8OG5zngM",
-	"dSKrQgE1cYcF3x6iZJ/BHU8gFnOeskRMhdEhsTdPU/YrZOqcLRcLyOwR8YfCKNVmF5+22sF4ctab9I9P",
-	"T8f9QcJPeD+Gs95Z0oEODE77JzuoQDO2MqWW9/u9Cuvjx20ivdWQ7aVRDZcsNWQfRBI9jiG+sKoMlq1B",
-	"bwd13AQf5JF7lMZ6oaQG0pLf8eQ1/LIETccGhSlI+pMvFqmIOdLmaJGpcQrzP/xZI6E+FrNBEhouUtya",
-	"GRqJ1BMuRkgiEk4dVbsOhu9KL5PCGUNOr4pxEYTBQuG5zoJhcNQ7sjr+/j3qaG6WOhgOUHgYYYgg3/GE",
-	"+SUUan2slmY4Trm8IeWe0+NfMpgEw+A/HRXG8ZF9qo9e2WVaKm1r0tLq5jxFgQQJWaMZ8BvNOG3sOYvs",
-	"giPcS9AM0LpSkwlI0ivECNiqtL33YfC9ysYiSUB+9i4IzW5gXWioWN16ea0WkFFXQZmU/YKUxSy+KiEv",
-	"Xl3tnyPRyBoRRKEr+X0qprPPZVOebyOdcBrzKoH5QhmQ8br1J1hb9mUTO1yZVGcFqZ4qOUlF/BVZ7mJz",
-	"psA0n0PdbLURacrGgAw24zJJITm3HhtLuWexF8p8r5Yy+UwCensS921C/ZUpNCgo9EIZ9r174Ssyk59P",
-	"zkzOjkVtqNRznk3hs1lmTFbeTKWJLkQ8mjBeXZRp0O1XuARHZddKMTuVr0qLsUrWeG6QV+ychWYpjovf",
-	"cWmZCE2cjPE4hoXRnlA/crl2UlR/Jr1WmTDAMm6AwV0MkECFR3qlU4R0wZFZPvRXpQ8KnRnXbKkhYcsF",
-	"E0azYrb+yHgLF9hU3IIkCxd18CaA0soRlLopubePSlgLzeqt5EszU5n4FT73KGJHII1rwnIvq3wguwWx",
-	"KyN/NTq/UF6+h8iKSkKZ6/JTeiPVaoOoP//8c+uiWFKNaxJ9BzyDLKoYRPa7h40eS/dbLlI+TuELWDra",
-	"qIyMtmWp24Lux2Wt+gayWxEDe1t59SuyuZ1czKUFvViGNggkLEOFxqRahV5IuF1BFTKDhAyUVPFN5fHl",
-	"WB93XTrU4jN3YWk78/J/h6EpVQGA5PqezNKSidk5KqEVFTuz1ysfn0WmYtAaN5BdSiPM+itqf8NS4NrQ",
-	"AUIts3b2JM8XZGZ8U+2RB7LR7hvtHXihR5KnGXDUEmnilQJKwQLOygB3BOVJIzrqH9mWowBNs6KJKSNg",
-	"I1m0URN2yhK+1qOgmXPZpsWy8iLYAbK0M5wlYjKBDNUl6rHzEbIvOUj4PvF00mbI33ajiR5ldeyV8TkN",
-	"almAab7WbKZWbI5qZq4yGEkzAxwVMmiPZECMqZeLhcoMJD9CIvg17elnCwlSx7mrU+qAGpZNhuMym+Vz",
-	"YTQZRrP5+naDsHxE4ACwOQ2NY9LHwiw3/Aad2n998/LFOeMM/2VzyKbosKLFMVEZe3Vx/fSPzTZ5224K",
-	"OMMLYzIxXhrrefIkEdgjT19l2L1BO8oBhBshCZMtY7PMIGEJN9xPkbh7yKyUR4VDQQvcZprULU+XOFP7",
-	"XIdMLudjQgLHSqXApQ5HUi7TNGQEAuuQKcJYdDO0vd3AwrBbyMbciDlrJMpY4BTJlAEaDgZks80uPA/2",
-	"ntiG3BCTMaMWjLzX0LuBddDkec7EJwP2J/Ed47osnEHGKgHNhBnJBu4tj03znEnQyCIlD5pG0iwBWJwT",
-	"vmgJozKye+Z8TRYse/H2OWu8/QOar802+69EpZGM1RxtxvgGR9cgTU4vRlheAglrRN1ef3B8cvrkrFP8",
-	"FTFt8JARWNI8txTIuxtJTbwcEv7JaSrYPTMr1Ik3AAtNEihFoUV7tgGEfgxmxizaczAzlQTD4IfLa9RI",
-	"+J09QB9iChQcd3phQHrLc5HhU1QHwYKv5xQFCwNYBu/v87OkPKZ215qqlvsSD2f7NV/9aBHm8tOWvhGL",
-	"llpYtm3lKgSHszGeS2nqgPgLJ79YqqaWb9vspevGQgLainMUSsRfRCNkNjVHNqMYw6J0Tj4GvHKaHjr9",
-	"pXN3HwYiqQv6Iau1uNZiKnGzllL8soQd0YAz3u20TuNe0noC/UlrwI/HJ/Fp8gTOJkG4HXdJfdyr6MqH",
-	"e7ZjNI7olbfd/rESIr7VsKTBK20PDGFs9acXXH6oI1X3hKVqBVmLsNBt4HSDZp1J5+SU886Yn3V649Pa",
-	"oQrYuhYO3mpganH7nWj8DgS+2+uH+2H1sMBct0ZEmXM4KQ6AfLdW6hHNCmkcAroN7BZhpnc2llYJQs3z",
-	"8+yDhkTH95vSoHSQr+RiWRtOgOIgo7zkLE4FcqgGmaA4+3KnNa0PGm+HZM/LOoOkjWaRkBMVsdUM0MpD",
-	"Dc/HKFiqG+MP424cvfvwSd2yXMvKrHFyHB73TxwYriYWNq+GhepOeGk2J8fH/ZO9Z343NJQbC2wMqZJT",
-	"tBO+RNzzcKFBXtnCGc6bU0EO6p48LgaDW0kADpoAMvHqRUh7IumlvZKoROLuRszw5GE5VV3dz6i5ipUR",
-	"m6mlqQ+HeA5gDanQFmlam95y/zea5ZNisVpKo8tZB7hSdEQkxWTwECoNGRurpUws/+MYLBVzy+0rnJgP",
-	"5KFDbC0gJRncQra2VNsZhiuTp9MbfL4gLh/Rb7R9hc5mzan8knIa6UtP69mv8XP/KaPIISO88s6E7OUC",
-	"5DWkMEd7qokc+tgo4eM59AAF8ahQX0V9bFMEH5YIEisZQyb13yXXOpW4j2M3dGStetyhD99A5jTZNiXd",
-	"kktuWR5BVRKsUe+fTjO1XLg8sqqGtL3Ua1t6xpC3xsv4BkyIfER+aZZAhn1H9oGuZnS964ed92GRE3TI",
-	"MdrICzLK8Kr1it76AR3RsusJRkodHTMnUs8Z+qHkOpepp5aGcf8OsRG+EY3X30olN3LXci2OPVmQ0zlB",
-	"D7KAnWToie+Xu4sJDK/boaf5/vvZFztF+46CDqePXx/IDW47d6hSwzNju8VB0bV2ozVI+M7RhZ9kal7J",
-	"9WNKVpkDZWz/rOeyUeynY5v995lMo3ecFuTlnUSwHiCXa8vukDjJNOM6tIxuM1Ns44ZlGZFpdLptno7n",
-	"jDxxQUkSFPlSHrI7i0NetyADi/q9WInEELLB/R485H70fXLlIUT1J6866B89mOeZjfJRQkYxZCsh7USq",
-	"A5+ehAclEZVPB606zHkx39c9x0Q/zYAbSA6Yu48tOnhzWygWPeVL6T1+Ib6bXRN+BikcOuGE3mUZzNVt",
-	"3ZSToq9CZH7CnH0/dXP2eOa28yHZ6++fsrPB8SlzMC1LVLycO/tqc6oWrS17lzvzWLasCx9vqDWH/QlE",
-	"fZ4pOQ1JFc5hPoaMRICfHcXQSxhip0OwTyq0geTc2ocWtiZsiF4PWWSnHjFyOOn0V0BuVmDcIYP2tD2S",
-	"UePsrNOxT93gFvG1QzUji7sdJCsc/b8XkCZ14kJIbbiMN3Cco1RNdR0lHb13mmruOSXbhmiMQjxT1pjE",
-	"7Yr+reXix62rJGI+v4nZONQ5+2WpDKC/R8TMYKEyg/KWezp8GZzLw/mlJQ82RV1tYnwO/peJVZvWVHI9",
-	"XIhiE2d8+/qKZUBxFLL3uXFxIxeyIZ7DxucsKoUSIspCdbgzrcNGTgRZ91X6lCMQ++wL42IXtL6cRKE/",
-	"eQ+cbctbtRq0yKaiwIVNqWpEDo6NmmhZUWpckWSFj/3fUfMwSbAvSW0bj/Aj1HMxxauczi+WYCdKCWFm",
-	"tivpr5IUuz2ux6E3R6U4iHvKGigYT8463SYT0ihWFnQUcLPW+3xh1j50UPDEaqZSGyeqTixPz9vHCA9v",
-	"eD2ucJEjONWIiEO36mA2p+g+8A04tdfpnbS63Vavf93tDDv4f9uGMP5bUDqhCTfQ2kXmA4Bz9vbt1bPb",
-	"0y+DJtmszkNB4TwG+yHh670C/LV/+xm+jK7yIvlKhKsDZmlpYXm3KjPYWs0DbLMDoyUlnOOyc75mGp0R",
-	"WcTPt5nHE7wGat0sJqBIKTr0q5kwhO3F0GYvSNJKgMTVG9XGUeohpv1p+5+5xxv7QIt9gK6v0C6tO5Nb",
-	"EV8SLKf9s5OmdQMcfYcF4mHNHtImVhnFMy6ngEbJaGNRo2BIznDkQoPe7pyoDG37c8a9EZXCxDB0kW34",
-	"kWsLcVsr5stubO32tW57v/0Obu1W9ZXd9jsOV07bKEdeXShDgPa1XifHnXMWlffBzMhWpU1oj+SFdM6p",
-	"K8fxCSblJBGJYwu51E7V+BwRodlUSRiS4SnkVLMU+C1QgBv3kxx3YhtFQYFqa8s6mjU4S5WcQlZ6NqZI",
-	"vw1jE4q24mTijqRewcKwNZhmSD5XfINet0yYXgEsnE9DHIS2NHmwcmmQIDZsXWSAUkhdAiXTZDChPBay",
-	"vwe9Xpv9jBYmibXcwERqh7RE/EpYni1ZWx4OTmDCl6kZyUb0/OUPH15fXl++uL56+eLDs4t/fxOFnvhs",
-	"KVPQGsVZ8zy3aFMe+4k1Xr29bm4OOJJ2RLunIdOKcdcOHJE5FRZOwdhzSmN5uiTc8I2wfL9DzC/myzm6",
-	"9ccd4n37sbsThio7exriZSbM+g1yu0N9KJfvYmlmta6dTxznmkUXLpeRslKGzGYBsj9d/nsU5pmQljwl",
-	"y2HGtc9PkBMxXWaQjGSDtk/SppLPpxY2rSOZC2lfR/2RKIsuUE7SeSkPy2dXZMATOlBqJUcyN11kYhkC",
-	"QmJ4+sL50ET0IvUK3SNLZRIASK+xT2509JsZs7BZPEJOlM9R4tZ6cmUgL8e4Wj4WqTBrotmcCyqSQ7t1",
-	"KwHIyXuLU5sZiKwsESys8sfr61dHKPjbIzmSlwSykPtLML9k0a70qCj3vq2aQMe86avK1guIQpQdJqU/",
-	"rHcQjSSVyjkP99xW29jkI5f5xZOERvWVFuR3OlHkdQ1Z21VTG83XkbTuwthlCeXWce4+WH+ZRd60tf5E",
-	"ndG+y7sYyafW7BBom7ijFPOlJvzk+O7ObnIqYpAaSjt3seDxDFq9dgftoSx1G66HR0er1arN6XFbZdMj",
-	"11YfPb96evnizSW2ac/MPC15k9uMEITBLWTaqb92p93B15Hd+UIEw6Df7rT7qD25mdF5tB57DupsH8pn",
-	"TkBUEgJz3iH+tiWSFpizCdUTkSLRKCpUTs9DPZsnml0leffPLWxQrh1/V684i1eONmpj78O9LVxd2AFv",
-	"5sXcB7zrixIPePWnQ17yJX6HDJ0XeR7wsq/Fv3+/USHW63QeyIWszYF0AGC3d3CCYhmE3JGkSHxE9XI+",
-	"RAIZOEmaUBnDwM60bpx8RUelgjdq0t3fpJI4T436+xsVtVTUYrC/RV6ggw16Z/sbbJZt3IfB8SFTKyei",
-	"kyJezuc8W+fnrSz/gyKNjmTB+/swmEKNw/UazDKTnyQJKtENZ0oa1NyRSKKRbHAdO7nrbJ+I3v8WJxA1",
-	"ndFFuGYlJGCt0IjiqlFokcLnQt5EDhgcyZhnDtTOIOVG3EIZO7MQiYQ7wxZ8CqwRZZB+Owrwm1EQNYc2",
-	"m7wAJwnB4TIZSasfXF5zFC8zrbII1RYkIXZMSflapbeQMD7lQmpr5r59/byCy6xcMiaF6dE+trrEZ4LP",
-	"lDYuEk3pkzTNGdm81aWS2qaUGHyDKsYy4HMc3blN1nrJTW8bY2YX3oGm/bOpv2QoqYm7iMImuuZGrDY8",
-	"TSkyh1Zuo3vMNG6qs22bLFXaaYtYSQkxMo+1sYlYwrjS16nLAq2qg+dCm9+VwW+pDMKtEhyu44g10M3T",
-	"xoYfQ5dv77ZYZWi70VsSVvlbGxlf+MaOMmY63JV6HpDoVbwLOLWhpu9rcKY60JWQ29yWle4EUCmfc3a7",
-	"nbDT6ZyzLv6zOx9n130FJF6CBy/Cyd2kro19lv2kbb9oC/Fe8F+WwBZKizwBX9qTij4I3Aq11LSsb/TG",
-	"qa8mCKz/tXP1Z3X34teb7otnV4Mfn12sfry++nXy0459sGJrV6l9fYLJZxoP7zYTJQ9O/Xb47KHBG5dW",
-	"WeQ++mzGulTEcp7hoWhungpYl3iXZ9JVEF1KJtvI+yqSug5Jj8rznWxCEJUybV+Ms8cOsynsW0G9baPs",
-	"pT9NarJlnG0UjSFX1pTzjZadTj8mJ+O//P//8b/tnUWW7b51n/tUlllSu+6ESmVmkNnxJypN1UpbD/NJ",
-	"78mT5rCk0gmmcTq9welwq3RpIFfX1psLKXDcP3tywv7f/xm0e82wXkXn6n4k375+vnlpS3lFBdt8ewjT",
-	"VFbvD+vkpzoi7C12/AeyhD/TokWTYZ89u1C6xqB9Y6NMrsTJQgy+gMfqjFyvNCgOWZSisR/Fd+dsrMzM",
-	"ZvXZsiFrJI2kBkOwZ5MJaetjMy41jy2QBYIY21rJeUKty55UmcOpdJsVEKxNFRtJZzoThLeVaRrmKWXu",
-	"RjH7nk0RbzNXm+mLUXC+dGESJGQ7Xrja8luXM6nFry5jkar88Fh5AlUM8bxa0AKorgWZmwSdjqTFTrt9",
-	"Xwzok01o2alSN1TkhKaoux9l+04N+3qO6zggZyQrBYx5NFcyp2xHQciio85RfpUUVTl67NA+7W00tcD7",
-	"KAhHMjrqHhXKKn+PcjX5RkWY7Wxw5MV5uddqYu1I2sxaqp8U0pf0Wxt+yyC2iUb1JnGVm38k273YCc0n",
-	"5OJQwdTQo969AZupZabDIjGJ6pBQ/m1cQ3EDa3TNLGZov3LwbLPEsJ4QSsbkTti64mpP9vBIvYKMZjiS",
-	"KhNTIXnKep2uHTx0mGG5lPQ1LFK+hmTITLaE6Lwyt62i0pGsjDPo9c5JSdgghkgtWEimajn/p+ZqjaKP",
-	"ztmm/CeitYqgaQsVubevrEIsDKyNutjdF3odb8aVFtwYyLDP//5uNLrrdVqj0d3p5fs//EuwwyajBX2n",
-	"kvVvZo79c5hY4cfSwiw34SYmy/QT11U12mpqdZHDhjV13qXEdaudCr/bQgQVV8id75HM60IFfukzLKyK",
-	"Yo3ox4t/+/DdxfXTP364fHH9+uryTdQ8z4UDqQNhrCYZdPuPyCCrllhVb2fMvST/RZ0tWr1T8H7L7+g+",
-	"DrTMEy0fh1n6TM8a8/iypMGLCnbWUFlob/Ak4SMg2ayPD9mMJ2wMIJsbZnSd9Ksxq0kc+tgXBWisvPLi",
-	"Tk1QlW1W5RsfMPWi294UUHUiseta15we1Djlf+vW6AEwa37zFDbo9g/CZe1lP9Tg+JCF1Nw/QChw75DG",
-	"lVs1/nrg8c90k04uGyYPm933oY0uHWlfVFALK7vagk+JL7mL91IqwlETFv1wec1ozAhN75F0ed30TBtY",
-	"RNVLLLcLCIxikb8BOEKr38xYftOltT9Sro3vmaLCY2B6hlubNW0OsM0hr5YBRON11GbPQGoYVnLYUSov",
-	"MtA2mjiSrgIIbLIG2Ti/QqZ8Cc6Ksn5t7q+9qUBCm13e8dgMWURJ65SlQcA2lfczNRnJCj0XfIqiv0St",
-	"DXvNk3RNrkLI4G5BwXbfi0/MGUmeihugZIOtxgRcwcqmaUTPLp9fXl/mw6llmrgE81oY2Fei/A4Db8PA",
-	"u6plXOKpNXB9FdWn3eBa1Mzsv8F199W/B9QD1K0GZOLXknE5hfCL3wB++qR/hv/tvQH8i69tby1N6X6f",
-	"rkWtS8WKaPI5ibagtCiS7PXlN/X7RtUuj1hVAWRTpwdg2VX555GIRjmAENpHxZ28myVxlDsWkeyMKFew",
-	"md805vom8ypNWSOicqiw+nbVovHpy3UUGa9rbZ380vH8Tl4cps76+exYel4G91CxmvvkHr4vys/eFVWV",
-	"7/phJ+z23udlVd3jvETRuWi4Xfnr3V4nPHsSdgf9okn/pFu0ofwje1kWLEqc5d89PXmMIW3l+Y7Iv53U",
-	"P1qI/zOtLTKMtjO1fA72trHlzKfdppaP4FsbI89cLIf62rUhWZ9BFnx28Kecvr8n9fwxSIEPaBVIwGYe",
-	"br9TTYF/cPBPiKuUrPN9YZWLNPXE15vU/+3Y+UvA7ouCL/KrmPxXu3F361KXL7pzUJ7eqLUQCWtwV3HR",
-	"bLPv/TVKebanWknNGpFIonAko4K3UCEUmx01y2i3dZsp/LsTb32VXzn4ibjax4M48jG3uxWVEF8RHPlb",
-	"P5aPpNe+G4VXXLvM3WQznKksrXZcO8OtEWezh1aFJI1yGXz0UST3GwX8xcMDyXf4r2r8jYMwvzGm8lcB",
-	"R6zkKIRavUws62nikUfm3lI42+rv4oIqYUgS7squLUuzipAYPHyrEl1rYstHanMxf0+s3E6s3LP9e1Ir",
-	"KX3JFa+xC4kKsFTgW1x1G5Z/n0BCcYNjaEH+QWewzQw/gNnJCZ3f1cVeddH+B/Y1fgCzn3U/EYoja3qx",
-	"o9gQ+azIwagtOgyrxSf0TovesQUoze06RJuzavup1COy6OOuesT7HQWJaFnWNjq9j9hMJFC0KJXG2TuS",
-	"6ReVZGzvxplxV2TnpKjNjCgq0drM5WDQkXeX9eYZCf5gd87tL8NRDknpDl/OBt3j9kiW7V7G0xXNIrnl",
-	"MgZdZ/BSFehj7d3NPdgQD5un9vSxJ9GWph5k6P69SK7TBwRXd9insU+OB/1e9wsKLvodp2RDgP3jlFD8",
-	"U5iVJLiYVvZqif1CellrX1Ad6GaUzd6vLpOiwHbIOIuqrBsVddjlClPWQGk5kk5KNmsqTmMUXiiZU8pr",
-	"oTrWvJB3zdRcaE3VAeVSVFuJyq7VSFqZXb5Wh6dKQmhvH2+zB0XdLrSAZzCSB0EBb6n3Lw8F2LLy3xQN",
-	"+JsUkrvo8FcQlG7A3wXl37GgdDJurwNeqksnM7Zckf7u/b0NrtzW51heF8KEjDT62/0waVEGHc35DbBs",
-	"KSN78xY5dmxmzGJ4dNTtnbY77U67O3zSedKhUJWtAz4iO9nN+OOuEm61kuWQwLmVmpWrCEp3HbiK860f",
-	"bdU1geTn5Usi3E8fMCEZT9OWylr+pzrG7rchrdrgdEXXDaw12OK08mAUmrh/f/8fAQAA//8=",
+	"7H3rciO3tt6roDonZbJ2k+JNN7JcKXlGY+tYc/GMdHxOhpNpsHuRxFYTaDfQougpVeVvniL/ksprZL9J",
+	"niSFBaAvZFOkRjPe3t52uWpEduO2sLCu3wI/eaFYJIIDV9IbfvLmQCNI8c+3oNLV2VRBqj9FIMOUJYoJ",
+	"7g29dxAKHkmiBFlSpsgEpiIFkuomjM/anu/BHV0kMXjDru/JcA4LqruZinRBlTf0GFf9nud7apWA+Qgz",
+	"SL37+3vfS2hKF6DsPM55dMUWsDmJ1zxeEeAqZSDJkqk5CRRbQECoIiJ1c1JzJsk1Z3dEPySMkwWLYybt",
+	"ChqMh3Em2S00R4SLfCmBVDRVH7HD6nKOTw8H/e5RR//ne0zP5JcM0pXne5zqeXrAI2zobVv50aBu5b53",
+	"KWaXcAvxPmuFOxqqeGXWF8S6WTAiKSRAFWGKTEVKKF8RMSUSbiGlMWkEsZh9xFe/hTQV6TjrdHpHxZdT",
+	"qmgcNH1NwYWQinSPkGqyTc5pOCdMklsas4hcX71oneA8RKbIq+tLn3Q1M/R7JJzTlIZ680hDzYFMGcTR",
+	"N5KIJSdpFmsyU75Sc8ZnBGIJutNBp0M4XeivdJN8/yuEf+/hnD3fw2l6H/SzJBYReEOVZlC/F/niKpvB",
+	"FCyQuewmSJUyPvPufW9B7y7Mw+5Rvkc0TelKP5VqpaeCm6k/v0nFXyFUF883d+xKL8Q8/kYSFlXW4nW6",
+	"p/2jaQdaJ2GPto4nfWidRoNpq0ePJidhJ+pCb+rZFSVUzYsFscjzvRR+yVgKkVt5sbK1BZXn+BNS5qGJ",
+	"kuVcSMj5jKZAFkC5GmmGWmRSEbhjUn3+UtY2xw778dFr+mnXCcF1BAuQks4gIKHgijIuzWlRcKcsw/YO",
+	"j0oc6xM240KPQkIqgUxWY37NWSgiIJLp9ZrvpyKO9EuN4G//IyALqsI5SBL87f8EIxK8u3p79u7deUAi",
+	"ARJFCr6gJUpK//Y/IWi2yYUiTI55zJQ+mEMS/OfAJ8HHgFAekWA8Dsic3gLhgsgEQkZj3ActWce8QvwI",
+	"wphxiLYQ+JcK1y/o3SXwmZp7w97hke8tGHefu34Nld9pEfhZspdqtfEI0bspYXsnnQckbCGcHy1j32UT",
+	"zXOPF7HSNAxIQ0J6CxGZrAjlhPEI7prD7YIxl6V+pzcgk5UC+bki0AvnEN6ITG3ZbjtF7+HDc5XSEOpE",
+	"VoUCYmoPi357qCX7HO5oBCFb0JhEbMaU9JG9aRyTXyEVI5IlCaTmiLhDoYRok7PPW+1gMj3tTfuHx8eT",
+	"/iCiR7QfwmnvNOpABwbH/aMtVMAZG5lSy/v9XoX19cdNIl1LSHfSqIZLMgnpRxYFj2OIL6wqvaw16G2h",
+	"jp3ggzxyr6WxTASXgFryOxq9hV8ykHhstDAFjn/SJIlZSDVtDpJUTGJY/OWvUhPqUzEbTUJFWay3Zq6N",
+	"ROxJL4ZxJJKeulbt0hu+L72MCmcCOb0qxoXne4nQ5zr1ht5B78Do+PsPWkdTlUlvONDCQzGFBPmORsQt",
+	"oVDrE5Gp4SSm/AaVe06Pf0lh6g29/3RQGMcH5qk8eGOWaai0qUlLq1vQWAskiNAaTYHeSEJxY0ckMAsO",
+	"9F6CJKCtKzGdAke9goygW5W29973Xoh0wqII+JN3gUlyA6tCQ4Xi1slrkUCKXXllUvYLUhaz+KqEPHtz",
+	"sXuOSCNjRCCFLviLmM3mT2VTmm8jnnAc8yKCRSIU8HDV+hFWhn3J1AxXJtVpQapngk9jFn5FljtbnykQ",
+	"SRdQN1upWByTCWgGm1MexRCNjMdGYupY7JVQL0TGoycS0NmTet+m2F+ZQoOCQq+EIi/sC1+Rmdx8cmay",
+	"dqzWhkJc0nQGT2aZCVp5cxFHshDx2oRx6qJMg26/wiV6VHIlBDFT+aq0mIhopc+N5hUzZyZJrMfV31Fu",
+	"mEibOCmhYQiJko5QLylfWSkqn0ivZcoUkJQqIHAXAkRQ4ZFe6RRpuuiRST70V6WPFjpzKkkmISJZQpiS",
+	"pJitOzLOwgUyY7fA0cLVOng9gNLKIyh1U7JvH5RiLTira04zNRcp+xWeehR1R8CVbUJyL6t8ILsFsSsj",
+	"fzU6vxJOvvuaFQWHMtflp/SGi+UaUX/++efWWbGkGtck+A5oCmlQMYjMdw8bPYbut5TFdBLDF7B0pBIp",
+	"Gm1ZqduC7odlrfoO0lsWArmuvPoV2dxMLqTcBL1Iqm0QiEiqFRrhYuk7IWF3RauQOURooMSCriuPL8f6",
+	"ete5jVo8cRcy05mT/1sMTS6KAEiu79EsLZmYnYNStKJiZ/Z65eOTpCIEKfUGknOumFp9Re2vSAxUKjxA",
+	"WsusrD1J8wWpOV1Xe+iBrLX7RjoHnskxp3EKVGuJOHJKQUvBIpyVgt4RLU8awUH/wLQce9o0K5qocgRs",
+	"zIs2YkqOSURXcuw1cy5bt1iWTgTbgCzuDCURm04h1epS67HRWLMvOkj6feTpqE00f5uNRnqU1bFTxiMc",
+	"1LAAkXQlyVwsyUKrmYVIYczVHPSokEJ7zD1kTJkliUgVRC8hYvQK9/TJQgLVce7qlDrAhmWT4bDMZvlc",
+	"CE6G4Gy+vt3ADB9hcADIAofWY+LHwixX9EY7tf/67vWrEaFE/0sWkM60w6otjqlIyZuzq2c/NNvobdsp",
+	"6BmeKZWySaaM50mjiOkeafwm1d0rbUfZAOFaSkKlWaiyFCISUUXdFJG7h8RIea1wMGmhtxkndUvjTM/U",
+	"PJc+4dligpHAiRAxUC79MedZHPsEg8DSJwJjLLLpm95uIFHkFtIJVWxBGpFQJnCqyZSCNhwU8GabnDke",
+	"7J2YhlQhkxElEoLeq+/cwLrQ5Chn4qMB+ZF9R6gsC2fgoYhAEqbGvKH3loaqOSIcpGaRkgeNI0kSASQj",
+	"jC8awogU7Z4FXaEFS15dX5LG9V+0+dpsk39DKo15KBbaZgxv9OgSuMrpRTCWF0FEGkG31x8cHh2fnHaK",
+	"vwIilT5kGCxpjgwF8u7GXCIv+xj/pDgV3T1RS60TbwASiRIo1kIL92wtEPrJmyuVtBeg5iLyht7351da",
+	"I+nvzAH6GGKi4LDT8z3UW46LFJ1pdeAldLXALJjvQeZ9uM/PknAxtbvWTLTsl/pwtt/S5UsTYS4/bckb",
+	"lrREYti2lasQPZzJ8ZxzVReIP7Pyi8RiZvi2TV7bbkxIQBpxroUS8hfSSDObWGg2wxxDUjonnzxaOU0P",
+	"nf7Subv3PRbVJf00q7WolGzG9WZlnP2SwZZswCntdlrHYS9qnUB/2hrQw8lReBydwOnU8zfzLrHLexVd",
+	"uXTPZo7GEr3ytt0/UoqIbzQsafBK2z1TGBv9yYTyj3Wk6h6RWCwhbWEsdDNwukazzrRzdExpZ0JPO73J",
+	"ce1QRdi6Nhy80UDVxu23RuO3ROC7vb6/O6zuFzHXjRG1zNmfFHuEfDdW6iKaFdLYCOhmYLdIM703ubRK",
+	"EmqRn2eXNEQ6fliXBqWDfMGTrDadAMVB1vKSkjBmmkMl8EiLsy93WuP6pPFmSnZU1hkobSQJGJ+KgCzn",
+	"oK08reHpRAuW6sa4w7g9jt59+KRuWK5lZdY4OvQP+0c2GC6mJmxeTQvVnfDSbI4OD/tHO8/89tBQbiyQ",
+	"CcSCz7Sd8CXynvsLDfTKEms4r09Fc1D36HE5GL2VGMDRJgCPnHph3JxIfGmnJCqRuLuWMzx6WE5VV/ez",
+	"1lzFypDNRKbq0yGOA0iDC22LNI1Nb7j/G0nySZFQZFzJMupAr1Q7IhxzMvoQCgkpmYiMR4b/9RgkZgvD",
+	"7Us9MZfI0w6xsYAEJ3AL6cpQbWsarkyeTm/wdEFcPqLfSPMKns2aU/kl5bSmLz6tZ7/Gz/1nBDOHBOOV",
+	"d8onrxPgVxDDQttTTc2hj80SPp5D91AQj0r1VdTHJkX0wxJBQsFDSLn8h+RaqxJ3ceyajqxVj1v04TtI",
+	"rSbbpKRdcsktyzOogoMx6t3TWSqyxOLIqhrS9FKvbfEZ0bw1ycIbUL7mI/RL0whS3XdgHsgqout93+98",
+	"8AtM0D7HaA0XpISiVetVe+t7dITLricYKnXtmFmROiLaD0XXuUw9kSlC3TvIRvqNYLL6lgu+hl3Ltbju",
+	"yQQ5rRP0IAuYSfqO+G6525hA0bodepbvv5t9sVO471rQ6enrr/fkBrudW1Spoqky3epBtWttR2ug8F1o",
+	"F36aikUF60cErzKHlrH9055Fo5hPhwb990SmkVtOi+blrUQwHiDlK8PuEFnJNKfSN4xukCmmccOwDEul",
+	"droNTsdxRg5cEBwFRb6Uh+zO4pDXLUhBUr8XSxYpjGxQtwcPuR99B67ch6ju5FUH/cEF8xyzIR7FJ5hD",
+	"NhLSTKQ68PGRvxeIqHw6cNV+zov5vu44JvJZClRBtMfcXW7Rhjc3hWLRU76U3uMX4rrZNuHnEMO+E47w",
+	"XZLCQtzWTTkq+ipE5mfM2fVTN+fXKk7O+Orf6kWsPmV5GNPG/Kh0KuP11eUbG7akSWKwfowr7CvAMNkE",
+	"tNhFgdms8eT0mchHrj4zMccKDPWhI1dZxsapu69Z+ESIOB/bPrXhTHysjZX8eU5x/XWdvxKJbBLDen8m",
+	"7oehIksW/VBweD3F5Mp6N3tIyA/3vndzGzOpvhzhfoTHEM7Mdn2pJa1Yy2P5GBsTvoFVLcg41/r773vd",
+	"4C5gv+ldc/L2xTNyOjg8JjYPQSIRZgvrQKyfRZOOKIdPtgK1NtbiEmq1/p5TMdpgTQWf+WjrmfOGOs7N",
+	"DkEipSB5p4NxTc0MEI2MA2TyMhj8xNd9EpipBwQjKqjeKlkcUiRxfALtWXvMg8bpaadjntrBTUrDDNUM",
+	"TGB5Lwaz9H/BII7q9CHjUlEergUqD2Ixk3WUtPTe6ovY54gmR1kF4VwYb0lvV/DvLQuQaF1EAXEAPmIS",
+	"rSPySyYUEKYMMVNIRKq0YKOODl8mkOvyVaUlD9Z1eW3lR57dKhOrFrdX8q1tDm49kH799oKkgIlCdGip",
+	"solRm5NEntONRyQo5coChFnbxAquw6QGGbqvVfqUU2y7DGhlk3O4vpxEvjt5H7afbcNbW5SXgwtiZs5g",
+	"BhuBzTcETe06IPazQBHqx+7voLmfJNiFwtwMuLkR6rkYE7JW8RZLMBNFxKOab0O1VlDfm+O6RMv6qKjG",
+	"7VPS0ILx6LTTbRLGlSBlQYcZZeOeLhK1crmxgieWcxGbRGh1Yjn+dBcjPLzh9YGzszxEWU352fBtXRzZ",
+	"WnIf6Vq+oNfpHbW63Vavf9XtDDv6/7bJ0f1Xr3RCI6qgtY3Me2SGyPX1xfPb4y8TLjWw5X2zHjnI4GNE",
+	"VzsF+Fv39nP98r3vZUn0lQhXl3nApfnl3arMYGM1D7DNliQEKuE88aDNVqm9bV4ARDaZxxG8JpewXi2D",
+	"UAAer8hyzhQGr0Nok1coaTlAZAvqahOF9THU3XUpT9zjtX3AxT5A1zfa8ao7kxuQBhQsx/3To6bxcy19",
+	"h0VIz7oZWpsYZRTOKZ+BNkrGa4sae0OM9gQ29+0cq6lItfM6ItQZUTFMFRGZsvl1Kk0Ox1gxX3Zja7ev",
+	"ddv77XdwY7eqr2x3UPVwZVxSGVpgc3UMpCtmPDrsjEhQ3gc1R1sVN6E95mfcRl9svZlDUJVRUFyPzXgm",
+	"rapxICgmyUxwGKLhyfhMkhjoLSCCQ+8nRqaQbQRmvaqtDetI0qAkFnwGaenZBKEsBqeBYeIlRRN3zOUS",
+	"EkVWoJo+BhXCm1mqLWkilwCJddqRg7QtjSEanilNEIPLKCDOiBnhgGixFKYI1EL7e9DrtcnP2sJEsZYb",
+	"mJraPi5Rf8UMz5asLZfviGBKs1iNeSO4fP39x7fnV+evri5ev/r4/Ow/3gW+Iz7JeAxSanHWHOUWbUxD",
+	"N7HGm+ur5vqAY25GNHvqEykIte3AEpli5ewMlDmnOJajS0QVXcOd9DvI/GyRLbyhZhjkffOxuzXOWo5m",
+	"SAizlKnVO83tNqyJYNWzTM1rXTtXGUElCc4sWBdhV0NiYK7kx/P/CPwc6mvIU7Ic5lQ6AA6fslmWQjTm",
+	"Ddw+jpuKPp9IDG4pWjBuXtf6IxImfIagu1EJaOjgQynQCA+UWPIxz00XHhmGAB8ZHr+wQSIkeoEt1O6R",
+	"oTIKAAxeOPSupd9cqcTA1BifCgfCo8Z6snVOryd6tXTCYqZWSLMFZVgFqu3WDYSblfcmEaPmwNKyRDBx",
+	"wx+urt4caMHfHvMxP8coIrq/mMfiJNiG/wty79uoCe2YN13Z5CqBwNeyQ8X4h/EOgjHHWlDr4Y5MOZlB",
+	"11loI40iHNWVEqHfaUWR0zVobVdNbW2+jrlxFyYWBpdbx7n7YPxlEjjT1vgTdUb7Nu9izJ8Zs4Np28Qe",
+	"pZBmEgOEh3d3ZpNjFgKXUNq5s4SGc2j12h1tD6Wx3XA5PDhYLpdtio/bIp0d2Lby4PLi2fmrd+e6TXuu",
+	"FnHJm9xkBM/3biGVVv21O+2Ofl2zO02YN/T67U67r7UnVXM8j8Zjz6OWm4fyuRUQFcRrzjvI36YG2ESe",
+	"TcXAlMWaaJj2LONPtZ7NkZQXUd79pQkblC9HeF+vOItXDtaKv+/9nS1s4eMeb+a3Fezxrqu63ePVn/Z5",
+	"ydWw7jN0XsW8x8vuson7D2slkL1O5wGwby3I10a4u729EbjlKPsWFC7yERaEuhwgpGAlaYR1OgMz07px",
+	"8hUdlCo6sUl3d5NKZQg26u9uVBQLYovB7hZ5BZpu0Dvd3WC9Lune9w73mVq50gIVcbZY0HSVn7ey/PcK",
+	"nCjKgg/3vjeDGofrLags5Z8lCSrpO2tKKq25AxYFY96gMrRy19o+Ab7/rZ5A0LRGF8Y1KzkvY4UGCBwI",
+	"fBMpvGT8JrCBwTEPaWqzNinEVLFbKMfOTIiEw50iCZ0BaQQpxN+OPf3N2AuaQ1MuUQQnMYJDeTTmRj9Y",
+	"4H4QZqkUaaDVFkS+7hirTqSIbyEidEYZl8bMvX57WYnLLC3aGHEo2j42usSVOsyFVBZqgfhgnOYcbd7q",
+	"UlFtI+ZLv4ElkSnQhR7duk3GeslNbwOiIGfOgcb9M9h2NJTE1N60YpDcuRErFY1jTD1rK7fRPSRSb6q1",
+	"bZskFtJqi1BwDqFmHmNjI7GYsrXdMwtzrqqDSybVn8rgt1QG/kaNGZVhQBrazZPK5Nd9W1Bit1ik2nbD",
+	"tzgs87fWII36jS11+ni4KwVrwLVX8d6j2AabfqiJM9UFXTFym9uy3J4ArFW1zm6343c6nRHp6n+2A862",
+	"XciB4sV78Kan3E3qmuR+2U/a9Is2It4J/SUDkgjJ8goTbk6q9kHglolM4rK+kWunvoqAWf1r5+Kv4u7V",
+	"rzfdV88vBi+fny1fXl38Ov1pyz4YsbXtLol6BNUTjYf360jgvWsbbHx23+SNxQ0X4F4H163D2paBtPtG",
+	"c3Osax2yNIeKViK6iJZcAzYWqMV98H85oM8g3rBWb/Pmpx12mKnR2Mwabxhlr91pEtMN42ytKlJzZU29",
+	"6jjrdPohOhn/5f/99/9lLuUybPet/dzHuuOS2rUnlAs1h9SMPxVxLJbSeJgnvZOT5rCk0jFMY3V6g+Lh",
+	"FnGmIFfXxpvzMXHcPz05Iv/3fw/avaZfr6JzdT/m128v128lKq+oYJtv92GayurdYZ3+VEeEndW8fyBL",
+	"+IkWrTYZdtmziZA1Bu07k2WyNXwmxOAq1IzOyPVKA/OQRa0lecm+G5GJUHMDWzV1ccZIGnMJCsOeTcK4",
+	"KQBPKZc0NIEsYMjYxkrOEeMWHixSG6eSbVKEYA0Wcsyt6YwhvA0otZ9jJu2VeeY9UwPRJrb42FVb6fni",
+	"jWAQoe14Zi9PuLWgYMl+tZBcLGPVx8oRqGKI5+WwJoBqW6C5iaHTMTex027fVbs6NBUuOxbiBqv4tClq",
+	"LwDavDTGvJ7HdWwgZ8wrFbp5NpcTq2zHnk+Cg85BflcalvG62KF52ltragLvY88f8+Cge1Aoq/w9BCPT",
+	"tZJH09ngwInzcq9V5PiYG+g4Fggz7u6sMDb8hkFskHT1JnGVm1+i7V7shKRTdHGwInDoot69AZmLDAFh",
+	"7j0stNPyb+2elRtYadfMxAzNVzY82ywxrCOE4CG6E6ZwvtqTOTxcLiHFGY65SNmMcRqTXqdrBvdtzLBc",
+	"K/0WkpiuIBoSlWYQjCpz26iaHvPKOINeb4RKwiQxWGyChWiqlvE/NXfHFH10TtflPxKtVSRNW1qRO/vK",
+	"KMTCwFor/N5+Y93hel4poUpBqvv8b+/H47tepzUe3x2ff/jLv3hbbDJc0HciWv1m5tg/h4nlfyotzHCT",
+	"3sQoiz9zXVWjraYYXXPYsOYig1JlhtFOhd9tQgQVV8ie7zHPC5+Z/tIhLIyKIo3g5dm/f/zu7OrZDx/P",
+	"X129vTh/FzRHuXBAdcCU0SSDbv8RCLJqDWH1+tHcS3Jf1Nmi1Usz7zf8ju7jgpY5kvhxMUsHZa4xj89L",
+	"Gry4ooE0ROqbK2pR+DCI1i+A8MmcRmQCwJtrZnSd9Ksxq1EcutwXJmiMvHLiTky1Klu/dkK5hKkT3eYq",
+	"jKoTqbuudc3xQY1T/nu3RvcIs+ZXq+kG3f5ecVlzmxU2ONxnITUXbGAUuLdP48q1MX+/4PHPeFVULhum",
+	"D5vd977JLh1IVzVTG1a2xTOfk1+yN0vGWGUmpiT4/vyK4JiBNr3H3BYu4DOpIAmqt7RuVsgoQQJ3xXWg",
+	"rX41J/lVrsb+iKlUrmeHlpdzvbVp02CATZFEtc4lmKyCNnkOXMKwUqShpXKSgjTZxDG3JW5gwBpo4/wK",
+	"qXA1ZktE/Rrsr7mKg0ObnN/RUA1JgFUZiNLAwDbi2ImYjnmFngmdadFfotaaveZIukJXwSdwl2Cy3fXi",
+	"gDljTmN2Awg22GiMgStYGphG8Pz88vzqPB9OZHFkKyhqw8Cu1OrPMPBmGHhbOZgFnhoD15UJft4VxUVR",
+	"2O4rirffbb1HwUvdaoBHbi0p5TPwv/gV98cn/VP9384r7r/42nYWi5UusOqaqHWpGlebfFaiJQiLQsle",
+	"X19Wv29YzvWIVRWBbOx0j1h2Vf65SESjnEDwzaPi0un1mk/EjgW3piCJZ3HczK/Ss32jeRXHpBFgvZ9f",
+	"fbtq0Tj4ch1FJqtaWye/VT+/dFoPU2f9PDmXntd5PlSNaT/Zhx+K+sr3Rdnw+77f8bu9D3ndYPcwr8ax",
+	"Lprervz1bq/jn5743UG/aNI/6hZtEH9kboODpMRZ7t3jo8cY0kaeb8n8m0n90VL8T7S20DDaRGo5DPam",
+	"sWXNp+2mlsvgGxsjRy6WU33t2pSsQ5B5T07+lOH7O6Dnj4kUuIRWEQlYx+H2O1UI/IODf0ZepWSd70qr",
+	"nMWxI75cp/5vx85fIuyeFHyR3zXmvtoedzcudfkmRxvKk2u1FiwiDWorLppt8sLdE5ajPcWSS9IIWBT4",
+	"Yx4UvKUVQrHZQbMc7TZuM6Z/t8Zb3+R3an5mXO3TXhz5mOsLi0qIrxgc+b0fy0fSa9eV2UsqLXI3Wk9n",
+	"CkOrLfcqUWPEGfTQspCkQS6DDz6x6H7thori4Z7k2/9nY37nQZjfOKbydwmOGMlRCLV6mVjW08gjj8Te",
+	"Yjrb6O/iBjamUBJuQ9eWpVlFSAwevjYM7+0x5SO1WMw/gZWbwMod278DWonwJVu8Rs64VoClAt/iLme/",
+	"/AMcHIorSn0T5B90BpvM8D2orZzQ+VNd7FQX7T+wr/E9qN2s+5mhOLSmky3FhprPCgxGbdGhXy0+wXda",
+	"+I4pQGlu1iEazKrpp1KPSIJP2+oR77cUJGrLsrbR8X1A5iyCokWpNM5cAo4/GcZDc/nTnNoiOytFDTKi",
+	"qERrE4vBwCNvb6POEQnuYHdG5qcPEUNSuqSakkH3sD3mZbuX0HiJs4huKQ9B1hm8WAX6WHt3fQ/WxMP6",
+	"qT1+7Ek0pal7Gbr/KJLr+AHB1R32ceyjw0G/1/2Cggt/qCxaE2B/nBKKfwqzEgUXkcJcLbFbSGe19gXW",
+	"ga5n2cwPCPCoKLAdEkqCKusGRR12ucKUNLS0HHMrJZs1FaehFl5aMseIa8E61ryQd0XEgkmJ1QHlUlRT",
+	"iUquxJgbmV2+VofGgoNvrtdvkwdF3bZoAU1hzPcKBVxj718+FGDKyn/TaMDvUkhuo8PfQVDaAf8UlP/A",
+	"gtLKuH0c8NuuK3stV6mjUVuuT3//4d6kWm7rEZdXhWhBkw3/tr/DWxRFBwt6AyTNeGDu4UI3j8yVSoYH",
+	"B93ecbvT7rS7w5POSQcTV6Yq+ACtZjv/T9sKusWSlxMEIyNDKxcTlG4+sPXnG79RLGvSypflKyPsL30Q",
+	"xgmN45ZIW+6XaSb2p1CNEqF4YdcNrCSYUrXyYEjxuuKX0kXLJtTA+AykIo3XV5dvDn64unrTNHiqd89/",
+	"JHCHHJfmxezkmYhjCJVIS2MJFSfe/Yf7/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
