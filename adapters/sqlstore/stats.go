@@ -47,9 +47,9 @@ func countEntries(entries []domain.LogEntry) map[countKey]int64 {
 	return c
 }
 
-// addCounts adds sign times each tally to the rollup inside tx, in key order so that two
-// transactions touching the same rows lock them in the same order (no deadlock), and removes the
-// rows that fall to zero.
+// addCounts adds (sign > 0) or takes away (sign < 0) each tally in the rollup inside tx, in key
+// order so that two transactions touching the same rows lock them in the same order (no
+// deadlock), and removes the rows that fall to zero.
 func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, counts map[countKey]int64, sign int64) error {
 	if len(counts) == 0 {
 		return nil
@@ -82,13 +82,16 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 		}
 	}
 	if sign < 0 {
-		projects := map[string]bool{}
+		// Only rows this transaction already holds: sweeping the project's zero rows at large
+		// could wait on a concurrent batch that waits on this transaction.
+		drop, err := tx.PrepareContext(ctx, bind("DELETE FROM log_counts WHERE project_id = ? AND minute = ? AND level = ? AND n <= 0"))
+		if err != nil {
+			return err
+		}
+		defer drop.Close()
 		for _, k := range keys {
-			if !projects[k.project] {
-				projects[k.project] = true
-				if _, err := tx.ExecContext(ctx, bind("DELETE FROM log_counts WHERE project_id = ? AND n <= 0"), k.project); err != nil {
-					return err
-				}
+			if _, err := drop.ExecContext(ctx, k.project, k.minute, k.level); err != nil {
+				return err
 			}
 		}
 	}
