@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -79,7 +80,31 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 		_ = s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+	citus, err := hasCitus(ctx, db.DB)
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("postgres: %w", s.translate("detect citus", err))
+	}
+	if !citus {
+		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		return s, nil
+	}
+	// On a Citus coordinator the migrations and the distribution of what they made run under one
+	// more lock, so that no instance distributes while another migrates.
+	err = withCitusLock(ctx, db.DB, 5*time.Minute, func() error {
+		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+			return err
+		}
+		left, err := distributeSchema(ctx, db.DB)
+		if len(left) > 0 {
+			slog.WarnContext(ctx, "citus: tables left on the coordinator: neither per-project nor known", "tables", left)
+		}
+		return err
+	})
+	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
