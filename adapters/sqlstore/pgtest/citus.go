@@ -92,6 +92,10 @@ func startCitus() (*Citus, error) {
 
 // hasCitus reports whether the server binaries in bin have the Citus extension installed.
 func hasCitus(bin string) bool {
+	// bin may be a directory of links (/usr/local/bin): look where pg_ctl really is.
+	if real, err := filepath.EvalSymlinks(filepath.Join(bin, "pg_ctl")); err == nil {
+		bin = filepath.Dir(real)
+	}
 	lib := filepath.Join(filepath.Dir(bin), "lib", "citus.so")
 	if _, err := os.Stat(lib); err != nil {
 		return false
