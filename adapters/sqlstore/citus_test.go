@@ -245,3 +245,88 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 		})
 	}
 }
+
+// TestCitusWorkerDownIsUnavailableForItsProjectsOnly stops the worker holding one project's
+// shards under a live store: that project's reads and writes are KindUnavailable (a 503), a
+// project on the other worker keeps working, and once the worker is back the same store serves
+// the first project again, every acknowledged entry there.
+func TestCitusWorkerDownIsUnavailableForItsProjectsOnly(t *testing.T) {
+	ctx := t.Context()
+	s, err := sqlstore.OpenPostgres(ctx, citus.NewDatabase(t), sqlstore.DefaultPostgresOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	db := sqlstore.WriteDB(s)
+	// One project on each worker: new projects until both workers hold one.
+	onPort := map[string]string{}
+	for len(onPort) < 2 {
+		id := uuid.Must(uuid.NewV7()).String()
+		var port string
+		err := db.GetContext(ctx, &port, "SELECT nodeport::text FROM citus_shards WHERE table_name = 'logs'::regclass AND shardid = get_shard_id_for_distribution_column('logs', $1::uuid)", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := onPort[port]; ok {
+			continue
+		}
+		now := time.Now().UTC()
+		if err := s.CreateProject(ctx, domain.Project{ID: id, Name: port, CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+		onPort[port] = id
+	}
+	down := citus.Worker(0)
+	hit, spared := onPort[down.Port()], onPort[citus.Worker(1).Port()]
+	write := func(project string) error {
+		_, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Time: 1, Level: "info", Message: "m"}}, nil, 0, nil)
+		return err
+	}
+	count := func(project string) (int, error) {
+		n := 0
+		err := s.ListLogs(ctx, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: project}, Limit: 1000, Now: 2}, func(p domain.Page) error {
+			for _, err := range p.Entries {
+				if err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		return n, err
+	}
+	for _, p := range []string{hit, spared} {
+		if err := write(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	down.Stop(t)
+	stopped := true
+	defer func() {
+		if stopped {
+			down.Start(t)
+		}
+	}()
+	if err := write(hit); domain.KindOf(err) != domain.KindUnavailable {
+		t.Errorf("write to a project on the stopped worker: %v (kind %v), want KindUnavailable", err, domain.KindOf(err))
+	}
+	if _, err := count(hit); domain.KindOf(err) != domain.KindUnavailable {
+		t.Errorf("list a project on the stopped worker: %v (kind %v), want KindUnavailable", err, domain.KindOf(err))
+	}
+	if err := write(spared); err != nil {
+		t.Errorf("write to a project on the running worker: %v", err)
+	}
+	if n, err := count(spared); err != nil || n != 2 {
+		t.Errorf("list a project on the running worker: %d entries, %v; want 2", n, err)
+	}
+
+	down.Start(t)
+	stopped = false
+	if err := write(hit); err != nil {
+		t.Errorf("write after the worker is back: %v", err)
+	}
+	if n, err := count(hit); err != nil || n != 2 {
+		t.Errorf("list after the worker is back: %d entries, %v; want 2 (nothing acknowledged lost)", n, err)
+	}
+}
