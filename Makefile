@@ -9,7 +9,7 @@ BENCH_ROWS ?= 1000000
 ROWS ?= 1000000
 PERF_DIR ?=
 
-.PHONY: help run test quick race generate check-generated lint vet staticcheck fmt-check arch-check build fuzz test-faults test-citus bench bench-e2e
+.PHONY: help run test quick race generate check-generated lint vet staticcheck fmt-check arch-check build fuzz test-faults test-citus bench bench-citus bench-e2e
 
 ## help: list the targets
 help:
@@ -103,6 +103,11 @@ lint: vet staticcheck fmt-check
 ## figure, the baseline's and their ratio. CI runs it with BENCHTIME=1x BENCH_ROWS=20000.
 bench:
 	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app
+
+## bench-citus: ingest and reads through the service on a Citus coordinator with two workers beside
+## plain PostgreSQL, same run (build tag citus; needs the citus extension)
+bench-citus:
+	$(GO) test -tags citus -run '^$$' -bench '^BenchmarkCitusVersusPostgres$$' -benchtime $(BENCHTIME) -timeout 60m ./app
 
 ## bench-e2e: the outside harness: builds the service binary, starts its own PostgreSQL, runs the
 ## service with default settings and load from separate processes, and prints each figure beside
