@@ -67,7 +67,7 @@ var errNoCitus = errors.New("no Citus extension")
 
 // citusSettings preload Citus and allow the two-phase commits of transactions that write on more
 // than one node; the nodes talk to each other over loopback without TLS.
-const citusSettings = " -c shared_preload_libraries=citus -c max_prepared_transactions=200 -c citus.node_conninfo=sslmode=disable -c citus.max_cached_conns_per_worker=8"
+const citusSettings = " -c shared_preload_libraries=citus -c max_prepared_transactions=200 -c citus.node_conninfo=sslmode=disable"
 
 func startCitus() (*Citus, error) {
 	bin, err := findBinaries()
