@@ -9,7 +9,7 @@ BENCH_ROWS ?= 1000000
 ROWS ?= 1000000
 PERF_DIR ?=
 
-.PHONY: help run test quick race generate check-generated lint vet staticcheck fmt-check arch-check build fuzz test-faults bench bench-e2e
+.PHONY: help run test quick race generate check-generated lint vet staticcheck fmt-check arch-check build fuzz test-faults test-citus bench bench-citus bench-e2e
 
 ## help: list the targets
 help:
@@ -83,6 +83,14 @@ fuzz:
 test-faults:
 	$(GO) test -tags faults -count=1 -v ./app/faults/ 2>&1 | grep -E '^(FAULTS|=== RUN|--- |PASS|FAIL|ok)|faults_test'; exit $${PIPESTATUS[0]}
 
+## test-citus: the Citus suites (build tag citus): the store contract, schema distribution, the
+## one-task plan of every per-project statement and a stopped worker on a coordinator with two
+## workers that pgtest starts, then the end-to-end contract on Citus. Needs the citus extension
+## (../shared/citus/build.sh); skips loudly without it, fails under CI=true.
+test-citus:
+	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestCitus' ./adapters/sqlstore/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestE2E$$/^citus$$' ./app/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
+
 ## lint: Redocly (recommended) and Spectral (spectral:oas) on openapi.yaml with zero errors and
 ## zero warnings, plus go vet and gofmt. The linters are pinned in .lint/package-lock.json.
 lint: vet staticcheck fmt-check
@@ -96,6 +104,11 @@ lint: vet staticcheck fmt-check
 ## figure, the baseline's and their ratio. CI runs it with BENCHTIME=1x BENCH_ROWS=20000.
 bench:
 	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app
+
+## bench-citus: ingest and reads through the service on a Citus coordinator with two workers beside
+## plain PostgreSQL, same run (build tag citus; needs the citus extension)
+bench-citus:
+	$(GO) test -tags citus -run '^$$' -bench '^BenchmarkCitusVersusPostgres$$' -benchtime $(BENCHTIME) -timeout 60m ./app
 
 ## bench-e2e: the outside harness: builds the service binary, starts its own PostgreSQL, runs the
 ## service with default settings and load from separate processes, and prints each figure beside

@@ -11,7 +11,8 @@ import (
 // pg is the PostgreSQL server of this test binary (see pgtest.Run).
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg)) }
+// TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
 
 func openPostgresStore(t *testing.T) store {
 	t.Helper()
@@ -23,8 +24,9 @@ func openPostgresStore(t *testing.T) store {
 	return s
 }
 
-// e2eStores lists the stores the end-to-end contract runs against: both, always. Without a
-// PostgreSQL server its half is skipped loudly (failed under CI=true) by pgtest.
+// e2eStores lists the stores the end-to-end contract runs against: both, always, and a Citus
+// coordinator under the citus build tag (make test-citus). Without a PostgreSQL server its half is
+// skipped loudly (failed under CI=true) by pgtest.
 func e2eStores() []namedStore {
-	return []namedStore{{"sqlite", openSQLiteStore}, {"postgres", openPostgresStore}}
+	return append([]namedStore{{"sqlite", openSQLiteStore}, {"postgres", openPostgresStore}}, citusStores()...)
 }

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -40,4 +41,32 @@ func MigrateTo(ctx context.Context, db *sql.DB, engine string, version int64) er
 	}
 	_, err = p.UpTo(ctx, version)
 	return err
+}
+
+// SweepSQL is the statement SweepLogs runs for one project.
+func SweepSQL(s *Store, projectID string, now int64, limit int) (string, []any) {
+	return s.bind(sweepBatch), []any{projectID, projectID, now, projectID, limit}
+}
+
+// Statement is one statement of the store with the arguments it runs with for a project.
+type Statement struct {
+	Name  string
+	Query string
+	Args  func(projectID string) []any
+}
+
+// PerProjectSQL is the store's other per-project statements (and the idempotency ones, keyed by
+// scope), as the store runs them.
+func PerProjectSQL(s *Store) []Statement {
+	const scope, key = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", "k"
+	now := time.Now().UTC()
+	check, _, _ := sqlx.In("SELECT id, retention_days FROM projects WHERE id IN (?)"+s.eng.lockSuffix(), []string{"x"})
+	return []Statement{
+		{"project exists", s.bind(projectExists), func(p string) []any { return []any{p} }},
+		{"batch project check", s.bind(check), func(p string) []any { return []any{p} }},
+		{"get project", s.bind("SELECT " + projectColumns + " FROM projects WHERE id = ?"), func(p string) []any { return []any{p} }},
+		{"idempotency look-up", s.bind(idempotencyLookup), func(string) []any { return []any{scope, key, now} }},
+		{"idempotency expiry", s.bind(idempotencyExpire), func(string) []any { return []any{scope, key, now} }},
+		{"idempotency insert", s.bind(idempotencyInsert), func(string) []any { return []any{scope, key, "f", 1, now} }},
+	}
 }

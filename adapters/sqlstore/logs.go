@@ -280,6 +280,9 @@ func (r *logRow) entry() domain.LogEntry {
 // to reading the index in order.
 const retentionBound = " AND (time, id) >= (COALESCE(? - (SELECT CAST(retention_days AS BIGINT) * 86400000 FROM projects WHERE id = ?), ?), ?)"
 
+// projectExists tells an empty page of a project from a project that does not exist.
+const projectExists = "SELECT 1 FROM projects WHERE id = ?"
+
 // leastID sorts before every id the service issues, in text (SQLite) and as a uuid (PostgreSQL).
 const leastID = "00000000-0000-0000-0000-000000000000"
 
@@ -351,7 +354,7 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 		// An empty page: only now is it worth a round trip to tell "no project" from "no entries".
 		_ = rows.Close()
 		var one int
-		err := s.r.GetContext(ctx, &one, s.bind("SELECT 1 FROM projects WHERE id = ?"), q.ProjectID)
+		err := s.r.GetContext(ctx, &one, s.bind(projectExists), q.ProjectID)
 		if err != nil {
 			return s.translate("list logs: project", err)
 		}

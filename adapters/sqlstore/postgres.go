@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -79,7 +81,32 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 		_ = s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+	citus, err := hasCitus(ctx, db.DB)
+	if err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("postgres: %w", s.translate("detect citus", err))
+	}
+	s.eng = postgresEngine{citus: citus}
+	if !citus {
+		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("postgres: %w", err)
+		}
+		return s, nil
+	}
+	// On a Citus coordinator the migrations and the distribution of what they made run under one
+	// more lock, so that no instance distributes while another migrates.
+	err = withCitusLock(ctx, db.DB, 5*time.Minute, func() error {
+		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+			return err
+		}
+		left, err := distributeSchema(ctx, db.DB)
+		if len(left) > 0 {
+			slog.WarnContext(ctx, "citus: tables left on the coordinator: neither per-project nor known", "tables", left)
+		}
+		return err
+	})
+	if err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
@@ -106,7 +133,8 @@ func withConnectTimeout(rawURL string, d time.Duration) (string, error) {
 	return u.String(), nil
 }
 
-type postgresEngine struct{}
+// postgresEngine is PostgreSQL, or a Citus coordinator when citus is set.
+type postgresEngine struct{ citus bool }
 
 func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 
@@ -114,7 +142,18 @@ func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 // FOR SHARE (not FOR KEY SHARE) also makes an UPDATE of the retention wait, so a batch never
 // commits an entry under a retention that a change committed meanwhile has shortened. Batches
 // share the lock with each other; only project writes wait, and only for batches in flight.
-func (postgresEngine) lockSuffix() string { return " FOR SHARE" }
+// Not on Citus: projects is a reference table there, and a row lock on it is taken on every
+// node's copy, so every batch would touch every worker and one worker down would stop ingest for
+// all projects. There the foreign key from the project's shard to its node's copy of projects
+// does the deletion half of the job at insert time (a project deleted meanwhile fails the batch
+// as an unknown project); a retention shortened during a batch may still admit its entries,
+// which the readers hide and the next sweep removes.
+func (e postgresEngine) lockSuffix() string {
+	if e.citus {
+		return ""
+	}
+	return " FOR SHARE"
+}
 
 // sweepLockKey names the advisory lock of the retention sweep ("obsvcrs" in ASCII): goose's
 // migration lock uses another key.
@@ -166,6 +205,9 @@ func (postgresEngine) isUniqueViolation(err error) bool {
 // 08), shutdowns (57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now), too
 // many connections (53300) and read-only recovery (25006). Network errors and lib/pq's
 // driver.ErrBadConn are caught by isConnectionError whatever the engine.
+//
+// A Citus coordinator reports most failures to reach a worker as class 08, but some as an
+// internal error (XX000) whose text is all that tells them apart; those are matched by text.
 func (postgresEngine) isUnavailable(err error) bool {
 	code := pqCode(err)
 	switch {
@@ -173,6 +215,27 @@ func (postgresEngine) isUnavailable(err error) bool {
 		return false
 	case code.Class() == "08", code == "57P01", code == "57P02", code == "57P03", code == "53300", code == "25006":
 		return true
+	case code == "XX000":
+		var pe *pq.Error
+		return errors.As(err, &pe) && isCitusWorkerUnreachable(pe.Message)
+	}
+	return false
+}
+
+// citusUnreachable are the beginnings of the Citus messages (SQLSTATE XX000) that say a worker
+// could not be reached or its connection broke.
+var citusUnreachable = []string{
+	"failure on connection marked as essential",
+	"connection to the remote node",
+	"could not establish any connections to the node",
+	"connection not open",
+}
+
+func isCitusWorkerUnreachable(msg string) bool {
+	for _, p := range citusUnreachable {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
 	}
 	return false
 }

@@ -12,7 +12,8 @@ import (
 
 var pg *pgtest.Server
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg)) }
+// TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
 
 func openPostgres(t *testing.T) domain.Store {
 	t.Helper()

@@ -59,21 +59,30 @@ type Server struct {
 	cred           *syscall.Credential // who runs the cluster when we are root
 	seq            atomic.Int64
 	stopOnce       sync.Once
-	short          bool // -short: no server, every PostgreSQL test skips
+	short          bool   // -short: no server, every PostgreSQL test skips
+	settings       string // more -c settings for the server (a Citus node's)
 }
 
 // Run is for TestMain: it sets *srv, runs the tests and then stops and removes the cluster
 // (whether or not tests failed), returning the exit code for os.Exit. TEST_DATABASE_URL, when
 // set, names an existing server to use instead; its role must be allowed to create databases.
 // Without server binaries *srv is nil, and a loud message goes to stderr.
-func Run(m *testing.M, srv **Server) int {
+//
+// Options add more servers the tests of this binary need (WithCitus).
+func Run(m *testing.M, srv **Server, opts ...Option) int {
 	flag.Parse() // for testing.Short, which m.Run would parse later
 	if testing.Short() {
 		// The inner loop (make quick): no cluster; PostgreSQL tests skip, even under CI=true.
 		*srv = &Server{short: true}
+		for _, o := range opts {
+			o.short()
+		}
 		return m.Run()
 	}
-	s, err := start()
+	for _, o := range opts {
+		defer o.start()()
+	}
+	s, err := start("")
 	switch {
 	case errors.Is(err, errNoBinaries):
 		fmt.Fprintf(os.Stderr, "\n!!!\n!!! pgtest: %s.\n!!! PostgreSQL tests will be %s.\n!!!\n\n", noBinaries, map[bool]string{true: "FAILED (CI=true)", false: "SKIPPED"}[inCI()])
@@ -208,8 +217,9 @@ func (s *Server) Start(t testing.TB) {
 var errNoBinaries = errors.New("no PostgreSQL server binaries")
 
 // start provides the server: TEST_DATABASE_URL's, or a new cluster.
-func start() (*Server, error) {
-	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+// settings are more -c settings for a cluster of our own.
+func start(settings string) (*Server, error) {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" && settings == "" {
 		return &Server{adminURL: u, external: true}, nil
 	}
 	bin, err := findBinaries()
@@ -226,7 +236,7 @@ func start() (*Server, error) {
 		_ = os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{bin: bin, dir: dir}
+	s := &Server{bin: bin, dir: dir, settings: settings}
 	if err := s.initCluster(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -273,7 +283,7 @@ func (s *Server) logFile() string { return filepath.Join(s.dir, "server.log") }
 // settings that do not weaken durability are changed: the tests see the fsync the service relies
 // on. max_connections leaves room for the parallel tests' pools.
 func (s *Server) startCluster() error {
-	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%s -c unix_socket_directories=%s -c max_connections=200", s.port, s.dir)
+	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%s -c unix_socket_directories=%s -c max_connections=200%s", s.port, s.dir, s.settings)
 	out, err := s.ctl("start", "-w", "-t", "60", "-l", s.logFile(), "-o", opts)
 	if err != nil {
 		log, _ := os.ReadFile(s.logFile())
