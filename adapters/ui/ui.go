@@ -84,7 +84,11 @@ func NewHandler() (*Handler, error) {
 		return nil, fmt.Errorf("ui: no index.html among the embedded assets")
 	}
 	h.mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/ui", http.StatusFound)
+		target := "/ui"
+		if r.URL.RawQuery != "" {
+			target += "?" + r.URL.RawQuery // a shared link's choices survive the redirect
+		}
+		http.Redirect(w, r, target, http.StatusFound)
 	})
 	h.mux.HandleFunc("GET /ui", h.serve)
 	h.mux.HandleFunc("GET /ui/", h.serve)
