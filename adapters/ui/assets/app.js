@@ -194,8 +194,7 @@ function fail(err) {
 async function start() {
   say('');
   try {
-    const { body } = await getJSON('/projects');
-    projects = body;
+    projects = await loadProjects();
   } catch (err) {
     projects = [];
     $('project').replaceChildren();
@@ -212,6 +211,20 @@ async function start() {
   if (!projects.some((p) => p.id === state.project)) state.project = projects[projects.length - 1].id;
   showState();
   reload();
+}
+
+// loadProjects lists the projects the key may read: all of them for an admin key; for a key of
+// one project (which may not list projects) the one the URL names.
+async function loadProjects() {
+  try {
+    return (await getJSON('/projects')).body;
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 403)) throw err;
+    if (!state.project) {
+      throw new ApiError(403, 'This API key may not list projects. Open the page with its project: /ui?project=PROJECT_ID');
+    }
+    return [(await getJSON('/projects/' + encodeURIComponent(state.project))).body];
+  }
 }
 
 function clearResults() {
