@@ -251,10 +251,10 @@ function reload() {
 }
 
 async function loadStats(seq, startT, endT, signal) {
+  // The same range as the table's, so the counts are those of the entries it lists.
   const step = stepFor(endT - startT + 1);
-  const aligned = startT - (startT % step);
   try {
-    const { body } = await getJSON('/logs/stats?' + query({ start_time: aligned, end_time: endT, step, by: 'level' }), signal);
+    const { body } = await getJSON('/logs/stats?' + query({ start_time: startT, end_time: endT, step, by: 'level' }), signal);
     if (seq !== loadSeq) return;
     hist.draw(body);
     $('hist-total').textContent = `· ${body.total.toLocaleString('en')} in range`;

@@ -58,7 +58,7 @@ export class Histogram {
       ...this.size(),
       legend: { show: true, live: false },
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
-      scales: { x: { time: true, range: () => [xs[0], end] }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+      scales: { x: { time: true, range: () => [xs[0], end] }, y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
       axes: [{}, { size: 50 }],
       series: [{}].concat(series.map((s) => {
         const color = COLORS[s.value] || OTHER[other++ % OTHER.length];
