@@ -253,8 +253,10 @@ function reload() {
 async function loadStats(seq, startT, endT, signal) {
   // The same range as the table's, so the counts are those of the entries it lists.
   const step = stepFor(endT - startT + 1);
+  const q = query({ start_time: startT, end_time: endT, step, by: 'level' }).toString();
+  $('hist').dataset.query = q; // what the counts answer, for anyone checking them against the API
   try {
-    const { body } = await getJSON('/logs/stats?' + query({ start_time: startT, end_time: endT, step, by: 'level' }), signal);
+    const { body } = await getJSON('/logs/stats?' + q, signal);
     if (seq !== loadSeq) return;
     hist.draw(body);
     $('hist-total').textContent = `· ${body.total.toLocaleString('en')} in range`;
