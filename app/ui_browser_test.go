@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -53,8 +54,9 @@ func screenshotDir(t *testing.T) string {
 // TestExplorerInChromium drives the log explorer (/ui) in headless Chromium against a seeded
 // server with API keys, on both stores: a wrong key shows the message and the right one works,
 // the table lists the newest entries, scrolling loads every further page without duplicates, a
-// row opens from the keyboard, clicking a user filters by it, the page fits a phone screen, and
-// nothing is written to the console but the refusals the test provokes.
+// row opens from the keyboard, clicking a user filters by it, the page fits a phone screen, a key
+// of one project works with its project in the URL, and nothing is written to the console but the
+// refusals the test provokes.
 func TestExplorerInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped under -short (make quick); make test runs it")
@@ -65,7 +67,10 @@ func TestExplorerInChromium(t *testing.T) {
 	}
 }
 
-const explorerKey = "explorer-secret"
+const (
+	explorerKey = "explorer-secret"         // an admin's
+	projectKey  = "explorer-project-secret" // project a's
+)
 
 // seedExplorer posts n entries to project p over the last 40 minutes, newest last, through the
 // API, and returns their ids newest first as GET /logs lists them.
@@ -132,7 +137,7 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	st := s.open(t)
 	a, _ := seedProjects(t, st)
 	cfg := defaultConfig()
-	cfg.APIKeys = keyLine("admin", explorerKey)
+	cfg.APIKeys = keyLine("admin", explorerKey) + "," + keyLine("project "+a.ID, projectKey)
 	_, srv := serve(t, cfg, st, nil)
 	const n = 250
 	ids := seedExplorer(t, srv.URL, a.ID, n)
@@ -159,21 +164,25 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	// it) is a failure.
 	var mu sync.Mutex
 	var console []string
-	messages := chromedp.Console(ctx)
-	consoleDone := make(chan struct{})
-	go func() {
-		defer close(consoleDone)
-		for m, err := range messages {
-			if err != nil {
-				return
+	collect := func(ctx context.Context) <-chan struct{} {
+		messages := chromedp.Console(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for m, err := range messages {
+				if err != nil {
+					return
+				}
+				if (m.Type == chromedp.ConsoleError || m.IsException()) && m.Source != "network" {
+					mu.Lock()
+					console = append(console, m.String()+" at "+m.URL)
+					mu.Unlock()
+				}
 			}
-			if (m.Type == chromedp.ConsoleError || m.IsException()) && m.Source != "network" {
-				mu.Lock()
-				console = append(console, m.String()+" at "+m.URL)
-				mu.Unlock()
-			}
-		}
-	}()
+		}()
+		return done
+	}
+	consoleDone := collect(ctx)
 
 	rows := `(document.querySelectorAll('#rows tr.entry').length)`
 	message := `(document.getElementById('message').hidden ? '' : document.getElementById('message').textContent)`
@@ -274,6 +283,26 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 		t.Errorf("on a 390-pixel screen the page is %s pixels wide", w)
 	}
 	shot("390x844")
+
+	// A key of one project may not list projects: the page says how to open it, and then works.
+	tab, cancelTab := chromedp.NewContext(ctx) // a new tab: an empty sessionStorage
+	defer cancelTab()
+	tabConsoleDone := collect(tab)
+	if err := chromedp.Do(tab, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/ui"),
+		chromedp.SendKeys(chromedp.ID("key"), projectKey+kb.Enter)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[any](message+`.includes('/ui?project=')`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("project key without a project in the URL: no message saying how to open it: %v", err)
+	}
+	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/ui?project="+a.ID)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(tab, chromedp.Poll[any](rows+` === 100 && `+message+` === ''`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("project key with its project: %v", err)
+	}
+	cancelTab()
+	<-tabConsoleDone
 
 	cancel()
 	<-consoleDone
