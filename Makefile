@@ -77,6 +77,7 @@ arch-check:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app
 	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app
 
 ## test-faults: kill -9, database outage and drain tests against real server processes
 test-faults:
@@ -99,6 +100,7 @@ bench:
 ## bench-e2e: the outside harness: builds the service binary, starts its own PostgreSQL, runs the
 ## service with default settings and load from separate processes, and prints each figure beside
 ## its baseline from the same run (ROWS=10000000 for the large read table; PERF_DIR=dir also
-## writes perf(1) CPU profiles of the service under the ingest and read loads)
+## writes perf(1) CPU profiles of the service under the ingest and read loads; PPROF_DIR=dir saves
+## Go CPU and allocation profiles of the service, via its PPROF_ADDR, and their top entries)
 bench-e2e:
-	$(GO) run ./app/benchharness -rows $(ROWS) $(if $(PERF_DIR),-perf $(PERF_DIR))
+	$(GO) run ./app/benchharness -rows $(ROWS) $(if $(PERF_DIR),-perf $(PERF_DIR)) $(if $(PPROF_DIR),-pprof $(PPROF_DIR))

@@ -13,6 +13,7 @@ import (
 
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/twirpapi"
 	"example.com/obsvc/domain"
 )
@@ -23,6 +24,7 @@ import (
 type config struct {
 	Addr            string
 	MetricsAddr     string
+	PprofAddr       string
 	DatabaseURL     string
 	LogLevel        string
 	ShutdownTimeout time.Duration
@@ -36,6 +38,7 @@ type config struct {
 	MaxInFlight     int
 	MaxInFlightPer  int
 	TwirpMaxBody    int64
+	OTLPMaxBody     int64
 	AllowOpen       bool
 	WriteRate       float64
 	WriteBurst      int
@@ -65,6 +68,7 @@ func defaultConfig() config {
 		MaxInFlight:     64,
 		MaxInFlightPer:  16,
 		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
+		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
 		WriteBurst:      20,
 		ReadHeaderTO:    10 * time.Second,
 		ReadTO:          time.Minute,
@@ -86,6 +90,7 @@ func (c *config) flags() *flag.FlagSet {
 
 	str(&c.Addr, "addr", "`host:port` to listen on")
 	str(&c.MetricsAddr, "metrics-addr", "serve /metrics on this `host:port` instead of the main address")
+	str(&c.PprofAddr, "pprof-addr", "serve Go's profiles (/debug/pprof/) on this loopback `host:port`; empty = off")
 	str(&c.DatabaseURL, "database-url", "`store`: empty = SQLite at "+defaultSQLitePath+", sqlite:PATH, or postgres://...")
 	str(&c.LogLevel, "log-level", "log `level`: debug, info, warn or error")
 	dur(&c.ShutdownTimeout, "shutdown-timeout", "how long in-flight requests may take to finish after SIGINT/SIGTERM (a `duration`)")
@@ -99,6 +104,7 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxInFlight, "max-in-flight", "requests served at once; more are refused with 503 (0 = no cap)")
 	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
 	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
+	num64(&c.OTLPMaxBody, "otlp-max-body-bytes", "largest OTLP request body (POST /v1/logs) in `bytes` after decompression (413 beyond)")
 	fs.BoolVar(&c.AllowOpen, "allow-open-network", c.AllowOpen, withEnv("allow-open-network", "without API keys, serve on a non-loopback ADDR and to any Host anyway (the service is then open to anyone who can reach it)"))
 	fs.Float64Var(&c.WriteRate, "write-rate", c.WriteRate, withEnv("write-rate", "writes per second per API key (per client address without keys), 429 beyond; 0 = off"))
 	num(&c.WriteBurst, "write-burst", "writes a key may make at once before WRITE_RATE applies")
@@ -176,6 +182,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_IN_FLIGHT_PER_CLIENT: must not be negative")
 	case c.TwirpMaxBody <= 0:
 		return fmt.Errorf("invalid TWIRP_MAX_BODY_BYTES: must be positive")
+	case c.OTLPMaxBody <= 0:
+		return fmt.Errorf("invalid OTLP_MAX_BODY_BYTES: must be positive")
 	case c.WriteRate < 0:
 		return fmt.Errorf("invalid WRITE_RATE: must not be negative")
 	case c.WriteBurst < 1:
@@ -186,6 +194,11 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid RETENTION_INTERVAL: must be positive")
 	case c.RetentionBatch < 1:
 		return fmt.Errorf("invalid RETENTION_BATCH: must be at least 1")
+	}
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !edge.IsLoopbackHost(c.PprofAddr) {
+			return fmt.Errorf("invalid PPROF_ADDR %q: want a loopback host:port such as 127.0.0.1:6060 (profiles show the service's internals)", c.PprofAddr)
+		}
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")

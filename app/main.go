@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -33,6 +34,7 @@ import (
 	"example.com/obsvc/adapters/docs"
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/twirpapi"
 	"example.com/obsvc/adapters/ui"
@@ -59,7 +61,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	log := edge.NewLogger(stdout, cfg.level())
+	// The log is buffered (see edge.LogBuffer); this deferred flush runs last, after every
+	// other deferred step of run that may still log.
+	log, closeLog := edge.NewBufferedLogger(stdout, cfg.level())
+	defer func() {
+		if err := closeLog(); err != nil {
+			fmt.Fprintf(stderr, "obsvc: writing the log: %v\n", err)
+		}
+	}()
 	cfg.logEffective(log)
 	if getenv("GOMEMLIMIT") == "" && cfg.MemoryLimit > 0 {
 		// A soft limit keeps bursts of large batches (16 x 10,000 entries) within about 150 MiB
@@ -103,6 +112,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		}
 		defer stopMetrics()
+	}
+
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
 	}
 
 	addr, err := cfg.listenAddr(svc.keys.Enabled())
@@ -184,6 +201,7 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err := registerDocs(mux); err != nil {
 		return nil, err
 	}
+	mux.Handle("POST "+otlpapi.Path, otlpapi.NewHandler(core, otlpapi.Options{MaxBodyBytes: cfg.OTLPMaxBody, Logger: log, OnExport: m.OTLPExported})) // hand-written: protobuf and gzip bodies (see the package)
 	mux.Handle("/", rest)
 
 	var handler http.Handler = edge.Chain(mux,
@@ -224,6 +242,10 @@ func refuser(log *slog.Logger) edge.Refuse {
 	return func(w http.ResponseWriter, r *http.Request, err error) {
 		if isTwirp(r) {
 			twirpapi.WriteError(w, r, err, log)
+			return
+		}
+		if r.URL.Path == otlpapi.Path {
+			otlpapi.WriteError(w, r, err, log) // google.rpc.Status, as OTLP exporters expect
 			return
 		}
 		httpapi.WriteError(w, r, err, log)
@@ -325,6 +347,29 @@ func serveMetrics(addr string, m *edge.Metrics, log *slog.Logger) (func(), error
 		}
 	}()
 	log.Info("metrics listening", "addr", ln.Addr().String())
+	return func() { _ = srv.Close() }, nil
+}
+
+// servePprof serves Go's runtime profiles (net/http/pprof) on addr, which validate has held to
+// loopback: they show the service's internals and cost CPU while taken. The returned func stops it.
+func servePprof(addr string, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on PPROF_ADDR %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("pprof server", "err", err)
+		}
+	}()
+	log.Info("pprof listening", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -104,6 +105,49 @@ func TestRunServesBothAPIsAndStopsCleanly(t *testing.T) {
 	}
 }
 
+// The log is buffered: a clean shutdown must still write one access log line per request, the
+// last ones included, before run returns.
+func TestCleanShutdownWritesEveryAccessLogLine(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "x.db")}), &stdout, &stderr)
+	}()
+	base := "http://" + listeningAddr(t, &stdout, done)
+	const requests = 200
+	for i := range requests {
+		req, _ := http.NewRequest("GET", base+"/projects/"+newID(), nil)
+		req.Header.Set("X-Request-Id", fmt.Sprintf("line-%d", i))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		var l struct {
+			Msg       string
+			RequestID string `json:"request_id"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "request" {
+			seen[l.RequestID] = true
+		}
+	}
+	for i := range requests {
+		if !seen[fmt.Sprintf("line-%d", i)] {
+			t.Fatalf("no access log line for request %d of %d after a clean shutdown (%d lines)", i, requests, len(seen))
+		}
+	}
+}
+
 func TestRunDefaultStoreIsCreatedUnderData(t *testing.T) {
 	t.Chdir(t.TempDir())
 	ctx, cancel := context.WithCancel(t.Context())
@@ -158,6 +202,8 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+newID(), "s")}, "same digest"},
 		{"bad allow-open value", nil, map[string]string{"ALLOW_OPEN_NETWORK": "maybe"}, "ALLOW_OPEN_NETWORK"},
 		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
+		{"profiles on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},
+		{"profiles on a public address", []string{"-pprof-addr", "0.0.0.0:6060"}, nil, "PPROF_ADDR"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

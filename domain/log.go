@@ -209,6 +209,64 @@ func (l Limits) EntryFieldProblem(field, value string) string {
 	return checkText(value)
 }
 
+// buildEntry validates one entry, telling bad each problem (field, detail), and turns it into an
+// entry with an id, the default level and the time now when it has none.
+func (s *Service) buildEntry(e LogInput, now int64, bad func(field, detail string)) LogEntry {
+	l := s.limits
+	if e.ProjectID == "" {
+		bad("project_id", "is required")
+	}
+	if e.Message == nil {
+		bad("message", "is required")
+	} else if d := l.EntryFieldProblem("message", *e.Message); d != "" {
+		bad("message", d)
+	}
+	level := DefaultLevel
+	if e.Level != nil {
+		level = *e.Level
+		if d := l.EntryFieldProblem("level", level); d != "" {
+			bad("level", d)
+		}
+	}
+	if e.Subject != nil {
+		if d := l.EntryFieldProblem("subject", *e.Subject); d != "" {
+			bad("subject", d)
+		}
+	}
+	if e.UserID != nil {
+		if d := l.EntryFieldProblem("user_id", *e.UserID); d != "" {
+			bad("user_id", d)
+		}
+	}
+	if e.TraceID != nil {
+		if d := l.EntryFieldProblem("trace_id", *e.TraceID); d != "" {
+			bad("trace_id", d)
+		}
+	}
+	if e.SpanID != nil {
+		if d := l.EntryFieldProblem("span_id", *e.SpanID); d != "" {
+			bad("span_id", d)
+		}
+	}
+	var attrs json.RawMessage
+	if e.Attributes != nil {
+		var d string
+		if attrs, d = l.canonicalAttributes(e.Attributes); d != "" {
+			bad("attributes", d)
+		}
+	}
+	t := now
+	if e.Time != nil {
+		t = *e.Time
+	}
+	var msg string
+	if e.Message != nil {
+		msg = *e.Message
+	}
+	return LogEntry{ID: s.newID(), ProjectID: e.ProjectID, Time: t, Level: level, Message: msg, Subject: e.Subject, UserID: e.UserID,
+		Attributes: attrs, TraceID: lowerHex(e.TraceID), SpanID: lowerHex(e.SpanID)}
+}
+
 // buildEntries validates a batch and turns it into entries with ids, default levels and times.
 // It checks every entry so that one answer names every problem (up to MaxFieldErrors).
 func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
@@ -223,58 +281,7 @@ func (s *Service) buildEntries(in []LogInput) ([]LogEntry, error) {
 	out := make([]LogEntry, len(in))
 	bad := fieldErrors{max: l.MaxFieldErrors}
 	for i, e := range in {
-		if e.ProjectID == "" {
-			bad.add(i, "project_id", "is required")
-		}
-		if e.Message == nil {
-			bad.add(i, "message", "is required")
-		} else if d := l.EntryFieldProblem("message", *e.Message); d != "" {
-			bad.add(i, "message", d)
-		}
-		level := DefaultLevel
-		if e.Level != nil {
-			level = *e.Level
-			if d := l.EntryFieldProblem("level", level); d != "" {
-				bad.add(i, "level", d)
-			}
-		}
-		if e.Subject != nil {
-			if d := l.EntryFieldProblem("subject", *e.Subject); d != "" {
-				bad.add(i, "subject", d)
-			}
-		}
-		if e.UserID != nil {
-			if d := l.EntryFieldProblem("user_id", *e.UserID); d != "" {
-				bad.add(i, "user_id", d)
-			}
-		}
-		if e.TraceID != nil {
-			if d := l.EntryFieldProblem("trace_id", *e.TraceID); d != "" {
-				bad.add(i, "trace_id", d)
-			}
-		}
-		if e.SpanID != nil {
-			if d := l.EntryFieldProblem("span_id", *e.SpanID); d != "" {
-				bad.add(i, "span_id", d)
-			}
-		}
-		var attrs json.RawMessage
-		if e.Attributes != nil {
-			var d string
-			if attrs, d = l.canonicalAttributes(e.Attributes); d != "" {
-				bad.add(i, "attributes", d)
-			}
-		}
-		t := now
-		if e.Time != nil {
-			t = *e.Time
-		}
-		var msg string
-		if e.Message != nil {
-			msg = *e.Message
-		}
-		out[i] = LogEntry{ID: s.newID(), ProjectID: e.ProjectID, Time: t, Level: level, Message: msg, Subject: e.Subject, UserID: e.UserID,
-			Attributes: attrs, TraceID: lowerHex(e.TraceID), SpanID: lowerHex(e.SpanID)}
+		out[i] = s.buildEntry(e, now, func(field, detail string) { bad.add(i, field, detail) })
 	}
 	if err := bad.err(KindInvalid, "invalid log entries"); err != nil {
 		return nil, err

@@ -18,6 +18,17 @@ func NewLogger(out io.Writer, level slog.Leveler) *slog.Logger {
 	return slog.New(ContextHandler{slog.NewJSONHandler(out, opts)})
 }
 
+// NewBufferedLogger is NewLogger writing through a LogBuffer (the format still chosen by out);
+// close writes out what is buffered and must be called before the process exits.
+func NewBufferedLogger(out io.Writer, level slog.Leveler) (log *slog.Logger, close func() error) {
+	buf := NewLogBuffer(out, LogFlushInterval)
+	opts := &slog.HandlerOptions{Level: level}
+	if f, ok := out.(*os.File); ok && isTerminal(f) {
+		return slog.New(ContextHandler{slog.NewTextHandler(buf, opts)}), buf.Close
+	}
+	return slog.New(ContextHandler{slog.NewJSONHandler(buf, opts)}), buf.Close
+}
+
 func isTerminal(f *os.File) bool {
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0

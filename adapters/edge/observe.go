@@ -32,6 +32,7 @@ type Metrics struct {
 	sweepErrors   prometheus.Counter
 	sweepDuration prometheus.Gauge
 	sweepTime     prometheus.Gauge
+	otlp          otlpMetrics
 }
 
 // NewMetrics registers the service's metrics, the Go and process collectors and one connection
@@ -88,6 +89,7 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 		Help: "When the last retention sweep ended, in Unix seconds.",
 	})
 	m.reg.MustRegister(m.expired, m.sweepErrors, m.sweepDuration, m.sweepTime)
+	m.otlp = newOTLPMetrics(m.reg)
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsCreated, m.logsDeleted, m.batchEntries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, db := range pools {
@@ -109,6 +111,40 @@ func (m *Metrics) LogsCreated(n int) {
 
 // LogsDeleted counts n deleted entries.
 func (m *Metrics) LogsDeleted(n int64) { m.logsDeleted.Add(float64(n)) }
+
+// otlpMetrics count OTLP exports (POST /v1/logs); their requests by status are in the HTTP
+// request counter like every route's.
+type otlpMetrics struct {
+	exports  prometheus.Counter
+	stored   prometheus.Counter
+	rejected prometheus.Counter
+}
+
+func newOTLPMetrics(reg *prometheus.Registry) otlpMetrics {
+	o := otlpMetrics{
+		exports: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "obsvc_otlp_exports_total",
+			Help: "OTLP log exports (POST /v1/logs) answered 200, replays included.",
+		}),
+		stored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "obsvc_otlp_log_records_stored_total",
+			Help: "OTLP log records stored (a replayed export stores none).",
+		}),
+		rejected: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "obsvc_otlp_log_records_rejected_total",
+			Help: "OTLP log records left out of an export and reported in its partial_success.",
+		}),
+	}
+	reg.MustRegister(o.exports, o.stored, o.rejected)
+	return o
+}
+
+// OTLPExported counts one answered OTLP export: the records it stored and those it rejected.
+func (m *Metrics) OTLPExported(stored, rejected int) {
+	m.otlp.exports.Inc()
+	m.otlp.stored.Add(float64(stored))
+	m.otlp.rejected.Add(float64(rejected))
+}
 
 // RetentionSwept records one retention sweep: the entries it deleted, how long it took, when it
 // ended and whether it failed (in whole or for some project).

@@ -61,7 +61,7 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 			ResponseErrorHandlerFunc: problems.write,
 		})
 	mux := http.NewServeMux()
-	rest.HandlerWithOptions(strict, rest.StdHTTPServerOptions{
+	rest.HandlerWithOptions(createLogsOnce{ServerInterface: strict, srv: srv, problems: problems}, rest.StdHTTPServerOptions{
 		BaseRouter:       mux,
 		ErrorHandlerFunc: problems.paramError,
 	})

@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
+	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
 )
 
@@ -22,40 +24,120 @@ type logsChecker struct {
 // checkEvery is how many entries the detailed pass checks between looks at the request's context.
 const checkEvery = 256
 
-// check checks body, a POST /logs body that is at most the body limit, in three steps:
+// check checks body, a POST /logs body that is at most the body limit, and decodes a batch of at
+// most decodeOnceMax entries: the batch it returns is the one the handler stores, so it is parsed
+// once (for a larger batch it returns nil, and the generated decoder decodes it). In three steps:
 //
 //  1. it counts the top-level array elements with a byte scan and refuses a batch over
 //     MaxBatchEntries (KindTooLarge) before any per-entry work;
-//  2. it decodes the body once into small typed probes that only note each field's JSON type,
-//     without building a generic value of it: a body that is not JSON gets its answer here (its
-//     pointer is the whole body), a well-shaped one passes (lengths and other rules are the
-//     domain's, which checks them again on the decoded batch);
+//  2. it decodes the body once into entries whose fields note their JSON type beside their
+//     value: a body that is not JSON gets its answer here (its pointer is the whole body), a
+//     batch of well-shaped entries is returned (lengths and other rules are the domain's);
 //  3. for a body with entries of the wrong shape, it names each offending pointer in body order
 //     (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object"),
 //     with the rules of well-typed fields beside them so that one answer lists every problem of
 //     an entry, up to MaxFieldErrors, and says how many more there were.
 //
 // It checks ctx between entries and answers KindUnavailable once the request's time is up.
-func (c logsChecker) check(ctx context.Context, body []byte) error {
-	if n, isArray := countElements(body); isArray && n > c.limits.MaxBatchEntries {
-		return domain.Errorf(domain.KindTooLarge, "a batch holds at most %d entries, this one has %d", c.limits.MaxBatchEntries, n)
+func (c logsChecker) check(ctx context.Context, body []byte) (rest.CreateLogsJSONRequestBody, error) {
+	n, isArray := countElements(body)
+	if isArray && n > c.limits.MaxBatchEntries {
+		return nil, domain.Errorf(domain.KindTooLarge, "a batch holds at most %d entries, this one has %d", c.limits.MaxBatchEntries, n)
 	}
 	if err := ctx.Err(); err != nil {
-		return outOfTime(err)
+		return nil, outOfTime(err)
+	}
+	if isArray && n <= decodeOnceMax {
+		// Sized from the count: the decoder fills it in place instead of doubling it.
+		entries := make([]entryValues, 0, n)
+		err := json.Unmarshal(body, &entries)
+		if err == nil && allWellShaped(entries) {
+			batch := make(rest.CreateLogsJSONRequestBody, len(entries))
+			for i := range entries {
+				entries[i].input(&batch[i])
+			}
+			return batch, nil
+		}
+		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
+			return nil, bodyError([]string{}, fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", se, se.Offset))
+		}
+		return nil, c.describe(ctx, body)
 	}
 	var entries []entryProbe
 	err := json.Unmarshal(body, &entries)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		return bodyError([]string{}, fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", se, se.Offset))
+		return nil, bodyError([]string{}, fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", se, se.Offset))
 	}
-	if err == nil && entries != nil && allWellShaped(entries) {
-		return nil
+	if err == nil && entries != nil && allProbesWellShaped(entries) {
+		return nil, nil // a large batch: the generated decoder decodes it (see decodeOnceMax)
 	}
-	return c.describe(ctx, body)
+	return nil, c.describe(ctx, body)
 }
 
-func allWellShaped(entries []entryProbe) bool {
+// decodeOnceMax is the largest batch check decodes for the handler. Decoding keeps each field's
+// type beside its value, about twice the memory of the generated type while it runs: measured
+// with 16 concurrent 10,000-entry batches that pushed the service's RSS past 150 MiB. Larger
+// batches are only probed for their shape here, and decoded by the generated code as before
+// (their parse is paid twice; their memory stays where it was).
+const decodeOnceMax = 2_000
+
+func allProbesWellShaped(entries []entryProbe) bool {
+	for i := range entries {
+		if !entries[i].wellShaped() {
+			return false
+		}
+	}
+	return true
+}
+
+// entryProbe decodes an entry's fields only far enough to know their JSON types: the shape
+// check of a batch larger than decodeOnceMax.
+type entryProbe struct {
+	ProjectID stringProbe `json:"project_id"`
+	Message   stringProbe `json:"message"`
+	Level     stringProbe `json:"level"`
+	Subject   stringProbe `json:"subject"`
+	UserID    stringProbe `json:"user_id"`
+	Time      int64Value  `json:"time"`
+	TraceID   stringProbe `json:"trace_id"`
+	SpanID    stringProbe `json:"span_id"`
+	// Attributes' rules are the domain's; the probe only sees that they are an object.
+	Attributes objectProbe `json:"attributes"`
+}
+
+// wellShaped is entryValues.wellShaped for a probe.
+func (e *entryProbe) wellShaped() bool {
+	return e.ProjectID.kind == rightType && e.Message.kind == rightType &&
+		e.Level.kind != wrongType && e.Subject.kind != wrongType && e.UserID.kind != wrongType &&
+		(e.Time.kind == absent || e.Time.kind == rightType) &&
+		e.TraceID.kind != wrongType && e.SpanID.kind != wrongType && e.Attributes.kind != wrongType
+}
+
+// stringProbe notes whether a field is a JSON string. It never fails, so that one decode sees
+// every field of every entry.
+type stringProbe struct{ kind jsonKind }
+
+func (p *stringProbe) UnmarshalJSON(b []byte) error {
+	p.kind = wrongType
+	if len(b) > 0 && b[0] == '"' {
+		p.kind = rightType
+	}
+	return nil
+}
+
+// objectProbe notes whether a field is a JSON object (null is the wrong type, as for strings).
+type objectProbe struct{ kind jsonKind }
+
+func (p *objectProbe) UnmarshalJSON(b []byte) error {
+	p.kind = wrongType
+	if len(b) > 0 && b[0] == '{' {
+		p.kind = rightType
+	}
+	return nil
+}
+
+func allWellShaped(entries []entryValues) bool {
 	for i := range entries {
 		if !entries[i].wellShaped() {
 			return false
@@ -85,7 +167,7 @@ func (c logsChecker) describe(ctx context.Context, body []byte) error {
 			continue
 		}
 		var e entryValues
-		if err := json.Unmarshal(r, &e); err != nil { // cannot happen: r is a JSON object and no probe fails
+		if err := json.Unmarshal(r, &e); err != nil { // cannot happen: r is a JSON object and no field fails
 			bad.add(domain.FieldError{Path: []string{index}, Detail: "must be an object"})
 			continue
 		}
@@ -196,7 +278,7 @@ func countElements(body []byte) (n int, isArray bool) {
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
-// jsonKind is what a probe saw of one field.
+// jsonKind is what the decode saw of one field.
 type jsonKind uint8
 
 const (
@@ -206,65 +288,78 @@ const (
 	outOfRange                 // an integer outside int64
 )
 
-// entryProbe decodes an entry's fields only far enough to know their JSON types.
-type entryProbe struct {
-	ProjectID stringProbe `json:"project_id"`
-	Message   stringProbe `json:"message"`
-	Level     stringProbe `json:"level"`
-	Subject   stringProbe `json:"subject"`
-	UserID    stringProbe `json:"user_id"`
-	Time      int64Probe  `json:"time"`
-	TraceID   stringProbe `json:"trace_id"`
-	SpanID    stringProbe `json:"span_id"`
-	// Attributes' rules are the domain's; the probe only sees that they are an object.
-	Attributes objectProbe `json:"attributes"`
-}
-
-func (e *entryProbe) wellShaped() bool {
-	return e.ProjectID.kind == rightType && e.Message.kind == rightType &&
-		e.Level.kind != wrongType && e.Subject.kind != wrongType && e.UserID.kind != wrongType &&
-		(e.Time.kind == absent || e.Time.kind == rightType) &&
-		e.TraceID.kind != wrongType && e.SpanID.kind != wrongType && e.Attributes.kind != wrongType
-}
-
-// entryValues is entryProbe keeping the strings, for the detailed answer.
+// entryValues is an entry as sent: each field's JSON type beside its value. A field of the
+// wrong type does not fail the decode, so that one decode sees every field of every entry.
 type entryValues struct {
 	ProjectID stringValue `json:"project_id"`
 	Message   stringValue `json:"message"`
 	Level     stringValue `json:"level"`
 	Subject   stringValue `json:"subject"`
 	UserID    stringValue `json:"user_id"`
-	Time      int64Probe  `json:"time"`
+	Time      int64Value  `json:"time"`
 	TraceID   stringValue `json:"trace_id"`
 	SpanID    stringValue `json:"span_id"`
 	// Attributes keeps the object's JSON text for the domain's rules.
 	Attributes objectValue `json:"attributes"`
 }
 
-// stringProbe notes whether a field is a JSON string. It never fails, so that one decode sees
-// every field of every entry.
-type stringProbe struct{ kind jsonKind }
-
-func (p *stringProbe) UnmarshalJSON(b []byte) error {
-	p.kind = wrongType
-	if len(b) > 0 && b[0] == '"' {
-		p.kind = rightType
-	}
-	return nil
+// wellShaped reports an entry whose fields all have their declared JSON types (null is the wrong
+// type of every field) and whose required fields are present.
+func (e *entryValues) wellShaped() bool {
+	return e.ProjectID.kind == rightType && e.Message.kind == rightType &&
+		e.Level.kind != wrongType && e.Subject.kind != wrongType && e.UserID.kind != wrongType &&
+		(e.Time.kind == absent || e.Time.kind == rightType) &&
+		e.TraceID.kind != wrongType && e.SpanID.kind != wrongType && e.Attributes.kind != wrongType
 }
 
-// stringValue is a stringProbe that keeps the string.
+// input fills in the generated type of a well-shaped entry, as the generated decoder would have
+// (absent optional fields nil). Nothing in it points into e: the decoded entries are garbage once
+// the batch is made, and only the batch stays in memory while it is stored (16 concurrent
+// 10,000-entry batches must stay under 150 MiB of RSS).
+func (e *entryValues) input(in *rest.LogEntryInput) {
+	in.ProjectId, in.Message = e.ProjectID.s, e.Message.s
+	in.Level, in.Subject, in.UserId = e.Level.ptr(), e.Subject.ptr(), e.UserID.ptr()
+	in.TraceId, in.SpanId = e.TraceID.ptr(), e.SpanID.ptr()
+	if e.Time.kind == rightType {
+		t := e.Time.v
+		in.Time = &t
+	}
+	if e.Attributes.kind == rightType {
+		in.Attributes = e.Attributes.raw
+	}
+}
+
+// stringValue notes whether a field is a JSON string, and keeps the string. It never fails.
 type stringValue struct {
 	kind jsonKind
 	s    string
 }
 
 func (v *stringValue) UnmarshalJSON(b []byte) error {
-	v.kind = wrongType
-	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v.s) == nil {
+	v.kind, v.s = wrongType, ""
+	if len(b) < 2 || b[0] != '"' {
+		return nil
+	}
+	// The decoder has checked b is a JSON string. Without escapes and in valid UTF-8 its text is
+	// the string itself; otherwise encoding/json unquotes it (and replaces invalid UTF-8 as it
+	// always does).
+	if inner := b[1 : len(b)-1]; bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		v.kind, v.s = rightType, string(inner)
+		return nil
+	}
+	if json.Unmarshal(b, &v.s) == nil {
 		v.kind = rightType
 	}
 	return nil
+}
+
+// ptr is the string as an optional field of its own (not a pointer into v): nil when absent.
+func (v *stringValue) ptr() *string {
+	if v.kind != rightType {
+		return nil
+	}
+	s := v.s
+	return &s
 }
 
 // problem describes the field, or is "" when it is fine; rule checks a string of the right type.
@@ -281,25 +376,15 @@ func (v *stringValue) problem(required bool, rule func(string) string) string {
 	return rule(v.s)
 }
 
-// objectProbe notes whether a field is a JSON object (null is the wrong type, as for strings).
-type objectProbe struct{ kind jsonKind }
-
-func (p *objectProbe) UnmarshalJSON(b []byte) error {
-	p.kind = wrongType
-	if len(b) > 0 && b[0] == '{' {
-		p.kind = rightType
-	}
-	return nil
-}
-
-// objectValue is an objectProbe that keeps the object's JSON text.
+// objectValue notes whether a field is a JSON object (null is the wrong type, as for strings),
+// and keeps the object's JSON text.
 type objectValue struct {
 	kind jsonKind
 	raw  []byte
 }
 
 func (v *objectValue) UnmarshalJSON(b []byte) error {
-	v.kind = wrongType
+	v.kind, v.raw = wrongType, nil
 	if len(b) > 0 && b[0] == '{' {
 		v.kind, v.raw = rightType, bytes.Clone(b) // b is the decoder's, not ours to keep
 	}
@@ -317,14 +402,17 @@ func (v *objectValue) problem(rule func([]byte) string) string {
 	return rule(v.raw)
 }
 
-// int64Probe notes whether a field is a JSON integer that fits int64.
-type int64Probe struct{ kind jsonKind }
+// int64Value notes whether a field is a JSON integer that fits int64, and keeps it.
+type int64Value struct {
+	kind jsonKind
+	v    int64
+}
 
-func (p *int64Probe) UnmarshalJSON(b []byte) error {
-	_, err := strconv.ParseInt(string(b), 10, 64)
+func (p *int64Value) UnmarshalJSON(b []byte) error {
+	v, err := strconv.ParseInt(string(b), 10, 64)
 	switch {
 	case err == nil:
-		p.kind = rightType
+		p.kind, p.v = rightType, v
 	case errors.Is(err, strconv.ErrRange):
 		p.kind = outOfRange
 	default:
@@ -333,7 +421,7 @@ func (p *int64Probe) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func (p *int64Probe) problem() string {
+func (p *int64Value) problem() string {
 	switch p.kind {
 	case wrongType:
 		return "must be an integer"

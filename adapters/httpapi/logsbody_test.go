@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
 )
 
@@ -41,7 +43,7 @@ func TestLogsCheckerStopsWhenTimeIsUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	c := logsChecker{limits: domain.DefaultLimits()}
-	err := c.check(ctx, []byte(`[{},{}]`))
+	_, err := c.check(ctx, []byte(`[{},{}]`))
 	if domain.KindOf(err) != domain.KindUnavailable || !errors.Is(err, context.Canceled) {
 		t.Fatalf("check after the deadline = %v, want KindUnavailable wrapping the context's error", err)
 	}
@@ -88,4 +90,49 @@ func FuzzCountElements(f *testing.F) {
 			t.Fatalf("countElements(%q) = %d, %v; the decoder finds %d", s, n, isArray, len(raw))
 		}
 	})
+}
+
+// The batch check decodes is the one the handler stores: it must be what the generated decoder
+// would have made of the same well-shaped body.
+func TestLogsCheckerDecodesAsTheGeneratedDecoder(t *testing.T) {
+	c := logsChecker{limits: domain.DefaultLimits()}
+	for _, body := range []string{
+		`[]`,
+		`[{"project_id":"p","message":"m"}]`,
+		`[{"project_id":"p","message":""}]`,
+		`[{"project_id":"p","message":"tab\tquote\" \u00e9 \ud83d\ude00 slash\/","level":"warn","subject":"s","user_id":"u",` +
+			`"time":-12,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","span_id":"00f067aa0ba902b7","attributes":{"a":[1,{"b":null}],"n":12345678901234567890}}]`,
+		"[{\"project_id\":\"p\",\"message\":\"bad utf-8 \xff\xfe and a lone \xed\xa0\x80 surrogate\"}]",
+		`[{"project_id":"p","message":"é ünïcode 😀","unknown":{"x":1},"Message":"case-insensitive key, last wins"}]`,
+		`[{"project_id":"p","message":"first","message":"second"},{"project_id":"q","message":"m","time":0,"attributes":{}}]`,
+	} {
+		got, err := c.check(context.Background(), []byte(body))
+		if err != nil {
+			t.Errorf("check(%s) = %v", body, err)
+			continue
+		}
+		var want rest.CreateLogsJSONRequestBody
+		if err := json.Unmarshal([]byte(body), &want); err != nil {
+			t.Fatalf("generated type: %v", err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			t.Errorf("check(%s) decoded\n%s\nthe generated decoder\n%s", body, gj, wj)
+		}
+	}
+}
+
+// A batch over decodeOnceMax is only checked; the generated decoder decodes it.
+func TestLogsCheckerLeavesLargeBatchesToTheGeneratedDecoder(t *testing.T) {
+	c := logsChecker{limits: domain.DefaultLimits()}
+	body := "[" + strings.Repeat(`{"project_id":"p","message":"m"},`, decodeOnceMax) + `{"project_id":"p","message":"m"}]`
+	batch, err := c.check(context.Background(), []byte(body))
+	if err != nil || batch != nil {
+		t.Fatalf("check of %d entries = %d entries, %v; want nil, nil", decodeOnceMax+1, len(batch), err)
+	}
+	bad := "[" + strings.Repeat(`{"project_id":"p","message":"m"},`, decodeOnceMax) + `{"project_id":"p","message":7}]`
+	if _, err := c.check(context.Background(), []byte(bad)); domain.KindOf(err) != domain.KindInvalid {
+		t.Fatalf("check of a large bad batch = %v, want KindInvalid", err)
+	}
 }

@@ -57,7 +57,8 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		// (The embedded spec carries operation ids as the generator normalised them: CreateLogs.)
 		typed := strings.EqualFold(route.Operation.OperationID, "createLogs")
 		if route.Operation.RequestBody != nil {
-			if err := v.checkBody(w, r, route.Operation.RequestBody.Value.Content, typed); err != nil {
+			var err error
+			if r, err = v.checkBody(w, r, route.Operation.RequestBody.Value.Content, typed); err != nil {
 				v.problems.write(w, r, err)
 				return
 			}
@@ -93,18 +94,19 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 // application/merge-patch+json for a merge patch) and the body limit of operations that take a
 // body, and rejects a body that is not one well-formed JSON value: the decoders behind read only
 // the first value and would accept trailing data. The body is read once here and handed on from
-// memory.
-func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content openapi3.Content, typed bool) error {
+// memory; the batch of createLogs is handed on decoded too (withDecodedLogs), in the request it
+// returns.
+func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content openapi3.Content, typed bool) (*http.Request, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || content.Get(mt) == nil || strings.Contains(mt, "*") {
 		want := "application/json"
 		for name := range content {
 			want = name // each operation of the spec takes one media type
 		}
-		return &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be " + want}
+		return r, &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be " + want}
 	}
 	if r.ContentLength > v.maxBody {
-		return tooLarge(v.maxBody)
+		return r, tooLarge(v.maxBody)
 	}
 	// Reading the body ends with the request's time too, not only with the server's read timeout.
 	if dl, ok := r.Context().Deadline(); ok {
@@ -114,15 +116,18 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content op
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return tooLarge(mbe.Limit)
+			return r, tooLarge(mbe.Limit)
 		}
-		return &domain.Error{Kind: domain.KindInvalid, Msg: "the body could not be read", Err: err}
+		return r, &domain.Error{Kind: domain.KindInvalid, Msg: "the body could not be read", Err: err}
 	}
 	if typed {
-		err := v.logs.check(r.Context(), body)
+		batch, err := v.logs.check(r.Context(), body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
-		return err
+		if err != nil || batch == nil { // nil: a batch over decodeOnceMax, for the generated decoder
+			return r, err
+		}
+		return withDecodedLogs(r, batch), nil
 	}
 	var raw json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -131,12 +136,12 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content op
 		if errors.As(err, &se) {
 			detail = fmt.Sprintf("%s: %v (at byte %d)", detail, se, se.Offset)
 		}
-		return &domain.Error{Kind: domain.KindInvalid, Msg: "the body is not valid JSON",
+		return r, &domain.Error{Kind: domain.KindInvalid, Msg: "the body is not valid JSON",
 			Fields: []domain.FieldError{{Path: []string{}, Detail: detail}}, Err: err}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
-	return nil
+	return r, nil
 }
 
 func tooLarge(limit int64) error {

@@ -187,6 +187,14 @@ type logRow struct {
 	LastID     sql.NullString `db:"last_id"`
 }
 
+// scan reads the current row into r by position, in listQuery's column order: sqlx's StructScan
+// looked each column up by name through reflection on every row, about a tenth of a listing's
+// CPU.
+func (r *logRow) scan(rows *sqlx.Rows) error {
+	return rows.Scan(&r.ID, &r.ProjectID, &r.Time, &r.Level, &r.Message, &r.Subject, &r.UserID, &r.Attributes,
+		&r.TraceID, &r.SpanID, &r.Found, &r.LastTime, &r.LastID)
+}
+
 func (r *logRow) entry() domain.LogEntry {
 	e := domain.LogEntry{ID: r.ID, ProjectID: r.ProjectID, Time: r.Time, Level: r.Level, Message: r.Message}
 	// Copies: the row is scanned into again for the next entry.
@@ -225,7 +233,7 @@ const retentionBound = " AND (time, id) >= (COALESCE(? - (SELECT CAST(retention_
 // leastID sorts before every id the service issues, in text (SQLite) and as a uuid (PostgreSQL).
 const leastID = "00000000-0000-0000-0000-000000000000"
 
-// listQuery renders one page of q. The inner query reads at most limit+1 rows in index order; the
+// listQuery renders one page of q (its columns in logRow.scan's order). The inner query reads at most limit+1 rows in index order; the
 // window functions add the count and the key of row number limit to every row. Entries older
 // than the project's retention at q.Now are not read at all.
 func listQuery(q domain.LogQuery) (string, []any) {
@@ -284,7 +292,7 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 	var row logRow
 	hasFirst := rows.Next()
 	if hasFirst {
-		if err := rows.StructScan(&row); err != nil {
+		if err := row.scan(rows); err != nil {
 			return s.translate("list logs", err)
 		}
 	} else if err := rows.Err(); err != nil {
@@ -316,7 +324,7 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 				}
 				return
 			}
-			if err := rows.StructScan(&row); err != nil {
+			if err := row.scan(rows); err != nil {
 				yield(domain.LogEntry{}, s.translate("list logs", err))
 				return
 			}

@@ -167,6 +167,40 @@ type LogsDeleted struct {
 	Deleted int64 `json:"deleted"`
 }
 
+// OtlpAnyValue One of the members, as in the OTLP JSON mapping (`intValue` may be a string).
+type OtlpAnyValue struct {
+	ArrayValue *struct {
+		Values *[]OtlpAnyValue `json:"values,omitempty"`
+	} `json:"arrayValue,omitempty"`
+	BoolValue   *bool                  `json:"boolValue,omitempty"`
+	BytesValue  *[]byte                `json:"bytesValue,omitempty"`
+	DoubleValue *float32               `json:"doubleValue,omitempty"`
+	IntValue    *OtlpAnyValue_IntValue `json:"intValue,omitempty"`
+	KvlistValue *struct {
+		Values *[]OtlpKeyValue `json:"values,omitempty"`
+	} `json:"kvlistValue,omitempty"`
+	StringValue *string `json:"stringValue,omitempty"`
+}
+
+// OtlpAnyValueIntValue0 defines model for OtlpAnyValue.IntValue.0.
+type OtlpAnyValueIntValue0 = string
+
+// OtlpAnyValueIntValue1 defines model for OtlpAnyValue.IntValue.1.
+type OtlpAnyValueIntValue1 = int64
+
+// OtlpAnyValue_IntValue defines model for OtlpAnyValue.IntValue.
+type OtlpAnyValue_IntValue struct {
+	union json.RawMessage
+}
+
+// OtlpKeyValue defines model for OtlpKeyValue.
+type OtlpKeyValue struct {
+	Key *string `json:"key,omitempty"`
+
+	// Value One of the members, as in the OTLP JSON mapping (`intValue` may be a string).
+	Value *OtlpAnyValue `json:"value,omitempty"`
+}
+
 // Problem An RFC 9457 problem document.
 type Problem struct {
 	// Detail Example: the request is invalid
@@ -422,6 +456,68 @@ type PatchProjectApplicationMergePatchPlusJSONRequestBody = ProjectPatch
 
 // UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
 type UpdateProjectJSONRequestBody = ProjectInput
+
+// AsOtlpAnyValueIntValue0 returns the union data inside the OtlpAnyValue_IntValue as a OtlpAnyValueIntValue0
+func (t OtlpAnyValue_IntValue) AsOtlpAnyValueIntValue0() (OtlpAnyValueIntValue0, error) {
+	var body OtlpAnyValueIntValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOtlpAnyValueIntValue0 overwrites any union data inside the OtlpAnyValue_IntValue as the provided OtlpAnyValueIntValue0
+func (t *OtlpAnyValue_IntValue) FromOtlpAnyValueIntValue0(v OtlpAnyValueIntValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOtlpAnyValueIntValue0 performs a merge with any union data inside the OtlpAnyValue_IntValue, using the provided OtlpAnyValueIntValue0
+func (t *OtlpAnyValue_IntValue) MergeOtlpAnyValueIntValue0(v OtlpAnyValueIntValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsOtlpAnyValueIntValue1 returns the union data inside the OtlpAnyValue_IntValue as a OtlpAnyValueIntValue1
+func (t OtlpAnyValue_IntValue) AsOtlpAnyValueIntValue1() (OtlpAnyValueIntValue1, error) {
+	var body OtlpAnyValueIntValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromOtlpAnyValueIntValue1 overwrites any union data inside the OtlpAnyValue_IntValue as the provided OtlpAnyValueIntValue1
+func (t *OtlpAnyValue_IntValue) FromOtlpAnyValueIntValue1(v OtlpAnyValueIntValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeOtlpAnyValueIntValue1 performs a merge with any union data inside the OtlpAnyValue_IntValue, using the provided OtlpAnyValueIntValue1
+func (t *OtlpAnyValue_IntValue) MergeOtlpAnyValueIntValue1(v OtlpAnyValueIntValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t OtlpAnyValue_IntValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *OtlpAnyValue_IntValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -2552,114 +2648,118 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H2LbiO50e6rEH0CrIS0ZN18k7E48M54dp14LpmxzyZnNWea6i5JjFuktsm2rB0YOE/z/+/xP8r/JD+q",
-	"yL5JLUuey2aTbBBgLYlsksW6flXV89EL1XyhJEijveFHbwY8goT+fAsmWZ1PDCT4KQIdJmJhhJLe0HsH",
-	"oZKRZkaxJReGjWGiEmAJThFy2vZ8D+75fBGDN+z6ng5nMOf4mIlK5tx4Q09I0+95vmdWC7AfYQqJ9/Dw",
-	"4HsLnvA5GLePCxldizlsbuK1jFcMpEkEaLYUZsYCI+YQMG6YSrI9mZnQ7EaKe4Y/MiHZXMSx0O4EDSHD",
-	"ONXiDppnTKr8KIE2PDEf6IHV4xyfHg763aMO/s/3BO7k5xSSled7kuM+PZARTfS2nfxoUHdy37tS0yu4",
-	"g3ifs8I9D028sucLYpwWDNkdj0XEbq5ftE5omEoNe3Vz5bMu3lW/x8IZT3iItGUNMwM2ERBH32imlpIl",
-	"aYxU4HJlZkJOGcQamNBs0Okwyef4FU7Jr6dCFw+SRCVePUViNf1AW6yQxFFAm0TIKRHgTaL+DqG5fL5J",
-	"gWtc2f78jWYiqi7e6Z72jyYdaJ2EPd46HvehdRoNJq0ePxqfhJ2oC71JtrcFN7NiayLyfC+Bn1ORQOQN",
-	"TZLCnnv8C53xsY2y5UxpyO+NJ8DmwKU5Y8KweaoNg3uhzacfZY3MbtkPTz7TO2T2T5IyjgriCUK2KUu9",
-	"k84jslSI4ZOl6TrhIdSxUuVIamJ3b3D0EEVkBvc8glDMecwiMRVG+6QZeByzXyBRZyxdLCBhIdfA5tyE",
-	"M0BNqNrs/NMkZzCenPYm/cPj43F/EPEj3g/htHcadaADg+P+0Zbbph3buy4IM+f3VyCnZuYN+z3fmwtZ",
-	"/rh58zcakp00qlE4qYbkg4geUzncsLnShnX9Tm/AxisDX1znpK1Bbwt13AYfVTgPKCV6oaQGMjXf8egt",
-	"/JyCNvgpVNKApD/5YhGLkCNtDhaJGscw/+PfNRLqY7EbJKHhIsarmaExpCfhYYQkIuHWUUlqb/hTaTAp",
-	"gjHk9Kpoac/3Fgq5OvGG3kHvwGrRh/c+SoZJtTccoOgYYYgg3/GIZUfIr5uPVWqG45jLW++hTI8/JDDx",
-	"ht7/OiicgAP7qz54Y49pqbSp4Uqnm/MYxREisroJ8FvNOF3sGQvsgQO8S9AMeDhjajIBGeHNEiPgrNL1",
-	"PvjeC5WMRRSB/OxbEJrdwopFCjSJcKjuMm2lFpDQo7wyKfsFKYtdfFVCnr+53L1HopFV7kShS/kiFtPZ",
-	"57Ipz6+RJJzWvIxgvlAGZLhq/RlWln3ZxC5XJtVpQapnSk5iEX5Fljtf3ykwzedQt1ttRByzMSCDzbiM",
-	"YojOrGfKYp6x2CtlXqhURp9JwMzO471N6HllCg0KCr1Shr1wA74iM2X7yZnJ+RdoDZW64skUPptlxmjx",
-	"2EzFkS5UPBrwzFyUadDtV7gEV2XXSjG7la9Ki7GKVig3yCt2z0KzGNfF77i0TAQJShsPQ1gYnRHqJZcr",
-	"p0X1Z9JrmQgDLOEGGNyHABFUeKRXkiKkC67M8qW/Kn1Q6cy4ZqmGiKULJoxmxW4zkcn8O2BTcQeS/Du0",
-	"weuBYiuPFOu25EYflGJK2tWN5KmZqUT8Ap8rivggkMZNYbn3WxbIbkHsyspfjc6vVKbffWRFJaHMdbmU",
-	"3kq1XCPqjz/+2DovjlTjmAffAU8gCSoOkf3ucafH0v2Oi5iPY/gCno42GDELzdLSYwu6H5at6jtI7kQI",
-	"7KYy9Cuyud1cyKUN7lmCPghELEGDxqRa+pmScLeCJmQGETkoseLrxuPLsT7eunTR5GfeQmoflun/LY6m",
-	"VEVgmtt7cktLLmbnoBRFVvzMXq8sPotEhaA1XiC7kEaY1Ve0/obFwLUhAUIrs3L+JM8PZGZ83exRBLI2",
-	"7xudha9CjySPE+BoJeIoMwqoBQuYIQG8EdQnjeCgf2Bnjjx0zYoppoxMjGQxR03YMYv4So+8Zs5l6x7L",
-	"MlPBDniim+EsEpMJJGgu0Y6djZB9KUDC8cTTUZshf9uLJnqUzXFmjM9oUcsCTPOVZjO1ZHM0M3OVwEia",
-	"GeCqkEB7JD1iTJ0uFioxEL2ESPBrutPPVhJkjvNQp/QAmlh2GQ7LbJbvhdFmGO3m6/sNwvIRgQPA5rQ0",
-	"rkkfC7fc8FsMav/07vWrM8YZ/pfNIZliwIoex0Ql7M359bMfmm2Ktt0WcIfnxiRinBobefIoEvhEHr9J",
-	"8PEG/SgH3KxBryZJQ5MmELGIG55tkbh7yKyWR4ND4CxeM23qjscp7tT+rn0m0/kYEu2zsVIxcKn9kZRp",
-	"HPuMJwlfaZ+pMXK0bvr2abewMOwOkjE3Ys4akTIW0EIyJYCOgwHZbLPzjAd7J3YiN8RkzKgFo+jVz8JA",
-	"C0r2Do9K8e5ZzsRHA/Zn8R3juqycQYYqAs2EGckG3i0PTfOMSdDIIqUImlbSLAJYnDGpMsKohPyeOV+R",
-	"B8te3Vyxxs0f0X1tttn/ISqNZKjm6DOGt7i6BmlyejFCsiKIWCPo9vqDw6Pjk9NO8VfAtEEhI7CkeWYp",
-	"kD9uJDXxss+4jBinreDjmVmiTbwFWGjSQDEqLbozFEq/LFQzYxbtOZiZiryh9/3FNVok/M4K0AekD9rc",
-	"nu+R3cq4yPApmgNvwVdzQvt9D1Lv/UMuS/a+Pd+7b01Vy32Jwtl+y5cvUdWTx57/2tK3YtFSC8u2rdyE",
-	"4HIWy76Qpg4gPXf6i8Vqavm2zV67x1hIQFt1jkqJ+ItohMym5shmhP0uSnLy0eMVaXpM+kty9+B7IqpL",
-	"biCrtbjWYirxslIpfk5hC0p7yrud1nHYi1on0J+0BvxwfBQeRydwOvE2ADffizN8fxM43xg7d0SvjHb3",
-	"xyIIYyHLzmsxsWTBK3P3hJY3nqcXXH6oI1X3iMVqCUmLsNBN4HSNZp1J5+iY886Yn3Z64+PapdJx5g8V",
-	"E8MZhLcqNXUTTC1qvRWL3oI/d3t9fzeo7BeY68aKqHP2J8UekO/GSTNEs0Iah4BuArsF/P+TzXFUkgPz",
-	"XJ6ztAzR8f26NigJ8qVcpKYOKIZCkFFfchbGAjlUg4xQnX05aY3rk2Obua2zss0gbaNZIOREBWw5A/Ty",
-	"0MLzMSqW+izWdhy9+7ikbniuZWPWODr0D/tHDgxXEwubV5MidRJe2s3R4WH/aKfMb4eGcmeBjSFWcop+",
-	"wpfIR+2vNCgqWzjHeX0ryEHdo6flYPAqCcBBF0BGmXkR0kokDdqpiUok7h5VL/zocT1VPd2PaLmKkxGb",
-	"qdTUp0MyDmANqdAXaVqf3nL/N5rlm2KhSqXR5fQtnhQDEUk5GRRCpSFhY5XKyPI/rsFiMbfcvsSNYYQj",
-	"I7jHgNh6QEoyuINkZalWJVNJ75bJ0+kNPl8Rl0X0G22HkGzWSOWX1NNIX/q1nv0aP/afMcocMsIr743P",
-	"Xi9AXkMMc/SnmsihT80SPp1D9zAQT0r1VczHJkXwxxJBQiVDSKT+p+RaZxJ3ceyajaw1j1vsoX6WADdQ",
-	"Q8sfsuA6z/k77NmF7BumMCyelJ+g5++V3y7vPnvMtg0/hxj23XBEY1kCc3VXt+WoeFYhoZ+w5+w5dXvO",
-	"YvRNgyrZ2xfP2Ong8Jg56IFFKkznTmesb9UiEGWPaWtudkNiMgytVsVn6XDk0UTJqU8g0xwwTGQo+Nnu",
-	"KC9Uios7HQplYoEh65nVeRaKoXiHhvsssFsPGDlRBApVgBtW4DY+g/a0PZJB4/S007G/usUtimGXagY2",
-	"lhQG5npPjOQFRmNeESMSNkBxk9SGy3AtNjmI1VTXUdLRe6v6cb9TYY+PChbCmbIKEq8r+GvL5URal1HA",
-	"spw9s9jqGfs5VQbQhyFiJrBQicFon2d0+DKxWwZRlY5MyfedRW05oFUmVm2qvmROHey2HjvfvL1kCRA2",
-	"SDaMG4eFOhiSeA4nn7GgBI8FVHnksBQ6h0UDBVmsKn3KqNoutWkcHkfny0nkZ5L3iGxb3qqNJ4oKAQLj",
-	"bJlAI3AQQ9BkKmFU7lEUDuDP2d9Bcz9NsKvwYtPHzlao52LCYB0eVxzBbpSKHMxsWyFLpcxpc90MW1lf",
-	"lbA99ytroGI8Ou10m0xIo1hZ0RGIbA38fGFWGRxW8MRypmKLfVY3lpec7GKExy+83lc+z6OSKsrnIra6",
-	"0NEZug98DSLodXpHrW631etfdzvDDv6/bWG5/+uVJDTiBlrbyLwHGMRubi6f3x1/mQjJVirtC3TkeYUP",
-	"EV/tVOBvs9HPcTC6f4voKxGuDmygo/nl26rsYOM0j7DNFtyBjHCONcz5imkw6BfyolJmnXkygtfAB1UU",
-	"2rry5KQuZ8JQvBpCm70iTSsBIlcrXIsN1odNvcOjnTjCZ93x2j3QYR+h6xv0S+tkciOLQYrluH961ETt",
-	"ltN3WHjx1u0ha2KNUTjjcgrolIzWDjXyhkymcRw4uDvzOycqQY/+jPHMiYphYphKjYPUubawjfVivuzF",
-	"1l5f667369/gxm1Vh2z333G5ciqynE1w8JwAnRWCHx12zlhQvgczI1+VLqE9kufShYK2hDlPmpYTnxLX",
-	"FjLVztRkeU+h2VRJGJLjKTCwjoHfASVt8D4niZpbtlEEdFVnW9bRrMEZRuWQlH4bU/bKpmYoMlxycnFH",
-	"Ui9hYdgKTNOnmCu8nSboSTO9BFi4mIY4CH1pwiJkapAgNhVTVDVRmkgCJYgTmFBulvzvQa/XZj+ih0lq",
-	"LXcwkdo+HRG/EpZnS95WBnFEMOFpbEayEVy9/v7D24vri1fXl69ffXh+/rd3gZ8Rn6UyBq1RnTXPco82",
-	"5mG2scabm+vm+oIjaVe0d+ozrRh388ARmRtcYgrGyimtldEl4oavpZr6HWJ+MU/n3hAZhnjffuz6Hq5j",
-	"60dcfmkz2NMQpokwq3fI7VZQx1Sfcp6aWW1olxVDcs2Cc1efQ5nWIbOVLezPF38L/Ly6x5Kn5DnMuM5y",
-	"bnIipmkC0Ug26PokXSrFfGphU5XRXEg7HO1HpCymQHn2s1JtQZYxTIBHJFBqKUcyd11kZBkCfGJ4+sLF",
-	"0ET0opwAwyNLZVIASK9xVrDj6DczZmEz00JOVJZ359Z7cqXNr8d4Wj4WsTArotmcC2m4kOi3biS1nb63",
-	"2IuZgUjKGoFRuekP19dvDlDxt0dyJC8IWqHwl6AryYJtKf8gj76tmcDAvJn1CawWEPioO0xMf9joIBhJ",
-	"3EkW4Z7ZCnKbUHfVDDyKaNWsepjiTqeKMltD3nbV1Ub3dSRtuDB2me/cO87DBxsvsyBzbW08Uee0b4su",
-	"RvKZdTsE+iZOlEKeasJPDu/v7SXHIgSpoXRz5wsezqDVa3fQH0pid+F6eHCwXC7bnH5uq2R64Obqg6vL",
-	"Zxev3l3gnPbMzONSNLnJCJ7v3UGinflrd9odHI7szhfCG3r9dqfdR+vJzYzk0UbsOaizKZTPnYKoFLnk",
-	"vEP8TS0QDo6zRYITESPRCOksl5ygnc2LJy6j/PFXFjYo9339VG84iyEHa304D/7OGa7XYY+ReSPWHmOz",
-	"NpM9hhZtNnsMzvreHt6vdSn0Op1H6nFq63AcYNft7V0kUwYNtxTK0L1Tz0bWJgIJOM0XUSntwO60bp38",
-	"RAelpgua0t09pVK8SZP6uycV9fw0Y7B7Rl4kjhN6p7snrJcOP/je4T5bKxdDkuFM53OerHL5KOtrryjl",
-	"INl9/+B7U6gJkN6CSRP5SZLrM5VEgPZ1vMpcP4OWNhBRMJINrkOnJ52vEtD4b3EDQdM5SYRDZsvZlchr",
-	"DAjbD3yL7F0JeRs4IG8kQ544EDqBmBtxB2Wsy0IaEu4NW/ApsEaQQPztyMNvRl7QHNqKxgJMJMSFy2gk",
-	"rT53tXVBmCZaJQGaGYh8fDAVhmoV30HE+JQLqa1bevP2qoKjLF1BEKWK0J+1uj+rRpwpbVw2hEp4aJsz",
-	"8lGrRyUzS2lZHEFdCwnwOa7uwhzrbeSuss1zsPMs4KX7s+Vn5NioCU6bqMQWW+VOpzY8jim7hl5po3vI",
-	"NF6q80WbLFbaafdQSQkhMo/1iYlYwrj2q6mrRKqq7yuhze/K+zHl7W+UbXMdBqyBYZQ2bCISbXxXo+mu",
-	"RCXoG9EoCct81FqVAI7Y0vpGwlipAQeJXvtPHqc5NPV9DY5TB2oSMpr7itJxLLV/uGCy2/E7nc4Z6+J/",
-	"tudwt3V4kjrwHm0Sz8OQrm0ULcchm3HHBqK84D+nwBZKi7xoU1rJQh8f7oRKNR3rG70mpdXSkNWfOpd/",
-	"V/evfrntvnp+OXj5/Hz58vryl8lfttyDVTPb2jPrk5Kfaex/Wi+u2btc0OGf+yZHXClOUS+TVcDUla+U",
-	"a1P2RUvz8pG6Yo28+qKCmFIBwlqtQFEIsE9KPc+R2yQylb/nd7dX4iwve9xImm06Ua8zaVKTDWdqrdEA",
-	"ubKmBWSUdjr9kJz4//3f//8/8GPvyLLdt+5zn1p5SmbSSahUZgaJXX+i4lgttY3gTnonJ81hyQQTDOJs",
-	"cIOTcKs4NZCbVxst+ZSY7Z+eHLH/+s9Bu9f0601qbp5H8ubt1Rro4JVPVLDNt/swTeX0mbBO/lJHhJ0N",
-	"Mv9CnutneqBo4nf5nwulaxzQdzaL48ribQifFX1bm5HblQbl+Yr2BfZSfHfGxsrMbCWILTW3Ts1IajAE",
-	"KzaZkLanKuFS89ACRSCIsa1XmxdhuYoblTgcSLdZAXHarvWRdK4uQWQb1Ul+3t3u3rZhx9mywjZz/TxZ",
-	"ATPuV0wlFX2gr3fu+hHvXJ2NFr+4KhfqDEGxyghUcZzzDhMLULoZ5B4SNDmSFpvs9rMGkqyYg44dK3VL",
-	"hfHoOrqe+s0+bDs8x00cUDKSlaaXPFsqmTO2I89nwUHnwOl+1xmTYXP2197aVAtsjzx/JIOD7kFhrPJx",
-	"VN/D17oI7MMGB5k6Lz+1Wow1krYai3puhMzaQK3PveHA2kKeehe2ys0vydcubkLzCYUkVGQ/zFDl3oDN",
-	"VJpovyj8odp11H9rrcu3sMJQymJy9isHfzZLDJsRQsmQ3H/bi1Z9khUeqZeQ0A5HUiViKiSPWa/TtYv7",
-	"DpMrtx+9hUXMVxANmUlSCM4qe9toRBrJyjqDXu+MjIRNEojYgnHkqpbra2rasYtndE7X9T8RrVUkJVto",
-	"yDP/yhrEwsFa66Xa5mn1Dg/X8zYLbgwk+Mz/99NodN/rtEaj++OL93/8g7fFJ6MDfaei1a/mjv17uFj+",
-	"x9LBLDfhJUZp/InnqjptNf1dyGHDmt7AUrGjtU5FnGxD+koo5OR7JPNeIoFfZhUM1kSxRvDy/K8fvju/",
-	"fvbDh4tX128vL94FzbNcOZA5EMZakkG3/4QKrWpZ/gMFSZd2YhElZV/U+aLV9wM9bMQd3aeBjHkh49Mw",
-	"xqySssY9vihZ8KLrkTVUQrkyp3wEROs9lT6b8YiNAWRzzY2u0341bjWpwyy3RAkQq68ydacmaMrWOzlN",
-	"lpDMVLftLq0Gkfjo2tCcfqgJyn/r3ugesGj+thKc0O3vhaPaF0TQhMN9DlLTs0qobW+fyZVO7H8c2Psj",
-	"vX0h1w2Tx93uB9/LWrWJtx8Fga03nCery+hTuxbVy5KG3mfjEeWKrR3VRk8xXhnGUhin9dKLfqda9fTo",
-	"4p8Q6pcYZlekfx7HGfH1OvV/PWH9EpHgouCLvKM0+2p7KGi1fLlf33mXeq28TkSswV2RXbPNXmTdoHmC",
-	"Xy2lZo1ARAFGEAVvBT4LissOmuUAzGpyQiS3hgBv8jcnfKKr93EvjnxKk3pR/PYV7fVvXSyfSK9dL0ZC",
-	"8+xOvo6wKUurLd1z3Myy0l4Jy0KTBrkOPvgooodgrXo2/3FP8u3/0sbfuF/wK5v5f4i9tpqjUGr1OrFs",
-	"p4lHnlhuQQirtd9Fn60wpAm3FVSUtVlFSQwebw6l7ixbMVibzv89N7+Zm99x/Tuy85RRc/XK7FyiASz1",
-	"dBRv7PHLr1mUULyIwrdx56Az2GSG78Fs5YTO7+Zip7lo/wvj+t+D2c26n5jUJ296saW+HPmsSAvU1pn7",
-	"1XpDGtOiMbbmsLlZem7LHuxzKiXoLPi4rQT9YUsNOnqWtZOOHwI2ExEUM0rV0PZVT/RaZBkCqdIZd3XV",
-	"TotasL4oPm4zlxYgkXfvHMpB8kywO/R6XGbzdaVXEXE26B62R7Ls9zIeL2kX0R2XIeg6h5cK/5/q767f",
-	"wZp6WJfa46dKou1G2MvR/WfRXMePKK7usE9rHx0O+r3uF1Rc9DrqaE2B/etU4f1buJWkuJhWtptwt5JO",
-	"a/0LKv1fL/+zr4mTUdFTMWScBVXWDYrWm3JTAWugthxJpyWbNU0GISov1MwxpVqodSHv3VgxNRdaU4FZ",
-	"ufvANh+wazWSVmeXO6l5rCT49iVqbfaoqtuGFvAERnIvKOCGnv7loQDbSfSrogG/SSW5jQ7/AEXpFvxd",
-	"Uf4TK0qn43YG4KVWJHJjy01IP70n5JfURV3a/7pQJuSk0d/apoWKzpdgzm+BJakM7MsWKLBjM2MWw4OD",
-	"bu+43Wl32t3hSeekQykp2/pxQH6y2/HHbV07ainLiYAzqzUr3Wel9jbXZLTxb4LomlLUq3JfoHuDIxOS",
-	"8ThuqaSVvXF07P6JC2s2OL2V4RZWGmx9c3kxSk08vH/4nwAAAP//",
+	"7H2NbuM4kv+rEPovMDZWdvyVpONg8EemOz2TnfTHdic3u9fua9FS2eZGJj0iFcfTCHBPc/ce9yj3JIcq",
+	"Ul+2HDv9MTu7O4sFJpZEkSzW56+q1B+9UM0XSoI02ht+9GbAI0jozzdgktXZxECCvyLQYSIWRijpDb23",
+	"ECoZaWYUW3Jh2BgmKgGW4BAhp23P9+COzxcxeMOu7+lwBnOOr5moZM6NN/SENP2e53tmtQD7E6aQePf3",
+	"97634Amfg3HrOJfRlZjD5iJeyXjFQJpEgGZLYWYsMGIOAeOGqSRbk5kJza6luGN4kwnJ5iKOhXY7aAgZ",
+	"xqkWt9A8ZVLlWwm04Yn5QC+sbuf45HDQ7x518H++J3AlP6eQrDzfkxzX6YGMaKC3bedHg7qd+96lml7C",
+	"LcT77BXueGjild1fEOOwYMhueSwidn31vPWEHlOpYS+vL33WxbPq91g44wkPkbasYWbAJgLi6BvN1FKy",
+	"JI2RClyuzEzIKYNYAxOaDTodJvkcL+GQ/HgqdPEgSVTi1VMkVtMPtMQKSRwFtEmEnBIBXifqbxCai2eb",
+	"FLjCme3tbzQTUXXyTvekfzTpQOtJ2OOt43EfWifRYNLq8aPxk7ATdaE3yda24GZWLE1Enu8l8HMqEoi8",
+	"oUlS2HONf6Y9PrRQtpwpDfm58QTYHLg0p0wYNk+1YXAntPn0rayR2U374dF7eovM/klSxlFBPELINmWp",
+	"96TzgCwVYvhoabpKeAh1rFTZkprY1Rt8eogiMoM7HkEo5jxmkZgKo33SDDyO2S+QqFOWLhaQsJBrYHNu",
+	"whmgJlRtdvZpkjMYT056k/7h8fG4P4j4Ee+HcNI7iTrQgcFx/2jLadOK7VkXhJnzu0uQUzPzhv2e782F",
+	"LP/cPPlrDclOGtUonFRD8kFED6kcbthcacO6fqc3YOOVgS+uc9LWoLeFOm6BDyqce5QSvVBSA5ma73j0",
+	"Bn5OQRv8FSppQNKffLGIRciRNgeLRI1jmP/xbxoJ9bFYDZLQcBHj0czQGNKbcDNCEpFw6agktTd8V3qY",
+	"FMEYcnpVtLTnewuFXJ14Q++gd2C16P17HyXDpNobDlB0jDBEkO94xLIt5MfNxyo1w3HM5Y13X6bHHxKY",
+	"eEPv/x0UTsCBvasPXtttWiptarjS7uY8RnGEiKxuAvxGM04He8oCu+EAzxI0Ax7OmJpMQEZ4ssQIOKp0",
+	"vPe+91wlYxFFID/7FIRmN7BikQJNIhyq20xbqQUk9CqvTMp+QcpiFV+VkGevL3avkWhklTtR6EI+j8V0",
+	"9rlsyvNjJAmnOS8imC+UARmuWj/CyrIvm9jpyqQ6KUj1VMlJLMKvyHJn6ysFpvkc6larjYhjNgZksBmX",
+	"UQzRqfVMWcwzFnupzHOVyugzCZjZeTy3Cb2vTKFBQaGXyrDn7oGvyEzZenJmcv4FWkOlLnkyhc9mmTFa",
+	"PDZTcaQLFY8GPDMXZRp0+xUuwVnZlVLMLuWr0mKsohXKDfKKXbPQLMZ58RqXlokgQWnjYQgLozNCveBy",
+	"5bSo/kx6LRNhgCXcAIO7ECCCCo/0SlKEdMGZWT71V6UPKp0Z1yzVELF0wYTRrFhtJjKZfwdsKm5Bkn+H",
+	"Nng9UGzlkWLdktzTB6WYklZ1LXlqZioRv8DniiK+CKRxQ1ju/ZYFslsQuzLzV6PzS5Xpdx9ZUUkoc10u",
+	"pTdSLdeI+tNPP7XOii3VOObBd8ATSIKKQ2SvPez0WLrfchHzcQxfwNPRBiNmoVlaem1B98OyVX0Lya0I",
+	"gV1XHv2KbG4XF3Jpg3uWoA8CEUvQoDGpln6mJNypoAmZQUQOSqz4uvH4cqyPpy5dNPmZp5Dal2X6f4uj",
+	"KVURmOb2ntzSkovZOShFkRU/s9cri88iUSFojQfIzqURZvUVrb9hMXBtSIDQyqycP8nzDZkZXzd7FIGs",
+	"jftGZ+Gr0CPJ4wQ4Wok4yowCasECZkgATwT1SSM46B/YkSMPXbNiiCkjEyNZjFETdswivtIjr5lz2brH",
+	"ssxUsAOe6GQ4i8RkAgmaS7RjpyNkXwqQ8Hni6ajNkL/tQRM9yuY4M8anNKllAab5SrOZWrI5mpm5SmAk",
+	"zQxwVkigPZIeMaZOFwuVGIheQCT4FZ3pZysJMsd5qFN6AQ0suwyHZTbL18JoMYxW8/X9BmH5iMABYHOa",
+	"Guekn4VbbvgNBrV/evvq5SnjDP/L5pBMMWBFj2OiEvb67OrpD802RdtuCbjCM2MSMU6NjTx5FAl8I49f",
+	"J/h6g36UA27WoFeTpKFJE4hYxA3PlkjcPWRWy6PBIXAWj5kWdcvjFFdq72ufyXQ+hkT7bKxUDFxqfyRl",
+	"Gsc+40nCV9pnaowcrZu+fdsNLAy7hWTMjZizRqSMBbSQTAmg42BANtvsLOPB3hM7kBtiMmbUglH06mdh",
+	"oAUle4dHpXj3NGfiowH7UXzHuC4rZ5ChikAzYUaygWfLQ9M8ZRI0skgpgqaZNIsAFqdMqowwKiG/Z85X",
+	"5MGyl9eXrHH9R3Rfm232b0SlkQzVHH3G8AZn1yBNTi9GSFYEEWsE3V5/cHh0/OSkU/wVMG1QyAgsaZ5a",
+	"CuSvG0lNvOwzLiPGaSn4emaWaBNvABaaNFCMSovODIXSLwvVzJhFew5mpiJv6H1/foUWCa9ZAfqA9EGb",
+	"2/M9slsZFxk+RXPgLfhqTmi/70Hqvb/PZcmet+d7d62parmLKJztN3z5AlU9eez53Za+EYuWWli2beUm",
+	"BKezWPa5NHUA6ZnTXyxWU8u3bfbKvcZCAtqqc1RKxF9EI2Q2NUc2I+x3UZKTjx6vSNND0l+Su3vfE1Fd",
+	"cgNZrcW1FlOJh5VK8XMKW1DaE97ttI7DXtR6Av1Ja8APx0fhcfQETibeBuDme3GG728C5xvPzh3RK0+7",
+	"82MRhLGQZee1GFiy4JWxe0LLG+/TCy4/1JGqe8RitYSkRVjoJnC6RrPOpHN0zHlnzE86vfFx7VTpOPOH",
+	"ioHhDMIblZq6AaYWtd6KRW/Bn7u9vr8bVPYLzHVjRtQ5+5NiD8h3Y6cZolkhjUNAN4HdAv5/Z3McleTA",
+	"PJfnLC1DdHy/rg1KgnwhF6mpA4qhEGTUl5yFsUAO1SAjVGdfTlrj+uTYZm7rtGwzSNtoFgg5UQFbzgC9",
+	"PLTwfIyKpT6LtR1H7z4sqRuea9mYNY4O/cP+kQPD1cTC5tWkSJ2El1ZzdHjYP9op89uhodxZYGOIlZyi",
+	"n/Al8lH7Kw2KyhbOcV5fCnJQ9+hxORg8SgJw0AWQUWZehLQSSQ/t1EQlEnePqgd+9LCequ7uJ7Rcxc6I",
+	"zVRq6tMhGQewhlToizStT2+5/xvN8kWxUKXS6HL6FneKgYiknAwKodKQsLFKZWT5H+dgsZhbbl/iwjDC",
+	"kRHcYUBsPSAlGdxCsrJUq5KppHfL5On0Bp+viMsi+o22j5Bs1kjll9TTSF+6W89+jZ/6TxllDhnhlXfG",
+	"Z68WIK8ghjn6U03k0MdmCR/PoXsYiEel+irmY5MieLNEkFDJEBKp/yG51pnEXRy7ZiNrzeMWe6ifJsAN",
+	"1NDyhyy4znP+Dnt2IfuGKQyLN+U76Pl75bfLq89es23BzyCGfRcc0bMsgbm6rVtyVLyrkNBPWHP2nro1",
+	"vzLx4kyuKCCr9zny0NzFsZzyVHjp1dXlaxeK88UCo75GIKShdwUU+o2BcRcRNmu8EwyA85mr92wcjX8J",
+	"A/Od7ktlG0WoRTMQPTY2juF4Pre760J0uo0CmN/PKY6X62xwpNJxDOvvs7EshT+OLHhTSXg1IcBw/TV7",
+	"lFtgHHlzGwttvhzhfoTHEM6udn2rJWGv5bF8jo0F38Cq5j2+3cjjzr1u8gyE2vQYJXvz/Ck7GRweM4et",
+	"sUiF6dwZxXVZtBBbOSTYWnywsZcMJK71YbJ6D1TCiZJTn1BUK28MLVu2Okp8loCfTodidWQGiE6tUbdY",
+	"IwX09LjPArv0gFGUQKhnBZlkBTDpM2hP2yMZNE5OOh17101uYTo7VTOwYMleDObo/1xAHG0yGEqGNlyG",
+	"a8H3Qaymuo6Sjt5b7au7T5VrpKsgnCnrAeBxBX9puaRf6yIKWFaUwmzy4JT9nCoD6KQTMRNYqMSgYuMZ",
+	"Hb4MOJFhsKUtU3XJzqrNHLEtE6u2FqXkLzpceR0cun5zwRIg8JucNG4c2O9wduI5HHzKghL+G1BpnQML",
+	"aR8W7hbkklXpU4aNd/kFxgHOtL+cRH4mee+3y7blrS3GKyuBIbTZ1sE0AoehBU2mEkb1TEVlDN7O/g6a",
+	"+2mCXZVFm0FkNkM9F1OSwRneYgt2oVTFY2bbKrUqdXyb82bg4fqsZMbdXdZAxXh00uk2mZBGsbKioyyJ",
+	"9WDnC7PK8N6CJ5YzFVtwv7qwvKZqFyM8fOD1weBZHnZXYWwHSdRhI86T+8DXMLBep3fU6nZbvf5VtzPs",
+	"4P/bFnf+d68koRE30NpG5j3QTnZ9ffHs9vjLQAC2FG9fJC9PnH2I+GqnAn+TPf0MH8b4ZhF9JcLVoWm0",
+	"Nb98WpUVbOzmAbbZAqyREc7BNHRbNRgMfHhRCrbOPBnBa/CxaprFxqoUhS1nwhAgE0KbvSRNKwEiVwxf",
+	"C37X4wK9w6OdQNlnnfHaOdBmH6Drawy86mRyI01HiuW4f3LURO2W03dYhKkuzEBrYo1ROONyCuiUjNY2",
+	"NfKGTKZxHLh8ThZYTVSCIesp45kTFcPEMJUalzPi2uKS1ov5sgdbe3yt296vf4Ibp1V9ZHuAitOVc+3l",
+	"dJnDnwXorNPh6LBzyoLyOZgZ+ap0CO2RPJMO67A1+nlVQDmzL3FuIVPtTE2W2BeaTZWEITmeQk41i4Hf",
+	"AmUl8TwniZpbtlGE5FZHW9bRrMFZrOQUktK9MaVnbe6RoI8lJxd3JPUSFoatwDR9AhXCm2mCnjTTS4CF",
+	"C9qJg9CXJrBNpgYJYnONRdke5UElUAVEAhMqPiD/e9DrtdlP6GGSWssdTKS2T1vES8LybMnbyjC8CCY8",
+	"jc1INoLLV99/eHN+df7y6uLVyw/Pzv76NvAz4rNUxqA1qrPmae7RxjzMFtZ4fX3VXJ9wJO2M9kx9phXj",
+	"bhw4InODU0zBWDmluTK6RNzwtVxqv0PML+bp3BsiwxDv259d38N5bIGUS6BuohkawjQRZvUWud0K6pgK",
+	"sM5SM6sN7bJqX65ZcOYK0KiUYMhs6Rb78fyvgZ+Xr1nylDyHGddZUllOxDRNIBrJBh2fpEOlmE8tbC4+",
+	"mgtpH0f7ESkLmlEhyWmpeCZLiSfAIxIotZQjmbsuMrIMAT4xPF1wIBERvaiXwfDIUpkUAIEXWUWao9/M",
+	"mIUtvRByorLCEm69J1e7/2qMu+VjEQuzIprNuZCGC4l+60bVhtP3Flw0MxBJWSMwqqf+4erq9QEq/vZI",
+	"juQ5YYcU/hI2K1mwraYlyKNvayYwMG9mjTCrBQQ+6g4T0x82OghGEleSRbintkXCVoy4ch0eRTRrVh5P",
+	"cadTRZmtIW+76mqj+zqSNlwYu9KO3DvOwwcbL7Mgc21tPFHntG+LLkbyqXU7BPomTpRCnmoCCA/v7uwh",
+	"xyIEqaF0cmcLHs6g1Wt30B9KYnfgenhwsFwu25xut1UyPXBj9cHlxdPzl2/PcUx7ZuZxKZrcZATP924h",
+	"0c78tTvtDj6O7M4Xwht6/Xan3Ufryc2M5NFG7DlquSmUz5yCqFRx5bxD/E09Pg5vtlWwExEj0QjKL9dU",
+	"oZ3Nq4Muovz1lxY2KDc2vqs3nMUjB2uNZvf+zhGumWePJ/NOwz2ezfqo9ni06CPb4+GssfP+/VobTq/T",
+	"eaDgrLbQzCHS3d7eVWBlVHxLJRidOzUlZX1QkIDTfBHVig/sSuvmyXd0UOoqoiHd3UMq1ck0qL97UNGw",
+	"QiMGu0fkXRA4oHeye8B6bfy97x3us7RytS8ZznQ+58kql4+yvvaKWiWS3ff3vjeFmgDpDZg0kZ8kuT5T",
+	"SQRoX8erzPUzaGkDEQUj2eA6dHrS+SoBPf8tLiBoOieJcMhsOjsTeY0BJa8C3yJ7l0LeBA7IG8mQJy7L",
+	"kkDMjbiFMtZlIQ0Jd4Yt+BRYI0gg/nbk4ZWRFzSHtmS3ABMJceEyGkmrz13xaBCmiVZJgGYGIh9fTJXP",
+	"WsW3EDE+5UJq65Zev7ms4ChLV/FGuVD0Z63uz8ptZ0obl+6jGjVa5ox81OpWycxS3QE+QW05CfA5zu7C",
+	"HOtt5K6yTeSxsyzgpfOz9ZXk2KgJDpuoxFYT5k6nNjyOKX2MXmmje8g0HqrzRZssVtpp91BJCSEyj/WJ",
+	"iVjCuP7CqSu1q6rvS6HN78r7IeXtb/QlcB0GrIFhlDZsIhJtfFeE7I5EJegb0VMSlvlTa2Uw+MSW3k4S",
+	"xkqTA0j02t95nMbQ0Pc1OE4dqEnIaO4rSsex1N/kgslux+90Oqesi//ZXqSwrYWZ1IH34FcQ8jCkazuh",
+	"y3HIZtyxgSgv+M8psIXSIq9Kllay0MeHW6FSTdv6Rq9JabX2afWnzsXf1N3LX266L59dDF48O1u+uLr4",
+	"ZfLnLedg1cy2/uP6rPtnGvt369Vje9fDOvxz3+SIqzUrCsKyEq+6+qxy8dW+aGleH1VXjZSXF1UQU6qw",
+	"WSuGKSpd9qkZyYtAbJUE9XfkZ7dX4iyv693Mym44Ua8yaVKTDWdqrZMGubKmx2mUdjr9kJz4//+///lf",
+	"+LN3ZNnuW/e7T71qJTPpJFQqM4PEzj9RcayW2kZwT3pPnjSHJRNMMIizwQ1Owq3i1EBuXm205FNitn/y",
+	"5Ij9z38P2r2mX29Sc/M8ktdvLtdAB6+8o4Jtvt2HaSq7z4R18uc6IuzsAPsn8lw/0wNFE7/L/1woXeOA",
+	"vrVZHNf3YUP4rKvB2ozcrjQoz1f057AX4rtTNlZmZkudbC+FdWpGUoMhWLHJhLRNgwmXmocWKAJBjG29",
+	"2rzK0JWUqcThQLrNCojTfpZhJJ2rSxDZRvmdn3++wX1Oxj5n62bbzDWsZRX6uF4xlVTVhL7emWu4vXWF",
+	"ZFr84sq4qPUJxSojUMVxzluoLEDpRpB7SNDkSFpsstvPOqSyaiXadqzUDXV+oOvoPhqx+aEB+3iOmzig",
+	"ZCQrXV15tlQyZ2xHns+Cg86B0/2u9SvD5uzd3tpQC2yPPH8kg4PuQWGs8ueogI2vtcnYlw0OMnVefmu1",
+	"2nAkbbkhNZUJmfU5W597w4G1lWr1LmyVm1+Qr12chOYTCkmoi2SYocq9AZuplAqusueoOQP131pv/g2s",
+	"MJSymJy95ODPZolhM0IoGZL7b5stq2+ywiP1EhJa4UiqREyF5DHrdbp2ct9hcuX+ujewiPkKoiEzSQrB",
+	"aWVtG512I1mZZ9DrnZKRsEkCEVswjlzVcn1NzfcGind0Ttb1PxGtVSQlW2jIM//KGsTCwVprFtzmafUO",
+	"D9fzNgtuDCT4zv94Nxrd9Tqt0eju+Pz9H//gbfHJaEPfqWj1q7lj/xoulv+xtDHLTXiIURp/4r6qTltN",
+	"AyNy2LCm+bVUzWutUxEn25C+Ego5+R7JvFlO4MWsgsGaKNYIXpz95cN3Z1dPf/hw/vLqzcX526B5misH",
+	"MgfCWEsy6PYfUaFV7Tu5pyDpwg4soqTsQp0vWv0A1v1G3NF9HMiYV+o+DmPMSoVr3OPzkgUv2npZQyWU",
+	"K3PKR0C03jTssxmP2BhANtfc6DrtV+NWkzrMckuUALH6KlN3aoKmbL1V2WQJyUx12/bpahCJr64NzelG",
+	"TVD+W/dG94BF88/x4IBufy8c1X4BhQYc7rORmqZsQm17+wyufGrg7wf2/kSfF8l1w+Rht/ve97JvERBv",
+	"PwgCW284T1aX0ad2LaqXJQ29z8YjyhVbO6qNHmO8MoylME7rpRf9TrXq6cHJPyHULzHMrkj/LI4z4ut1",
+	"6v96wvolIsFFwRd5y3R2aXsoaLV8+YMUzrvUa+V1ImIN7orsmm32PGt3zhP8aik1awQiCjCCKHgr8FlQ",
+	"HHbQLAdgVpMTIrk1BHidfxrkE129j3tx5GO+wlAUv31Fe/1bF8tH0mvXl7/QPLudryNsytJqS3soN7Os",
+	"tFfCstCkQa6DDz6K6D5Yq57Nb+5Jvv2/Svob9wt+ZTP/d7HXVnMUSq1eJ5btNPHII8stCGG19rtoJBeG",
+	"NOG2goqyNqsoicHD3c/UfmgrBmvT+b/n5jdz8zuOf0d2njJqrl6ZnUk0gKWejuKTVH75O6ISii+t+Dbu",
+	"HHQGm8zwPZitnND53VzsNBftf2Jc/3swu1n3E5P65E0vttSXI58VaYHaOnO/Wm9Iz7ToGVtz2NwsPbdl",
+	"D/Y9lRJ0FnzcVoJ+v6UGHT3L2kHH9wGbiQiKEaVqaPstM/rutwyBVOmMu7pqp0UtWF8UH7eZSwuQyLuP",
+	"auUgeSbYHfr+M7P5utK3tjgbdA/bI1n2exmPl7SK6JbLEHSdw0uF/4/1d9fPYE09rEvt8WMl0XYj7OXo",
+	"/qNoruMHFFd32Ke5jw4H/V73Cyou+t56tKbA/nmq8P4l3EpSXEwr2024W0mntf4Flf6vl//Z7yDKqOip",
+	"GDLOgirrBkXrTbmpgDVQW46k05LNmiaDEJUXauaYUi3UupD3bqyYmgutqcCs3H1gmw/YlRpJq7PLndQ8",
+	"VhJ8+5XANntQ1W1DC3gCI7kXFHBNb//yUIDtJPpV0YDfpJLcRoe/g6J0E/6uKP+BFaXTcfsE4LfdrNOh",
+	"3JhETm25Jende8KBSXnUFQFcFaqFXDb6W9skUdEHE8z5DbAklYH99AKFeWxmzGJ4cNDtHbc77U67O3zS",
+	"edKhBJVtBDkgr9mt/+O2Hh61lOW0wKnVoZVetFKzm2s52vgncHRNYepluUvQfbCUCcl4HLdU0so+sDt2",
+	"/6KLNSKcvtFwAysNttq5PBlRvK4es/S9KAs1CDkFbVjj1dXl64Mfrq5eN22K7+2zHxncEcclef8Se6ri",
+	"GEKjktJcysQL7/79/f8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

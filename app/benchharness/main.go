@@ -13,7 +13,8 @@
 //
 // Everything it starts it stops, on failure and on Ctrl-C too; its children die with it
 // (Pdeathsig). With -perf DIR it also records CPU profiles of the service under the ingest, read
-// and MakeHat loads with perf(1) and writes their reports there.
+// and MakeHat loads with perf(1) and writes their reports there; with -pprof DIR it starts the
+// service with PPROF_ADDR and saves Go's CPU and allocation profiles of the same loads there.
 //
 //	go run ./app/benchharness -rows 1000000
 package main
@@ -51,13 +52,15 @@ func main() {
 
 // options are the harness's settings.
 type options struct {
-	rows    int
-	batches int
-	rounds  int
-	hatTime time.Duration
-	perfDir string
-	keep    bool
-	timeout time.Duration
+	rows     int
+	batches  int
+	rounds   int
+	hatTime  time.Duration
+	perfDir  string
+	pprofDir string
+	pprofFor time.Duration
+	keep     bool
+	timeout  time.Duration
 }
 
 // harness is one run: its directory, binaries, database cluster and processes.
@@ -80,6 +83,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.rounds, "rounds", 2, "ingest and MakeHat rounds, alternating ours and the baseline")
 	fs.DurationVar(&o.hatTime, "hat-time", 5*time.Second, "length of one MakeHat round")
 	fs.StringVar(&o.perfDir, "perf", "", "record CPU profiles of the service with perf(1) and write the reports to this `directory`")
+	fs.StringVar(&o.pprofDir, "pprof", "", "start the service with PPROF_ADDR and save Go CPU and allocation profiles of each load, with their top entries, to this `directory`")
+	fs.DurationVar(&o.pprofFor, "pprof-time", 10*time.Second, "length of each Go profile (-pprof)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run's directory (binaries, logs, databases) afterwards")
 	fs.DurationVar(&o.timeout, "timeout", 14*time.Minute, "stop everything and fail after this long")
 	fs.SetOutput(stderr)
@@ -171,6 +176,11 @@ func (h *harness) setUp(ctx context.Context) error {
 			return err
 		}
 	}
+	if h.opts.pprofDir != "" {
+		if err := os.MkdirAll(h.opts.pprofDir, 0o755); err != nil {
+			return err
+		}
+	}
 	h.logf("starting PostgreSQL")
 	if h.pg, err = startCluster(ctx, h.ps, h.dir); err != nil {
 		return err
@@ -204,10 +214,19 @@ func (h *harness) startService(ctx context.Context, name, dbURL string, pinned b
 	if pinned {
 		argv = h.pin("0", argv...)
 	}
-	p, err := h.ps.start("obsvc ("+name+")", filepath.Join(h.dir, "obsvc-"+name+".log"), nil, []string{"DATABASE_URL=" + dbURL}, syscall.SIGTERM, argv...)
+	env := []string{"DATABASE_URL=" + dbURL}
+	var pprofAddr string
+	if h.opts.pprofDir != "" {
+		if pprofAddr, err = freeAddr(); err != nil {
+			return nil, "", err
+		}
+		env = append(env, "PPROF_ADDR="+pprofAddr)
+	}
+	p, err := h.ps.start("obsvc ("+name+")", filepath.Join(h.dir, "obsvc-"+name+".log"), nil, env, syscall.SIGTERM, argv...)
 	if err != nil {
 		return nil, "", err
 	}
+	p.pprof = pprofAddr
 	base := "http://" + addr
 	if err := waitHTTP(ctx, p, base+"/readyz", time.Minute); err != nil {
 		p.halt(30 * time.Second)
@@ -544,6 +563,79 @@ func parseWrk(out string) (hatResult, error) {
 // the report to the -perf directory. Without -perf it does nothing. Only the service's own
 // process is recorded; the baselines and the load are not.
 func (h *harness) profile(p *proc, name string) func() {
+	stopGo := h.goProfile(p, name)
+	stopPerf := h.perfProfile(p, name)
+	return func() {
+		stopPerf()
+		stopGo()
+	}
+}
+
+// goProfile takes Go's CPU and allocation profiles of p (started with PPROF_ADDR under -pprof)
+// over the first -pprof-time of a load; the returned func waits for them and saves each with
+// the top entries of `go tool pprof`. Without -pprof it does nothing.
+func (h *harness) goProfile(p *proc, name string) func() {
+	if h.opts.pprofDir == "" || p.pprof == "" {
+		return func() {}
+	}
+	secs := strconv.Itoa(max(1, int(h.opts.pprofFor.Seconds())))
+	kinds := []struct{ kind, path, sample string }{
+		{"cpu", "/debug/pprof/profile?seconds=" + secs, ""},
+		{"allocs", "/debug/pprof/allocs?seconds=" + secs, "-sample_index=alloc_space"},
+	}
+	done := make(chan struct{}, len(kinds))
+	for _, k := range kinds {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			file := filepath.Join(h.opts.pprofDir, name+"."+k.kind+".pb.gz")
+			if err := fetchTo(file, "http://"+p.pprof+k.path, h.opts.pprofFor+30*time.Second); err != nil {
+				h.logf("pprof %s: %v", k.kind, err)
+				return
+			}
+			args := []string{"tool", "pprof", "-top", "-nodecount=40"}
+			if k.sample != "" {
+				args = append(args, k.sample)
+			}
+			out, err := exec.Command(cmp(os.Getenv("GO"), "go"), append(args, h.bin("obsvc"), file)...).Output()
+			if err != nil {
+				h.logf("pprof %s: go tool pprof: %v", k.kind, err)
+				return
+			}
+			top := strings.TrimSuffix(file, ".pb.gz") + ".top.txt"
+			if err := os.WriteFile(top, out, 0o644); err != nil {
+				h.logf("pprof %s: %v", k.kind, err)
+				return
+			}
+			h.logf("profile: %s", top)
+		}()
+	}
+	return func() {
+		for range kinds {
+			<-done
+		}
+	}
+}
+
+// fetchTo saves what url answers to file.
+func fetchTo(file, url string, limit time.Duration) error {
+	c := http.Client{Timeout: limit}
+	resp, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, b, 0o644)
+}
+
+// perfProfile records the CPU of p with perf(1) until the returned func is called (see profile).
+func (h *harness) perfProfile(p *proc, name string) func() {
 	if h.opts.perfDir == "" {
 		return func() {}
 	}

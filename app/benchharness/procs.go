@@ -17,11 +17,12 @@ import (
 
 // proc is a process the harness started and must stop.
 type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // its exit status, once done
-	stop syscall.Signal
+	name  string
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when the process has exited
+	err   error         // its exit status, once done
+	stop  syscall.Signal
+	pprof string // the service's PPROF_ADDR, when profiled with -pprof
 }
 
 // procs are every process of a run; stopAll ends those still running.

@@ -117,10 +117,120 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Export logs over OTLP/HTTP
+         * @description The OTLP/HTTP logs endpoint of the OpenTelemetry protocol: the body is an
+         *     `ExportLogsServiceRequest` as protobuf (`application/x-protobuf`) or in the OTLP JSON
+         *     mapping (`application/json`: hex `traceId`/`spanId`, integer enums, lowerCamelCase keys,
+         *     64-bit integers as strings or numbers, unknown fields ignored), identity or
+         *     `Content-Encoding: gzip`. The body is at most 64 MiB after decompression (a server
+         *     setting); an OTLP request holds at most as many records as a `POST /logs` batch.
+         *
+         *     Each log record becomes one entry (the mapping is in the README, "Sending logs with
+         *     OpenTelemetry"); a record without a body gets the empty message. Records that cannot be
+         *     stored are left out and the rest stored in one transaction: the answer is then 200 with
+         *     `partialSuccess` counting the rejected records and naming the first by path
+         *     (`resourceLogs[0].scopeLogs[1].logRecords[7]: body must be at most 65536 bytes`). Ids of
+         *     the wrong length are dropped with a warning in `errorMessage`.
+         *
+         *     A request equal to one accepted within 24 hours (same decompressed body, project and API
+         *     key) is answered as the first was and stored once. Every answer uses the request's
+         *     content type; failures carry a `google.rpc.Status`. This route is served by a
+         *     hand-written handler, not the generated server (protobuf and gzip bodies).
+         */
+        post: operations["exportOtlpLogs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description One of the members, as in the OTLP JSON mapping (`intValue` may be a string). */
+        OtlpAnyValue: {
+            stringValue?: string;
+            boolValue?: boolean;
+            intValue?: string | number;
+            doubleValue?: number;
+            /** Format: byte */
+            bytesValue?: string;
+            arrayValue?: {
+                values?: components["schemas"]["OtlpAnyValue"][];
+            };
+            kvlistValue?: {
+                values?: components["schemas"]["OtlpKeyValue"][];
+            };
+        };
+        OtlpKeyValue: {
+            key?: string;
+            value?: components["schemas"]["OtlpAnyValue"];
+        };
+        OtlpLogRecord: {
+            /**
+             * @description Nanoseconds since the Unix epoch, as a string or a number.
+             * @example 1544712660300000000
+             */
+            timeUnixNano?: string;
+            /** @example 1544712660300000000 */
+            observedTimeUnixNano?: string;
+            /** @example 9 */
+            severityNumber?: number;
+            /** @example INFO */
+            severityText?: string;
+            body?: components["schemas"]["OtlpAnyValue"];
+            attributes?: components["schemas"]["OtlpKeyValue"][];
+            /**
+             * @description 32 hexadecimal digits.
+             * @example 5b8efff798038103d269b633813fc60c
+             */
+            traceId?: string;
+            /**
+             * @description 16 hexadecimal digits.
+             * @example eee19b7ec3c1b174
+             */
+            spanId?: string;
+            eventName?: string;
+        };
+        /** @description `ExportLogsServiceRequest` in the OTLP JSON mapping. */
+        OtlpExportLogsServiceRequest: {
+            resourceLogs?: {
+                resource?: {
+                    attributes?: components["schemas"]["OtlpKeyValue"][];
+                };
+                scopeLogs?: {
+                    scope?: {
+                        name?: string;
+                        version?: string;
+                    };
+                    logRecords?: components["schemas"]["OtlpLogRecord"][];
+                }[];
+            }[];
+        };
+        OtlpExportLogsServiceResponse: {
+            partialSuccess?: {
+                /** @description How many records were not stored (a 64-bit integer as a string). */
+                rejectedLogRecords?: string;
+                errorMessage?: string;
+            };
+        };
+        /** @description A `google.rpc.Status`. */
+        OtlpStatus: {
+            /** @description The google.rpc.Code, e.g. 3 INVALID_ARGUMENT, 14 UNAVAILABLE. */
+            code?: number;
+            message?: string;
+        };
         /** @description What a client may set on a project. */
         ProjectInput: {
             /**
@@ -337,6 +447,40 @@ export interface components {
         };
     };
     responses: {
+        /** @description The request failed; nothing of it is stored. Not retried by OTLP exporters. */
+        OtlpFailure: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 3,
+                 *       "message": "invalid parameter: X-Project-Id is required with an admin key"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description Overloaded or the store is unavailable; nothing is stored. Exporters retry after `Retry-After`. */
+        OtlpRetry: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 14,
+                 *       "message": "the store is unavailable"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
         /** @description The request is malformed or breaks a rule; `errors` names each offending field or parameter. */
         BadRequest: {
             headers: {
@@ -1071,6 +1215,64 @@ export interface operations {
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
+        };
+    };
+    exportOtlpLogs: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description The project the records belong to. A project API key implies its own project (naming
+                 *     another answers 403); an admin key, or a service without keys, must name one (400
+                 *     without it, 404 for a project that does not exist). The resource never chooses it.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                "X-Project-Id"?: string;
+                /**
+                 * @description As on `POST /logs`; without it the request's digest serves as the key.
+                 * @example export-0001
+                 */
+                "Idempotency-Key"?: string;
+                /** @description `gzip`, or `identity` (the same as leaving it out); anything else answers 415. */
+                "Content-Encoding"?: "gzip" | "identity";
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-protobuf": string;
+                "application/json": components["schemas"]["OtlpExportLogsServiceRequest"];
+            };
+        };
+        responses: {
+            /** @description The acceptable records are stored; `partialSuccess` reports those that were not. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-protobuf": string;
+                    /**
+                     * @example {
+                     *       "partialSuccess": {
+                     *         "rejectedLogRecords": "1",
+                     *         "errorMessage": "resourceLogs[0].scopeLogs[0].logRecords[7]: body must be at most 65536 bytes"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OtlpExportLogsServiceResponse"];
+                };
+            };
+            400: components["responses"]["OtlpFailure"];
+            401: components["responses"]["OtlpFailure"];
+            403: components["responses"]["OtlpFailure"];
+            404: components["responses"]["OtlpFailure"];
+            413: components["responses"]["OtlpFailure"];
+            415: components["responses"]["OtlpFailure"];
+            422: components["responses"]["OtlpFailure"];
+            429: components["responses"]["OtlpRetry"];
+            503: components["responses"]["OtlpRetry"];
         };
     };
 }
