@@ -243,12 +243,12 @@ func testListLogsFilters(t *testing.T, open storeOpener) {
 	}{
 		{"project", rest.ListLogsParams{}, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"}},
 		{"user", rest.ListLogsParams{UserId: ptr("alice")}, []string{"0", "2", "4", "6", "8", "10"}},
-		{"level", rest.ListLogsParams{LogLevel: ptr("error")}, []string{"1", "4", "7", "10"}},
+		{"level", rest.ListLogsParams{LogLevel: ptr([]string{"error"})}, []string{"1", "4", "7", "10"}},
 		{"start inclusive", rest.ListLogsParams{StartTime: ptr[int64](180)}, []string{"8", "9", "10", "11"}},
 		{"end inclusive", rest.ListLogsParams{EndTime: ptr[int64](120)}, []string{"0", "1", "2"}},
 		{"start equals end", rest.ListLogsParams{StartTime: ptr[int64](150), EndTime: ptr[int64](150)}, []string{"5"}},
-		{"all combined", rest.ListLogsParams{UserId: ptr("alice"), LogLevel: ptr("info"), StartTime: ptr[int64](100), EndTime: ptr[int64](190)}, []string{"0", "6"}},
-		{"newest first", rest.ListLogsParams{Order: &desc, LogLevel: ptr("debug")}, []string{"11", "8", "5", "2"}},
+		{"all combined", rest.ListLogsParams{UserId: ptr("alice"), LogLevel: ptr([]string{"info"}), StartTime: ptr[int64](100), EndTime: ptr[int64](190)}, []string{"0", "6"}},
+		{"newest first", rest.ListLogsParams{Order: &desc, LogLevel: ptr([]string{"debug"})}, []string{"11", "8", "5", "2"}},
 		{"nothing matches", rest.ListLogsParams{UserId: ptr("nobody")}, nil},
 		{"limit", rest.ListLogsParams{Limit: ptr[int32](2)}, []string{"0", "1"}},
 	}
@@ -331,7 +331,7 @@ func testDeleteLogs(t *testing.T, open storeOpener) {
 		}
 		return r.JSON200.Deleted
 	}
-	if n := del(rest.DeleteLogsParams{ProjectId: p.Id, UserId: ptr("alice"), LogLevel: ptr("info")}); n != 2 {
+	if n := del(rest.DeleteLogsParams{ProjectId: p.Id, UserId: ptr("alice"), LogLevel: ptr([]string{"info"})}); n != 2 {
 		t.Errorf("delete alice/info = %d, want 2", n)
 	}
 	// 150, 160 and 170 are entries 5, 6 and 7; entry 6 (alice, info) is gone already.

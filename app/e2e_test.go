@@ -181,6 +181,7 @@ func runContract(t *testing.T, open storeOpener) {
 		{"RetentionValidation", testRetentionValidation},
 		{"RetentionMergePatch", testRetentionMergePatch},
 		{"RetentionHidesAndRefuses", testRetentionHidesAndRefuses},
+		{"SearchAndStats", testSearchAndStats},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,7 +49,15 @@ type LogInput struct {
 type LogFilter struct {
 	ProjectID string
 	UserID    *string
-	Level     *string
+	// Level and Levels together match entries whose level is any of them; one value behaves as
+	// Level alone always did. The service moves Level into Levels before a store sees the filter.
+	Level  *string
+	Levels []string
+	// Subject matches the subject exactly.
+	Subject *string
+	// Q matches entries whose message holds it as a literal substring under Unicode simple case
+	// folding; stores compare FoldCase(Q) with FoldCase(message).
+	Q *string
 	// TraceID matches the entries of one trace; upper-case hex digits match too.
 	TraceID *string
 	Start   *int64
@@ -92,8 +100,27 @@ func (l Limits) validateFilter(f LogFilter) (LogFilter, error) {
 		}
 	}
 	if f.Level != nil {
-		if d := checkChars(*f.Level, 1, l.MaxLevelChars); d != "" {
-			fields = append(fields, FieldError{Param: "log_level", Detail: d})
+		f.Levels = append([]string{*f.Level}, f.Levels...)
+		f.Level = nil
+	}
+	if len(f.Levels) > MaxLevelFilters {
+		fields = append(fields, FieldError{Param: "log_level", Detail: "may be given at most " + strconv.Itoa(MaxLevelFilters) + " times"})
+	} else {
+		for _, lv := range f.Levels {
+			if d := checkChars(lv, 1, l.MaxLevelChars); d != "" {
+				fields = append(fields, FieldError{Param: "log_level", Detail: d})
+				break
+			}
+		}
+	}
+	if f.Subject != nil {
+		if d := checkBytes(*f.Subject, l.MaxSubjectBytes); d != "" {
+			fields = append(fields, FieldError{Param: "subject", Detail: d})
+		}
+	}
+	if f.Q != nil {
+		if d := checkChars(*f.Q, 1, MaxQueryChars); d != "" {
+			fields = append(fields, FieldError{Param: "q", Detail: d})
 		}
 	}
 	if f.TraceID != nil {
@@ -108,6 +135,7 @@ func (l Limits) validateFilter(f LogFilter) (LogFilter, error) {
 		return f, &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: fields}
 	}
 	f.TraceID = lowerHex(f.TraceID)
+	f.Levels = dedupe(f.Levels)
 	return f, nil
 }
 

@@ -43,6 +43,11 @@ type LogStore interface {
 	ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error
 	// DeleteLogs removes the entries matching f and returns how many it removed.
 	DeleteLogs(ctx context.Context, f LogFilter) (int64, error)
+	// LogStats counts the entries matching q's filter (Levels, never Level) with Time in
+	// [Start, End], per bucket of q.Step from Start and per value of q.By, in one consistent
+	// snapshot; entries before q.Now minus the project's retention are left out as ListLogs
+	// leaves them out. KindNotFound if the project does not exist.
+	LogStats(ctx context.Context, q StatsQuery) ([]BucketCount, error)
 	// SweepLogs deletes, in one transaction, at most limit entries of the project with Time
 	// before now (Unix ms) minus the project's retention as stored at that moment (none when it
 	// keeps entries forever), and says how many. ErrSweepBusy when another instance is sweeping.

@@ -145,7 +145,7 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 // DeleteLogs implements rest.StrictServerInterface.
 func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObject) (rest.DeleteLogsResponseObject, error) {
 	p := req.Params
-	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime})
+	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime})
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +155,45 @@ func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObjec
 	return rest.DeleteLogs200JSONResponse{Deleted: n}, nil
 }
 
+// levels is the repeated log_level parameter; absent means no level filter.
+func levels(p *rest.LogLevel) []string {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// LogStats implements rest.StrictServerInterface.
+func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (rest.LogStatsResponseObject, error) {
+	p := req.Params
+	q := domain.StatsQuery{
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
+		Step:      p.Step,
+	}
+	if p.By != nil {
+		q.By = string(*p.By)
+	}
+	st, err := s.svc.LogStats(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := rest.LogStats200JSONResponse{Step: st.Step, Buckets: st.Buckets, Series: make([]rest.LogSeries, len(st.Series)), Total: st.Total}
+	for i, sr := range st.Series {
+		value := nullable.NewNullNullable[string]()
+		if sr.Value != nil {
+			value.Set(*sr.Value)
+		}
+		out.Series[i] = rest.LogSeries{Value: value, Counts: sr.Counts, Total: sr.Total}
+	}
+	return out, nil
+}
+
 // ListLogs implements rest.StrictServerInterface. The page is not read here: the returned
 // response streams it from the store while writing the body.
 func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (rest.ListLogsResponseObject, error) {
 	p := req.Params
 	q := domain.LogQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Level: p.LogLevel, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime},
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime},
 		Desc:      p.Order != nil && *p.Order == rest.Desc,
 	}
 	if p.Limit != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // logColumns is the column order of every bulk insert; rowArgs gives an entry's values in it.
-const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id"
+const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id, message_fold"
 
 // writeRows executes stmt once per entry with the entry's values in logColumns order.
 func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry) error {
@@ -26,7 +26,7 @@ func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry) e
 		if e.Attributes != nil {
 			attrs = string(e.Attributes)
 		}
-		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID); err != nil {
+		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID, foldedMessage(e.Message)); err != nil {
 			return err
 		}
 	}
@@ -65,6 +65,9 @@ func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, rec *
 	}
 	if err := s.eng.createLogs(ctx, tx, entries); err != nil {
 		return nil, s.translate("create logs", err)
+	}
+	if err := addCounts(ctx, tx, s.bind, countEntries(entries), 1); err != nil {
+		return nil, s.translate("count logs", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, s.translate("commit logs", err)
@@ -128,7 +131,8 @@ func chunks(ids []string, n int) iter.Seq[[]string] {
 	}
 }
 
-// where renders f as a WHERE clause with ? placeholders.
+// where renders f as a WHERE clause with ? placeholders: every filter of a listing, delete or
+// count, in one place. It is the same SQL on both engines.
 func where(f domain.LogFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.ProjectID}
@@ -137,13 +141,35 @@ func where(f domain.LogFilter) (string, []any) {
 		b.WriteString(" AND user_id = ?")
 		args = append(args, *f.UserID)
 	}
+	levels := f.Levels
 	if f.Level != nil {
+		levels = append([]string{*f.Level}, levels...)
+	}
+	switch len(levels) {
+	case 0:
+	case 1:
 		b.WriteString(" AND level = ?")
-		args = append(args, *f.Level)
+		args = append(args, levels[0])
+	default:
+		b.WriteString(" AND level IN (?" + strings.Repeat(", ?", len(levels)-1) + ")")
+		for _, l := range levels {
+			args = append(args, l)
+		}
+	}
+	if f.Subject != nil {
+		b.WriteString(" AND subject = ?")
+		args = append(args, *f.Subject)
 	}
 	if f.TraceID != nil {
 		b.WriteString(" AND trace_id = ?")
 		args = append(args, *f.TraceID)
+	}
+	if f.Q != nil {
+		// The folded message (NULL when folding leaves it as it is) against the folded term,
+		// every LIKE metacharacter of the term escaped: a literal substring. Folded text has no
+		// ASCII capitals, so SQLite's ASCII-insensitive LIKE and PostgreSQL's LIKE agree.
+		b.WriteString(` AND COALESCE(message_fold, message) LIKE ? ESCAPE '\'`)
+		args = append(args, "%"+likeEscaper.Replace(domain.FoldCase(*f.Q))+"%")
 	}
 	if f.Start != nil {
 		b.WriteString(" AND time >= ?")
@@ -156,15 +182,38 @@ func where(f domain.LogFilter) (string, []any) {
 	return b.String(), args
 }
 
-// DeleteLogs implements domain.LogStore in one statement.
-func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (int64, error) {
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
+
+// foldedMessage is what message_fold holds for a message: its folded form, or NULL (nil) when
+// folding leaves it unchanged.
+func foldedMessage(m string) any {
+	if f := domain.FoldCase(m); f != m {
+		return f
+	}
+	return nil
+}
+
+// DeleteLogs implements domain.LogStore in one transaction: the delete returns the minute and
+// level of each row it removed, and the rollup loses exactly those.
+func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, err error) {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, s.translate("begin delete", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // nothing of this delete stays; a rollback error adds nothing
+		}
+	}()
 	w, args := where(f)
-	res, err := s.w.ExecContext(ctx, s.bind("DELETE FROM logs"+w), args...)
+	n, err = deleteCounted(ctx, tx, s.bind, "DELETE FROM logs"+w, args...)
 	if err != nil {
 		return 0, s.translate("delete logs", err)
 	}
-	n, err := res.RowsAffected()
-	return n, s.translate("delete logs", err)
+	if err = tx.Commit(); err != nil {
+		return 0, s.translate("commit delete", err)
+	}
+	return n, nil
 }
 
 // logRow is one row of a listing: the entry plus, on every row, how many rows the page query
@@ -358,11 +407,7 @@ func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limi
 	if !ok {
 		return 0, domain.ErrSweepBusy
 	}
-	res, err := tx.ExecContext(ctx, s.bind(sweepBatch), projectID, projectID, now, projectID, limit)
-	if err != nil {
-		return 0, s.translate("sweep logs", err)
-	}
-	if n, err = res.RowsAffected(); err != nil {
+	if n, err = deleteCounted(ctx, tx, s.bind, sweepBatch, projectID, projectID, now, projectID, limit); err != nil {
 		return 0, s.translate("sweep logs", err)
 	}
 	if err = tx.Commit(); err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/pressly/goose/v3"
 )
 
@@ -30,17 +31,24 @@ func sqliteProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, 
 		goose.WithGoMigrations(goose.NewGoMigration(3,
 			&goose.GoFunc{RunTx: hashIdempotencyScopes},
 			&goose.GoFunc{RunTx: forgetHashedScopes})),
+		goose.WithGoMigrations(goose.NewGoMigration(6,
+			&goose.GoFunc{RunTx: upSearch(searchUpSQLite, func(q string) string { return q })},
+			&goose.GoFunc{RunTx: downSearch})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }
 
-// postgresProvider is the PostgreSQL store's migrations on db, all of them SQL.
+// postgresProvider is the PostgreSQL store's migrations on db: the embedded SQL files, and in Go
+// 00006, whose backfill folds messages with the domain's own case folding.
 func postgresProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 	files, err := fs.Sub(postgresMigrations, "migrations/postgres")
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, goose.WithDisableGlobalRegistry(true))
+	opts = append(opts, goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(goose.NewGoMigration(6,
+			&goose.GoFunc{RunTx: upSearch(searchUpPostgres, func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })},
+			&goose.GoFunc{RunTx: downSearch})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

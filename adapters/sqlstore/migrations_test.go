@@ -344,3 +344,94 @@ func listAll(t *testing.T, s *sqlstore.Store, f domain.LogFilter) []domain.LogEn
 	}
 	return out
 }
+
+// TestSearchMigrationFoldsAndCounts upgrades a database that the previous release (schema
+// version 5) filled with entries to migration 00006, on both engines: more than one backfill
+// batch of messages with capitals and accents is found by q under case folding, the subject
+// filter works, and the stats of the rollup count every old entry.
+func TestSearchMigrationFoldsAndCounts(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		testSearchMigration(t, "sqlite", "file:"+path, func(created time.Time) any { return created.UnixMicro() }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testSearchMigration(t, "postgres", url, func(created time.Time) any { return created }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
+		})
+	})
+}
+
+func testSearchMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+	ctx := t.Context()
+	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
+	raw, err := sql.Open(engine, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlstore.MigrateTo(ctx, raw, engine, 5); err != nil {
+		t.Fatalf("migrate to version 5: %v", err)
+	}
+	bind := func(q string) string {
+		if engine == "postgres" {
+			for i := 1; strings.Contains(q, "?"); i++ {
+				q = strings.Replace(q, "?", fmt.Sprint("$", i), 1)
+			}
+		}
+		return q
+	}
+	created := time.Now().UTC().Truncate(time.Microsecond)
+	project := newID()
+	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)"), project, "p", timeArg(created), timeArg(created)); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := raw.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2500 // more than two backfill batches
+	for i := range n {
+		msg := fmt.Sprint("plain ", i)
+		if i%2 == 0 {
+			msg = fmt.Sprint("CAFÉ ", i)
+		}
+		if _, err := tx.ExecContext(ctx, bind("INSERT INTO logs (project_id, time, id, level, message, subject) VALUES (?, ?, ?, ?, ?, ?)"),
+			project, int64(i)*1000-60_000, newID(), []string{"info", "error"}[i%2], msg, fmt.Sprint("s", i%5)); err != nil {
+			t.Fatalf("write an old entry: %v", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := open()
+	if err != nil {
+		t.Fatalf("open and migrate: %v", err)
+	}
+	defer s.Close()
+	if got := len(listAll(t, s, domain.LogFilter{ProjectID: project, Q: ptr("café")})); got != n/2 {
+		t.Fatalf("q=café finds %d old entries, want %d", got, n/2)
+	}
+	if got := len(listAll(t, s, domain.LogFilter{ProjectID: project, Q: ptr("PLAIN 2499")})); got != 1 {
+		t.Fatalf("q=PLAIN 2499 finds %d old entries, want 1", got)
+	}
+	if got := len(listAll(t, s, domain.LogFilter{ProjectID: project, Subject: ptr("s3")})); got != n/5 {
+		t.Fatalf("subject=s3 finds %d old entries, want %d", got, n/5)
+	}
+	// Whole minutes from the backfilled rollup (negative times included).
+	counts, err := s.LogStats(ctx, domain.StatsQuery{LogFilter: domain.LogFilter{ProjectID: project, Start: ptr[int64](-60_000), End: ptr[int64](n*1000 - 1)}, Step: 60_000, By: domain.ByLevel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, c := range counts {
+		total += c.N
+	}
+	if total != n {
+		t.Fatalf("stats after the migration count %d, want %d", total, n)
+	}
+}

@@ -89,7 +89,7 @@ func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { retu
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
 // transaction, SQLite's cost is the B-tree work itself.
 func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
-	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return err
 	}

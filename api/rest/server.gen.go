@@ -42,6 +42,27 @@ func (e ListLogsParamsOrder) Valid() bool {
 	}
 }
 
+// Defines values for LogStatsParamsBy.
+const (
+	LogStatsParamsByLevel   LogStatsParamsBy = "level"
+	LogStatsParamsByNone    LogStatsParamsBy = "none"
+	LogStatsParamsBySubject LogStatsParamsBy = "subject"
+)
+
+// Valid indicates whether the value is a known member of the LogStatsParamsBy enum.
+func (e LogStatsParamsBy) Valid() bool {
+	switch e {
+	case LogStatsParamsByLevel:
+		return true
+	case LogStatsParamsByNone:
+		return true
+	case LogStatsParamsBySubject:
+		return true
+	default:
+		return false
+	}
+}
+
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
 // null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
 // the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
@@ -153,6 +174,43 @@ type LogEntryInput struct {
 	//
 	// Example: u-42
 	UserId *string `json:"user_id,omitempty"`
+}
+
+// LogSeries The counts of the entries with one value of the grouping.
+type LogSeries struct {
+	// Counts One count per bucket, in the order of `buckets`.
+	//
+	// Example: [3,0]
+	Counts []int64 `json:"counts"`
+
+	// Total Example: 15
+	Total int64 `json:"total"`
+
+	// Value The level or subject; null for entries without a subject and for `by=none`.
+	//
+	// Example: error
+	Value nullable.Nullable[string] `json:"value"`
+}
+
+// LogStats Counts of entries per bucket of time and per value of the grouping.
+type LogStats struct {
+	// Buckets The start time of each bucket (Unix ms), from `start_time` on.
+	//
+	// Example: [1795392000000,1795395600000]
+	Buckets []int64 `json:"buckets"`
+
+	// Series One per value of the grouping that any counted entry has, ordered by value (null first); with `by=none` exactly one.
+	Series []LogSeries `json:"series"`
+
+	// Step The width of a bucket in milliseconds.
+	//
+	// Example: 3600000
+	Step int64 `json:"step"`
+
+	// Total How many entries match, over every bucket.
+	//
+	// Example: 376
+	Total int64 `json:"total"`
 }
 
 // LogsCreated How many entries a batch stored.
@@ -332,7 +390,7 @@ type RetentionDays = int
 type EndTime = int64
 
 // LogLevel defines model for LogLevel.
-type LogLevel = string
+type LogLevel = []string
 
 // ProjectID defines model for ProjectID.
 type ProjectID = string
@@ -340,8 +398,14 @@ type ProjectID = string
 // ProjectIDQuery defines model for ProjectIDQuery.
 type ProjectIDQuery = string
 
+// Q defines model for Q.
+type Q = string
+
 // StartTime defines model for StartTime.
 type StartTime = int64
+
+// Subject defines model for Subject.
+type Subject = string
 
 // TraceID defines model for TraceID.
 type TraceID = string
@@ -387,8 +451,16 @@ type DeleteLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -408,8 +480,16 @@ type ListLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -444,6 +524,44 @@ type CreateLogsParams struct {
 	// body answers 422; a retry while the first request is still being handled answers 409.
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
+
+// LogStatsParams defines parameters for LogStats.
+type LogStatsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime The start of the first bucket, Unix time in milliseconds (inclusive).
+	StartTime int64 `form:"start_time" json:"start_time"`
+
+	// EndTime The end of the range, Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime int64 `form:"end_time" json:"end_time"`
+
+	// Step The width of a bucket in milliseconds, at least 1,000; at most 1,000 buckets per request.
+	Step int64 `form:"step" json:"step"`
+
+	// By One series per `level` (the default), per `subject` (entries without one: `value` null), or one series for all (`none`, `value` null).
+	By *LogStatsParamsBy `form:"by,omitempty" json:"by,omitempty"`
+}
+
+// LogStatsParamsBy defines parameters for LogStats.
+type LogStatsParamsBy string
 
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
@@ -530,6 +648,9 @@ type ServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams)
+	// LogStats Count log entries over time
+	// (GET /logs/stats)
+	LogStats(w http.ResponseWriter, r *http.Request, params LogStatsParams)
 	// ListProjects List projects
 	// (GET /projects)
 	ListProjects(w http.ResponseWriter, r *http.Request)
@@ -596,13 +717,39 @@ func (siw *ServerInterfaceWrapper) DeleteLogs(w http.ResponseWriter, r *http.Req
 
 	// ------------- Optional query parameter "log_level" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
 		}
 		return
 	}
@@ -694,13 +841,39 @@ func (siw *ServerInterfaceWrapper) ListLogs(w http.ResponseWriter, r *http.Reque
 
 	// ------------- Optional query parameter "log_level" -------------
 
-	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
 	if err != nil {
 		var requiredError *runtime.RequiredParameterError
 		if errors.As(err, &requiredError) {
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
 		}
 		return
 	}
@@ -826,6 +999,156 @@ func (siw *ServerInterfaceWrapper) CreateLogs(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CreateLogs(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// LogStats operation middleware
+func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogStatsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "step" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "step", r.URL.Query(), &params.Step, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "step"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "step", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "by" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "by", r.URL.Query(), &params.By, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "by"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "by", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogStats(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -1096,6 +1419,7 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/logs", wrapper.DeleteLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/logs", wrapper.CreateLogs)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/stats", wrapper.LogStats)
 
 	return m
 }
@@ -1558,6 +1882,114 @@ type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateLogs503ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStatsRequestObject struct {
+	Params LogStatsParams
+}
+
+type LogStatsResponseObject interface {
+	VisitLogStatsResponse(w http.ResponseWriter) error
+}
+
+type LogStats200JSONResponse LogStats
+
+func (response LogStats200JSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats400ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats401ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats403ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats404ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogStats503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogStats503ApplicationProblemPlusJSONResponse) VisitLogStatsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2326,6 +2758,9 @@ type StrictServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(ctx context.Context, request CreateLogsRequestObject) (CreateLogsResponseObject, error)
+	// LogStats Count log entries over time
+	// (GET /logs/stats)
+	LogStats(ctx context.Context, request LogStatsRequestObject) (LogStatsResponseObject, error)
 	// ListProjects List projects
 	// (GET /projects)
 	ListProjects(ctx context.Context, request ListProjectsRequestObject) (ListProjectsResponseObject, error)
@@ -2463,6 +2898,32 @@ func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateLogsResponseObject); ok {
 		if err := validResponse.VisitCreateLogsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogStats operation middleware
+func (sh *strictHandler) LogStats(w http.ResponseWriter, r *http.Request, params LogStatsParams) {
+	var request LogStatsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogStats(ctx, request.(LogStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogStats")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogStatsResponseObject); ok {
+		if err := validResponse.VisitLogStatsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -2648,118 +3109,136 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H2NbuM4kv+rEPovMDZWdvyVpONg8EemOz2TnfTHdic3u9fua9FS2eZGJj0iFcfTCHBPc/ce9yj3JIcq",
-	"Ul+2HDv9MTu7O4sFJpZEkSzW56+q1B+9UM0XSoI02ht+9GbAI0jozzdgktXZxECCvyLQYSIWRijpDb23",
-	"ECoZaWYUW3Jh2BgmKgGW4BAhp23P9+COzxcxeMOu7+lwBnOOr5moZM6NN/SENP2e53tmtQD7E6aQePf3",
-	"97634Amfg3HrOJfRlZjD5iJeyXjFQJpEgGZLYWYsMGIOAeOGqSRbk5kJza6luGN4kwnJ5iKOhXY7aAgZ",
-	"xqkWt9A8ZVLlWwm04Yn5QC+sbuf45HDQ7x518H++J3AlP6eQrDzfkxzX6YGMaKC3bedHg7qd+96lml7C",
-	"LcT77BXueGjild1fEOOwYMhueSwidn31vPWEHlOpYS+vL33WxbPq91g44wkPkbasYWbAJgLi6BvN1FKy",
-	"JI2RClyuzEzIKYNYAxOaDTodJvkcL+GQ/HgqdPEgSVTi1VMkVtMPtMQKSRwFtEmEnBIBXifqbxCai2eb",
-	"FLjCme3tbzQTUXXyTvekfzTpQOtJ2OOt43EfWifRYNLq8aPxk7ATdaE3yda24GZWLE1Enu8l8HMqEoi8",
-	"oUlS2HONf6Y9PrRQtpwpDfm58QTYHLg0p0wYNk+1YXAntPn0rayR2U374dF7eovM/klSxlFBPELINmWp",
-	"96TzgCwVYvhoabpKeAh1rFTZkprY1Rt8eogiMoM7HkEo5jxmkZgKo33SDDyO2S+QqFOWLhaQsJBrYHNu",
-	"whmgJlRtdvZpkjMYT056k/7h8fG4P4j4Ee+HcNI7iTrQgcFx/2jLadOK7VkXhJnzu0uQUzPzhv2e782F",
-	"LP/cPPlrDclOGtUonFRD8kFED6kcbthcacO6fqc3YOOVgS+uc9LWoLeFOm6BDyqce5QSvVBSA5ma73j0",
-	"Bn5OQRv8FSppQNKffLGIRciRNgeLRI1jmP/xbxoJ9bFYDZLQcBHj0czQGNKbcDNCEpFw6agktTd8V3qY",
-	"FMEYcnpVtLTnewuFXJ14Q++gd2C16P17HyXDpNobDlB0jDBEkO94xLIt5MfNxyo1w3HM5Y13X6bHHxKY",
-	"eEPv/x0UTsCBvasPXtttWiptarjS7uY8RnGEiKxuAvxGM04He8oCu+EAzxI0Ax7OmJpMQEZ4ssQIOKp0",
-	"vPe+91wlYxFFID/7FIRmN7BikQJNIhyq20xbqQUk9CqvTMp+QcpiFV+VkGevL3avkWhklTtR6EI+j8V0",
-	"9rlsyvNjJAmnOS8imC+UARmuWj/CyrIvm9jpyqQ6KUj1VMlJLMKvyHJn6ysFpvkc6larjYhjNgZksBmX",
-	"UQzRqfVMWcwzFnupzHOVyugzCZjZeTy3Cb2vTKFBQaGXyrDn7oGvyEzZenJmcv4FWkOlLnkyhc9mmTFa",
-	"PDZTcaQLFY8GPDMXZRp0+xUuwVnZlVLMLuWr0mKsohXKDfKKXbPQLMZ58RqXlokgQWnjYQgLozNCveBy",
-	"5bSo/kx6LRNhgCXcAIO7ECCCCo/0SlKEdMGZWT71V6UPKp0Z1yzVELF0wYTRrFhtJjKZfwdsKm5Bkn+H",
-	"Nng9UGzlkWLdktzTB6WYklZ1LXlqZioRv8DniiK+CKRxQ1ju/ZYFslsQuzLzV6PzS5Xpdx9ZUUkoc10u",
-	"pTdSLdeI+tNPP7XOii3VOObBd8ATSIKKQ2SvPez0WLrfchHzcQxfwNPRBiNmoVlaem1B98OyVX0Lya0I",
-	"gV1XHv2KbG4XF3Jpg3uWoA8CEUvQoDGpln6mJNypoAmZQUQOSqz4uvH4cqyPpy5dNPmZp5Dal2X6f4uj",
-	"KVURmOb2ntzSkovZOShFkRU/s9cri88iUSFojQfIzqURZvUVrb9hMXBtSIDQyqycP8nzDZkZXzd7FIGs",
-	"jftGZ+Gr0CPJ4wQ4Wok4yowCasECZkgATwT1SSM46B/YkSMPXbNiiCkjEyNZjFETdswivtIjr5lz2brH",
-	"ssxUsAOe6GQ4i8RkAgmaS7RjpyNkXwqQ8Hni6ajNkL/tQRM9yuY4M8anNKllAab5SrOZWrI5mpm5SmAk",
-	"zQxwVkigPZIeMaZOFwuVGIheQCT4FZ3pZysJMsd5qFN6AQ0suwyHZTbL18JoMYxW8/X9BmH5iMABYHOa",
-	"Guekn4VbbvgNBrV/evvq5SnjDP/L5pBMMWBFj2OiEvb67OrpD802RdtuCbjCM2MSMU6NjTx5FAl8I49f",
-	"J/h6g36UA27WoFeTpKFJE4hYxA3PlkjcPWRWy6PBIXAWj5kWdcvjFFdq72ufyXQ+hkT7bKxUDFxqfyRl",
-	"Gsc+40nCV9pnaowcrZu+fdsNLAy7hWTMjZizRqSMBbSQTAmg42BANtvsLOPB3hM7kBtiMmbUglH06mdh",
-	"oAUle4dHpXj3NGfiowH7UXzHuC4rZ5ChikAzYUaygWfLQ9M8ZRI0skgpgqaZNIsAFqdMqowwKiG/Z85X",
-	"5MGyl9eXrHH9R3Rfm232b0SlkQzVHH3G8AZn1yBNTi9GSFYEEWsE3V5/cHh0/OSkU/wVMG1QyAgsaZ5a",
-	"CuSvG0lNvOwzLiPGaSn4emaWaBNvABaaNFCMSovODIXSLwvVzJhFew5mpiJv6H1/foUWCa9ZAfqA9EGb",
-	"2/M9slsZFxk+RXPgLfhqTmi/70Hqvb/PZcmet+d7d62parmLKJztN3z5AlU9eez53Za+EYuWWli2beUm",
-	"BKezWPa5NHUA6ZnTXyxWU8u3bfbKvcZCAtqqc1RKxF9EI2Q2NUc2I+x3UZKTjx6vSNND0l+Su3vfE1Fd",
-	"cgNZrcW1FlOJh5VK8XMKW1DaE97ttI7DXtR6Av1Ja8APx0fhcfQETibeBuDme3GG728C5xvPzh3RK0+7",
-	"82MRhLGQZee1GFiy4JWxe0LLG+/TCy4/1JGqe8RitYSkRVjoJnC6RrPOpHN0zHlnzE86vfFx7VTpOPOH",
-	"ioHhDMIblZq6AaYWtd6KRW/Bn7u9vr8bVPYLzHVjRtQ5+5NiD8h3Y6cZolkhjUNAN4HdAv5/Z3McleTA",
-	"PJfnLC1DdHy/rg1KgnwhF6mpA4qhEGTUl5yFsUAO1SAjVGdfTlrj+uTYZm7rtGwzSNtoFgg5UQFbzgC9",
-	"PLTwfIyKpT6LtR1H7z4sqRuea9mYNY4O/cP+kQPD1cTC5tWkSJ2El1ZzdHjYP9op89uhodxZYGOIlZyi",
-	"n/Al8lH7Kw2KyhbOcV5fCnJQ9+hxORg8SgJw0AWQUWZehLQSSQ/t1EQlEnePqgd+9LCequ7uJ7Rcxc6I",
-	"zVRq6tMhGQewhlToizStT2+5/xvN8kWxUKXS6HL6FneKgYiknAwKodKQsLFKZWT5H+dgsZhbbl/iwjDC",
-	"kRHcYUBsPSAlGdxCsrJUq5KppHfL5On0Bp+viMsi+o22j5Bs1kjll9TTSF+6W89+jZ/6TxllDhnhlXfG",
-	"Z68WIK8ghjn6U03k0MdmCR/PoXsYiEel+irmY5MieLNEkFDJEBKp/yG51pnEXRy7ZiNrzeMWe6ifJsAN",
-	"1NDyhyy4znP+Dnt2IfuGKQyLN+U76Pl75bfLq89es23BzyCGfRcc0bMsgbm6rVtyVLyrkNBPWHP2nro1",
-	"vzLx4kyuKCCr9zny0NzFsZzyVHjp1dXlaxeK88UCo75GIKShdwUU+o2BcRcRNmu8EwyA85mr92wcjX8J",
-	"A/Od7ktlG0WoRTMQPTY2juF4Pre760J0uo0CmN/PKY6X62xwpNJxDOvvs7EshT+OLHhTSXg1IcBw/TV7",
-	"lFtgHHlzGwttvhzhfoTHEM6udn2rJWGv5bF8jo0F38Cq5j2+3cjjzr1u8gyE2vQYJXvz/Ck7GRweM4et",
-	"sUiF6dwZxXVZtBBbOSTYWnywsZcMJK71YbJ6D1TCiZJTn1BUK28MLVu2Okp8loCfTodidWQGiE6tUbdY",
-	"IwX09LjPArv0gFGUQKhnBZlkBTDpM2hP2yMZNE5OOh17101uYTo7VTOwYMleDObo/1xAHG0yGEqGNlyG",
-	"a8H3Qaymuo6Sjt5b7au7T5VrpKsgnCnrAeBxBX9puaRf6yIKWFaUwmzy4JT9nCoD6KQTMRNYqMSgYuMZ",
-	"Hb4MOJFhsKUtU3XJzqrNHLEtE6u2FqXkLzpceR0cun5zwRIg8JucNG4c2O9wduI5HHzKghL+G1BpnQML",
-	"aR8W7hbkklXpU4aNd/kFxgHOtL+cRH4mee+3y7blrS3GKyuBIbTZ1sE0AoehBU2mEkb1TEVlDN7O/g6a",
-	"+2mCXZVFm0FkNkM9F1OSwRneYgt2oVTFY2bbKrUqdXyb82bg4fqsZMbdXdZAxXh00uk2mZBGsbKioyyJ",
-	"9WDnC7PK8N6CJ5YzFVtwv7qwvKZqFyM8fOD1weBZHnZXYWwHSdRhI86T+8DXMLBep3fU6nZbvf5VtzPs",
-	"4P/bFnf+d68koRE30NpG5j3QTnZ9ffHs9vjLQAC2FG9fJC9PnH2I+GqnAn+TPf0MH8b4ZhF9JcLVoWm0",
-	"Nb98WpUVbOzmAbbZAqyREc7BNHRbNRgMfHhRCrbOPBnBa/CxaprFxqoUhS1nwhAgE0KbvSRNKwEiVwxf",
-	"C37X4wK9w6OdQNlnnfHaOdBmH6Drawy86mRyI01HiuW4f3LURO2W03dYhKkuzEBrYo1ROONyCuiUjNY2",
-	"NfKGTKZxHLh8ThZYTVSCIesp45kTFcPEMJUalzPi2uKS1ov5sgdbe3yt296vf4Ibp1V9ZHuAitOVc+3l",
-	"dJnDnwXorNPh6LBzyoLyOZgZ+ap0CO2RPJMO67A1+nlVQDmzL3FuIVPtTE2W2BeaTZWEITmeQk41i4Hf",
-	"AmUl8TwniZpbtlGE5FZHW9bRrMFZrOQUktK9MaVnbe6RoI8lJxd3JPUSFoatwDR9AhXCm2mCnjTTS4CF",
-	"C9qJg9CXJrBNpgYJYnONRdke5UElUAVEAhMqPiD/e9DrtdlP6GGSWssdTKS2T1vES8LybMnbyjC8CCY8",
-	"jc1INoLLV99/eHN+df7y6uLVyw/Pzv76NvAz4rNUxqA1qrPmae7RxjzMFtZ4fX3VXJ9wJO2M9kx9phXj",
-	"bhw4InODU0zBWDmluTK6RNzwtVxqv0PML+bp3BsiwxDv259d38N5bIGUS6BuohkawjQRZvUWud0K6pgK",
-	"sM5SM6sN7bJqX65ZcOYK0KiUYMhs6Rb78fyvgZ+Xr1nylDyHGddZUllOxDRNIBrJBh2fpEOlmE8tbC4+",
-	"mgtpH0f7ESkLmlEhyWmpeCZLiSfAIxIotZQjmbsuMrIMAT4xPF1wIBERvaiXwfDIUpkUAIEXWUWao9/M",
-	"mIUtvRByorLCEm69J1e7/2qMu+VjEQuzIprNuZCGC4l+60bVhtP3Flw0MxBJWSMwqqf+4erq9QEq/vZI",
-	"juQ5YYcU/hI2K1mwraYlyKNvayYwMG9mjTCrBQQ+6g4T0x82OghGEleSRbintkXCVoy4ch0eRTRrVh5P",
-	"cadTRZmtIW+76mqj+zqSNlwYu9KO3DvOwwcbL7Mgc21tPFHntG+LLkbyqXU7BPomTpRCnmoCCA/v7uwh",
-	"xyIEqaF0cmcLHs6g1Wt30B9KYnfgenhwsFwu25xut1UyPXBj9cHlxdPzl2/PcUx7ZuZxKZrcZATP924h",
-	"0c78tTvtDj6O7M4Xwht6/Xan3Ufryc2M5NFG7DlquSmUz5yCqFRx5bxD/E09Pg5vtlWwExEj0QjKL9dU",
-	"oZ3Nq4Muovz1lxY2KDc2vqs3nMUjB2uNZvf+zhGumWePJ/NOwz2ezfqo9ni06CPb4+GssfP+/VobTq/T",
-	"eaDgrLbQzCHS3d7eVWBlVHxLJRidOzUlZX1QkIDTfBHVig/sSuvmyXd0UOoqoiHd3UMq1ck0qL97UNGw",
-	"QiMGu0fkXRA4oHeye8B6bfy97x3us7RytS8ZznQ+58kql4+yvvaKWiWS3ff3vjeFmgDpDZg0kZ8kuT5T",
-	"SQRoX8erzPUzaGkDEQUj2eA6dHrS+SoBPf8tLiBoOieJcMhsOjsTeY0BJa8C3yJ7l0LeBA7IG8mQJy7L",
-	"kkDMjbiFMtZlIQ0Jd4Yt+BRYI0gg/nbk4ZWRFzSHtmS3ABMJceEyGkmrz13xaBCmiVZJgGYGIh9fTJXP",
-	"WsW3EDE+5UJq65Zev7ms4ChLV/FGuVD0Z63uz8ptZ0obl+6jGjVa5ox81OpWycxS3QE+QW05CfA5zu7C",
-	"HOtt5K6yTeSxsyzgpfOz9ZXk2KgJDpuoxFYT5k6nNjyOKX2MXmmje8g0HqrzRZssVtpp91BJCSEyj/WJ",
-	"iVjCuP7CqSu1q6rvS6HN78r7IeXtb/QlcB0GrIFhlDZsIhJtfFeE7I5EJegb0VMSlvlTa2Uw+MSW3k4S",
-	"xkqTA0j02t95nMbQ0Pc1OE4dqEnIaO4rSsex1N/kgslux+90Oqesi//ZXqSwrYWZ1IH34FcQ8jCkazuh",
-	"y3HIZtyxgSgv+M8psIXSIq9Kllay0MeHW6FSTdv6Rq9JabX2afWnzsXf1N3LX266L59dDF48O1u+uLr4",
-	"ZfLnLedg1cy2/uP6rPtnGvt369Vje9fDOvxz3+SIqzUrCsKyEq+6+qxy8dW+aGleH1VXjZSXF1UQU6qw",
-	"WSuGKSpd9qkZyYtAbJUE9XfkZ7dX4iyv693Mym44Ua8yaVKTDWdqrZMGubKmx2mUdjr9kJz4//+///lf",
-	"+LN3ZNnuW/e7T71qJTPpJFQqM4PEzj9RcayW2kZwT3pPnjSHJRNMMIizwQ1Owq3i1EBuXm205FNitn/y",
-	"5Ij9z38P2r2mX29Sc/M8ktdvLtdAB6+8o4Jtvt2HaSq7z4R18uc6IuzsAPsn8lw/0wNFE7/L/1woXeOA",
-	"vrVZHNf3YUP4rKvB2ozcrjQoz1f057AX4rtTNlZmZkudbC+FdWpGUoMhWLHJhLRNgwmXmocWKAJBjG29",
-	"2rzK0JWUqcThQLrNCojTfpZhJJ2rSxDZRvmdn3++wX1Oxj5n62bbzDWsZRX6uF4xlVTVhL7emWu4vXWF",
-	"ZFr84sq4qPUJxSojUMVxzluoLEDpRpB7SNDkSFpsstvPOqSyaiXadqzUDXV+oOvoPhqx+aEB+3iOmzig",
-	"ZCQrXV15tlQyZ2xHns+Cg86B0/2u9SvD5uzd3tpQC2yPPH8kg4PuQWGs8ueogI2vtcnYlw0OMnVefmu1",
-	"2nAkbbkhNZUJmfU5W597w4G1lWr1LmyVm1+Qr12chOYTCkmoi2SYocq9AZuplAqusueoOQP131pv/g2s",
-	"MJSymJy95ODPZolhM0IoGZL7b5stq2+ywiP1EhJa4UiqREyF5DHrdbp2ct9hcuX+ujewiPkKoiEzSQrB",
-	"aWVtG512I1mZZ9DrnZKRsEkCEVswjlzVcn1NzfcGind0Ttb1PxGtVSQlW2jIM//KGsTCwVprFtzmafUO",
-	"D9fzNgtuDCT4zv94Nxrd9Tqt0eju+Pz9H//gbfHJaEPfqWj1q7lj/xoulv+xtDHLTXiIURp/4r6qTltN",
-	"AyNy2LCm+bVUzWutUxEn25C+Ego5+R7JvFlO4MWsgsGaKNYIXpz95cN3Z1dPf/hw/vLqzcX526B5misH",
-	"MgfCWEsy6PYfUaFV7Tu5pyDpwg4soqTsQp0vWv0A1v1G3NF9HMiYV+o+DmPMSoVr3OPzkgUv2npZQyWU",
-	"K3PKR0C03jTssxmP2BhANtfc6DrtV+NWkzrMckuUALH6KlN3aoKmbL1V2WQJyUx12/bpahCJr64NzelG",
-	"TVD+W/dG94BF88/x4IBufy8c1X4BhQYc7rORmqZsQm17+wyufGrg7wf2/kSfF8l1w+Rht/ve97JvERBv",
-	"PwgCW284T1aX0ad2LaqXJQ29z8YjyhVbO6qNHmO8MoylME7rpRf9TrXq6cHJPyHULzHMrkj/LI4z4ut1",
-	"6v96wvolIsFFwRd5y3R2aXsoaLV8+YMUzrvUa+V1ImIN7orsmm32PGt3zhP8aik1awQiCjCCKHgr8FlQ",
-	"HHbQLAdgVpMTIrk1BHidfxrkE129j3tx5GO+wlAUv31Fe/1bF8tH0mvXl7/QPLudryNsytJqS3soN7Os",
-	"tFfCstCkQa6DDz6K6D5Yq57Nb+5Jvv2/Svob9wt+ZTP/d7HXVnMUSq1eJ5btNPHII8stCGG19rtoJBeG",
-	"NOG2goqyNqsoicHD3c/UfmgrBmvT+b/n5jdz8zuOf0d2njJqrl6ZnUk0gKWejuKTVH75O6ISii+t+Dbu",
-	"HHQGm8zwPZitnND53VzsNBftf2Jc/3swu1n3E5P65E0vttSXI58VaYHaOnO/Wm9Iz7ToGVtz2NwsPbdl",
-	"D/Y9lRJ0FnzcVoJ+v6UGHT3L2kHH9wGbiQiKEaVqaPstM/rutwyBVOmMu7pqp0UtWF8UH7eZSwuQyLuP",
-	"auUgeSbYHfr+M7P5utK3tjgbdA/bI1n2exmPl7SK6JbLEHSdw0uF/4/1d9fPYE09rEvt8WMl0XYj7OXo",
-	"/qNoruMHFFd32Ke5jw4H/V73Cyou+t56tKbA/nmq8P4l3EpSXEwr2024W0mntf4Flf6vl//Z7yDKqOip",
-	"GDLOgirrBkXrTbmpgDVQW46k05LNmiaDEJUXauaYUi3UupD3bqyYmgutqcCs3H1gmw/YlRpJq7PLndQ8",
-	"VhJ8+5XANntQ1W1DC3gCI7kXFHBNb//yUIDtJPpV0YDfpJLcRoe/g6J0E/6uKP+BFaXTcfsE4LfdrNOh",
-	"3JhETm25Jende8KBSXnUFQFcFaqFXDb6W9skUdEHE8z5DbAklYH99AKFeWxmzGJ4cNDtHbc77U67O3zS",
-	"edKhBJVtBDkgr9mt/+O2Hh61lOW0wKnVoZVetFKzm2s52vgncHRNYepluUvQfbCUCcl4HLdU0so+sDt2",
-	"/6KLNSKcvtFwAysNttq5PBlRvK4es/S9KAs1CDkFbVjj1dXl64Mfrq5eN22K7+2zHxncEcclef8Se6ri",
-	"GEKjktJcysQL7/79/f8FAAD//w==",
+	"7H3rciO3tt6roDonZbJ2k+JNN7JcKXlGY+tYc/GMdHxOhpNpsHuRxFYTaDfQougpVeVvniL/ksprZL9J",
+	"niSFBaAvZFOkRjPe3t52uWpEduO2sLCu3wI/eaFYJIIDV9IbfvLmQCNI8c+3oNLV2VRBqj9FIMOUJYoJ",
+	"7g29dxAKHkmiBFlSpsgEpiIFkuomjM/anu/BHV0kMXjDru/JcA4LqruZinRBlTf0GFf9nud7apWA+Qgz",
+	"SL37+3vfS2hKF6DsPM55dMUWsDmJ1zxeEeAqZSDJkqk5CRRbQECoIiJ1c1JzJsk1Z3dEPySMkwWLYybt",
+	"ChqMh3Em2S00R4SLfCmBVDRVH7HD6nKOTw8H/e5RR//ne0zP5JcM0pXne5zqeXrAI2zobVv50aBu5b53",
+	"KWaXcAvxPmuFOxqqeGXWF8S6WTAiKSRAFWGKTEVKKF8RMSUSbiGlMWkEsZh9xFe/hTQV6TjrdHpHxZdT",
+	"qmgcNH1NwYWQinSPkGqyTc5pOCdMklsas4hcX71oneA8RKbIq+tLn3Q1M/R7JJzTlIZ680hDzYFMGcTR",
+	"N5KIJSdpFmsyU75Sc8ZnBGIJutNBp0M4XeivdJN8/yuEf+/hnD3fw2l6H/SzJBYReEOVZlC/F/niKpvB",
+	"FCyQuewmSJUyPvPufW9B7y7Mw+5Rvkc0TelKP5VqpaeCm6k/v0nFXyFUF883d+xKL8Q8/kYSFlXW4nW6",
+	"p/2jaQdaJ2GPto4nfWidRoNpq0ePJidhJ+pCb+rZFSVUzYsFscjzvRR+yVgKkVt5sbK1BZXn+BNS5qGJ",
+	"kuVcSMj5jKZAFkC5GmmGWmRSEbhjUn3+UtY2xw778dFr+mnXCcF1BAuQks4gIKHgijIuzWlRcKcsw/YO",
+	"j0oc6xM240KPQkIqgUxWY37NWSgiIJLp9ZrvpyKO9EuN4G//IyALqsI5SBL87f8EIxK8u3p79u7deUAi",
+	"ARJFCr6gJUpK//Y/IWi2yYUiTI55zJQ+mEMS/OfAJ8HHgFAekWA8Dsic3gLhgsgEQkZj3ActWce8QvwI",
+	"wphxiLYQ+JcK1y/o3SXwmZp7w97hke8tGHefu34Nld9pEfhZspdqtfEI0bspYXsnnQckbCGcHy1j32UT",
+	"zXOPF7HSNAxIQ0J6CxGZrAjlhPEI7prD7YIxl6V+pzcgk5UC+bki0AvnEN6ITG3ZbjtF7+HDc5XSEOpE",
+	"VoUCYmoPi357qCX7HO5oBCFb0JhEbMaU9JG9aRyTXyEVI5IlCaTmiLhDoYRok7PPW+1gMj3tTfuHx8eT",
+	"/iCiR7QfwmnvNOpABwbH/aMtVMAZG5lSy/v9XoX19cdNIl1LSHfSqIZLMgnpRxYFj2OIL6wqvaw16G2h",
+	"jp3ggzxyr6WxTASXgFryOxq9hV8ykHhstDAFjn/SJIlZSDVtDpJUTGJY/OWvUhPqUzEbTUJFWay3Zq6N",
+	"ROxJL4ZxJJKeulbt0hu+L72MCmcCOb0qxoXne4nQ5zr1ht5B78Do+PsPWkdTlUlvONDCQzGFBPmORsQt",
+	"oVDrE5Gp4SSm/AaVe06Pf0lh6g29/3RQGMcH5qk8eGOWaai0qUlLq1vQWAskiNAaTYHeSEJxY0ckMAsO",
+	"9F6CJKCtKzGdAke9goygW5W29973Xoh0wqII+JN3gUlyA6tCQ4Xi1slrkUCKXXllUvYLUhaz+KqEPHtz",
+	"sXuOSCNjRCCFLviLmM3mT2VTmm8jnnAc8yKCRSIU8HDV+hFWhn3J1AxXJtVpQapngk9jFn5FljtbnykQ",
+	"SRdQN1upWByTCWgGm1MexRCNjMdGYupY7JVQL0TGoycS0NmTet+m2F+ZQoOCQq+EIi/sC1+Rmdx8cmay",
+	"dqzWhkJc0nQGT2aZCVp5cxFHshDx2oRx6qJMg26/wiV6VHIlBDFT+aq0mIhopc+N5hUzZyZJrMfV31Fu",
+	"mEibOCmhYQiJko5QLylfWSkqn0ivZcoUkJQqIHAXAkRQ4ZFe6RRpuuiRST70V6WPFjpzKkkmISJZQpiS",
+	"pJitOzLOwgUyY7fA0cLVOng9gNLKIyh1U7JvH5RiLTira04zNRcp+xWeehR1R8CVbUJyL6t8ILsFsSsj",
+	"fzU6vxJOvvuaFQWHMtflp/SGi+UaUX/++efWWbGkGtck+A5oCmlQMYjMdw8bPYbut5TFdBLDF7B0pBIp",
+	"Gm1ZqduC7odlrfoO0lsWArmuvPoV2dxMLqTcBL1Iqm0QiEiqFRrhYuk7IWF3RauQOURooMSCriuPL8f6",
+	"ete5jVo8cRcy05mT/1sMTS6KAEiu79EsLZmYnYNStKJiZ/Z65eOTpCIEKfUGknOumFp9Re2vSAxUKjxA",
+	"WsusrD1J8wWpOV1Xe+iBrLX7RjoHnskxp3EKVGuJOHJKQUvBIpyVgt4RLU8awUH/wLQce9o0K5qocgRs",
+	"zIs2YkqOSURXcuw1cy5bt1iWTgTbgCzuDCURm04h1epS67HRWLMvOkj6feTpqE00f5uNRnqU1bFTxiMc",
+	"1LAAkXQlyVwsyUKrmYVIYczVHPSokEJ7zD1kTJkliUgVRC8hYvQK9/TJQgLVce7qlDrAhmWT4bDMZvlc",
+	"CE6G4Gy+vt3ADB9hcADIAofWY+LHwixX9EY7tf/67vWrEaFE/0sWkM60w6otjqlIyZuzq2c/NNvobdsp",
+	"6BmeKZWySaaM50mjiOkeafwm1d0rbUfZAOFaSkKlWaiyFCISUUXdFJG7h8RIea1wMGmhtxkndUvjTM/U",
+	"PJc+4dligpHAiRAxUC79MedZHPsEg8DSJwJjLLLpm95uIFHkFtIJVWxBGpFQJnCqyZSCNhwU8GabnDke",
+	"7J2YhlQhkxElEoLeq+/cwLrQ5Chn4qMB+ZF9R6gsC2fgoYhAEqbGvKH3loaqOSIcpGaRkgeNI0kSASQj",
+	"jC8awogU7Z4FXaEFS15dX5LG9V+0+dpsk39DKo15KBbaZgxv9OgSuMrpRTCWF0FEGkG31x8cHh2fnHaK",
+	"vwIilT5kGCxpjgwF8u7GXCIv+xj/pDgV3T1RS60TbwASiRIo1kIL92wtEPrJmyuVtBeg5iLyht7351da",
+	"I+nvzAH6GGKi4LDT8z3UW46LFJ1pdeAldLXALJjvQeZ9uM/PknAxtbvWTLTsl/pwtt/S5UsTYS4/bckb",
+	"lrREYti2lasQPZzJ8ZxzVReIP7Pyi8RiZvi2TV7bbkxIQBpxroUS8hfSSDObWGg2wxxDUjonnzxaOU0P",
+	"nf7Subv3PRbVJf00q7WolGzG9WZlnP2SwZZswCntdlrHYS9qnUB/2hrQw8lReBydwOnU8zfzLrHLexVd",
+	"uXTPZo7GEr3ytt0/UoqIbzQsafBK2z1TGBv9yYTyj3Wk6h6RWCwhbWEsdDNwukazzrRzdExpZ0JPO73J",
+	"ce1QRdi6Nhy80UDVxu23RuO3ROC7vb6/O6zuFzHXjRG1zNmfFHuEfDdW6iKaFdLYCOhmYLdIM703ubRK",
+	"EmqRn2eXNEQ6fliXBqWDfMGTrDadAMVB1vKSkjBmmkMl8EiLsy93WuP6pPFmSnZU1hkobSQJGJ+KgCzn",
+	"oK08reHpRAuW6sa4w7g9jt59+KRuWK5lZdY4OvQP+0c2GC6mJmxeTQvVnfDSbI4OD/tHO8/89tBQbiyQ",
+	"CcSCz7Sd8CXynvsLDfTKEms4r09Fc1D36HE5GL2VGMDRJgCPnHph3JxIfGmnJCqRuLuWMzx6WE5VV/ez",
+	"1lzFypDNRKbq0yGOA0iDC22LNI1Nb7j/G0nySZFQZFzJMupAr1Q7IhxzMvoQCgkpmYiMR4b/9RgkZgvD",
+	"7Us9MZfI0w6xsYAEJ3AL6cpQbWsarkyeTm/wdEFcPqLfSPMKns2aU/kl5bSmLz6tZ7/Gz/1nBDOHBOOV",
+	"d8onrxPgVxDDQttTTc2hj80SPp5D91AQj0r1VdTHJkX0wxJBQsFDSLn8h+RaqxJ3ceyajqxVj1v04TtI",
+	"rSbbpKRdcsktyzOogoMx6t3TWSqyxOLIqhrS9FKvbfEZ0bw1ycIbUL7mI/RL0whS3XdgHsgqout93+98",
+	"8AtM0D7HaA0XpISiVetVe+t7dITLricYKnXtmFmROiLaD0XXuUw9kSlC3TvIRvqNYLL6lgu+hl3Ltbju",
+	"yQQ5rRP0IAuYSfqO+G6525hA0bodepbvv5t9sVO471rQ6enrr/fkBrudW1Spoqky3epBtWttR2ug8F1o",
+	"F36aikUF60cErzKHlrH9055Fo5hPhwb990SmkVtOi+blrUQwHiDlK8PuEFnJNKfSN4xukCmmccOwDEul",
+	"droNTsdxRg5cEBwFRb6Uh+zO4pDXLUhBUr8XSxYpjGxQtwcPuR99B67ch6ju5FUH/cEF8xyzIR7FJ5hD",
+	"NhLSTKQ68PGRvxeIqHw6cNV+zov5vu44JvJZClRBtMfcXW7Rhjc3hWLRU76U3uMX4rrZNuHnEMO+E47w",
+	"XZLCQtzWTTkq+ipE5mfM2fVTN+fXKk7O+Orf6kWsPmV5GNPG/Kh0KuP11eUbG7akSWKwfowr7CvAMNkE",
+	"tNhFgdms8eT0mchHrj4zMccKDPWhI1dZxsapu69Z+ESIOB/bPrXhTHysjZX8eU5x/XWdvxKJbBLDen8m",
+	"7oehIksW/VBweD3F5Mp6N3tIyA/3vndzGzOpvhzhfoTHEM7Mdn2pJa1Yy2P5GBsTvoFVLcg41/r773vd",
+	"4C5gv+ldc/L2xTNyOjg8JjYPQSIRZgvrQKyfRZOOKIdPtgK1NtbiEmq1/p5TMdpgTQWf+WjrmfOGOs7N",
+	"DkEipSB5p4NxTc0MEI2MA2TyMhj8xNd9EpipBwQjKqjeKlkcUiRxfALtWXvMg8bpaadjntrBTUrDDNUM",
+	"TGB5Lwaz9H/BII7q9CHjUlEergUqD2Ixk3WUtPTe6ovY54gmR1kF4VwYb0lvV/DvLQuQaF1EAXEAPmIS",
+	"rSPySyYUEKYMMVNIRKq0YKOODl8mkOvyVaUlD9Z1eW3lR57dKhOrFrdX8q1tDm49kH799oKkgIlCdGip",
+	"solRm5NEntONRyQo5coChFnbxAquw6QGGbqvVfqUU2y7DGhlk3O4vpxEvjt5H7afbcNbW5SXgwtiZs5g",
+	"BhuBzTcETe06IPazQBHqx+7voLmfJNiFwtwMuLkR6rkYE7JW8RZLMBNFxKOab0O1VlDfm+O6RMv6qKjG",
+	"7VPS0ILx6LTTbRLGlSBlQYcZZeOeLhK1crmxgieWcxGbRGh1Yjn+dBcjPLzh9YGzszxEWU352fBtXRzZ",
+	"WnIf6Vq+oNfpHbW63Vavf9XtDDv6/7bJ0f1Xr3RCI6qgtY3Me2SGyPX1xfPb4y8TLjWw5X2zHjnI4GNE",
+	"VzsF+Fv39nP98r3vZUn0lQhXl3nApfnl3arMYGM1D7DNliQEKuE88aDNVqm9bV4ARDaZxxG8JpewXi2D",
+	"UAAer8hyzhQGr0Nok1coaTlAZAvqahOF9THU3XUpT9zjtX3AxT5A1zfa8ao7kxuQBhQsx/3To6bxcy19",
+	"h0VIz7oZWpsYZRTOKZ+BNkrGa4sae0OM9gQ29+0cq6lItfM6ItQZUTFMFRGZsvl1Kk0Ox1gxX3Zja7ev",
+	"ddv77XdwY7eqr2x3UPVwZVxSGVpgc3UMpCtmPDrsjEhQ3gc1R1sVN6E95mfcRl9svZlDUJVRUFyPzXgm",
+	"rapxICgmyUxwGKLhyfhMkhjoLSCCQ+8nRqaQbQRmvaqtDetI0qAkFnwGaenZBKEsBqeBYeIlRRN3zOUS",
+	"EkVWoJo+BhXCm1mqLWkilwCJddqRg7QtjSEanilNEIPLKCDOiBnhgGixFKYI1EL7e9DrtcnP2sJEsZYb",
+	"mJraPi5Rf8UMz5asLZfviGBKs1iNeSO4fP39x7fnV+evri5ev/r4/Ow/3gW+Iz7JeAxSanHWHOUWbUxD",
+	"N7HGm+ur5vqAY25GNHvqEykIte3AEpli5ewMlDmnOJajS0QVXcOd9DvI/GyRLbyhZhjkffOxuzXOWo5m",
+	"SAizlKnVO83tNqyJYNWzTM1rXTtXGUElCc4sWBdhV0NiYK7kx/P/CPwc6mvIU7Ic5lQ6AA6fslmWQjTm",
+	"Ddw+jpuKPp9IDG4pWjBuXtf6IxImfIagu1EJaOjgQynQCA+UWPIxz00XHhmGAB8ZHr+wQSIkeoEt1O6R",
+	"oTIKAAxeOPSupd9cqcTA1BifCgfCo8Z6snVOryd6tXTCYqZWSLMFZVgFqu3WDYSblfcmEaPmwNKyRDBx",
+	"wx+urt4caMHfHvMxP8coIrq/mMfiJNiG/wty79uoCe2YN13Z5CqBwNeyQ8X4h/EOgjHHWlDr4Y5MOZlB",
+	"11loI40iHNWVEqHfaUWR0zVobVdNbW2+jrlxFyYWBpdbx7n7YPxlEjjT1vgTdUb7Nu9izJ8Zs4Np28Qe",
+	"pZBmEgOEh3d3ZpNjFgKXUNq5s4SGc2j12h1tD6Wx3XA5PDhYLpdtio/bIp0d2Lby4PLi2fmrd+e6TXuu",
+	"FnHJm9xkBM/3biGVVv21O+2Ofl2zO02YN/T67U67r7UnVXM8j8Zjz6OWm4fyuRUQFcRrzjvI36YG2ESe",
+	"TcXAlMWaaJj2LONPtZ7NkZQXUd79pQkblC9HeF+vOItXDtaKv+/9nS1s4eMeb+a3Fezxrqu63ePVn/Z5",
+	"ydWw7jN0XsW8x8vuson7D2slkL1O5wGwby3I10a4u729EbjlKPsWFC7yERaEuhwgpGAlaYR1OgMz07px",
+	"8hUdlCo6sUl3d5NKZQg26u9uVBQLYovB7hZ5BZpu0Dvd3WC9Lune9w73mVq50gIVcbZY0HSVn7ey/PcK",
+	"nCjKgg/3vjeDGofrLags5Z8lCSrpO2tKKq25AxYFY96gMrRy19o+Ab7/rZ5A0LRGF8Y1KzkvY4UGCBwI",
+	"fBMpvGT8JrCBwTEPaWqzNinEVLFbKMfOTIiEw50iCZ0BaQQpxN+OPf3N2AuaQ1MuUQQnMYJDeTTmRj9Y",
+	"4H4QZqkUaaDVFkS+7hirTqSIbyEidEYZl8bMvX57WYnLLC3aGHEo2j42usSVOsyFVBZqgfhgnOYcbd7q",
+	"UlFtI+ZLv4ElkSnQhR7duk3GeslNbwOiIGfOgcb9M9h2NJTE1N60YpDcuRErFY1jTD1rK7fRPSRSb6q1",
+	"bZskFtJqi1BwDqFmHmNjI7GYsrXdMwtzrqqDSybVn8rgt1QG/kaNGZVhQBrazZPK5Nd9W1Bit1ik2nbD",
+	"tzgs87fWII36jS11+ni4KwVrwLVX8d6j2AabfqiJM9UFXTFym9uy3J4ArFW1zm6343c6nRHp6n+2A862",
+	"XciB4sV78Kan3E3qmuR+2U/a9Is2It4J/SUDkgjJ8goTbk6q9kHglolM4rK+kWunvoqAWf1r5+Kv4u7V",
+	"rzfdV88vBi+fny1fXl38Ov1pyz4YsbXtLol6BNUTjYf360jgvWsbbHx23+SNxQ0X4F4H163D2paBtPtG",
+	"c3Osax2yNIeKViK6iJZcAzYWqMV98H85oM8g3rBWb/Pmpx12mKnR2Mwabxhlr91pEtMN42ytKlJzZU29",
+	"6jjrdPohOhn/5f/99/9lLuUybPet/dzHuuOS2rUnlAs1h9SMPxVxLJbSeJgnvZOT5rCk0jFMY3V6g+Lh",
+	"FnGmIFfXxpvzMXHcPz05Iv/3fw/avaZfr6JzdT/m128v128lKq+oYJtv92GayurdYZ3+VEeEndW8fyBL",
+	"+IkWrTYZdtmziZA1Bu07k2WyNXwmxOAq1IzOyPVKA/OQRa0lecm+G5GJUHMDWzV1ccZIGnMJCsOeTcK4",
+	"KQBPKZc0NIEsYMjYxkrOEeMWHixSG6eSbVKEYA0Wcsyt6YwhvA0otZ9jJu2VeeY9UwPRJrb42FVb6fni",
+	"jWAQoe14Zi9PuLWgYMl+tZBcLGPVx8oRqGKI5+WwJoBqW6C5iaHTMTex027fVbs6NBUuOxbiBqv4tClq",
+	"LwDavDTGvJ7HdWwgZ8wrFbp5NpcTq2zHnk+Cg85BflcalvG62KF52ltragLvY88f8+Cge1Aoq/w9BCPT",
+	"tZJH09ngwInzcq9V5PiYG+g4Fggz7u6sMDb8hkFskHT1JnGVm1+i7V7shKRTdHGwInDoot69AZmLDAFh",
+	"7j0stNPyb+2elRtYadfMxAzNVzY82ywxrCOE4CG6E6ZwvtqTOTxcLiHFGY65SNmMcRqTXqdrBvdtzLBc",
+	"K/0WkpiuIBoSlWYQjCpz26iaHvPKOINeb4RKwiQxWGyChWiqlvE/NXfHFH10TtflPxKtVSRNW1qRO/vK",
+	"KMTCwFor/N5+Y93hel4poUpBqvv8b+/H47tepzUe3x2ff/jLv3hbbDJc0HciWv1m5tg/h4nlfyotzHCT",
+	"3sQoiz9zXVWjraYYXXPYsOYig1JlhtFOhd9tQgQVV8ie7zHPC5+Z/tIhLIyKIo3g5dm/f/zu7OrZDx/P",
+	"X129vTh/FzRHuXBAdcCU0SSDbv8RCLJqDWH1+tHcS3Jf1Nmi1Usz7zf8ju7jgpY5kvhxMUsHZa4xj89L",
+	"Gry4ooE0ROqbK2pR+DCI1i+A8MmcRmQCwJtrZnSd9Ksxq1EcutwXJmiMvHLiTky1Klu/dkK5hKkT3eYq",
+	"jKoTqbuudc3xQY1T/nu3RvcIs+ZXq+kG3f5ecVlzmxU2ONxnITUXbGAUuLdP48q1MX+/4PHPeFVULhum",
+	"D5vd977JLh1IVzVTG1a2xTOfk1+yN0vGWGUmpiT4/vyK4JiBNr3H3BYu4DOpIAmqt7RuVsgoQQJ3xXWg",
+	"rX41J/lVrsb+iKlUrmeHlpdzvbVp02CATZFEtc4lmKyCNnkOXMKwUqShpXKSgjTZxDG3JW5gwBpo4/wK",
+	"qXA1ZktE/Rrsr7mKg0ObnN/RUA1JgFUZiNLAwDbi2ImYjnmFngmdadFfotaaveZIukJXwSdwl2Cy3fXi",
+	"gDljTmN2Awg22GiMgStYGphG8Pz88vzqPB9OZHFkKyhqw8Cu1OrPMPBmGHhbOZgFnhoD15UJft4VxUVR",
+	"2O4rirffbb1HwUvdaoBHbi0p5TPwv/gV98cn/VP9384r7r/42nYWi5UusOqaqHWpGlebfFaiJQiLQsle",
+	"X19Wv29YzvWIVRWBbOx0j1h2Vf65SESjnEDwzaPi0un1mk/EjgW3piCJZ3HczK/Ss32jeRXHpBFgvZ9f",
+	"fbtq0Tj4ch1FJqtaWye/VT+/dFoPU2f9PDmXntd5PlSNaT/Zhx+K+sr3Rdnw+77f8bu9D3ndYPcwr8ax",
+	"Lprervz1bq/jn5743UG/aNI/6hZtEH9kboODpMRZ7t3jo8cY0kaeb8n8m0n90VL8T7S20DDaRGo5DPam",
+	"sWXNp+2mlsvgGxsjRy6WU33t2pSsQ5B5T07+lOH7O6Dnj4kUuIRWEQlYx+H2O1UI/IODf0ZepWSd70qr",
+	"nMWxI75cp/5vx85fIuyeFHyR3zXmvtoedzcudfkmRxvKk2u1FiwiDWorLppt8sLdE5ajPcWSS9IIWBT4",
+	"Yx4UvKUVQrHZQbMc7TZuM6Z/t8Zb3+R3an5mXO3TXhz5mOsLi0qIrxgc+b0fy0fSa9eV2UsqLXI3Wk9n",
+	"CkOrLfcqUWPEGfTQspCkQS6DDz6x6H7thori4Z7k2/9nY37nQZjfOKbydwmOGMlRCLV6mVjW08gjj8Te",
+	"Yjrb6O/iBjamUBJuQ9eWpVlFSAwevjYM7+0x5SO1WMw/gZWbwMod278DWonwJVu8Rs64VoClAt/iLme/",
+	"/AMcHIorSn0T5B90BpvM8D2orZzQ+VNd7FQX7T+wr/E9qN2s+5mhOLSmky3FhprPCgxGbdGhXy0+wXda",
+	"+I4pQGlu1iEazKrpp1KPSIJP2+oR77cUJGrLsrbR8X1A5iyCokWpNM5cAo4/GcZDc/nTnNoiOytFDTKi",
+	"qERrE4vBwCNvb6POEQnuYHdG5qcPEUNSuqSakkH3sD3mZbuX0HiJs4huKQ9B1hm8WAX6WHt3fQ/WxMP6",
+	"qT1+7Ek0pal7Gbr/KJLr+AHB1R32ceyjw0G/1/2Cggt/qCxaE2B/nBKKfwqzEgUXkcJcLbFbSGe19gXW",
+	"ga5n2cwPCPCoKLAdEkqCKusGRR12ucKUNLS0HHMrJZs1FaehFl5aMseIa8E61ryQd0XEgkmJ1QHlUlRT",
+	"iUquxJgbmV2+VofGgoNvrtdvkwdF3bZoAU1hzPcKBVxj718+FGDKyn/TaMDvUkhuo8PfQVDaAf8UlP/A",
+	"gtLKuH0c8NuuK3stV6mjUVuuT3//4d6kWm7rEZdXhWhBkw3/tr/DWxRFBwt6AyTNeGDu4UI3j8yVSoYH",
+	"B93ecbvT7rS7w5POSQcTV6Yq+ACtZjv/T9sKusWSlxMEIyNDKxcTlG4+sPXnG79RLGvSypflKyPsL30Q",
+	"xgmN45ZIW+6XaSb2p1CNEqF4YdcNrCSYUrXyYEjxuuKX0kXLJtTA+AykIo3XV5dvDn64unrTNHiqd89/",
+	"JHCHHJfmxezkmYhjCJVIS2MJFSfe/Yf7/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -46,6 +46,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("AttributesAndTraceContextRoundTrip", func(t *testing.T) { t.Parallel(); testAttributesRoundTrip(t, open(t)) })
 	t.Run("TraceFilterOnListAndDelete", func(t *testing.T) { t.Parallel(); testTraceFilter(t, open(t)) })
 	runRetention(t, open)
+	runSearch(t, open)
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)

@@ -154,6 +154,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/logs/stats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count log entries over time
+         * @description Counts the project's entries that match every given filter (the filters of `GET /logs`) in
+         *     buckets of `step` milliseconds from `start_time` to `end_time` (both inclusive; the last
+         *     bucket may be shorter), one series per value of `by`. Dense: every bucket is present in
+         *     every series, with zero counts where there are none. Exact: `total` is the number of
+         *     entries that paging `GET /logs` with the same filters yields, expired entries left out
+         *     alike, so the same filters preview what `DELETE /logs` would remove.
+         */
+        get: operations["logStats"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -399,6 +424,52 @@ export interface components {
              * @example 12
              */
             deleted: number;
+        };
+        /** @description Counts of entries per bucket of time and per value of the grouping. */
+        LogStats: {
+            /**
+             * Format: int64
+             * @description The width of a bucket in milliseconds.
+             * @example 3600000
+             */
+            step: number;
+            /**
+             * @description The start time of each bucket (Unix ms), from `start_time` on.
+             * @example [
+             *       1795392000000,
+             *       1795395600000
+             *     ]
+             */
+            buckets: number[];
+            /** @description One per value of the grouping that any counted entry has, ordered by value (null first); with `by=none` exactly one. */
+            series: components["schemas"]["LogSeries"][];
+            /**
+             * Format: int64
+             * @description How many entries match, over every bucket.
+             * @example 376
+             */
+            total: number;
+        };
+        /** @description The counts of the entries with one value of the grouping. */
+        LogSeries: {
+            /**
+             * @description The level or subject; null for entries without a subject and for `by=none`.
+             * @example error
+             */
+            value: string | null;
+            /**
+             * @description One count per bucket, in the order of `buckets`.
+             * @example [
+             *       3,
+             *       0
+             *     ]
+             */
+            counts: number[];
+            /**
+             * Format: int64
+             * @example 15
+             */
+            total: number;
         };
         /** @description An RFC 9457 problem document. */
         Problem: {
@@ -694,10 +765,25 @@ export interface components {
          */
         UserID: string;
         /**
-         * @description Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
-         * @example error
+         * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+         * @example [
+         *       "error",
+         *       "fatal"
+         *     ]
          */
-        LogLevel: string;
+        LogLevel: string[];
+        /**
+         * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+         * @example checkout
+         */
+        Subject: string;
+        /**
+         * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+         *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+         *     literal: `%`, `_` and `\` have no special meaning.
+         * @example declined
+         */
+        Q: string;
         /**
          * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
          * @example 4bf92f3577b34da6a3ce929d0e0e4736
@@ -998,10 +1084,25 @@ export interface operations {
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
-                 * @example error
+                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @example [
+                 *       "error",
+                 *       "fatal"
+                 *     ]
                  */
                 log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+                 * @example checkout
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+                 *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+                 *     literal: `%`, `_` and `\` have no special meaning.
+                 * @example declined
+                 */
+                q?: components["parameters"]["Q"];
                 /**
                  * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
                  * @example 4bf92f3577b34da6a3ce929d0e0e4736
@@ -1169,10 +1270,25 @@ export interface operations {
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`: valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
-                 * @example error
+                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @example [
+                 *       "error",
+                 *       "fatal"
+                 *     ]
                  */
                 log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+                 * @example checkout
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+                 *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+                 *     literal: `%`, `_` and `\` have no special meaning.
+                 * @example declined
+                 */
+                q?: components["parameters"]["Q"];
                 /**
                  * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
                  * @example 4bf92f3577b34da6a3ce929d0e0e4736
@@ -1273,6 +1389,118 @@ export interface operations {
             422: components["responses"]["OtlpFailure"];
             429: components["responses"]["OtlpRetry"];
             503: components["responses"]["OtlpRetry"];
+        };
+    };
+    logStats: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose entries are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: components["parameters"]["ProjectIDQuery"];
+                /**
+                 * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+                 * @example u-42
+                 */
+                user_id?: components["parameters"]["UserID"];
+                /**
+                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @example [
+                 *       "error",
+                 *       "fatal"
+                 *     ]
+                 */
+                log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+                 * @example checkout
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+                 *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+                 *     literal: `%`, `_` and `\` have no special meaning.
+                 * @example declined
+                 */
+                q?: components["parameters"]["Q"];
+                /**
+                 * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+                 * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                 */
+                trace_id?: components["parameters"]["TraceID"];
+                /**
+                 * @description The start of the first bucket, Unix time in milliseconds (inclusive).
+                 * @example 1795392000000
+                 */
+                start_time: number;
+                /**
+                 * @description The end of the range, Unix time in milliseconds (inclusive); not before `start_time`.
+                 * @example 1795478399999
+                 */
+                end_time: number;
+                /**
+                 * @description The width of a bucket in milliseconds, at least 1,000; at most 1,000 buckets per request.
+                 * @example 3600000
+                 */
+                step: number;
+                /**
+                 * @description One series per `level` (the default), per `subject` (entries without one: `value` null), or one series for all (`none`, `value` null).
+                 * @example level
+                 */
+                by?: "level" | "subject" | "none";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The counts. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "step": 3600000,
+                     *       "buckets": [
+                     *         1795392000000,
+                     *         1795395600000,
+                     *         1795399200000
+                     *       ],
+                     *       "series": [
+                     *         {
+                     *           "value": "error",
+                     *           "counts": [
+                     *             3,
+                     *             0,
+                     *             12
+                     *           ],
+                     *           "total": 15
+                     *         },
+                     *         {
+                     *           "value": "info",
+                     *           "counts": [
+                     *             120,
+                     *             98,
+                     *             143
+                     *           ],
+                     *           "total": 361
+                     *         }
+                     *       ],
+                     *       "total": 376
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LogStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
         };
     };
 }

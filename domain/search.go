@@ -1,0 +1,242 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The fixed bounds of the search and stats parameters (the API contract states them).
+const (
+	// MaxQueryChars is the longest q in characters.
+	MaxQueryChars = 256
+	// MaxLevelFilters is how many times log_level may repeat: it bounds the shapes of the
+	// statements stores prepare.
+	MaxLevelFilters = 16
+	// MinStatsStep is the narrowest stats bucket in milliseconds; MaxStatsBuckets the most
+	// buckets one stats request may ask for.
+	MinStatsStep    = 1000
+	MaxStatsBuckets = 1000
+)
+
+// FoldCase maps s to its form under Unicode simple case folding: two strings are equal under
+// simple folding exactly when their FoldCase forms are equal, and since it maps rune by rune, a
+// string contains another under folding exactly when their forms do. Each rune becomes one
+// fixed member of its folding orbit (the least lower-case one, else the least): "É" and "é"
+// become "é", "K" (Kelvin sign) becomes "k", and "ß" stays "ß" (full folding to "ss" is not
+// simple folding). It is computed here, not by a database, so both stores agree whatever their
+// locale or Unicode version.
+func FoldCase(s string) string {
+	i := 0
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if foldRune(r) != r {
+			break
+		}
+		i += n
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for _, r := range s[i:] {
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	least, leastLower := r, rune(-1)
+	if unicode.IsLower(r) {
+		leastLower = r
+	}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		least = min(least, f)
+		if unicode.IsLower(f) && (leastLower < 0 || f < leastLower) {
+			leastLower = f
+		}
+	}
+	if leastLower >= 0 {
+		return leastLower
+	}
+	return least
+}
+
+func dedupe(levels []string) []string {
+	if len(levels) < 2 {
+		return levels
+	}
+	out := slices.Clone(levels)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Stats groupings: what one series of a stats answer stands for.
+const (
+	ByLevel   = "level"
+	BySubject = "subject"
+	ByNone    = "none"
+)
+
+// StatsQuery asks how many of a project's entries match a filter in each bucket of Step
+// milliseconds from Start to End (both required, inclusive), one series per value of By.
+type StatsQuery struct {
+	LogFilter
+	Step int64
+	By   string
+	// Now is the time of the question (Unix ms), as for a listing; the service sets it.
+	Now int64
+}
+
+// BucketCount is how many matching entries of one bucket (0-based) have one value of the
+// grouping (nil: no subject, or the one series of ByNone). Stores answer with these.
+type BucketCount struct {
+	Bucket int
+	Value  *string
+	N      int64
+}
+
+// Stats is a dense count of entries over time: Buckets holds each bucket's start time, and every
+// series one count per bucket.
+type Stats struct {
+	Step    int64
+	Buckets []int64
+	Series  []Series
+	Total   int64
+}
+
+// Series is the counts of the entries with one value of the grouping.
+type Series struct {
+	Value  *string
+	Counts []int64
+	Total  int64
+}
+
+// bucketCount is how many buckets q asks for; it assumes a valid query.
+func (q StatsQuery) bucketCount() int {
+	return int(uint64(*q.End-*q.Start)/uint64(q.Step)) + 1
+}
+
+// validateStats checks a stats question: the filter's own rules, then the range and the step.
+func (l Limits) validateStats(q StatsQuery) (StatsQuery, error) {
+	f, err := l.validateFilter(q.LogFilter)
+	var fields []FieldError
+	var invalid *Error
+	if errors.As(err, &invalid) && invalid.Kind == KindInvalid {
+		fields = invalid.Fields
+	} else if err != nil {
+		return q, err
+	}
+	q.LogFilter = f
+	if q.Start == nil {
+		fields = append(fields, FieldError{Param: "start_time", Detail: "is required"})
+	}
+	if q.End == nil {
+		fields = append(fields, FieldError{Param: "end_time", Detail: "is required"})
+	}
+	switch q.By {
+	case "":
+		q.By = ByLevel
+	case ByLevel, BySubject, ByNone:
+	default:
+		fields = append(fields, FieldError{Param: "by", Detail: "must be level, subject or none"})
+	}
+	switch {
+	case q.Step < MinStatsStep:
+		fields = append(fields, FieldError{Param: "step", Detail: fmt.Sprintf("must be at least %d", MinStatsStep)})
+	case q.Start != nil && q.End != nil && *q.Start <= *q.End:
+		span := uint64(*q.End - *q.Start)
+		if span > math.MaxInt64 || span/uint64(q.Step) >= MaxStatsBuckets {
+			fields = append(fields, FieldError{Param: "step", Detail: fmt.Sprintf("makes more than %d buckets between start_time and end_time", MaxStatsBuckets)})
+		}
+	}
+	if len(fields) > 0 {
+		return q, &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: fields}
+	}
+	return q, nil
+}
+
+// LogStats counts the project's entries matching q's filter per bucket and per value of q.By.
+// The counts are exact: the total is the number of entries a listing with the same filter
+// yields, expired entries left out alike. The project must exist (KindNotFound otherwise).
+func (s *Service) LogStats(ctx context.Context, q StatsQuery) (Stats, error) {
+	q, err := s.limits.validateStats(q)
+	if err != nil {
+		return Stats{}, err
+	}
+	if err := authorize(ctx, q.ProjectID); err != nil {
+		return Stats{}, err
+	}
+	if !validID(q.ProjectID) {
+		return Stats{}, projectNotFound(q.ProjectID)
+	}
+	q.Now = s.now().UnixMilli()
+	counts, err := s.store.LogStats(ctx, q)
+	if KindOf(err) == KindNotFound {
+		return Stats{}, projectNotFound(q.ProjectID)
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("log stats: %w", err)
+	}
+	return denseStats(q, counts), nil
+}
+
+// denseStats lays counts out as the answer: every bucket present, series ordered by value (nil
+// first), ByNone always one series.
+func denseStats(q StatsQuery, counts []BucketCount) Stats {
+	n := q.bucketCount()
+	st := Stats{Step: q.Step, Buckets: make([]int64, n)}
+	for i := range st.Buckets {
+		st.Buckets[i] = *q.Start + int64(i)*q.Step
+	}
+	series := map[string]*Series{}
+	const null = "\x00" // no stored value holds NUL
+	key := func(v *string) string {
+		if v == nil {
+			return null
+		}
+		return *v
+	}
+	if q.By == ByNone {
+		series[null] = &Series{Counts: make([]int64, n)}
+	}
+	for _, c := range counts {
+		if c.N == 0 || c.Bucket < 0 || c.Bucket >= n {
+			continue
+		}
+		v := c.Value
+		if q.By == ByNone {
+			v = nil
+		}
+		sr, ok := series[key(v)]
+		if !ok {
+			sr = &Series{Value: v, Counts: make([]int64, n)}
+			series[key(v)] = sr
+		}
+		sr.Counts[c.Bucket] += c.N
+		sr.Total += c.N
+		st.Total += c.N
+	}
+	keys := make([]string, 0, len(series))
+	for k := range series {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		st.Series = append(st.Series, *series[k])
+	}
+	return st
+}
