@@ -133,6 +133,27 @@ func seedExplorer(t *testing.T, base, p string, n int) []string {
 	return ids
 }
 
+// apiGet GETs url with the explorer's key and decodes the JSON answer into v.
+func apiGet(t *testing.T, url string, v any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+explorerKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s = %d", url, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func testExplorer(t *testing.T, browser string, s namedStore) {
 	st := s.open(t)
 	a, _ := seedProjects(t, st)
@@ -259,6 +280,59 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	if got := eval(`[...document.querySelectorAll('#rows tr.entry')].map(r => r.dataset.id)`); !slices.Equal(got, ids) {
 		t.Fatalf("after scrolling the table holds %d rows; want all %d entries once each, newest first", len(got), n)
 	}
+
+	// The histogram's total is the API's count for the same question, and the number of rows.
+	q := eval(`[document.getElementById('hist').dataset.query]`)[0]
+	var stats struct {
+		Step    int64   `json:"step"`
+		Buckets []int64 `json:"buckets"`
+		Total   int64   `json:"total"`
+		Series  []struct {
+			Counts []int64 `json:"counts"`
+		} `json:"series"`
+	}
+	apiGet(t, srv.URL+"/logs/stats?"+q, &stats)
+	if stats.Total != n {
+		t.Fatalf("GET /logs/stats?%s total = %d, want %d", q, stats.Total, n)
+	}
+	poll("histogram total", fmt.Sprintf(`document.getElementById('hist-total').dataset.total === '%d'`, stats.Total))
+
+	// A click on a bar narrows the range to that bucket: the table then lists exactly its entries.
+	nb := len(stats.Buckets)
+	bar := nb - 3 // a whole bucket among the newest entries
+	var inBar int64
+	for _, s := range stats.Series {
+		inBar += s.Counts[bar]
+	}
+	if inBar == 0 || inBar >= n {
+		t.Fatalf("bucket %d of %d holds %d entries; the seed should put a few in it", bar, nb, inBar)
+	}
+	box, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`window.scrollTo(0, 0), (() => { const r = document.querySelector('#hist .u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`))
+	if err != nil || len(box) != 4 {
+		t.Fatalf("the chart's plot area: %v %v", box, err)
+	}
+	// The x scale runs from the first bucket's start to the last one's start plus a step.
+	span := float64(stats.Buckets[nb-1] + stats.Step - stats.Buckets[0])
+	x := box[0] + box[2]*(float64(stats.Buckets[bar]-stats.Buckets[0])+float64(stats.Step)/2)/span
+	if err := chromedp.Do(ctx, chromedp.MouseClickXY(x, box[1]+box[3]/2)); err != nil {
+		t.Fatal(err)
+	}
+	poll("a click on a bar narrows the range", fmt.Sprintf(`location.search.includes('range=abs') && %s === %d && document.getElementById('hist-total').dataset.total === '%d'`, rows, inBar, inBar))
+
+	// Typing in q narrows the table: orders/24 and orders/240 to 249.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui?project="+a.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll("back to the last hour", rows+` === 100`)
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("q"), "ORDERS/24")); err != nil {
+		t.Fatal(err)
+	}
+	poll("q narrows the table", rows+` === 11 && [...document.querySelectorAll('#rows tr.entry td:nth-child(5)')].every(td => td.textContent.includes('orders/24')) && document.getElementById('hist-total').dataset.total === '11'`)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui?project="+a.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll("back to the last hour", rows+` === 100`)
 
 	// The keyboard opens a row: its fields and attributes.
 	if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0); document.querySelector('#rows tr.entry').focus()`),
