@@ -19,8 +19,8 @@ help:
 run:
 	$(GO) run ./app -addr $(ADDR)
 
-## test: the whole test suite (unit, store contract and end to end on SQLite and PostgreSQL, docs in
-## Chromium, TypeScript clients in node). The log names each top-level test with its outcome, so
+## test: the whole test suite (unit, store contract and end to end on SQLite and PostgreSQL, docs and
+## the log explorer in Chromium, TypeScript clients in node). The log names each top-level test with its outcome, so
 ## it shows that the PostgreSQL tests ran rather than skipped; passing subtests are left out.
 test:
 	set -o pipefail; $(GO) test -count=1 -v ./... 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'

@@ -37,6 +37,7 @@ import (
 	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/twirpapi"
+	"example.com/obsvc/adapters/ui"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
 )
@@ -203,7 +204,7 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	mux.Handle("POST "+otlpapi.Path, otlpapi.NewHandler(core, otlpapi.Options{MaxBodyBytes: cfg.OTLPMaxBody, Logger: log, OnExport: m.OTLPExported})) // hand-written: protobuf and gzip bodies (see the package)
 	mux.Handle("/", rest)
 
-	handler := edge.Chain(mux,
+	var handler http.Handler = edge.Chain(mux,
 		edge.Observe(log, m), // request id, access log, metrics: outermost, so refusals count too
 		edge.SecureHeaders,   // no-store, nosniff, no framing, on every answer
 		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)
@@ -214,6 +215,10 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
 		edge.NotePattern, // tells Observe the route that served
 	)
+	handler, err = withExplorer(handler, keys, cfg, log, m, refuse)
+	if err != nil {
+		return nil, err
+	}
 	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log}, nil
 }
 
@@ -255,6 +260,25 @@ func registerDocs(mux *http.ServeMux) error {
 	}
 	h.Register(mux)
 	return nil
+}
+
+// withExplorer serves the log explorer (/ui, and / redirecting to it) beside api, which serves
+// everything else. The page and its assets hold no data and must load before anyone has typed a
+// key (a browser cannot send one when it opens a page), so they pass no authentication, shedding
+// or rate limit; the API calls the page makes go through api's whole chain with the user's key.
+// They still get the access log, metrics, security headers and the loopback-only rule.
+func withExplorer(api http.Handler, keys *domain.Keys, cfg config, log *slog.Logger, m *edge.Metrics, refuse edge.Refuse) (http.Handler, error) {
+	pages, err := ui.NewHandler()
+	if err != nil {
+		return nil, err
+	}
+	page := edge.Chain(pages, edge.Observe(log, m), edge.SecureHeaders, edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse), edge.NotePattern)
+	root := http.NewServeMux()
+	for _, p := range ui.Patterns {
+		root.Handle(p, page)
+	}
+	root.Handle("/", api)
+	return root, nil
 }
 
 // idempotencySweepInterval is how often forgotten idempotency keys are deleted.

@@ -1,0 +1,377 @@
+// The log explorer: a project, a time range and filters (all kept in the page's URL, so a link
+// can be shared), the histogram of the range, the entries newest first with infinite scroll, and
+// a live tail. Everything comes from the REST API; see api.js for how requests are authenticated.
+import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
+import { Histogram, stepFor } from './chart.js';
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+const PRESETS = { '15m': 15 * 60e3, '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3 };
+const PAGE = 100;
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, props = {}, ...children) => {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(props)) {
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else if (k in e) e[k] = v;
+    else e.setAttribute(k, v);
+  }
+  e.append(...children.filter((c) => c !== null && c !== undefined));
+  return e;
+};
+
+// state is what the URL holds.
+const state = { project: '', range: '1h', from: 0, to: 0, q: '', user: '', subject: '', trace: '', levels: [], live: false };
+
+let projects = [];
+let loadSeq = 0; // the current load; answers to older ones are dropped
+let listAbort = null;
+let nextURL = '';
+let loadingMore = false;
+const seen = new Set(); // ids in the table: no entry twice (infinite scroll, live)
+let stopTail = null;
+
+const hist = new Histogram($('hist'), (from, to) => {
+  state.range = 'abs';
+  state.from = from;
+  state.to = to;
+  showState();
+  reload();
+});
+
+// --- URL state ---------------------------------------------------------------------------
+
+function readURL() {
+  const p = new URLSearchParams(location.search);
+  state.project = p.get('project') || '';
+  state.range = p.get('range') || '1h';
+  state.from = Number(p.get('from')) || 0;
+  state.to = Number(p.get('to')) || 0;
+  if (state.range === 'abs' && !(state.from && state.to)) state.range = '1h';
+  if (state.range !== 'abs' && !PRESETS[state.range]) state.range = '1h';
+  state.q = p.get('q') || '';
+  state.user = p.get('user') || '';
+  state.subject = p.get('subject') || '';
+  state.trace = p.get('trace') || '';
+  state.levels = p.getAll('level').filter((l) => l);
+  state.live = p.get('live') === '1';
+}
+
+function writeURL() {
+  const p = new URLSearchParams();
+  if (state.project) p.set('project', state.project);
+  p.set('range', state.range);
+  if (state.range === 'abs') { p.set('from', state.from); p.set('to', state.to); }
+  for (const k of ['q', 'user', 'subject', 'trace']) if (state[k]) p.set(k, state[k]);
+  for (const l of state.levels) p.append('level', l);
+  if (state.live) p.set('live', '1');
+  history.replaceState(null, '', '/ui?' + p.toString());
+}
+
+// range returns the [start, end] of the current choice in Unix milliseconds.
+function range() {
+  if (state.range === 'abs') return [state.from, state.to];
+  const now = Date.now();
+  return [now - PRESETS[state.range], now];
+}
+
+// query builds the filter parameters every endpoint shares.
+function query(extra = {}) {
+  const p = new URLSearchParams({ project_id: state.project });
+  if (state.q) p.set('q', state.q);
+  if (state.user) p.set('user_id', state.user);
+  if (state.subject) p.set('subject', state.subject);
+  if (state.trace) p.set('trace_id', state.trace);
+  for (const l of state.levels) p.append('log_level', l);
+  for (const [k, v] of Object.entries(extra)) p.set(k, v);
+  return p;
+}
+
+// --- form ---------------------------------------------------------------------------------
+
+function toLocalInput(ms) {
+  const d = new Date(ms);
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
+function showState() {
+  $('project').value = state.project;
+  $('range').value = state.range;
+  const abs = state.range === 'abs';
+  for (const f of document.querySelectorAll('.field.abs')) f.hidden = !abs;
+  if (abs) { $('from').value = toLocalInput(state.from); $('to').value = toLocalInput(state.to); }
+  for (const k of ['q', 'user', 'subject', 'trace']) $(k).value = state[k];
+  for (const c of document.querySelectorAll('#levels input')) c.checked = state.levels.includes(c.value);
+  $('live').checked = state.live;
+  const p = projects.find((x) => x.id === state.project);
+  $('retention').textContent = p ? (p.retention_days == null ? 'keeps entries forever' : `keeps ${p.retention_days} days`) : '';
+  writeURL();
+}
+
+function readForm() {
+  state.project = $('project').value;
+  state.range = $('range').value;
+  if (state.range === 'abs') {
+    const f = Date.parse($('from').value);
+    const t = Date.parse($('to').value);
+    const [a, b] = range();
+    state.from = Number.isFinite(f) ? f : a;
+    state.to = Number.isFinite(t) ? t + 999 : b;
+  }
+  for (const k of ['q', 'user', 'subject', 'trace']) state[k] = $(k).value.trim();
+  state.levels = [...document.querySelectorAll('#levels input:checked')].map((c) => c.value);
+  state.live = $('live').checked;
+}
+
+function setupForm() {
+  $('levels').append(...LEVELS.map((l) => el('label', { class: 'chip lvl-' + l },
+    el('input', { type: 'checkbox', name: 'level', value: l }), l)));
+  $('filters').addEventListener('submit', (e) => { e.preventDefault(); apply(); });
+  for (const id of ['project', 'range', 'from', 'to']) $(id).addEventListener('change', () => {
+    if (id === 'range' && $('range').value === 'abs' && state.range !== 'abs') {
+      [state.from, state.to] = range(); // start from the preset in view
+      state.range = 'abs';
+      showState();
+    }
+    apply();
+  });
+  $('levels').addEventListener('change', apply);
+  $('live').addEventListener('change', apply);
+  let typing = 0;
+  for (const id of ['q', 'user', 'subject', 'trace']) $(id).addEventListener('input', () => {
+    clearTimeout(typing);
+    typing = setTimeout(apply, 350);
+  });
+  $('reset').addEventListener('click', () => {
+    Object.assign(state, { q: '', user: '', subject: '', trace: '', levels: [] });
+    showState();
+    reload();
+  });
+  $('key-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    setApiKey($('key').value.trim());
+    $('key').value = '';
+    keyHint();
+    start();
+  });
+  $('key-forget').addEventListener('click', () => { setApiKey(''); keyHint(); start(); });
+  keyHint();
+}
+
+function keyHint() {
+  $('key').placeholder = apiKey() ? 'a key is in use (this tab only)' : 'only if the server has keys';
+}
+
+function apply() {
+  readForm();
+  if (state.trace && !/^[0-9a-fA-F]{32}$/.test(state.trace)) {
+    say('A trace id is 32 hexadecimal digits.');
+    return;
+  }
+  showState();
+  reload();
+}
+
+// --- messages -----------------------------------------------------------------------------
+
+function say(text, ok = false) {
+  const m = $('message');
+  m.textContent = text;
+  m.classList.toggle('ok', ok);
+  m.hidden = !text;
+}
+
+function fail(err) {
+  if (err && err.name === 'AbortError') return;
+  say(err instanceof ApiError ? err.message : 'Could not reach the server: ' + (err && err.message));
+  if (err instanceof ApiError && (err.status === 401 || err.status === 403)) $('key').focus();
+}
+
+// --- loading ------------------------------------------------------------------------------
+
+async function start() {
+  say('');
+  try {
+    projects = await loadProjects();
+  } catch (err) {
+    projects = [];
+    $('project').replaceChildren();
+    clearResults();
+    hist.clear();
+    fail(err);
+    return;
+  }
+  $('project').replaceChildren(...projects.map((p) => el('option', { value: p.id }, p.name)));
+  if (projects.length === 0) {
+    say('No projects yet: create one with POST /projects, then send entries to POST /logs.', true);
+    return;
+  }
+  if (!projects.some((p) => p.id === state.project)) state.project = projects[projects.length - 1].id;
+  showState();
+  reload();
+}
+
+// loadProjects lists the projects the key may read: all of them for an admin key; for a key of
+// one project (which may not list projects) the one the URL names.
+async function loadProjects() {
+  try {
+    return (await getJSON('/projects')).body;
+  } catch (err) {
+    if (!(err instanceof ApiError && err.status === 403)) throw err;
+    if (!state.project) {
+      throw new ApiError(403, 'This API key may not list projects. Open the page with its project: /ui?project=PROJECT_ID');
+    }
+    return [(await getJSON('/projects/' + encodeURIComponent(state.project))).body];
+  }
+}
+
+function clearResults() {
+  $('rows').replaceChildren();
+  seen.clear();
+  nextURL = '';
+  $('more').textContent = '';
+  $('status').textContent = '';
+  $('hist-total').textContent = '';
+}
+
+function reload() {
+  if (!state.project) return;
+  const seq = ++loadSeq;
+  if (listAbort) listAbort.abort();
+  listAbort = new AbortController();
+  if (stopTail) { stopTail(); stopTail = null; }
+  say('');
+  clearResults();
+  const [startT, endT] = range();
+  loadStats(seq, startT, endT, listAbort.signal);
+  loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
+  if (state.live) follow(seq);
+}
+
+async function loadStats(seq, startT, endT, signal) {
+  // The same range as the table's, so the counts are those of the entries it lists.
+  const step = stepFor(endT - startT + 1);
+  const q = query({ start_time: startT, end_time: endT, step, by: 'level' }).toString();
+  $('hist').dataset.query = q; // what the counts answer, for anyone checking them against the API
+  try {
+    const { body } = await getJSON('/logs/stats?' + q, signal);
+    if (seq !== loadSeq) return;
+    hist.draw(body);
+    $('hist-total').textContent = `· ${body.total.toLocaleString('en')} in range`;
+    $('hist-total').dataset.total = String(body.total);
+  } catch (err) {
+    if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
+    hist.clear();
+    $('hist-total').textContent = err instanceof ApiError && err.status === 404
+      ? '· this server has no GET /logs/stats' : '· counts unavailable';
+    if (err instanceof ApiError && (err.status === 401 || err.status === 403)) fail(err);
+  }
+}
+
+async function loadPage(seq, url, signal) {
+  loadingMore = true;
+  $('more').textContent = 'Loading…';
+  try {
+    const { body, resp } = await getJSON(url, signal);
+    if (seq !== loadSeq) return;
+    for (const entry of body) addRow(entry, false);
+    nextURL = nextLink(resp);
+    $('more').textContent = nextURL ? '' : ($('rows').children.length ? 'No more entries in this range.' : 'No entries match.');
+    $('status').textContent = `· ${seen.size.toLocaleString('en')} shown`;
+  } catch (err) {
+    if (seq !== loadSeq) return;
+    $('more').textContent = '';
+    fail(err);
+  } finally {
+    if (seq === loadSeq) loadingMore = false;
+  }
+  if (seq === loadSeq) maybeMore();
+}
+
+// maybeMore loads the next page when the end of the table is in view (infinite scroll).
+function maybeMore() {
+  if (!nextURL || loadingMore) return;
+  const r = $('more').getBoundingClientRect();
+  if (r.top < window.innerHeight + 200) loadPage(loadSeq, nextURL, listAbort.signal);
+}
+
+function follow(seq) {
+  const url = '/logs/tail?' + query();
+  $('status').textContent = '· connecting live…';
+  stopTail = tail(url, {
+    onEntry: (entry) => { if (seq === loadSeq) addRow(entry, true); },
+    onState: (s, err) => {
+      if (seq !== loadSeq) return;
+      if (s === 'live') $('status').textContent = `· live · ${seen.size.toLocaleString('en')} shown`;
+      if (s === 'reconnecting') $('status').textContent = '· live: reconnecting…';
+      if (s === 'error') { $('status').textContent = '· live stopped'; fail(err); }
+    },
+  });
+}
+
+// --- rows ---------------------------------------------------------------------------------
+
+function fmtTime(ms) {
+  const d = new Date(ms);
+  return toLocalInput(ms).replace('T', ' ') + '.' + String(d.getMilliseconds()).padStart(3, '0');
+}
+
+function filterBy(key, value) {
+  state[key] = value;
+  showState();
+  reload();
+}
+
+function addRow(e, live) {
+  if (seen.has(e.id)) return;
+  seen.add(e.id);
+  const tr = el('tr', { class: 'entry' + (live ? ' new' : ''), tabIndex: 0, 'aria-expanded': 'false' },
+    el('td', {}, el('time', { dateTime: new Date(e.time).toISOString() }, fmtTime(e.time))),
+    el('td', { class: 'lvl lvl-' + e.level }, e.level),
+    el('td', { title: e.subject || '' }, e.subject || ''),
+    el('td', {}, e.user_id ? el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: (ev) => { ev.stopPropagation(); filterBy('user', e.user_id); } }, e.user_id) : ''),
+    el('td', { title: e.message }, e.message));
+  tr.dataset.id = e.id;
+  tr.dataset.time = String(e.time);
+  tr.addEventListener('click', () => toggle(tr, e));
+  tr.addEventListener('keydown', (ev) => {
+    if (ev.target !== tr) return;
+    if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); toggle(tr, e); }
+    if (ev.key === 'ArrowDown' || ev.key === 'ArrowUp') {
+      ev.preventDefault();
+      let n = ev.key === 'ArrowDown' ? tr.nextElementSibling : tr.previousElementSibling;
+      while (n && !n.classList.contains('entry')) n = ev.key === 'ArrowDown' ? n.nextElementSibling : n.previousElementSibling;
+      if (n) n.focus();
+    }
+  });
+  if (live) $('rows').prepend(tr); else $('rows').append(tr);
+  if (live) $('status').textContent = `· live · ${seen.size.toLocaleString('en')} shown`;
+}
+
+function toggle(tr, e) {
+  const open = tr.getAttribute('aria-expanded') === 'true';
+  tr.setAttribute('aria-expanded', String(!open));
+  if (open) { if (tr.nextElementSibling && tr.nextElementSibling.classList.contains('detail')) tr.nextElementSibling.remove(); return; }
+  const dl = el('dl', { class: 'fields' });
+  const add = (k, v) => dl.append(el('dt', {}, k), el('dd', {}, v));
+  add('id', e.id);
+  add('time', `${fmtTime(e.time)} (${new Date(e.time).toISOString()}, ${e.time})`);
+  add('level', e.level);
+  add('message', e.message);
+  if (e.subject) add('subject', el('button', { type: 'button', class: 'linkish', title: 'Show only this subject', onclick: () => filterBy('subject', e.subject) }, e.subject));
+  if (e.user_id) add('user_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: () => filterBy('user', e.user_id) }, e.user_id));
+  if (e.trace_id) add('trace_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this trace', onclick: () => filterBy('trace', e.trace_id) }, e.trace_id));
+  if (e.span_id) add('span_id', e.span_id);
+  if (e.attributes && Object.keys(e.attributes).length) add('attributes', el('pre', { class: 'attrs' }, JSON.stringify(e.attributes, null, 2)));
+  tr.after(el('tr', { class: 'detail' }, el('td', { colSpan: 5 }, dl)));
+}
+
+// --- start --------------------------------------------------------------------------------
+
+readURL();
+setupForm();
+window.addEventListener('scroll', maybeMore, { passive: true });
+window.addEventListener('resize', maybeMore);
+start();
