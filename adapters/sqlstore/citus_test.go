@@ -232,9 +232,7 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 		query, args := sqlstore.DeleteSQL(s, f)
 		shapes = append(shapes, shape{"delete " + name, query, args})
 	}
-	query, args := sqlstore.SweepSQL(s, p, 1000, 100)
-	shapes = append(shapes, shape{"retention sweep", query, args})
-	for _, st := range sqlstore.PerProjectSQL(s) {
+	for _, st := range append(sqlstore.SweepStatements(s, 1000, 100), sqlstore.PerProjectSQL(s)...) {
 		shapes = append(shapes, shape{st.Name, st.Query, st.Args(p)})
 	}
 	for _, sh := range shapes {

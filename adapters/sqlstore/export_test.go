@@ -43,9 +43,14 @@ func MigrateTo(ctx context.Context, db *sql.DB, engine string, version int64) er
 	return err
 }
 
-// SweepSQL is the statement SweepLogs runs for one project.
-func SweepSQL(s *Store, projectID string, now int64, limit int) (string, []any) {
-	return s.bind(sweepBatch), []any{projectID, projectID, now, projectID, limit}
+// SweepStatements are the statements SweepLogs runs for one project: the batch's bound, then one
+// of the two deletes (each returning what it removed, for the stats rollup).
+func SweepStatements(s *Store, now int64, limit int) []Statement {
+	return []Statement{
+		{"retention sweep: bound", s.bind(sweepBound), func(p string) []any { return []any{p, now, limit - 1} }},
+		{"retention sweep: up to the bound", s.bind(sweepUpTo + " RETURNING project_id, time, level"), func(p string) []any { return []any{p, now, now, "00000000-0000-0000-0000-000000000000"} }},
+		{"retention sweep: all expired", s.bind(sweepAll + " RETURNING project_id, time, level"), func(p string) []any { return []any{p, now} }},
+	}
 }
 
 // Statement is one statement of the store with the arguments it runs with for a project.
