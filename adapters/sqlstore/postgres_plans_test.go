@@ -246,7 +246,7 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 		// them bounds the read to the project.
 		indexes := c.indexes
 		if c.f.UserID == nil && c.f.Level == nil && c.f.TraceID == nil {
-			indexes = slices.Concat(pkey, byUser, byLevel)
+			indexes = slices.Concat(pkey, byUser, byLevel, []string{"logs_tail"})
 		}
 		query, args := sqlstore.DeleteSQL(s, c.f)
 		t.Run(c.name+"/delete", func(t *testing.T) {
