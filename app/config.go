@@ -50,6 +50,10 @@ type config struct {
 	RetentionDays   int
 	RetentionEvery  time.Duration
 	RetentionBatch  int
+	MaxTails        int
+	MaxTailsTotal   int
+	TailPoll        time.Duration
+	TailHeartbeat   time.Duration
 }
 
 // defaultSQLitePath is where the embedded store lives when DATABASE_URL is empty.
@@ -77,6 +81,10 @@ func defaultConfig() config {
 		IdleTO:          2 * time.Minute,
 		RetentionEvery:  time.Minute,
 		RetentionBatch:  5000,
+		MaxTails:        domain.DefaultTailOptions().MaxPerKey,
+		MaxTailsTotal:   domain.DefaultTailOptions().MaxTotal,
+		TailPoll:        domain.DefaultTailOptions().Poll,
+		TailHeartbeat:   httpapi.DefaultTailHeartbeat,
 	}
 }
 
@@ -116,6 +124,10 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.RetentionDays, "log-retention-days", "retention in `days` (1..3650) of a project created without one; 0 = keep forever")
 	dur(&c.RetentionEvery, "retention-interval", "how often entries past their project's retention are deleted (a `duration`)")
 	num(&c.RetentionBatch, "retention-batch", "most `entries` one retention delete transaction removes")
+	num(&c.MaxTails, "max-tails", "live tails (GET /logs/tail) one API key (one address without keys) may hold open; more are refused with 429")
+	num(&c.MaxTailsTotal, "max-tails-total", "live tails this instance holds open in all; more are refused with 429")
+	dur(&c.TailPoll, "tail-poll", "how often an idle live tail looks for entries written through other instances (a `duration`)")
+	dur(&c.TailHeartbeat, "tail-heartbeat", "an idle live tail sends a comment line after this long, so proxies keep it open (a `duration`)")
 	return fs
 }
 
@@ -199,6 +211,16 @@ func (c config) validate() error {
 		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !edge.IsLoopbackHost(c.PprofAddr) {
 			return fmt.Errorf("invalid PPROF_ADDR %q: want a loopback host:port such as 127.0.0.1:6060 (profiles show the service's internals)", c.PprofAddr)
 		}
+	}
+	switch {
+	case c.MaxTails < 1:
+		return fmt.Errorf("invalid MAX_TAILS: must be at least 1")
+	case c.MaxTailsTotal < 1:
+		return fmt.Errorf("invalid MAX_TAILS_TOTAL: must be at least 1")
+	case c.TailPoll <= 0:
+		return fmt.Errorf("invalid TAIL_POLL: must be positive")
+	case c.TailHeartbeat <= 0:
+		return fmt.Errorf("invalid TAIL_HEARTBEAT: must be positive")
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")
@@ -306,4 +328,11 @@ func (c config) limits() domain.Limits {
 	l.IdempotencyWindow = c.IdemWindow
 	l.DefaultRetentionDays = c.RetentionDays
 	return l
+}
+
+// tailOptions are the bounds of the live tail.
+func (c config) tailOptions() domain.TailOptions {
+	o := domain.DefaultTailOptions()
+	o.MaxPerKey, o.MaxTotal, o.Poll = c.MaxTails, c.MaxTailsTotal, c.TailPoll
+	return o
 }

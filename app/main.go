@@ -138,6 +138,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		IdleTimeout:       cfg.IdleTO,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(svc.stopTails)
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(cfg.DatabaseURL))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -165,6 +166,8 @@ type service struct {
 	metrics *edge.Metrics
 	handler http.Handler
 	log     *slog.Logger
+	// stopTails ends every open live tail; run calls it when the drain starts.
+	stopTails func()
 }
 
 // deps are the parts of the service a test may replace; zero fields take the real ones.
@@ -179,7 +182,10 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err != nil {
 		return nil, err
 	}
-	core := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID, Now: d.now, Rand: d.rand})
+	core := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions()})
+	// Closed when the server starts to shut down: open tails end at once, so they never hold
+	// the drain, and their clients resume on another instance.
+	stopTails := make(chan struct{})
 	m := edge.NewMetrics(st.Pools())
 	rest, err := httpapi.NewHandler(core, httpapi.Options{
 		MaxBodyBytes:  cfg.MaxBodyBytes,
@@ -187,6 +193,8 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 		Logger:        log,
 		OnLogsCreated: m.LogsCreated,
 		OnLogsDeleted: m.LogsDeleted,
+		TailHeartbeat: cfg.TailHeartbeat,
+		StopTails:     stopTails,
 	})
 	if err != nil {
 		return nil, err
@@ -208,10 +216,10 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 		edge.Observe(log, m), // request id, access log, metrics: outermost, so refusals count too
 		edge.SecureHeaders,   // no-store, nosniff, no framing, on every answer
 		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)
-		edge.Shed(cfg.MaxInFlight, refuse),                                  // 503 past MAX_IN_FLIGHT, before any work
-		edge.Deadline(cfg.RequestTimeout, isTwirp),                          // REQUEST_TIMEOUT on every store call
+		except(isTail, edge.Shed(cfg.MaxInFlight, refuse)),                  // 503 past MAX_IN_FLIGHT, before any work; tails have MAX_TAILS
+		edge.Deadline(cfg.RequestTimeout, either(isTwirp, isTail)),          // REQUEST_TIMEOUT on every store call; a tail is open-ended
 		edge.Authenticate(keys, refuse),                                     // the principal, or 401
-		edge.ShedPerClient(cfg.MaxInFlightPer, refuse),                      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
+		except(isTail, edge.ShedPerClient(cfg.MaxInFlightPer, refuse)),      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
 		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
 		edge.NotePattern, // tells Observe the route that served
 	)
@@ -219,7 +227,34 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err != nil {
 		return nil, err
 	}
-	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log}, nil
+	var once sync.Once
+	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log,
+		stopTails: func() { once.Do(func() { close(stopTails) }) }}, nil
+}
+
+// tailPath is the live tail's route: a stream held open for as long as the client reads.
+const tailPath = "/logs/tail"
+
+// isTail selects live tails, which MAX_TAILS bounds instead of MAX_IN_FLIGHT and which no
+// REQUEST_TIMEOUT ends.
+func isTail(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == tailPath }
+
+func either(a, b func(*http.Request) bool) func(*http.Request) bool {
+	return func(r *http.Request) bool { return a(r) || b(r) }
+}
+
+// except applies mw to every request but those skip selects, which go straight on.
+func except(skip func(*http.Request) bool, mw edge.Middleware) edge.Middleware {
+	return func(next http.Handler) http.Handler {
+		wrapped := mw(next)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if skip(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			wrapped.ServeHTTP(w, r)
+		})
+	}
 }
 
 // twirpPrefix is where every Twirp route lives; the Haberdasher is mounted below it.

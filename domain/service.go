@@ -20,6 +20,8 @@ type Options struct {
 	Now    func() time.Time
 	NewID  func() string
 	Rand   Random
+	// Tail bounds the live tail; the zero value means DefaultTailOptions.
+	Tail TailOptions
 }
 
 // Service carries out the use cases of projects, logs and hats.
@@ -30,11 +32,20 @@ type Service struct {
 	now      func() time.Time
 	newID    func() string
 	rand     Random
+
+	// tailStore is the store when it can read in ingest order (nil: Tail is unavailable).
+	tailStore TailStore
+	tailOpts  TailOptions
+	tails     tails
 }
 
 // NewService returns a Service over store.
 func NewService(store Store, opts Options) *Service {
-	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand}
+	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailOpts: opts.Tail}
+	s.tailStore, _ = store.(TailStore)
+	if s.tailOpts == (TailOptions{}) {
+		s.tailOpts = DefaultTailOptions()
+	}
 	if s.limits == (Limits{}) {
 		s.limits = DefaultLimits()
 	}
@@ -264,6 +275,7 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		}
 		return Created{N: prior.Created, Replayed: true}, nil
 	}
+	s.tails.written(entries)
 	return Created{N: len(entries)}, nil
 }
 

@@ -28,6 +28,11 @@ type Options struct {
 	// write or delete stored or removed (for metrics).
 	OnLogsCreated func(n int)
 	OnLogsDeleted func(n int64)
+	// TailHeartbeat is how long an idle tail stays silent (DefaultTailHeartbeat when zero).
+	TailHeartbeat time.Duration
+	// StopTails, when closed, ends every open tail: closed when the server starts to shut
+	// down, so that tails do not hold the drain.
+	StopTails <-chan struct{}
 }
 
 // DefaultMaxBodyBytes is the documented body limit, 10 MiB.
@@ -45,6 +50,9 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 	if opts.StallTimeout <= 0 {
 		opts.StallTimeout = DefaultStallTimeout
 	}
+	if opts.TailHeartbeat <= 0 {
+		opts.TailHeartbeat = DefaultTailHeartbeat
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -61,6 +69,8 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 			ResponseErrorHandlerFunc: problems.write,
 		})
 	mux := http.NewServeMux()
+	// Not generated (see tailHandler): server.cfg.yaml leaves the operation out.
+	mux.Handle("GET /logs/tail", tailHandler{svc: svc, problems: problems, stall: opts.StallTimeout, heartbeat: opts.TailHeartbeat, stop: opts.StopTails})
 	rest.HandlerWithOptions(createLogsOnce{ServerInterface: strict, srv: srv, problems: problems}, rest.StdHTTPServerOptions{
 		BaseRouter:       mux,
 		ErrorHandlerFunc: problems.paramError,

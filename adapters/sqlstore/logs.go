@@ -15,19 +15,24 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// logColumns is the column order of every bulk insert; rowArgs gives an entry's values in it.
-const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id, message_fold"
+// logColumns is the column order of every bulk insert; writeRows gives an entry's values in it.
+// tail_pos is the entry's position in its batch: with the batch's tail_tx (see tail.go) it is
+// the entry's place in the live tail's order.
+const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id, message_fold, tail_pos"
 
-// writeRows executes stmt once per entry with the entry's values in logColumns order.
-func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry) error {
-	for _, e := range entries {
+// writeRows executes stmt once per entry with the entry's values in logColumns order, then
+// extra (the same for every row).
+func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, extra ...any) error {
+	args := make([]any, 0, 12+len(extra))
+	for i, e := range entries {
 		// Attributes go as text: lib/pq's COPY would write a []byte as bytea, and SQLite would
 		// keep it as a BLOB.
 		var attrs any
 		if e.Attributes != nil {
 			attrs = string(e.Attributes)
 		}
-		if _, err := stmt.ExecContext(ctx, e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID, foldedMessage(e.Message)); err != nil {
+		args = append(append(args[:0], e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID, foldedMessage(e.Message), i), extra...)
+		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return err
 		}
 	}

@@ -169,7 +169,8 @@ func (postgresEngine) trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, erro
 
 // createLogs streams the batch with COPY inside tx: one prepared COPY statement, one Exec per row
 // (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
-// server rejects fails the whole COPY, and the caller rolls tx back. (pq.CopyIn only builds this
+// server rejects fails the whole COPY, and the caller rolls tx back. tail_tx is left to the
+// column's default, the writing transaction's id (see migration 00007). (pq.CopyIn only builds this
 // statement text and is deprecated in lib/pq 1.12.)
 func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
 	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")

@@ -262,7 +262,7 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 		// them bounds the read to the project.
 		indexes := c.indexes
 		if c.f.UserID == nil && c.f.Level == nil && c.f.TraceID == nil && c.f.Subject == nil && c.f.Levels == nil {
-			indexes = slices.Concat(pkey, byUser, byLevel, bySubject)
+			indexes = slices.Concat(pkey, byUser, byLevel, bySubject, []string{"logs_tail"})
 		}
 		query, args := sqlstore.DeleteSQL(s, c.f)
 		t.Run(c.name+"/delete", func(t *testing.T) {

@@ -87,14 +87,19 @@ func (sqliteEngine) lockSuffix() string { return "" } // the writer holds the da
 func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { return true, nil }
 
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
-// transaction, SQLite's cost is the B-tree work itself.
+// transaction, SQLite's cost is the B-tree work itself. The batch takes the next number of
+// tail_clock: the one writer makes that number commit order, which the live tail follows.
 func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
-	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	var batch int64
+	if err := tx.GetContext(ctx, &batch, "UPDATE tail_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx"); err != nil {
+		return err
+	}
+	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+", tail_tx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	return writeRows(ctx, stmt, entries)
+	return writeRows(ctx, stmt, entries, batch)
 }
 
 func (sqliteEngine) isForeignKeyViolation(err error) bool {

@@ -27,6 +27,15 @@ type engine interface {
 	// trySweepLock takes, for the rest of tx, the lock that lets one instance at a time sweep
 	// expired entries; false when another holds it.
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
+	// tailTxParam is the placeholder of a tail transaction number, tailTxArg its value;
+	// tailFinal restricts a tail read to rows whose place no later commit can precede;
+	// tailHeadQuery answers the current transaction number as text, which tailHead turns into
+	// the position a new tail starts after (see tail.go).
+	tailTxParam() string
+	tailTxArg(tx uint64) any
+	tailFinal() string
+	tailHeadQuery() string
+	tailHead(tx uint64) domain.TailPosition
 	isForeignKeyViolation(err error) bool
 	isUniqueViolation(err error) bool
 	isUnavailable(err error) bool
@@ -49,7 +58,10 @@ type Store struct {
 	listings sync.Map // query text -> *sqlx.Stmt
 }
 
-var _ domain.Store = (*Store)(nil)
+var (
+	_ domain.Store     = (*Store)(nil)
+	_ domain.TailStore = (*Store)(nil)
+)
 
 // Close releases the store's connections.
 func (s *Store) Close() error {

@@ -179,6 +179,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/logs/tail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Follow log entries live
+         * @description Streams the project's entries that match every given filter as Server-Sent Events
+         *     (`text/event-stream`, the WHATWG HTML standard's format), in ingest order (not `time`: an
+         *     entry sent late with an old `time` still appears), until the client disconnects, the
+         *     project is deleted or the server shuts down.
+         *
+         *     The stream starts with `retry: 1000`; then each entry is one event with `id:` (an opaque
+         *     position), `event: log` and `data:` the entry as `GET /logs` renders it. An idle stream
+         *     sends a comment line at least every 15 seconds. A client that reconnects with the last
+         *     id it saw in `Last-Event-ID` (as `EventSource` does) continues right after it, on any
+         *     instance: every matching entry is delivered once, none is skipped. Without
+         *     `Last-Event-ID` the stream starts at `cursor` (an event id) when given, else at the
+         *     entries ingested from the request on; with `start_time` it first replays the last
+         *     `limit` (default 100) entries with `time` at or after it.
+         *
+         *     A key has at most `MAX_TAILS` tails open (429 with `Retry-After` beyond). A client that
+         *     stops reading for the server's stall timeout (15 s by default) is cut off and may resume.
+         *     Entries written before this feature existed are never streamed.
+         */
+        get: operations["tailLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1500,6 +1536,96 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    tailLogs: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose entries are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: components["parameters"]["ProjectIDQuery"];
+                /**
+                 * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+                 * @example u-42
+                 */
+                user_id?: components["parameters"]["UserID"];
+                /**
+                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @example [
+                 *       "error",
+                 *       "fatal"
+                 *     ]
+                 */
+                log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+                 * @example checkout
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+                 *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+                 *     literal: `%`, `_` and `\` have no special meaning.
+                 * @example declined
+                 */
+                q?: components["parameters"]["Q"];
+                /**
+                 * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+                 * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                 */
+                trace_id?: components["parameters"]["TraceID"];
+                /**
+                 * @description Replay first the last `limit` entries with `time` at or after this Unix time in milliseconds; ignored when resuming.
+                 * @example 1795428000000
+                 */
+                start_time?: number;
+                /**
+                 * @description How many entries the `start_time` replay holds at most, 1 to 10,000; 100 when absent.
+                 * @example 100
+                 */
+                limit?: number;
+                /**
+                 * @description Start right after this event id (used when `Last-Event-ID` is absent).
+                 * @example eyJ4Ijo3NDIsInAiOjB9
+                 */
+                cursor?: string;
+            };
+            header?: {
+                /**
+                 * @description The id of the last event received; the stream resumes right after it.
+                 * @example eyJ4Ijo3NDIsInAiOjB9
+                 */
+                "Last-Event-ID"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 1000
+                     *
+                     *     id: eyJ4Ijo3NDIsInAiOjB9
+                     *     event: log
+                     *     data: {"id":"01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f","project_id":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f","message":"payment declined","level":"error","time":1795428000123}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };

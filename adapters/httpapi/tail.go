@@ -1,0 +1,181 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"example.com/obsvc/domain"
+)
+
+// DefaultTailHeartbeat is how long an idle tail stays silent before it sends a comment line.
+const DefaultTailHeartbeat = 15 * time.Second
+
+// tailRetry is the reconnection delay the stream announces (the SSE "retry" field), in ms.
+const tailRetry = 1000
+
+// tailHandler serves GET /logs/tail as Server-Sent Events (text/event-stream).
+//
+// It is written by hand rather than through the generated strict server: a strict response is
+// one value written once by its Visit method, which has no way to flush each event as it
+// happens, to renew the write deadline per event (so that WRITE_TIMEOUT never cuts a healthy
+// stream while a reader that stops taking events is still cut off), or to end at shutdown. The
+// route is still described in openapi.yaml, and the validator in front checks its parameters.
+type tailHandler struct {
+	svc       *domain.Service
+	problems  problemWriter
+	stall     time.Duration
+	heartbeat time.Duration
+	// stop, when closed, ends every open tail (the server is shutting down).
+	stop <-chan struct{}
+}
+
+func (t tailHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	req, err := tailRequest(r)
+	if err != nil {
+		t.problems.write(w, r, err)
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if t.stop != nil {
+		go func() {
+			select {
+			case <-t.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	s := &sseStream{w: w, rc: http.NewResponseController(w), stall: t.stall, heartbeat: t.heartbeat}
+	err = t.svc.Tail(ctx, req, s.send)
+	switch {
+	case !s.started && err != nil:
+		t.problems.write(w, r, err)
+	case !s.started:
+		// Ended (shutdown) before anything was found: still a valid, empty stream.
+		_ = s.begin()
+	case err != nil && !errors.Is(err, errStreamWrite):
+		// The stream is under way: the project is gone or the store failed. Ending the stream is
+		// the signal; a client that reconnects is told why in its status.
+		t.problems.log.InfoContext(r.Context(), "tail ended", "err", err)
+	}
+}
+
+// tailRequest reads the parameters of a tail; the validator has checked their shapes.
+func tailRequest(r *http.Request) (domain.TailRequest, error) {
+	q := r.URL.Query()
+	req := domain.TailRequest{
+		LogFilter: domain.LogFilter{ProjectID: q.Get("project_id")},
+		Resume:    r.Header.Get("Last-Event-ID"),
+		Cursor:    q.Get("cursor"),
+	}
+	if q.Has("user_id") {
+		v := q.Get("user_id")
+		req.UserID = &v
+	}
+	if q.Has("log_level") {
+		v := q.Get("log_level")
+		req.Level = &v
+	}
+	if q.Has("trace_id") {
+		v := q.Get("trace_id")
+		req.TraceID = &v
+	}
+	if q.Has("start_time") {
+		v, err := strconv.ParseInt(q.Get("start_time"), 10, 64)
+		if err != nil {
+			return req, domain.ParamError("start_time", "must be an integer")
+		}
+		req.StartTime = &v
+	}
+	if q.Has("limit") {
+		v, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || v == 0 {
+			v = -1 // out of range: the domain names the bounds
+		}
+		req.ReplayLimit = v
+	}
+	req.Client, _, _ = net.SplitHostPort(r.RemoteAddr)
+	return req, nil
+}
+
+// errStreamWrite is a failed write to the client: it went away or stopped reading.
+var errStreamWrite = errors.New("tail: write to client failed")
+
+// sseStream writes events to one client.
+type sseStream struct {
+	w         http.ResponseWriter
+	rc        *http.ResponseController
+	bw        *bufio.Writer
+	stall     time.Duration
+	heartbeat time.Duration
+	started   bool
+	last      time.Time
+}
+
+// begin sends the status, the headers and the retry field.
+func (s *sseStream) begin() error {
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // proxies that buffer by default (nginx) pass events on at once
+	s.w.WriteHeader(http.StatusOK)
+	s.bw = bufio.NewWriterSize(s.w, 16<<10)
+	_, _ = fmt.Fprintf(s.bw, "retry: %d\n\n", tailRetry)
+	return s.flush()
+}
+
+// send writes entries as events, or, with none, a heartbeat when the stream has been quiet for
+// the heartbeat interval.
+func (s *sseStream) send(entries []domain.TailEntry) error {
+	if !s.started {
+		if err := s.begin(); err != nil {
+			return err
+		}
+	}
+	if len(entries) == 0 {
+		if time.Since(s.last) < s.heartbeat {
+			return nil
+		}
+		_, _ = s.bw.WriteString(": keep-alive\n\n")
+		return s.flush()
+	}
+	for _, e := range entries {
+		data, err := json.Marshal(toEntry(e.LogEntry)) // one line: JSON escapes every newline
+		if err != nil {
+			return err
+		}
+		_, _ = s.bw.WriteString("id: " + domain.EncodeTailToken(e.At) + "\nevent: log\ndata: ")
+		_, _ = s.bw.Write(data)
+		if _, err := s.bw.WriteString("\n\n"); err != nil {
+			return errStreamWrite
+		}
+	}
+	return s.flush()
+}
+
+// flush pushes the buffered events out under a fresh write deadline: each flush must be taken by
+// the client within the stall timeout, so a reader that stops taking events (whose backlog
+// fills the socket buffers) is cut off, and resumes by id, while a healthy stream is never cut
+// by the server's WRITE_TIMEOUT, set once per request.
+func (s *sseStream) flush() error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errStreamWrite
+	}
+	if err := s.bw.Flush(); err != nil {
+		return errStreamWrite
+	}
+	if err := s.rc.Flush(); err != nil {
+		return errStreamWrite
+	}
+	s.last = time.Now()
+	return nil
+}
