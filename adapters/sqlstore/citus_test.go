@@ -36,7 +36,12 @@ func openCitus(t *testing.T) domain.Store {
 // TestCitusStore runs the store contract on a Citus coordinator with two workers, the schema
 // distributed by the store itself.
 func TestCitusStore(t *testing.T) {
-	storetest.Run(t, openCitus)
+	// On Citus a batch takes no row lock on projects (a reference table: the lock would reach
+	// every worker, and one worker down would stop ingest for every project), so a retention
+	// shortened while a batch is in flight does not wait for it. The entries it admits are
+	// hidden from readers at once and removed by the next sweep.
+	storetest.Run(t, openCitus, storetest.Without("RetentionChangeWaitsForBatchInFlight",
+		"a batch locks no project row on Citus; readers hide what a shortened retention expires"))
 }
 
 // distribution is how Citus holds each table: "reference", "distributed by COLUMN" or "local".
