@@ -67,7 +67,7 @@ var errNoCitus = errors.New("no Citus extension")
 
 // citusSettings preload Citus and allow the two-phase commits of transactions that write on more
 // than one node; the nodes talk to each other over loopback without TLS.
-const citusSettings = " -c shared_preload_libraries=citus -c max_prepared_transactions=200 -c citus.node_conninfo=sslmode=disable"
+const citusSettings = " -c max_connections=500 -c shared_preload_libraries=citus -c max_prepared_transactions=200 -c citus.node_conninfo=sslmode=disable"
 
 func startCitus() (*Citus, error) {
 	bin, err := findBinaries()
@@ -163,15 +163,23 @@ func (c *Citus) NewDatabase(t testing.TB) string {
 		}
 	}
 	setup := []string{
-		"CREATE EXTENSION citus",
+		"CREATE EXTENSION IF NOT EXISTS citus",
 		fmt.Sprintf("SELECT citus_set_coordinator_host('127.0.0.1', %s)", c.coordinator.port),
 		fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %s)", c.workers[0].port),
 		fmt.Sprintf("SELECT citus_add_node('127.0.0.1', %s)", c.workers[1].port),
 	}
-	if err := execAll(u, setup...); err != nil {
-		t.Fatalf("pgtest: citus on the coordinator: %v", err)
+	// Registering a worker opens connections to it; under many parallel tests one may be refused
+	// for a moment. Every statement here is idempotent, so the set-up is tried again.
+	var err error
+	for attempt := 1; attempt <= 5; attempt++ {
+		if err = execAll(u, setup...); err == nil {
+			return u
+		}
+		t.Logf("pgtest: citus on the coordinator, attempt %d: %v", attempt, err)
+		time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
 	}
-	return u
+	t.Fatalf("pgtest: citus on the coordinator: %v", err)
+	return ""
 }
 
 func databaseName(rawURL string) string {
