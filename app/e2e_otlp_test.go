@@ -311,6 +311,8 @@ func testOTLPIngest(t *testing.T, open storeOpener) {
 		}{
 			{"garbage protobuf", otlpCall{contentType: ctProto, body: []byte{0xff, 0xff, 0xff}, headers: hdr}, 400, 3},
 			{"garbage JSON", otlpCall{contentType: ctJSON, body: []byte(`{"resourceLogs":7}`), headers: hdr}, 400, 3},
+			// The decoder's error quotes the byte; the answer still has to be valid UTF-8.
+			{"JSON that is not UTF-8", otlpCall{contentType: ctJSON, body: []byte{0x96}, headers: hdr}, 400, 3},
 			{"bad gzip", otlpCall{contentType: ctJSON, body: []byte(`not gzip`), headers: map[string]string{"X-Project-Id": p.Id, "Content-Encoding": "gzip"}}, 400, 3},
 			{"no X-Project-Id with the open default", otlpCall{contentType: ctProto, body: ok}, 400, 3},
 			{"unknown project", otlpCall{contentType: ctJSON, body: []byte(`{}`), headers: map[string]string{"X-Project-Id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f"}}, 404, 5},

@@ -110,7 +110,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := &collogspb.ExportLogsServiceResponse{}
 	if msg := batch.message(res); msg != "" || res.Rejected > 0 {
-		resp.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: int64(res.Rejected), ErrorMessage: msg}
+		resp.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: int64(res.Rejected), ErrorMessage: validUTF8(msg)}
 	}
 	write(w, ct, http.StatusOK, resp)
 }

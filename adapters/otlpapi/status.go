@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/genproto/googleapis/rpc/status"
@@ -100,8 +101,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error, log *slog.Log
 	if ct == "" {
 		ct = contentProtobuf
 	}
-	write(w, ct, httpStatus, &status.Status{Code: int32(c), Message: msg})
+	write(w, ct, httpStatus, &status.Status{Code: int32(c), Message: validUTF8(msg)})
 }
+
+// validUTF8 makes a message safe for a proto3 string field: a decoder's error may quote the
+// client's own bytes, and protojson refuses to encode a string that is not UTF-8.
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
 // write answers m in content type ct.
 func write(w http.ResponseWriter, ct string, httpStatus int, m proto.Message) {
