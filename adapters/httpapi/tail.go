@@ -165,7 +165,16 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 		if err != nil {
 			return err
 		}
-		_, _ = s.bw.WriteString("id: " + domain.EncodeTailToken(e.At) + "\nevent: log\ndata: ")
+		id := domain.EncodeTailToken(e.At)
+		// Only flush reaches the client, under a deadline it renews: an event that does not fit
+		// in the buffer goes after a flush, never out of a full buffer under the deadline of an
+		// earlier flush, which has passed if the tail was idle for the stall timeout.
+		if len(id)+len(data)+len("id: \nevent: log\ndata: \n\n") > s.bw.Available() {
+			if err := s.flush(); err != nil {
+				return err
+			}
+		}
+		_, _ = s.bw.WriteString("id: " + id + "\nevent: log\ndata: ")
 		_, _ = s.bw.Write(data)
 		if _, err := s.bw.WriteString("\n\n"); err != nil {
 			return errStreamWrite
