@@ -192,8 +192,8 @@ func testTailWithNodeEventSource(t *testing.T, open storeOpener, node, dir strin
 	mu.Lock()
 	defer mu.Unlock()
 	// Each cut ends an event halfway, so the client must resume from the event before it.
-	if min := total/cutEvery - 1; cuts < min || errs < cuts {
-		t.Errorf("the proxy cut %d connections and the client saw %d errors; want at least %d of each", cuts, errs, min)
+	if least := total/cutEvery - 1; cuts < least || errs < cuts {
+		t.Errorf("the proxy cut %d connections and the client saw %d errors; want at least %d of each", cuts, errs, least)
 	}
 	if len(resumes) < cuts+1 || resumes[0] != "" {
 		t.Fatalf("tail requests with Last-Event-ID %q for %d cuts: want a fresh start and then one resume per cut", resumes, cuts)
