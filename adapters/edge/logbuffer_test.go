@@ -80,3 +80,50 @@ func TestLogBufferWritesOutWithinItsInterval(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// stallingWriter blocks each write until release is closed.
+type stallingWriter struct {
+	entered chan struct{}
+	release chan struct{}
+	lockedBuffer
+}
+
+func (s *stallingWriter) Write(p []byte) (int, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-s.release
+	return s.lockedBuffer.Write(p)
+}
+
+// A request logging while the buffer is being written out (to a slow disk, a stalled pipe) is
+// not held up by that write: it appends to the next buffer.
+func TestLogBufferWritesDoNotWaitForTheOutput(t *testing.T) {
+	out := &stallingWriter{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	buf := edge.NewLogBuffer(out, time.Hour)
+	fmt.Fprintln(buf, "first")
+	flushed := make(chan error, 1)
+	go func() { flushed <- buf.Flush() }()
+	<-out.entered // the write out of "first" is under way, and stalls
+	wrote := make(chan struct{})
+	go func() {
+		fmt.Fprintln(buf, "second")
+		close(wrote)
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a log line waited for the stalled write of the lines before it")
+	}
+	close(out.release)
+	if err := <-flushed; err != nil {
+		t.Fatal(err)
+	}
+	if err := buf.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := out.String(); got != "first\nsecond\n" {
+		t.Errorf("written %q, want both lines in order", got)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,53 @@ type Metrics struct {
 	sweepDuration prometheus.Gauge
 	sweepTime     prometheus.Gauge
 	otlp          otlpMetrics
+	// The series of each HTTP route, method and status, and of each Twirp method and code, as
+	// looked up once: WithLabelValues hashes its labels and takes a lock on every call.
+	httpSeries  sync.Map // httpKey → series
+	twirpSeries sync.Map // twirpKey → series
+}
+
+// series is the request counter and the latency histogram of one set of labels.
+type series struct {
+	count    prometheus.Counter
+	duration prometheus.Observer
+}
+
+type httpKey struct {
+	route, method string
+	status        int
+}
+
+type twirpKey struct{ method, code string }
+
+// observeHTTP counts one HTTP request and its latency.
+func (m *Metrics) observeHTTP(route, method string, status int, took time.Duration) {
+	k := httpKey{route, method, status}
+	s, ok := m.httpSeries.Load(k)
+	if !ok {
+		s, _ = m.httpSeries.LoadOrStore(k, series{
+			count:    m.httpRequests.WithLabelValues(route, method, strconv.Itoa(status)),
+			duration: m.httpDuration.WithLabelValues(route, method),
+		})
+	}
+	s.(series).count.Inc()
+	s.(series).duration.Observe(took.Seconds())
+}
+
+// observeTwirp counts one Twirp call and its latency (when known).
+func (m *Metrics) observeTwirp(method, code string, took time.Duration, timed bool) {
+	k := twirpKey{method, code}
+	s, ok := m.twirpSeries.Load(k)
+	if !ok {
+		s, _ = m.twirpSeries.LoadOrStore(k, series{
+			count:    m.twirpRequests.WithLabelValues(method, code),
+			duration: m.twirpDuration.WithLabelValues(method),
+		})
+	}
+	s.(series).count.Inc()
+	if timed {
+		s.(series).duration.Observe(took.Seconds())
+	}
 }
 
 // NewMetrics registers the service's metrics, the Go and process collectors and one connection
@@ -182,10 +230,8 @@ func (m *Metrics) TwirpHooks() *twirp.ServerHooks {
 			if !ok {
 				code = "ok"
 			}
-			m.twirpRequests.WithLabelValues(method, code).Inc()
-			if start, ok := ctx.Value(twirpStartKey{}).(time.Time); ok {
-				m.twirpDuration.WithLabelValues(method).Observe(time.Since(start).Seconds())
-			}
+			start, timed := ctx.Value(twirpStartKey{}).(time.Time)
+			m.observeTwirp(method, code, time.Since(start), timed)
 		},
 	}
 }
@@ -218,6 +264,10 @@ func quietRoute(route string) bool {
 // Observe is the outermost middleware: it takes or makes the request id, puts it in the context
 // and the response, and after the request writes one access log line and the HTTP metrics,
 // labelled by the ServeMux pattern that served it (never the raw path; see NotePattern).
+//
+// It runs on every request, MakeHat's few-microsecond calls included, so it copies the request
+// once (the id in the context) and hands the route back through its response writer rather than
+// a second context value and copy.
 func Observe(log *slog.Logger, m *Metrics) Middleware {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -226,21 +276,18 @@ func Observe(log *slog.Logger, m *Metrics) Middleware {
 			if !ValidRequestID(id) {
 				id = newRequestID()
 			}
-			w.Header().Set("X-Request-Id", id)
-			info := &routeInfo{}
-			r = r.WithContext(context.WithValue(domain.WithRequestID(r.Context(), id), routeInfoKey{}, info))
+			w.Header()["X-Request-Id"] = []string{id}
+			r = r.WithContext(domain.WithRequestID(r.Context(), id))
 			rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
 			defer func() {
 				// Also on panic (then the connection is dropped): the line and the metrics still count it.
 				elapsed := time.Since(start)
-				route := info.pattern
+				route := rec.pattern
 				if route == "" {
 					route = "unmatched"
 				}
-				code := strconv.Itoa(rec.status)
 				method := methodLabel(r.Method)
-				m.httpRequests.WithLabelValues(route, method, code).Inc()
-				m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+				m.observeHTTP(route, method, rec.status, elapsed)
 				level := slog.LevelInfo
 				if quietRoute(route) {
 					level = slog.LevelDebug
@@ -270,32 +317,43 @@ func methodLabel(m string) string {
 	return "other"
 }
 
-// routeInfo carries the ServeMux pattern that served a request back out to observe: the
-// middleware between them hand on copies of the request (WithContext), and ServeMux writes the
-// pattern into the copy it is given.
-type routeInfo struct{ pattern string }
-
-type routeInfoKey struct{}
-
 // NotePattern sits right around the mux and records the pattern it (or a mux nested in it)
-// chose for the request.
+// chose for the request in Observe's response writer, found through the writers' Unwrap chain:
+// the middleware between them hand on copies of the request (WithContext), and ServeMux writes
+// the pattern into the copy it is given.
 func NotePattern(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
-			if info, ok := r.Context().Value(routeInfoKey{}).(*routeInfo); ok {
-				info.pattern = r.Pattern
+			if rec := recorderOf(w); rec != nil {
+				rec.pattern = r.Pattern
 			}
 		}()
 		next.ServeHTTP(w, r)
 	})
 }
 
+// recorderOf finds Observe's writer in w or among the writers w wraps.
+func recorderOf(w http.ResponseWriter) *responseRecorder {
+	for range 16 { // a bound against a writer that unwraps to itself
+		switch v := w.(type) {
+		case *responseRecorder:
+			return v
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = v.Unwrap()
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
 // responseRecorder notes the status and body size of a response on its way out.
 type responseRecorder struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
-	wrote  bool
+	status  int
+	bytes   int64
+	wrote   bool
+	pattern string // the route that served, from NotePattern
 }
 
 func (r *responseRecorder) WriteHeader(code int) {

@@ -137,12 +137,16 @@ func chunks(ids []string, n int) iter.Seq[[]string] {
 	}
 }
 
+// projectCondition opens every WHERE clause where renders, with the project id as its first
+// argument.
+const projectCondition = " WHERE project_id = ?"
+
 // where renders f as a WHERE clause with ? placeholders: every filter of a listing, delete or
 // count, in one place. It is the same SQL on both engines.
 func where(f domain.LogFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.ProjectID}
-	b.WriteString(" WHERE project_id = ?")
+	b.WriteString(projectCondition)
 	if f.UserID != nil {
 		b.WriteString(" AND user_id = ?")
 		args = append(args, *f.UserID)
@@ -296,16 +300,23 @@ const leastID = "00000000-0000-0000-0000-000000000000"
 // than the project's retention at q.Now are not read at all.
 func listQuery(q domain.LogQuery) (string, []any) {
 	w, args := where(q.LogFilter)
-	w += retentionBound
-	args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), leastID)
 	dir, cmp := "ASC", ">"
 	if q.Desc {
 		dir, cmp = "DESC", "<"
 	}
 	if q.After != nil {
-		w += " AND (time, id) " + cmp + " (?, ?)"
-		args = append(args, q.After.Time, q.After.ID)
+		// The cursor goes first among the conditions on time: when several bound the same
+		// index column on the side the scan starts from, PostgreSQL's B-tree starts the scan at
+		// the first of them and only checks the others on each entry it reads. After the
+		// retention bound (or start_time), an oldest-first next page read the index from that
+		// bound up to the cursor, every entry of the pages before it: a deep page cost in
+		// proportion to its depth (1,108 buffers for 1,000 rows 150,000 rows in, against 36
+		// with the cursor first).
+		w = strings.Replace(w, projectCondition, projectCondition+" AND (time, id) "+cmp+" (?, ?)", 1)
+		args = append([]any{args[0], q.After.Time, q.After.ID}, args[1:]...)
 	}
+	w += retentionBound
+	args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), leastID)
 	order := " ORDER BY time " + dir + ", id " + dir
 	// Placeholders in textual order: the two nth_value positions, the filter, the inner limit.
 	args = append(append([]any{q.Limit, q.Limit}, args...), q.Limit+1)

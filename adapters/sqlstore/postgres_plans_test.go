@@ -269,4 +269,52 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 			checkPlan(t, explain(t, conn, query, args, false), planWant{indexes: indexes})
 		})
 	}
+
+	// A next page starts reading at its cursor, however deep: the buffers a page 7,500 entries
+	// into the project reads stay near those of the first page. With the retention bound (or a
+	// time bound) ahead of the cursor the scan began at that bound and read every entry before
+	// the cursor: about 3x the first page's buffers here, and in proportion to the depth. (Newest
+	// first was not affected; it is checked all the same.)
+	for _, c := range []struct {
+		name string
+		f    domain.LogFilter
+		desc bool
+	}{
+		{"project", domain.LogFilter{ProjectID: p}, false},
+		{"project+start", domain.LogFilter{ProjectID: p, Start: ptr[int64](0)}, false},
+		{"project+end, newest first", domain.LogFilter{ProjectID: p, End: ptr[int64](199_999)}, true},
+	} {
+		t.Run("deep page/"+c.name, func(t *testing.T) {
+			q := domain.LogQuery{LogFilter: c.f, Desc: c.desc, Limit: 100, Now: 200_000}
+			first := pageBuffers(t, conn, s, q)
+			// The cursor is the entry 7,500 entries from the start of the listing's order.
+			q.After = &domain.Cursor{Time: 150_003, ID: uuid.Must(uuid.NewV7()).String(), Desc: c.desc}
+			if c.desc {
+				q.After.Time = 50_003
+			}
+			if deep := pageBuffers(t, conn, s, q); deep > first+first/2 {
+				t.Errorf("a page 7,500 entries in read %d buffers, the first page %d", deep, first)
+			}
+		})
+	}
+}
+
+// pageBuffers runs the listing of q under EXPLAIN ANALYZE and returns the buffers it read.
+func pageBuffers(t *testing.T, conn *sqlx.Conn, s *sqlstore.Store, q domain.LogQuery) int {
+	t.Helper()
+	query, args := sqlstore.ListSQL(s, q)
+	var out []byte
+	if err := conn.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
+		t.Fatal(err)
+	}
+	var plans []struct {
+		Plan struct {
+			Hit  int `json:"Shared Hit Blocks"`
+			Read int `json:"Shared Read Blocks"`
+		}
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("plan %s: %v", out, err)
+	}
+	return plans[0].Plan.Hit + plans[0].Plan.Read
 }

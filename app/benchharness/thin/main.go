@@ -221,8 +221,9 @@ func listQuery(q url.Values) (query string, args []any, limit int, desc bool, er
 		if err != nil || json.Unmarshal(b, &c) != nil {
 			return "", nil, 0, false, fmt.Errorf("bad cursor")
 		}
-		w += " AND (time, id) " + cmp + " (?, ?)"
-		args = append(args, c.T, c.I)
+		// First after the project, as the service puts it (see sqlstore's listQuery).
+		w = strings.Replace(w, " WHERE project_id = ?", " WHERE project_id = ? AND (time, id) "+cmp+" (?, ?)", 1)
+		args = append([]any{args[0], c.T, c.I}, args[1:]...)
 	}
 	order := " ORDER BY time " + dir + ", id " + dir
 	args = append(append([]any{limit, limit}, args...), limit+1)
