@@ -30,9 +30,9 @@ test:
 quick:
 	$(GO) test -short -count=1 ./...
 
-## race: the race detector over the packages with concurrency (stores, HTTP, Twirp, edge, app)
+## race: the race detector over the packages with concurrency (domain, stores, HTTP, Twirp, edge, app)
 race:
-	$(GO) test -race -count=1 ./adapters/... ./app/
+	$(GO) test -race -count=1 ./domain/ ./adapters/... ./app/
 
 ## build: compile every package
 build:

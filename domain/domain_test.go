@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,6 +324,25 @@ func TestMakeHatRejectsNonPositive(t *testing.T) {
 	if slices.Contains(HatColors(), "invisible") {
 		t.Error("the palette holds invisible")
 	}
+}
+
+// TestMakeHatConcurrently: the default source of randomness is shared by every call; under the
+// race detector (go test -race ./domain) this fails if it is not safe for concurrent use.
+func TestMakeHatConcurrently(t *testing.T) {
+	s := NewService(nil, Options{})
+	ctx := admin(t)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				if h, err := s.MakeHat(ctx, 12); err != nil || !slices.Contains(HatColors(), h.Color) {
+					t.Errorf("MakeHat(12) = %+v, %v", h, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
 
 func TestIdempotentBatches(t *testing.T) {

@@ -56,7 +56,7 @@ func NewService(store Store, opts Options) *Service {
 		s.newID = func() string { return "" } // caught by checkID before anything is stored
 	}
 	if s.rand == nil {
-		s.rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+		s.rand = sharedRand{}
 	}
 	return s
 }
@@ -378,3 +378,9 @@ func (s *Service) DeleteLogs(ctx context.Context, f LogFilter) (int64, error) {
 	}
 	return n, nil
 }
+
+// sharedRand draws from math/rand/v2's top-level source, which is safe for concurrent use: the
+// service serves many calls at once, and a *rand.Rand is not.
+type sharedRand struct{}
+
+func (sharedRand) IntN(n int) int { return rand.IntN(n) }
