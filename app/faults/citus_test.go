@@ -43,6 +43,28 @@ WHERE table_name = 'logs'::regclass AND shardid = get_shard_id_for_distribution_
 	return port
 }
 
+// preparedOn counts the prepared (two-phase, in doubt) transactions of the test database on
+// the node listening on port, whose database has the coordinator's name and user.
+func preparedOn(t *testing.T, coordinatorURL, port string) int {
+	t.Helper()
+	u, err := url.Parse(coordinatorURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = "127.0.0.1:" + port
+	db, err := sql.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRowContext(t.Context(), "SELECT count(*) FROM pg_prepared_xacts WHERE database = current_database()").Scan(&n); err != nil {
+		t.Logf("prepared transactions on the worker: %v", err)
+		return -1
+	}
+	return n
+}
+
 // snapshot copies a loader's answer counts.
 func (l *loader) snapshot() map[string]int {
 	l.mu.Lock()
@@ -164,6 +186,9 @@ func TestCitusWorkerStoppedMidLoad(t *testing.T) {
 	hitDuring, sparedDuring := since(hit.snapshot(), hitBefore), since(spared.snapshot(), sparedBefore)
 	downWorker.Start(t)
 	back := time.Now()
+	// Batches whose PREPARE TRANSACTION reached the worker before it stopped are still in
+	// doubt there, holding their rows and locks until the coordinator's 2PC recovery.
+	inDoubt := preparedOn(t, dbURL, downWorker.Port())
 	t.Logf("worker on port %s down for %v", downWorker.Port(), back.Sub(outage).Round(time.Millisecond))
 
 	// What the coordinator does meanwhile, shown if the test fails.
@@ -205,8 +230,8 @@ func TestCitusWorkerStoppedMidLoad(t *testing.T) {
 		waitOrFail(t, wg, 30*time.Second)
 	}
 
-	fmt.Printf("FAULTS citus-worker-down: stopped worker's project answered %v during the outage; other worker's project %v; recovered %v after the worker was back\n",
-		hitDuring, sparedDuring, recovered)
+	fmt.Printf("FAULTS citus-worker-down: stopped worker's project answered %v during the outage; other worker's project %v; %d transactions in doubt on the restarted worker; recovered %v after the worker was back\n",
+		hitDuring, sparedDuring, inDoubt, recovered)
 	for _, l := range []*loader{hit, spared} {
 		if n := l.statuses["500"] + l.statuses["transport error"]; n != 0 {
 			t.Errorf("project %s: %d answers of 500 or transport errors (%q), want none", l.projectID, n, l.errs)
