@@ -231,7 +231,8 @@ var citusUnreachable = []string{
 	"connection to the remote node",
 	"could not establish any connections to the node",
 	"connection not open",
-	"failed to COPY to shard", // the worker's connection broke while the rows were sent
+	"failed to COPY to shard",                   // the worker's connection broke while the rows were sent
+	"server closed the connection unexpectedly", // libpq's words, relayed when a worker dies at commit
 }
 
 func isCitusWorkerUnreachable(msg string) bool {
