@@ -208,7 +208,8 @@ func (postgresEngine) isUniqueViolation(err error) bool {
 // driver.ErrBadConn are caught by isConnectionError whatever the engine.
 //
 // A Citus coordinator reports most failures to reach a worker as class 08, but some as an
-// internal error (XX000) whose text is all that tells them apart; those are matched by text.
+// internal error (XX000) or, when a worker goes away in the middle of a COPY, as an I/O error
+// (58030), whose text is all that tells them apart; those are matched by text.
 func (postgresEngine) isUnavailable(err error) bool {
 	code := pqCode(err)
 	switch {
@@ -216,7 +217,7 @@ func (postgresEngine) isUnavailable(err error) bool {
 		return false
 	case code.Class() == "08", code == "57P01", code == "57P02", code == "57P03", code == "53300", code == "25006":
 		return true
-	case code == "XX000":
+	case code == "XX000", code == "58030":
 		var pe *pq.Error
 		return errors.As(err, &pe) && isCitusWorkerUnreachable(pe.Message)
 	}
@@ -230,6 +231,8 @@ var citusUnreachable = []string{
 	"connection to the remote node",
 	"could not establish any connections to the node",
 	"connection not open",
+	"failed to COPY to shard",                   // the worker's connection broke while the rows were sent
+	"server closed the connection unexpectedly", // libpq's words, relayed when a worker dies at commit
 }
 
 func isCitusWorkerUnreachable(msg string) bool {

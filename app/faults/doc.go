@@ -3,5 +3,7 @@
 // while it drains on SIGTERM; afterwards every batch is counted. The retention tests kill a server
 // with SIGKILL in the middle of sweeping 1,000,000 entries and run two sweeping servers on one
 // PostgreSQL database. They run with `make test-faults` (build tag faults), not with `make test`,
-// because they take minutes.
+// because they take minutes. With the citus build tag as well (make test-citus) the kill -9 and
+// drain tests also run on a Citus coordinator with two workers, and a worker is stopped and
+// started under load (citus_test.go).
 package faults

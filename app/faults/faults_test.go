@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build server:", err)
 		os.Exit(1)
 	}
-	code := pgtest.Run(m, &pg)
+	code := pgtest.Run(m, &pg, runOptions()...)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -4,9 +4,10 @@ package faults
 
 import "testing"
 
-// faultStores lists the stores the fault tests run against.
+// faultStores lists the stores the fault tests run against (with the citus build tag, a Citus
+// cluster too: citus_test.go).
 func faultStores() []storeEnv {
-	return []storeEnv{{"sqlite", sqliteEnv}, {"postgres", postgresEnv}}
+	return append([]storeEnv{{"sqlite", sqliteEnv}, {"postgres", postgresEnv}}, citusStores()...)
 }
 
 func postgresEnv(t *testing.T) []string {

@@ -65,9 +65,12 @@ func (o citusOption) start() func() {
 
 var errNoCitus = errors.New("no Citus extension")
 
-// citusSettings preload Citus and allow the two-phase commits of transactions that write on more
-// than one node; the nodes talk to each other over loopback without TLS.
-const citusSettings = " -c max_connections=500 -c shared_preload_libraries=citus -c max_prepared_transactions=200 -c citus.node_conninfo=sslmode=disable"
+// citusSettings preload Citus and allow its two-phase commits (every COPY into a distributed
+// table commits in two phases, even on one worker); the nodes talk to each other over loopback
+// without TLS. A worker that crashes between its PREPARE and COMMIT PREPARED keeps that
+// transaction's rows and row locks until the coordinator's 2PC recovery rolls it forward:
+// every second here instead of Citus's default minute, as README (Scaling out) advises.
+const citusSettings = " -c max_connections=500 -c shared_preload_libraries=citus -c max_prepared_transactions=200 -c citus.node_conninfo=sslmode=disable -c citus.recover_2pc_interval=1s"
 
 func startCitus() (*Citus, error) {
 	bin, err := findBinaries()
