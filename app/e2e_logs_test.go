@@ -204,7 +204,9 @@ func testBatchLimits(t *testing.T, open storeOpener) {
 	// So are the attribute limits.
 	tight := newEnv(t, open, func(c *config) { c.MaxAttributes = 2; c.MaxAttrKeyChars = 3; c.MaxAttrBytes = 40 })
 	tp := tight.project("p")
-	attrs := func(a string) string { return fmt.Sprintf(`[{"project_id":%q,"message":"m"},{"project_id":%q,"message":"m","attributes":%s}]`, tp.Id, tp.Id, a) }
+	attrs := func(a string) string {
+		return fmt.Sprintf(`[{"project_id":%q,"message":"m"},{"project_id":%q,"message":"m","attributes":%s}]`, tp.Id, tp.Id, a)
+	}
 	for _, c := range []struct{ attrs, want string }{
 		{`{"a":1,"b":2,"c":3}`, "at most 2 keys"},
 		{`{"abcd":1}`, "/1/attributes"},

@@ -6,67 +6,15 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/obsvc/api/rest"
 )
 
-// nodeOTLP is the node test package of app/testdata/otlp-node, installed once per test binary.
-type nodeOTLP struct {
-	once      sync.Once
-	node, dir string
-	err       error
-	out       []byte
-}
-
-// install finds node and npm and runs npm ci when node_modules does not already hold what
-// package-lock.json pins (npm ci's own record of it, node_modules/.package-lock.json, is missing
-// or older than the lock). Without node or npm it skips loudly, and fails under CI=true.
-func (n *nodeOTLP) install(t *testing.T) (node, dir string) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("!!! node tests skipped under -short (make quick); make test runs them")
-	}
-	node, err := exec.LookPath("node")
-	npm, err2 := exec.LookPath("npm")
-	if err != nil || err2 != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node and npm are required under CI=true")
-		}
-		t.Skip("!!! no node/npm: the OpenTelemetry JS exporter tests are SKIPPED")
-	}
-	n.once.Do(func() {
-		n.node = node
-		n.dir, n.err = filepath.Abs("testdata/otlp-node")
-		if n.err != nil {
-			return
-		}
-		lock, err := os.Stat(filepath.Join(n.dir, "package-lock.json"))
-		if err != nil {
-			n.err = err
-			return
-		}
-		if hidden, err := os.Stat(filepath.Join(n.dir, "node_modules", ".package-lock.json")); err == nil && !hidden.ModTime().Before(lock.ModTime()) {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		cmd.Dir = n.dir
-		n.out, n.err = cmd.CombinedOutput()
-	})
-	if n.err != nil {
-		t.Fatalf("npm ci in testdata/otlp-node: %v\n%s", n.err, n.out)
-	}
-	return n.node, n.dir
-}
-
-var otlpNode nodeOTLP
+var otlpNode = nodePackage{dir: "testdata/otlp-node", what: "OpenTelemetry JS exporter"}
 
 // emitNode runs emit.mjs: exporter "http" (OTLP JSON) or "proto" (protobuf) to url with key.
 func emitNode(t *testing.T, url, exporter, compression, key, service string) ([]byte, error) {

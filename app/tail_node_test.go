@@ -13,7 +13,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,36 +20,15 @@ import (
 	"time"
 )
 
+var tailNode = nodePackage{dir: "testdata/tail-node", what: "EventSource tail"}
+
 // TestTailWithNodeEventSource follows a tail with the npm eventsource package (the WHATWG
 // EventSource for node, pinned in testdata/tail-node/package-lock.json), its fetch adding the API
 // key, through a proxy that cuts the connection in the middle of every cutEvery-th event. Entries
 // are posted while it runs; the package must reconnect by itself with Last-Event-ID (the id of the
 // last whole event it got) and receive every entry once, in ingest order.
 func TestTailWithNodeEventSource(t *testing.T) {
-	if testing.Short() {
-		t.Skip("node tests skipped under -short (make quick); make test runs them")
-	}
-	node, err := exec.LookPath("node")
-	npm, err2 := exec.LookPath("npm")
-	if err != nil || err2 != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node and npm are required under CI=true")
-		}
-		t.Skip("!!! no node/npm: the EventSource tail test is SKIPPED")
-	}
-	dir, err := filepath.Abs("testdata/tail-node")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "eventsource")); err != nil {
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-		defer cancel()
-		install := exec.CommandContext(ctx, npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
-		install.Dir = dir
-		if out, err := install.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	node, dir := tailNode.install(t)
 	for _, s := range e2eStores() {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel() // most of the time is the client's 1 s reconnection delay

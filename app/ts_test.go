@@ -15,17 +15,7 @@ import (
 // --noEmit) against the types openapi-typescript generates at its default options, then compiles
 // and runs it: every operation sent with only its required fields.
 func TestTypeScriptClients(t *testing.T) {
-	if testing.Short() {
-		t.Skip("node tests skipped under -short (make quick); make test runs them")
-	}
-	node, err := exec.LookPath("node")
-	npm, err2 := exec.LookPath("npm")
-	if err != nil || err2 != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("node and npm are required under CI=true")
-		}
-		t.Skip("!!! no node/npm: the TypeScript client tests are SKIPPED")
-	}
+	node, npm := nodeTools(t, "TypeScript client")
 	dir, err := filepath.Abs("../api/ts")
 	if err != nil {
 		t.Fatal(err)
