@@ -148,18 +148,43 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 		_, _ = s.bw.WriteString(": keep-alive\n\n")
 		return s.flush()
 	}
+	// The buffer passes what it cannot hold to the connection as it fills: those writes are
+	// bounded by a fresh deadline too, not by the one the last flush set, which may have passed
+	// while the tail waited for entries.
+	if err := s.deadline(); err != nil {
+		return err
+	}
 	for _, e := range entries {
-		data, err := json.Marshal(toEntry(e.LogEntry)) // one line: JSON escapes every newline
-		if err != nil {
-			return err
+		var ev []byte
+		if e.Memo != nil {
+			// Every tail of the instance that hands this entry on shares the one rendering.
+			ev = e.Memo.Bytes(func() []byte { return logEvent(e) })
+		} else {
+			ev = logEvent(e)
 		}
-		_, _ = s.bw.WriteString("id: " + domain.EncodeTailToken(e.At) + "\nevent: log\ndata: ")
-		_, _ = s.bw.Write(data)
-		if _, err := s.bw.WriteString("\n\n"); err != nil {
+		if ev == nil {
+			return fmt.Errorf("tail: entry %s cannot be rendered", e.ID)
+		}
+		if _, err := s.bw.Write(ev); err != nil {
 			return errStreamWrite
 		}
 	}
 	return s.flush()
+}
+
+// logEvent renders an entry as an SSE event; nil if it cannot (attributes that are not JSON).
+func logEvent(e domain.TailEntry) []byte {
+	// One line: JSON escapes every newline.
+	data, err := json.Marshal(toEntry(e.LogEntry))
+	if err != nil {
+		return nil
+	}
+	b := make([]byte, 0, len(data)+64)
+	b = append(b, "id: "...)
+	b = append(b, domain.EncodeTailToken(e.At)...)
+	b = append(b, "\nevent: log\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
 }
 
 // flush pushes the buffered events out under a fresh write deadline: each flush must be taken by
@@ -167,8 +192,8 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 // fills the socket buffers) is cut off, and resumes by id, while a healthy stream is never cut
 // by the server's WRITE_TIMEOUT, set once per request.
 func (s *sseStream) flush() error {
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return errStreamWrite
+	if err := s.deadline(); err != nil {
+		return err
 	}
 	if err := s.bw.Flush(); err != nil {
 		return errStreamWrite
@@ -177,5 +202,13 @@ func (s *sseStream) flush() error {
 		return errStreamWrite
 	}
 	s.last = time.Now()
+	return nil
+}
+
+// deadline gives the writes from now on the stall timeout.
+func (s *sseStream) deadline() error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errStreamWrite
+	}
 	return nil
 }
