@@ -52,8 +52,8 @@ func benchTail(b *testing.B, st store) {
 // tailed round the benchmark waits, untimed, until every tail has received the entries of the
 // round it matches, want(rows of the round).
 func benchTailIngest(b *testing.B, e *benchEnv, filter func(i int) string, want func(rows int) int) {
-	const rounds = 2
-	perRound := max(b.N, 4) * 2
+	const rounds = 4
+	perRound := max(b.N, 4)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	seed := 0
 	bodies := func() [][]byte {
