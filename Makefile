@@ -81,7 +81,7 @@ fuzz:
 
 ## test-faults: kill -9, database outage and drain tests against real server processes
 test-faults:
-	$(GO) test -tags faults -count=1 -v ./app/faults/ 2>&1 | grep -E '^(FAULTS|=== RUN|--- |PASS|FAIL|ok)|faults_test'; exit $${PIPESTATUS[0]}
+	$(GO) test -tags faults -count=1 -v -timeout 30m ./app/faults/ 2>&1 | grep -E '^(FAULTS|=== RUN|--- |PASS|FAIL|ok)|faults_test'; exit $${PIPESTATUS[0]}
 
 ## test-citus: the Citus suites (build tag citus): the store contract, schema distribution, the
 ## one-task plan of every per-project statement and a stopped worker on a coordinator with two

@@ -32,6 +32,9 @@ type config struct {
 	MaxBodyBytes    int64
 	MemoryLimit     int64
 	MaxBatchEntries int
+	MaxAttributes   int
+	MaxAttrKeyChars int
+	MaxAttrBytes    int
 	IdemWindow      time.Duration
 	APIKeys         string
 	APIKeysFile     string
@@ -67,6 +70,9 @@ func defaultConfig() config {
 		RequestTimeout:  time.Minute,
 		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
 		MaxBatchEntries: domain.DefaultLimits().MaxBatchEntries,
+		MaxAttributes:   domain.DefaultLimits().MaxAttributes,
+		MaxAttrKeyChars: domain.DefaultLimits().MaxAttributeKeyChars,
+		MaxAttrBytes:    domain.DefaultLimits().MaxAttributesBytes,
 		IdemWindow:      domain.DefaultLimits().IdempotencyWindow,
 		MemoryLimit:     100 << 20,
 		MaxInFlight:     64,
@@ -105,6 +111,9 @@ func (c *config) flags() *flag.FlagSet {
 	dur(&c.RequestTimeout, "request-timeout", "deadline of each request's work, store calls included (503 when the store does not answer in time; a `duration`)")
 	num64(&c.MaxBodyBytes, "max-body-bytes", "largest request body in `bytes` (413 beyond)")
 	num(&c.MaxBatchEntries, "max-batch-entries", "most `entries` in one POST /logs (413 beyond)")
+	num(&c.MaxAttributes, "max-attributes", "most top-level `keys` in an entry's attributes (400 beyond; an OTLP record beyond is rejected)")
+	num(&c.MaxAttrKeyChars, "max-attribute-key-chars", "longest top-level attribute key in `characters`")
+	num(&c.MaxAttrBytes, "max-attributes-bytes", "longest encoding of an entry's attributes in `bytes` (compact JSON)")
 	str(&c.APIKeys, "api-keys", "API `keys`, comma- or newline-separated: \"admin sha256:HEX\" or \"project ID sha256:HEX\" (HEX = SHA-256 of the secret); none = open")
 	str(&c.APIKeysFile, "api-keys-file", "read API keys, one per line, from this `file` too")
 	dur(&c.IdemWindow, "idempotency-window", "how long an Idempotency-Key of POST /logs is remembered (a `duration`)")
@@ -180,6 +189,12 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_BODY_BYTES: must be positive")
 	case c.MaxBatchEntries <= 0:
 		return fmt.Errorf("invalid MAX_BATCH_ENTRIES: must be positive")
+	case c.MaxAttributes < 1:
+		return fmt.Errorf("invalid MAX_ATTRIBUTES: must be at least 1")
+	case c.MaxAttrKeyChars < 1:
+		return fmt.Errorf("invalid MAX_ATTRIBUTE_KEY_CHARS: must be at least 1")
+	case c.MaxAttrBytes < 2:
+		return fmt.Errorf("invalid MAX_ATTRIBUTES_BYTES: must be at least 2 (the empty object)")
 	case c.ShutdownTimeout <= 0:
 		return fmt.Errorf("invalid SHUTDOWN_TIMEOUT: must be positive")
 	case c.RequestTimeout <= 0:
@@ -325,6 +340,9 @@ func (c config) loadKeys() (*domain.Keys, error) {
 func (c config) limits() domain.Limits {
 	l := domain.DefaultLimits()
 	l.MaxBatchEntries = c.MaxBatchEntries
+	l.MaxAttributes = c.MaxAttributes
+	l.MaxAttributeKeyChars = c.MaxAttrKeyChars
+	l.MaxAttributesBytes = c.MaxAttrBytes
 	l.IdempotencyWindow = c.IdemWindow
 	l.DefaultRetentionDays = c.RetentionDays
 	return l

@@ -200,6 +200,27 @@ func testBatchLimits(t *testing.T, open storeOpener) {
 	if resp, _ := small.do("POST", "/logs", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":%q}]`, sp.Id, strings.Repeat("m", 1000))); resp.StatusCode != 413 {
 		t.Errorf("body over 1000 bytes: %d, want 413", resp.StatusCode)
 	}
+
+	// So are the attribute limits.
+	tight := newEnv(t, open, func(c *config) { c.MaxAttributes = 2; c.MaxAttrKeyChars = 3; c.MaxAttrBytes = 40 })
+	tp := tight.project("p")
+	attrs := func(a string) string { return fmt.Sprintf(`[{"project_id":%q,"message":"m"},{"project_id":%q,"message":"m","attributes":%s}]`, tp.Id, tp.Id, a) }
+	for _, c := range []struct{ attrs, want string }{
+		{`{"a":1,"b":2,"c":3}`, "at most 2 keys"},
+		{`{"abcd":1}`, "/1/attributes"},
+		{`{"a":"` + strings.Repeat("x", 40) + `"}`, "/1/attributes"},
+	} {
+		resp, body := tight.do("POST", "/logs", "application/json", attrs(c.attrs))
+		if resp.StatusCode != 400 || !strings.Contains(string(body), c.want) {
+			t.Errorf("attributes %s over the configured limits: %d %s, want 400 naming %q", c.attrs, resp.StatusCode, body, c.want)
+		}
+	}
+	if resp, body := tight.do("POST", "/logs", "application/json", attrs(`{"a":1,"abc":"x"}`)); resp.StatusCode != 201 {
+		t.Errorf("attributes within the configured limits: %d %s, want 201", resp.StatusCode, body)
+	}
+	if n := tight.logCount(tp.Id); n != 2 {
+		t.Errorf("after three refused batches and one stored: %d entries, want 2", n)
+	}
 }
 
 // seed writes entries at times 100, 110, ... with users and levels in a fixed pattern.

@@ -5,7 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
@@ -53,13 +60,22 @@ func screenshotDir(t *testing.T) string {
 
 // TestExplorerInChromium drives the log explorer (/ui) in headless Chromium against a seeded
 // server with API keys, on both stores: a wrong key shows the message and the right one works,
-// the table lists the newest entries, scrolling loads every further page without duplicates, a
-// row opens from the keyboard, clicking a user filters by it, the page fits a phone screen, a key
-// of one project works with its project in the URL, and nothing is written to the console but the
-// refusals the test provokes.
+// the table lists the newest entries, scrolling loads every further page without duplicates, the
+// histogram's total is the API's, a click on a bar narrows the range, typing in q narrows the
+// table, a row opens from the keyboard, clicking a user filters by it, the page fits a phone
+// screen, Live shows entries posted after it was switched on at the top within 2 seconds, once,
+// also across a dropped stream and under a filter, a key of one project works with its project
+// in the URL, the Content-Security-Policy is sent and enforced, and nothing is written to the
+// console but the refusals the test provokes.
 func TestExplorerInChromium(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser test skipped under -short (make quick); make test runs it")
+	}
+	if raceDetector {
+		// The race detector sees only the server, whose handlers the end-to-end tests already
+		// run under it; here it would only slow the server down beneath a browser that waits
+		// (several times this test's 45 s in make race) and stretch Live's 2-second deadline.
+		t.Skip("browser test skipped under -race (make race); make test runs it")
 	}
 	browser := findChromium(t)
 	for _, s := range e2eStores() {
@@ -91,6 +107,35 @@ func seedExplorer(t *testing.T, base, p string, n int) []string {
 			"attributes": map[string]any{"http.method": "GET", "order": i},
 		}
 	}
+	postLogs(t, base, batch)
+	// The ids, newest first, as the API lists them.
+	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/logs?project_id=%s&order=desc&limit=%d", base, p, n+1), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+explorerKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []struct {
+		ID string `json:"id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&listed)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || err != nil || len(listed) != n {
+		t.Fatalf("GET /logs = %d, %d entries, %v", resp.StatusCode, len(listed), err)
+	}
+	ids := make([]string, n)
+	for i, e := range listed {
+		ids[i] = e.ID
+	}
+	return ids
+}
+
+// postLogs posts a batch through the API with the explorer's key.
+func postLogs(t *testing.T, base string, batch []map[string]any) {
+	t.Helper()
 	body, err := json.Marshal(batch)
 	if err != nil {
 		t.Fatal(err)
@@ -109,28 +154,6 @@ func seedExplorer(t *testing.T, base, p string, n int) []string {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST /logs = %d", resp.StatusCode)
 	}
-	// The ids, newest first, as the API lists them.
-	req, err = http.NewRequest(http.MethodGet, fmt.Sprintf("%s/logs?project_id=%s&order=desc&limit=%d", base, p, n+1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+explorerKey)
-	if resp, err = http.DefaultClient.Do(req); err != nil {
-		t.Fatal(err)
-	}
-	var listed []struct {
-		ID string `json:"id"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&listed)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || err != nil || len(listed) != n {
-		t.Fatalf("GET /logs = %d, %d entries, %v", resp.StatusCode, len(listed), err)
-	}
-	ids := make([]string, n)
-	for i, e := range listed {
-		ids[i] = e.ID
-	}
-	return ids
 }
 
 // apiGet GETs url with the explorer's key and decodes the JSON answer into v.
@@ -162,6 +185,9 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	_, srv := serve(t, cfg, st, nil)
 	const n = 250
 	ids := seedExplorer(t, srv.URL, a.ID, n)
+
+	// The browser reaches the server through a proxy that can drop its live tails.
+	drops, pageURL := newDropProxy(t, srv.URL)
 
 	// The page's policy is on the page, and the page loads without a key.
 	resp, err := http.Get(srv.URL + "/ui")
@@ -204,12 +230,22 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 		return done
 	}
 	consoleDone := collect(ctx)
+	// Any breach of the Content-Security-Policy is written to the console, so it fails the test.
+	reportCSP := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `document.addEventListener('securitypolicyviolation', (e) => console.error('Content-Security-Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI))`,
+		})
+		return err
+	})
+	if err := chromedp.Do(ctx, reportCSP); err != nil {
+		t.Fatal(err)
+	}
 
 	rows := `(document.querySelectorAll('#rows tr.entry').length)`
 	message := `(document.getElementById('message').hidden ? '' : document.getElementById('message').textContent)`
-	poll := func(what, expr string) {
+	pollFor := func(what, expr string, limit time.Duration) {
 		t.Helper()
-		if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		if _, err := chromedp.Run(ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(limit))); err != nil {
 			msg, _ := chromedp.Run(ctx, chromedp.Evaluate[string](message))
 			n, _ := chromedp.Run(ctx, chromedp.Evaluate[int](rows))
 			if png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
@@ -218,6 +254,7 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 			t.Fatalf("%s: %v (message %q, %d rows)", what, err, msg, n)
 		}
 	}
+	poll := func(what, expr string) { t.Helper(); pollFor(what, expr, 15*time.Second) }
 	eval := func(expr string) []string {
 		t.Helper()
 		// Through JSON text: the result of expr, an array of strings, as the page sees it.
@@ -245,7 +282,7 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	}
 
 	// Without a key the page says so; a wrong key is refused with a message; the right one works.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/?project="+a.ID)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(pageURL+"/?project="+a.ID)); err != nil {
 		t.Fatal(err)
 	}
 	poll("no key: the message asks for one", message+`.includes('needs an API key')`)
@@ -320,7 +357,7 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	poll("a click on a bar narrows the range", fmt.Sprintf(`location.search.includes('range=abs') && %s === %d && document.getElementById('hist-total').dataset.total === '%d'`, rows, inBar, inBar))
 
 	// Typing in q narrows the table: orders/24 and orders/240 to 249.
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui?project="+a.ID)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"/ui?project="+a.ID)); err != nil {
 		t.Fatal(err)
 	}
 	poll("back to the last hour", rows+` === 100`)
@@ -329,7 +366,7 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	}
 	poll("q narrows the table", rows+` === 11 && [...document.querySelectorAll('#rows tr.entry td:nth-child(5)')].every(td => td.textContent.includes('orders/24')) && document.getElementById('hist-total').dataset.total === '11'`)
 
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ui?project="+a.ID)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"/ui?project="+a.ID)); err != nil {
 		t.Fatal(err)
 	}
 	poll("back to the last hour", rows+` === 100`)
@@ -358,18 +395,82 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	}
 	shot("390x844")
 
+	// Live: switched on, the page follows GET /logs/tail, and an entry posted then shows at the
+	// top within 2 seconds, once. When the network drops the stream, the page reconnects with
+	// the last event's id, so an entry written while it was away shows too, once.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(pageURL+"/ui?project="+a.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll("back to the last hour", rows+` === 100`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("live"))); err != nil {
+		t.Fatal(err)
+	}
+	poll("live on", `document.getElementById('status').dataset.live === 'on' && location.search.includes('live=1') && `+rows+` === 100`)
+	var posted []string // newest first
+	post := func(message string) {
+		t.Helper()
+		postLogs(t, srv.URL, []map[string]any{{"project_id": a.ID, "message": message, "level": "warn", "user_id": "u-live", "time": time.Now().UnixMilli()}})
+		posted = append([]string{message}, posted...)
+	}
+	// atTop: the newest rows are the posted entries, newest first, each once, above the 100 listed.
+	atTop := func() string {
+		want, _ := json.Marshal(posted)
+		return fmt.Sprintf(`(() => { const m = [...document.querySelectorAll('#rows tr.entry td:nth-child(5)')].map(td => td.textContent); const want = %s; return m.length === 100 + want.length && want.every((w, i) => m[i] === w && m.lastIndexOf(w) === i); })()`, want)
+	}
+	post("live: posted after Live was switched on")
+	pollFor("a live entry at the top within 2 s", atTop(), 2*time.Second)
+
+	lastID, release := drops.drop()
+	poll("the page notices the drop", `document.getElementById('status').dataset.live === 'reconnecting'`)
+	for deadline := time.Now().Add(15 * time.Second); len(drops.requests()) < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the page did not reconnect after the drop")
+		}
+	}
+	post("live: posted while the page was disconnected")
+	release()
+	pollFor("the entry written during the drop, within 2 s of the reconnection", atTop(), 2*time.Second)
+	post("live: posted after the reconnection")
+	pollFor("a live entry after the reconnection, within 2 s", atTop(), 2*time.Second)
+	tails := drops.requests()
+	if len(tails) != 2 {
+		t.Fatalf("the page opened %d tails; want 2 (one, and one after the drop)", len(tails))
+	}
+	for i, r := range tails {
+		if r.Header.Get("Authorization") != "Bearer "+explorerKey || strings.Contains(r.URL.RawQuery, explorerKey) {
+			t.Errorf("tail %d: the key is not (only) in the Authorization header: %q, query %q", i, r.Header.Get("Authorization"), r.URL.RawQuery)
+		}
+	}
+	if got := tails[0].Header.Get("Last-Event-ID"); got != "" {
+		t.Errorf("the first tail resumes from %q; it should start at the present", got)
+	}
+	if got := tails[1].Header.Get("Last-Event-ID"); lastID == "" || got != lastID {
+		t.Errorf("after the drop the page resumed with Last-Event-ID %q; the last event it had was %q", got, lastID)
+	}
+
+	// Live under a filter: only the entries that match it show, however the stream filters.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("q"), "LIVE:")); err != nil {
+		t.Fatal(err)
+	}
+	poll("q under Live", `location.search.includes('q=LIVE') && document.getElementById('status').dataset.live === 'on' && `+rows+` === 3`)
+	postLogs(t, srv.URL, []map[string]any{
+		{"project_id": a.ID, "message": "not shown: the filter does not match", "level": "warn", "time": time.Now().UnixMilli()},
+		{"project_id": a.ID, "message": "not shown either: live, but an hour and a half old", "level": "warn", "time": time.Now().Add(-90 * time.Minute).UnixMilli()},
+		{"project_id": a.ID, "message": "live: matches the filter", "level": "warn", "time": time.Now().UnixMilli()},
+	})
+	pollFor("q under Live: the matching entry alone", `[...document.querySelectorAll('#rows tr.entry td:nth-child(5)')].map(td => td.textContent).join('|') === 'live: matches the filter|`+strings.Join(posted, "|")+`'`, 2*time.Second)
 	// A key of one project may not list projects: the page says how to open it, and then works.
 	tab, cancelTab := chromedp.NewContext(ctx) // a new tab: an empty sessionStorage
 	defer cancelTab()
 	tabConsoleDone := collect(tab)
-	if err := chromedp.Do(tab, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(srv.URL+"/ui"),
+	if err := chromedp.Do(tab, reportCSP, chromedp.EmulateViewport(1280, 800), chromedp.Navigate(pageURL+"/ui"),
 		chromedp.SendKeys(chromedp.ID("key"), projectKey+kb.Enter)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(tab, chromedp.Poll[any](message+`.includes('/ui?project=')`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
 		t.Fatalf("project key without a project in the URL: no message saying how to open it: %v", err)
 	}
-	if err := chromedp.Do(tab, chromedp.Navigate(srv.URL+"/ui?project="+a.ID)); err != nil {
+	if err := chromedp.Do(tab, chromedp.Navigate(pageURL+"/ui?project="+a.ID)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := chromedp.Run(tab, chromedp.Poll[any](rows+` === 100 && `+message+` === ''`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
@@ -378,6 +479,20 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	cancelTab()
 	<-tabConsoleDone
 
+	// The policy is enforced, not only sent: in a tab of its own (whose console is not checked),
+	// a script written into the page is refused and reported.
+	probe, cancelProbe := chromedp.NewContext(ctx)
+	defer cancelProbe()
+	if err := chromedp.Do(probe, chromedp.Navigate(pageURL+"/ui"), chromedp.Evaluate[chromedp.Void](`window.violations = [];
+		document.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
+		document.head.append(Object.assign(document.createElement('script'), { textContent: 'window.inlineRan = true' }))`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(probe, chromedp.Poll[any](`violations.some((d) => d.startsWith('script-src')) && window.inlineRan === undefined`, chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		t.Fatalf("an inline script was not refused under the Content-Security-Policy: %v", err)
+	}
+	cancelProbe()
+
 	cancel()
 	<-consoleDone
 	mu.Lock()
@@ -385,4 +500,122 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	if len(console) > 0 {
 		t.Fatalf("console errors:\n%s", strings.Join(console, "\n"))
 	}
+}
+
+// dropProxy stands between the browser and the server as the network would: it passes every
+// request on, and the test can drop the live tails it carries (as a lost connection does) and
+// hold the page's reconnection back until it lets it through. It records each tail request and
+// the id of the last event it passed to the page.
+type dropProxy struct {
+	proxy *httputil.ReverseProxy
+
+	mu     sync.Mutex
+	tails  []*http.Request          // every tail request, as the page sent it
+	open   map[*http.Request]func() // cuts the tails under way
+	held   chan struct{}            // while not nil, new tails wait for it to close
+	lastID string                   // the id of the last event passed on
+}
+
+func newDropProxy(t *testing.T, target string) (*dropProxy, string) {
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &dropProxy{open: map[*http.Request]func(){}}
+	p.proxy = &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(u) },
+		FlushInterval: -1, // each event at once
+		ErrorLog:      log.New(io.Discard, "", 0),
+		ModifyResponse: func(resp *http.Response) error {
+			if resp.Request.URL.Path == tailPath {
+				resp.Body = &idRecorder{ReadCloser: resp.Body, p: p}
+			}
+			return nil
+		},
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	return p, srv.URL
+}
+
+func (p *dropProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != tailPath {
+		p.proxy.ServeHTTP(w, r)
+		return
+	}
+	ctx, cut := context.WithCancel(r.Context())
+	defer cut()
+	p.mu.Lock()
+	p.tails = append(p.tails, r.Clone(context.Background()))
+	held := p.held
+	p.mu.Unlock()
+	if held != nil {
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return
+		}
+	}
+	r = r.WithContext(ctx)
+	p.mu.Lock()
+	p.open[r] = cut
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.open, r)
+		p.mu.Unlock()
+	}()
+	// A cut ends the copy mid-stream: the proxy aborts the connection to the browser, which
+	// sees a network error, as it would if the network went away.
+	p.proxy.ServeHTTP(w, r)
+}
+
+// drop cuts every tail under way and holds new ones back until release is called; it returns
+// the id of the last event the page was given.
+func (p *dropProxy) drop() (lastID string, release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	held := make(chan struct{})
+	p.held = held
+	for _, cut := range p.open {
+		cut()
+	}
+	return p.lastID, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.held = nil
+		close(held)
+	}
+}
+
+// requests returns the tail requests so far.
+func (p *dropProxy) requests() []*http.Request {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.tails)
+}
+
+// idRecorder notes the id of each event of a tail as it passes.
+type idRecorder struct {
+	io.ReadCloser
+	p       *dropProxy
+	partial []byte // the unfinished line
+}
+
+func (r *idRecorder) Read(b []byte) (int, error) {
+	n, err := r.ReadCloser.Read(b)
+	r.partial = append(r.partial, b[:n]...)
+	for {
+		line, rest, ok := bytes.Cut(r.partial, []byte("\n"))
+		if !ok {
+			break
+		}
+		if id, ok := bytes.CutPrefix(line, []byte("id: ")); ok {
+			r.p.mu.Lock()
+			r.p.lastID = string(id)
+			r.p.mu.Unlock()
+		}
+		r.partial = rest
+	}
+	return n, err
 }

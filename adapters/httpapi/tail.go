@@ -26,7 +26,9 @@ const tailRetry = 1000
 // one value written once by its Visit method, which has no way to flush each event as it
 // happens, to renew the write deadline per event (so that WRITE_TIMEOUT never cuts a healthy
 // stream while a reader that stops taking events is still cut off), or to end at shutdown. The
-// route is still described in openapi.yaml, and the validator in front checks its parameters.
+// route is still described in openapi.yaml, but being left out of the generated code it is left
+// out of the embedded spec too, so the validator in front does not see it: tailRequest and the
+// domain check its parameters.
 type tailHandler struct {
 	svc       *domain.Service
 	problems  problemWriter
@@ -68,9 +70,14 @@ func (t tailHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// tailRequest reads the parameters of a tail; the validator has checked their shapes.
+// tailRequest reads the parameters of a tail; the domain checks their values.
 func tailRequest(r *http.Request) (domain.TailRequest, error) {
 	q := r.URL.Query()
+	if q.Get("project_id") == "" {
+		// The spec validator does not see this route (it is left out of the generated code and
+		// of its embedded spec), so the required parameter is checked here.
+		return domain.TailRequest{}, domain.ParamError("project_id", "is required")
+	}
 	req := domain.TailRequest{
 		LogFilter: domain.LogFilter{ProjectID: q.Get("project_id")},
 		Resume:    r.Header.Get("Last-Event-ID"),
@@ -80,9 +87,14 @@ func tailRequest(r *http.Request) (domain.TailRequest, error) {
 		v := q.Get("user_id")
 		req.UserID = &v
 	}
-	if q.Has("log_level") {
-		v := q.Get("log_level")
-		req.Level = &v
+	req.Levels = q["log_level"] // repeated: any of them
+	if q.Has("subject") {
+		v := q.Get("subject")
+		req.Subject = &v
+	}
+	if q.Has("q") {
+		v := q.Get("q")
+		req.Q = &v
 	}
 	if q.Has("trace_id") {
 		v := q.Get("trace_id")
@@ -148,12 +160,6 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 		_, _ = s.bw.WriteString(": keep-alive\n\n")
 		return s.flush()
 	}
-	// The buffer passes what it cannot hold to the connection as it fills: those writes are
-	// bounded by a fresh deadline too, not by the one the last flush set, which may have passed
-	// while the tail waited for entries.
-	if err := s.deadline(); err != nil {
-		return err
-	}
 	for _, e := range entries {
 		var ev []byte
 		if e.Memo != nil {
@@ -164,6 +170,15 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 		}
 		if ev == nil {
 			return fmt.Errorf("tail: entry %s cannot be rendered", e.ID)
+		}
+		// Only flush reaches the client, under a deadline it renews: an event that does not fit
+		// in the buffer goes after a flush, never out of a full buffer under the deadline of an
+		// earlier flush, which has passed if the tail was idle for the stall timeout. (One
+		// larger than the whole buffer goes straight through, under the deadline just renewed.)
+		if len(ev) > s.bw.Available() {
+			if err := s.flush(); err != nil {
+				return err
+			}
 		}
 		if _, err := s.bw.Write(ev); err != nil {
 			return errStreamWrite

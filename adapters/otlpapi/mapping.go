@@ -91,8 +91,9 @@ func (b *batch) message(res domain.PartialResult) string {
 
 // toBatch maps every log record of req to an entry input (see README, "Sending logs with
 // OpenTelemetry"). fromJSON says the ids were read by protojson, which decodes the hex of OTLP
-// JSON as if it were base64 (see hexID).
-func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool) *batch {
+// JSON as if it were base64 (see hexID). limits are the service's own (Service.Limits, as
+// configured): a severity_text becomes the level only when the service would accept it as one.
+func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool, limits domain.Limits) *batch {
 	b := &batch{}
 	n := 0
 	for _, rl := range req.GetResourceLogs() {
@@ -148,7 +149,7 @@ func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool) *batch {
 					}
 				}
 				in.Time = recordTime(lr)
-				in.Level = level(lr)
+				in.Level = level(lr, limits)
 				msg := bodyText(lr.GetBody())
 				in.Message = &msg
 				if id, ok := hexID(lr.GetTraceId(), 16, fromJSON); ok {
@@ -226,12 +227,13 @@ func recordTime(lr *logspb.LogRecord) *int64 {
 var severityNames = [6]string{"trace", "debug", "info", "warn", "error", "fatal"}
 
 // level is the range name of severity_number, else severity_text in lower case when it is a
-// level the service accepts, else nil (the default level).
-func level(lr *logspb.LogRecord) *string {
+// level a service with limits accepts, else nil (the default level): a severity_text the
+// service would refuse as a level never costs the record, it stays in the attributes.
+func level(lr *logspb.LogRecord, limits domain.Limits) *string {
 	if n := int(lr.GetSeverityNumber()); n >= 1 && n <= 24 {
 		return &severityNames[(n-1)/4]
 	}
-	if st := strings.ToLower(lr.GetSeverityText()); st != "" && domain.DefaultLimits().EntryFieldProblem("level", st) == "" {
+	if st := strings.ToLower(lr.GetSeverityText()); st != "" && limits.EntryFieldProblem("level", st) == "" {
 		return &st
 	}
 	return nil

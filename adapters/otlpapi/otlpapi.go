@@ -89,7 +89,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, domain.Errorf(domain.KindInvalid, "the body is not an ExportLogsServiceRequest in %s: %v", ct, err))
 		return
 	}
-	batch := toBatch(req, ct == contentJSON)
+	batch := toBatch(req, ct == contentJSON, h.svc.Limits())
 	sum := sha256.Sum256(body)
 	res, err := h.svc.CreateLogsPartial(r.Context(), domain.PartialBatch{
 		ProjectID:      r.Header.Get("X-Project-Id"),

@@ -81,6 +81,7 @@ export function tail(url, { onEntry, onState }) {
           buf += value;
           let nl;
           while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+            if (nl === buf.length - 1 && buf[nl] === '\r') break; // a CRLF split between reads
             const line = buf.slice(0, nl);
             buf = buf.slice(nl + (buf.startsWith('\r\n', nl) ? 2 : 1));
             if (line === '') {

@@ -31,6 +31,7 @@ let nextURL = '';
 let loadingMore = false;
 const seen = new Set(); // ids in the table: no entry twice (infinite scroll, live)
 let stopTail = null;
+let liveState = ''; // the tail's: '' (off), 'connecting', 'on', 'reconnecting' or 'stopped'
 
 const hist = new Histogram($('hist'), (from, to) => {
   state.range = 'abs';
@@ -232,7 +233,8 @@ function clearResults() {
   seen.clear();
   nextURL = '';
   $('more').textContent = '';
-  $('status').textContent = '';
+  liveState = '';
+  showStatus();
   $('hist-total').textContent = '';
 }
 
@@ -246,8 +248,10 @@ function reload() {
   clearResults();
   const [startT, endT] = range();
   loadStats(seq, startT, endT, listAbort.signal);
-  loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
-  if (state.live) follow(seq);
+  const first = () => loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
+  // Live: the first page is read once the tail is open, so an entry written between the two
+  // requests is in one of them (and shown once), never in neither.
+  if (state.live) follow(seq, first); else first();
 }
 
 async function loadStats(seq, startT, endT, signal) {
@@ -279,7 +283,7 @@ async function loadPage(seq, url, signal) {
     for (const entry of body) addRow(entry, false);
     nextURL = nextLink(resp);
     $('more').textContent = nextURL ? '' : ($('rows').children.length ? 'No more entries in this range.' : 'No entries match.');
-    $('status').textContent = `· ${seen.size.toLocaleString('en')} shown`;
+    showStatus();
   } catch (err) {
     if (seq !== loadSeq) return;
     $('more').textContent = '';
@@ -297,18 +301,47 @@ function maybeMore() {
   if (r.top < window.innerHeight + 200) loadPage(loadSeq, nextURL, listAbort.signal);
 }
 
-function follow(seq) {
+// follow opens the live tail and calls opened when the tail has answered, whether it is open or
+// not; entries it sends that match the page's filters go to the top of the table.
+function follow(seq, opened) {
   const url = '/logs/tail?' + query();
-  $('status').textContent = '· connecting live…';
+  liveState = 'connecting';
+  showStatus();
+  let waiting = true;
   stopTail = tail(url, {
-    onEntry: (entry) => { if (seq === loadSeq) addRow(entry, true); },
+    onEntry: (entry) => { if (seq === loadSeq && matches(entry)) addRow(entry, true); },
     onState: (s, err) => {
       if (seq !== loadSeq) return;
-      if (s === 'live') $('status').textContent = `· live · ${seen.size.toLocaleString('en')} shown`;
-      if (s === 'reconnecting') $('status').textContent = '· live: reconnecting…';
-      if (s === 'error') { $('status').textContent = '· live stopped'; fail(err); }
+      if (waiting) { waiting = false; opened(); }
+      liveState = { live: 'on', reconnecting: 'reconnecting', error: 'stopped' }[s] || liveState;
+      showStatus();
+      if (s === 'error') fail(err);
     },
   });
+}
+
+// matches says whether a live entry belongs in the table: in the range and matching every filter.
+// The page checks this itself, whichever of the filters the stream applies, so a live row never
+// shows what the table's own query would not; q compares case-folded text, close to the API's
+// simple case folding.
+function matches(e) {
+  const [from, to] = range();
+  const fold = (s) => s.toLowerCase().replace(/ς/g, 'σ');
+  // A preset ends now, and live entries are newer than now: only an absolute range has an end.
+  return e.time >= from && (state.range !== 'abs' || e.time <= to) &&
+    (!state.q || fold(e.message).includes(fold(state.q))) &&
+    (!state.user || e.user_id === state.user) &&
+    (!state.subject || e.subject === state.subject) &&
+    (!state.trace || (e.trace_id || '').toLowerCase() === state.trace.toLowerCase()) &&
+    (state.levels.length === 0 || state.levels.includes(e.level));
+}
+
+// showStatus tells how many entries the table shows and how the live tail is doing; data-live
+// holds the tail's state for anyone checking it.
+function showStatus() {
+  const live = { connecting: 'connecting live… · ', on: 'live · ', reconnecting: 'live: reconnecting… · ', stopped: 'live stopped · ' }[liveState] || '';
+  $('status').textContent = seen.size || live ? `· ${live}${seen.size.toLocaleString('en')} shown` : '';
+  $('status').dataset.live = liveState;
 }
 
 // --- rows ---------------------------------------------------------------------------------
@@ -347,7 +380,7 @@ function addRow(e, live) {
     }
   });
   if (live) $('rows').prepend(tr); else $('rows').append(tr);
-  if (live) $('status').textContent = `· live · ${seen.size.toLocaleString('en')} shown`;
+  if (live) showStatus();
 }
 
 function toggle(tr, e) {

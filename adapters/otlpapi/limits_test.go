@@ -1,0 +1,103 @@
+package otlpapi_test
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/protobuf/proto"
+
+	"example.com/obsvc/adapters/otlpapi"
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/domain"
+)
+
+func str(s string) *commonpb.AnyValue {
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
+}
+
+func kv(k, v string) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Value: str(v)} }
+
+// TestOTLPUsesConfiguredLimits: the mapping judges a severity_text by the limits the service was
+// configured with, not by the defaults, and the configured attribute limits reach OTLP records.
+// With levels of at most 5 characters, "NOTICE" (a valid level by default) is no level: the
+// record is stored at the default level, severity_text kept in its attributes, where a mapping
+// on the default limits would hand the service a level it refuses and lose the record. With at
+// most 3 attribute keys, a record whose mapped attributes have 4 is rejected by path.
+func TestOTLPUsesConfiguredLimits(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "otlp.db"), sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	limits := domain.DefaultLimits()
+	limits.MaxLevelChars = 5
+	limits.MaxAttributes = 3
+	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: func() string { return uuid.Must(uuid.NewV7()).String() }})
+	admin := domain.WithPrincipal(ctx, domain.Principal{Admin: true})
+	p, err := svc.CreateProject(admin, domain.ProjectInput{Name: "limits"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := otlpapi.NewHandler(svc, otlpapi.Options{})
+
+	req := &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		ScopeLogs: []*logspb.ScopeLogs{{LogRecords: []*logspb.LogRecord{
+			{TimeUnixNano: 1_700_000_000_001_000_000, SeverityText: "NOTICE", Body: str("too long a level")},
+			{TimeUnixNano: 1_700_000_000_002_000_000, SeverityText: "WARN", Body: str("a level")},
+			{TimeUnixNano: 1_700_000_000_003_000_000, Body: str("too many keys"), Attributes: []*commonpb.KeyValue{kv("a", "1"), kv("b", "2"), kv("c", "3"), kv("d", "4")}},
+		}}},
+	}}}
+	body, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequestWithContext(admin, http.MethodPost, otlpapi.Path, bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/x-protobuf")
+	r.Header.Set("X-Project-Id", p.ID)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("POST %s = %d %q", otlpapi.Path, w.Code, w.Body.Bytes())
+	}
+	var resp collogspb.ExportLogsServiceResponse
+	if err := proto.Unmarshal(w.Body.Bytes(), &resp); err != nil {
+		t.Fatal(err)
+	}
+	ps := resp.GetPartialSuccess()
+	if ps.GetRejectedLogRecords() != 1 || !strings.Contains(ps.GetErrorMessage(), "resourceLogs[0].scopeLogs[0].logRecords[2]: attributes") {
+		t.Errorf("partial success %v, want the record with 4 attribute keys (and only it) rejected by path", ps)
+	}
+
+	got := map[string]domain.LogEntry{}
+	err = svc.ListLogs(admin, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}, func(pg domain.Page) error {
+		for e, err := range pg.Entries {
+			if err != nil {
+				return err
+			}
+			got[e.Message] = e
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("stored %d entries, want 2: %+v", len(got), got)
+	}
+	if e := got["too long a level"]; e.Level != domain.DefaultLevel || !strings.Contains(string(e.Attributes), `"severity_text":"NOTICE"`) {
+		t.Errorf("NOTICE over a 5-character level limit: level %q attributes %s, want %q and the text kept", e.Level, e.Attributes, domain.DefaultLevel)
+	}
+	if e := got["a level"]; e.Level != "warn" {
+		t.Errorf("WARN: level %q, want warn", e.Level)
+	}
+}
