@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -21,6 +23,21 @@ type TailPosition struct {
 type TailEntry struct {
 	LogEntry
 	At TailPosition
+	// Memo, when not nil, is shared by every tail of this instance that hands the entry on: a
+	// transport may keep its rendering of the entry there, made once for all of them.
+	Memo *TailMemo
+}
+
+// TailMemo holds bytes made once, on first use.
+type TailMemo struct {
+	once sync.Once
+	b    []byte
+}
+
+// Bytes returns the bytes make returned at the first call of Bytes on m.
+func (m *TailMemo) Bytes(make func() []byte) []byte {
+	m.once.Do(func() { m.b = make() })
+	return m.b
 }
 
 // TailQuery asks for the entries of a project matching the filter (its Start and End are not
@@ -106,15 +123,68 @@ type TailRequest struct {
 
 // TailFunc receives the entries a tail found, in order; it is called with none after each idle
 // wait, so that a transport may keep the connection alive. An error from it ends the tail and
-// is returned unchanged.
+// is returned unchanged. The entries may be shared with other tails: fn must not change them.
 type TailFunc func(entries []TailEntry) error
 
-// tails counts open tails and wakes them when entries are written through this instance.
+// Before reports whether p comes before q in ingest order.
+func (p TailPosition) Before(q TailPosition) bool {
+	return p.Tx < q.Tx || (p.Tx == q.Tx && p.Pos < q.Pos)
+}
+
+// Matches reports whether e matches f as every store's filter matches it: the project, every
+// filter given (ANDed; Level and Levels together as one set), time bounds inclusive, q a literal
+// substring of the message under simple case folding. f is a filter as the service hands it
+// to a store (a trace id in lower case).
+func (f LogFilter) Matches(e LogEntry) bool {
+	eq := func(want, got *string) bool { return want == nil || (got != nil && *got == *want) }
+	if e.ProjectID != f.ProjectID || !eq(f.UserID, e.UserID) || !eq(f.Subject, e.Subject) || !eq(f.TraceID, e.TraceID) {
+		return false
+	}
+	if (f.Level != nil || len(f.Levels) > 0) && (f.Level == nil || *f.Level != e.Level) && !slices.Contains(f.Levels, e.Level) {
+		return false
+	}
+	if (f.Start != nil && e.Time < *f.Start) || (f.End != nil && e.Time > *f.End) {
+		return false
+	}
+	return f.Q == nil || strings.Contains(FoldCase(e.Message), FoldCase(*f.Q))
+}
+
+// tailQueue is how many reads of its project's hub a tail may have yet to hand on before the
+// hub lets it go (it then reads on its own until it catches up again).
+const tailQueue = 16
+
+// tails counts open tails, wakes them when entries are written through this instance, and
+// holds the hubs that read each tailed project once for all its tails.
 type tails struct {
 	mu     sync.Mutex
 	open   map[string]int
 	total  int
 	wakeup map[string]chan struct{} // project id -> closed on the next write
+	hubs   map[string]*tailHub      // project id -> the hub of its tails on this instance
+}
+
+// tailHub reads a project's entries in ingest order, unfiltered, once for all the tails of the
+// project on this instance that have caught up with it, and hands every read to each of them;
+// each keeps what its filter matches. With one reader per project an instance asks the store
+// once per write or poll, however many tails are open.
+type tailHub struct {
+	project string
+	// pos is where the next read starts. It is always a place the store called final: a
+	// position TailHead returned or one of an entry ReadTail returned, so that no entry
+	// written later can come at or before it. Guarded by tails.mu.
+	pos  TailPosition
+	subs map[*tailSub]struct{}
+	stop context.CancelFunc
+}
+
+// tailSub is one tail's place at its hub.
+type tailSub struct {
+	hub   *tailHub
+	reads chan []TailEntry
+	// dropped is closed when the hub lets the tail go: its queue was full, or a read failed
+	// (err, set first).
+	dropped chan struct{}
+	err     error
 }
 
 func (t *tails) acquire(who string, o TailOptions) bool {
@@ -167,11 +237,128 @@ func (t *tails) written(entries []LogEntry) {
 	}
 }
 
+// hubPos returns the position of the project's hub, if it has one.
+func (t *tails) hubPos(projectID string) (TailPosition, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.hubs[projectID]
+	if !ok {
+		return TailPosition{}, false
+	}
+	return h.pos, true
+}
+
+// join adds a tail that has handed on every matching entry up to after to the project's hub,
+// starting one at head (a final position at or before after) when there is none. It returns
+// nil when the hub has read past after: entries between are not the tail's yet, and the hub
+// has handed them on already.
+func (s *Service) join(projectID string, after, head TailPosition) *tailSub {
+	t := &s.tails
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h, ok := t.hubs[projectID]
+	switch {
+	case !ok:
+		ctx, stop := context.WithCancel(context.Background())
+		h = &tailHub{project: projectID, pos: head, subs: map[*tailSub]struct{}{}, stop: stop}
+		if t.hubs == nil {
+			t.hubs = map[string]*tailHub{}
+		}
+		t.hubs[projectID] = h
+		go s.runHub(ctx, h)
+	case after.Before(h.pos):
+		return nil
+	}
+	sub := &tailSub{hub: h, reads: make(chan []TailEntry, tailQueue), dropped: make(chan struct{})}
+	h.subs[sub] = struct{}{}
+	return sub
+}
+
+// leave takes a tail off its project's hub, and ends the hub when it was the last.
+func (t *tails) leave(projectID string, sub *tailSub) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	h := sub.hub
+	if t.hubs[projectID] != h {
+		return // the hub ended already
+	}
+	delete(h.subs, sub)
+	if len(h.subs) == 0 {
+		delete(t.hubs, projectID)
+		h.stop()
+	}
+}
+
+// runHub reads for the tails of h until the last leaves (ctx ends) or a read fails.
+func (s *Service) runHub(ctx context.Context, h *tailHub) {
+	t, o := &s.tails, s.tailOpts
+	timer := time.NewTimer(o.Poll)
+	defer timer.Stop()
+	for {
+		wake := t.waiter(h.project)
+		t.mu.Lock()
+		after := h.pos
+		t.mu.Unlock()
+		got, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: LogFilter{ProjectID: h.project}, After: after, Limit: o.Batch})
+		t.mu.Lock()
+		if t.hubs[h.project] != h { // the last tail left
+			t.mu.Unlock()
+			return
+		}
+		if err != nil {
+			delete(t.hubs, h.project)
+			h.stop()
+			for sub := range h.subs {
+				sub.err = err
+				close(sub.dropped)
+			}
+			t.mu.Unlock()
+			return
+		}
+		if len(got) > 0 {
+			memos := make([]TailMemo, len(got))
+			for i := range got {
+				got[i].Memo = &memos[i]
+			}
+			h.pos = got[len(got)-1].At
+			for sub := range h.subs {
+				select {
+				case sub.reads <- got:
+				default: // the tail is behind: it reads on its own until it catches up
+					delete(h.subs, sub)
+					close(sub.dropped)
+				}
+			}
+			if len(h.subs) == 0 {
+				delete(t.hubs, h.project)
+				h.stop()
+				t.mu.Unlock()
+				return
+			}
+		}
+		t.mu.Unlock()
+		if len(got) == o.Batch {
+			continue // more is waiting
+		}
+		timer.Reset(o.Poll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-wake:
+		case <-timer.C:
+		}
+	}
+}
+
 // Tail follows the project's entries matching r in ingest order, handing them to fn, until
 // ctx ends (nil then), the project is deleted (KindNotFound) or fn fails. Every entry matching
 // the filter after the start position is handed on exactly once, in order, whichever instance
 // wrote it; a client that resumes from the position of the last entry it received loses
 // nothing and sees nothing twice.
+//
+// A tail first reads on its own from its start until it has caught up with its project's hub
+// (see tailHub), then takes the hub's reads; one that falls behind the hub reads on its own
+// again.
 func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	f, err := s.limits.validateFilter(r.LogFilter)
 	if err != nil {
@@ -244,46 +431,146 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	if err := fn(nil); err != nil {
 		return err
 	}
-	q := TailQuery{LogFilter: f, After: *start, Limit: o.Batch}
-	checked := time.Now()
-	timer := time.NewTimer(o.Poll)
-	defer timer.Stop()
+	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now()}
+	defer func() {
+		if tl.sub != nil {
+			s.tails.leave(f.ProjectID, tl.sub)
+		}
+	}()
+	return tl.run(ctx)
+}
+
+// tailLoop is one open tail after its start.
+type tailLoop struct {
+	s  *Service
+	f  LogFilter
+	fn TailFunc
+	// after is the place up to which every matching entry has been handed on.
+	after   TailPosition
+	sub     *tailSub // the tail's place at its hub; nil while it reads on its own
+	checked time.Time
+}
+
+func (l *tailLoop) run(ctx context.Context) error {
+	s, o := l.s, l.s.tailOpts
+	tick := time.NewTicker(o.Poll)
+	defer tick.Stop()
 	for {
-		// Take the wake-up channel before reading, so a write that lands after the read wakes
-		// the wait below.
-		wake := s.tails.waiter(f.ProjectID)
-		got, err := s.tailStore.ReadTail(ctx, q)
-		if err != nil {
-			return s.tailErr(ctx, f.ProjectID, err)
-		}
-		if len(got) > 0 {
-			q.After = got[len(got)-1].At
-			if err := fn(got); err != nil {
-				return err
+		if l.sub == nil {
+			// On its own: read up to what is final now, then join the hub if it has not read
+			// past that since. The hub's place is taken before the read, so the read covers
+			// everything up to it (it was final then).
+			wake := s.tails.waiter(l.f.ProjectID)
+			head, ok := s.tails.hubPos(l.f.ProjectID)
+			if !ok {
+				var err error
+				if head, err = s.tailStore.TailHead(ctx, l.f.ProjectID); err != nil {
+					return s.tailErr(ctx, l.f.ProjectID, err)
+				}
 			}
-			if len(got) == q.Limit {
-				continue // more is waiting
+			got, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: l.f, After: l.after, Limit: o.Batch})
+			if err != nil {
+				return s.tailErr(ctx, l.f.ProjectID, err)
 			}
-		}
-		if time.Since(checked) >= o.CheckEvery {
-			checked = time.Now()
-			if _, err := s.project(ctx, f.ProjectID); err != nil {
-				return s.tailErr(ctx, f.ProjectID, err)
+			if len(got) > 0 {
+				l.after = got[len(got)-1].At
+				if err := l.fn(got); err != nil {
+					return err
+				}
+				if len(got) == o.Batch {
+					continue // more is waiting
+				}
 			}
+			if l.after.Before(head) {
+				l.after = head // nothing between matches
+			}
+			if l.sub = s.join(l.f.ProjectID, l.after, head); l.sub != nil {
+				continue
+			}
+			// The hub read on meanwhile: read again, at once if there is news.
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-wake:
+			default:
+			}
+			continue
 		}
-		timer.Reset(o.Poll)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-wake:
-		case <-timer.C:
-		}
-		if len(got) == 0 {
-			if err := fn(nil); err != nil {
+		case got := <-l.sub.reads:
+			if err := l.take(got); err != nil {
 				return err
 			}
+			continue
+		case <-l.sub.dropped:
+			// Hand on what the hub read before it let go, then read on alone (or end, when the
+			// hub's read failed).
+			for done := false; !done; {
+				select {
+				case got := <-l.sub.reads:
+					if err := l.take(got); err != nil {
+						return err
+					}
+				default:
+					done = true
+				}
+			}
+			if err := l.sub.err; err != nil {
+				return s.tailErr(ctx, l.f.ProjectID, err)
+			}
+			l.sub = nil
+			continue
+		case <-tick.C:
+		}
+		if err := l.idle(ctx); err != nil {
+			return err
 		}
 	}
+}
+
+// take hands on the entries of one of the hub's reads that come after the tail's place and
+// match its filter.
+func (l *tailLoop) take(read []TailEntry) error {
+	i := 0
+	for i < len(read) && !l.after.Before(read[i].At) {
+		i++
+	}
+	read = read[i:]
+	if len(read) == 0 {
+		return nil
+	}
+	l.after = read[len(read)-1].At
+	// Hand on the read itself when every entry matches; copy only the matching ones otherwise.
+	out := read
+	for i, e := range read {
+		if !l.f.Matches(e.LogEntry) {
+			out = slices.Clone(read[:i])
+			for _, e := range read[i+1:] {
+				if l.f.Matches(e.LogEntry) {
+					out = append(out, e)
+				}
+			}
+			break
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return l.fn(out)
+}
+
+// idle runs after a quiet poll interval: it checks now and then that the project still exists
+// and lets the transport keep the connection alive.
+func (l *tailLoop) idle(ctx context.Context) error {
+	if time.Since(l.checked) >= l.s.tailOpts.CheckEvery {
+		l.checked = time.Now()
+		if _, err := l.s.project(ctx, l.f.ProjectID); err != nil {
+			return l.s.tailErr(ctx, l.f.ProjectID, err)
+		}
+	}
+	return l.fn(nil)
 }
 
 // tailErr is the answer to a failed tail read: nothing when the tail was ended, a project

@@ -161,26 +161,45 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 		return s.flush()
 	}
 	for _, e := range entries {
-		data, err := json.Marshal(toEntry(e.LogEntry)) // one line: JSON escapes every newline
-		if err != nil {
-			return err
+		var ev []byte
+		if e.Memo != nil {
+			// Every tail of the instance that hands this entry on shares the one rendering.
+			ev = e.Memo.Bytes(func() []byte { return logEvent(e) })
+		} else {
+			ev = logEvent(e)
 		}
-		id := domain.EncodeTailToken(e.At)
+		if ev == nil {
+			return fmt.Errorf("tail: entry %s cannot be rendered", e.ID)
+		}
 		// Only flush reaches the client, under a deadline it renews: an event that does not fit
 		// in the buffer goes after a flush, never out of a full buffer under the deadline of an
-		// earlier flush, which has passed if the tail was idle for the stall timeout.
-		if len(id)+len(data)+len("id: \nevent: log\ndata: \n\n") > s.bw.Available() {
+		// earlier flush, which has passed if the tail was idle for the stall timeout. (One
+		// larger than the whole buffer goes straight through, under the deadline just renewed.)
+		if len(ev) > s.bw.Available() {
 			if err := s.flush(); err != nil {
 				return err
 			}
 		}
-		_, _ = s.bw.WriteString("id: " + id + "\nevent: log\ndata: ")
-		_, _ = s.bw.Write(data)
-		if _, err := s.bw.WriteString("\n\n"); err != nil {
+		if _, err := s.bw.Write(ev); err != nil {
 			return errStreamWrite
 		}
 	}
 	return s.flush()
+}
+
+// logEvent renders an entry as an SSE event; nil if it cannot (attributes that are not JSON).
+func logEvent(e domain.TailEntry) []byte {
+	// One line: JSON escapes every newline.
+	data, err := json.Marshal(toEntry(e.LogEntry))
+	if err != nil {
+		return nil
+	}
+	b := make([]byte, 0, len(data)+64)
+	b = append(b, "id: "...)
+	b = append(b, domain.EncodeTailToken(e.At)...)
+	b = append(b, "\nevent: log\ndata: "...)
+	b = append(b, data...)
+	return append(b, "\n\n"...)
 }
 
 // flush pushes the buffered events out under a fresh write deadline: each flush must be taken by
@@ -188,8 +207,8 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 // fills the socket buffers) is cut off, and resumes by id, while a healthy stream is never cut
 // by the server's WRITE_TIMEOUT, set once per request.
 func (s *sseStream) flush() error {
-	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return errStreamWrite
+	if err := s.deadline(); err != nil {
+		return err
 	}
 	if err := s.bw.Flush(); err != nil {
 		return errStreamWrite
@@ -198,5 +217,13 @@ func (s *sseStream) flush() error {
 		return errStreamWrite
 	}
 	s.last = time.Now()
+	return nil
+}
+
+// deadline gives the writes from now on the stall timeout.
+func (s *sseStream) deadline() error {
+	if err := s.rc.SetWriteDeadline(time.Now().Add(s.stall)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return errStreamWrite
+	}
 	return nil
 }

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"example.com/obsvc/api/rest"
+)
+
+// benchTails is how many live tails stay open on the project while the ingest benchmark posts.
+const benchTails = 100
+
+// BenchmarkTailSQLite: ingest with 100 live tails open on the project beside none, and the
+// 201-to-event latency of a tail, on SQLite.
+func BenchmarkTailSQLite(b *testing.B) { benchTail(b, benchSQLite(b)) }
+
+// BenchmarkTailPostgres: the same on PostgreSQL.
+func BenchmarkTailPostgres(b *testing.B) {
+	st, _ := benchPostgres(b)
+	benchTail(b, st)
+}
+
+func benchTail(b *testing.B, st store) {
+	e := newBenchEnv(b, st, func(c *config) { c.MaxTails, c.MaxTailsTotal = benchTails+10, benchTails+10 })
+	// Every tail follows every entry: the service sends each entry 100 times.
+	b.Run("ingest/all", func(b *testing.B) {
+		benchTailIngest(b, e, func(int) string { return "" }, func(rows int) int { return rows })
+	})
+	// Each tail follows one user (user_id), as people watching their own requests would: the
+	// batches name 1,000 users, so each tail takes one entry in 1,000.
+	b.Run("ingest/by-user", func(b *testing.B) {
+		benchTailIngest(b, e, func(i int) string { return "&user_id=user-" + strconv.Itoa(i) }, func(rows int) int { return rows / 1000 })
+	})
+	b.Run("latency", func(b *testing.B) { benchTailLatency(b, e) })
+}
+
+// benchTailIngest posts the same kind of batches as BenchmarkCreateLogs* (1,000 entries, 2
+// clients) with no tail open and with 100 tails open (tail i with the parameters filter(i)), in
+// alternating rounds so that neither side has the emptier table, and reports both rates and
+// their ratio (tailed over untailed). The tails are real SSE readers over HTTP; after each
+// tailed round the benchmark waits, untimed, until every tail has received the entries of the
+// round it matches, want(rows of the round).
+func benchTailIngest(b *testing.B, e *benchEnv, filter func(i int) string, want func(rows int) int) {
+	const rounds = 4
+	perRound := max(b.N, 4)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
+	seed := 0
+	bodies := func() [][]byte {
+		out := make([][]byte, perRound)
+		for i := range out {
+			out[i] = batchJSON(e.project, benchBatch(seed, createBatch))
+			seed++
+		}
+		return out
+	}
+	post := func(bodies [][]byte) time.Duration {
+		return runConcurrent(b, createClients, len(bodies), func(i int) error { return postBatch(client, e.url, bodies[i]) })
+	}
+	var none, tailed time.Duration
+	b.ResetTimer()
+	for range rounds {
+		b.StopTimer()
+		plain := bodies()
+		b.StartTimer()
+		none += post(plain)
+
+		b.StopTimer()
+		withTails := bodies()
+		ctx, cancel := context.WithCancel(context.Background())
+		tails := openCountingTails(b, ctx, func(i int) string { return e.url + "/logs/tail?project_id=" + e.project + filter(i) }, benchTails)
+		b.StartTimer()
+		tailed += post(withTails)
+		b.StopTimer()
+		err := tails.waitFor(int64(want(perRound*createBatch)), time.Minute)
+		cancel()
+		tails.wg.Wait()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.StopTimer()
+	n := rounds * perRound * createBatch
+	tailedRate, noneRate := float64(n)/tailed.Seconds(), float64(n)/none.Seconds()
+	b.ReportMetric(tailedRate, "tailed_rows/s")
+	b.ReportMetric(noneRate, "untailed_rows/s")
+	b.ReportMetric(tailedRate/noneRate, "ratio")
+}
+
+// countingTails are open tails that count the log events they read.
+type countingTails struct {
+	wg     sync.WaitGroup
+	counts []atomic.Int64
+	errs   chan error
+}
+
+// openCountingTails opens n tails, tail i on url(i), and returns once every one has begun its stream.
+// Each reads its stream in large chunks and counts the "event: log" lines in it: a consumer as
+// cheap as a client can be, so that what the benchmark sees is the cost to the service.
+func openCountingTails(b *testing.B, ctx context.Context, url func(i int) string, n int) *countingTails {
+	b.Helper()
+	t := &countingTails{counts: make([]atomic.Int64, n), errs: make(chan error, n)}
+	opened := make(chan struct{}, n)
+	transport := &http.Transport{MaxIdleConnsPerHost: n}
+	for i := range n {
+		t.wg.Go(func() {
+			err := countEvents(ctx, transport, url(i), &t.counts[i], opened)
+			if err != nil && ctx.Err() == nil {
+				t.errs <- err
+			}
+		})
+	}
+	for range n {
+		select {
+		case <-opened:
+		case err := <-t.errs:
+			b.Fatal(err)
+		case <-time.After(time.Minute):
+			b.Fatal("a tail did not open")
+		}
+	}
+	return t
+}
+
+// waitFor waits until every tail has counted want events.
+func (t *countingTails) waitFor(want int64, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		behind := 0
+		for i := range t.counts {
+			if t.counts[i].Load() < want {
+				behind++
+			}
+		}
+		if behind == 0 {
+			return nil
+		}
+		select {
+		case err := <-t.errs:
+			return err
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d tails did not receive %d entries within %v", behind, len(t.counts), want, limit)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var logEventLine = []byte("\nevent: log\n")
+
+func countEvents(ctx context.Context, transport http.RoundTripper, url string, count *atomic.Int64, opened chan<- struct{}) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := (&http.Client{Transport: transport}).Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("GET /logs/tail = %d %.300s", resp.StatusCode, body)
+	}
+	opened <- struct{}{}
+	// A line may straddle two reads: keep the last len(logEventLine)-1 bytes of each read in
+	// front of the next.
+	buf := make([]byte, 64<<10)
+	keep := 0
+	for {
+		n, err := resp.Body.Read(buf[keep:])
+		if n > 0 {
+			end := keep + n
+			count.Add(int64(bytes.Count(buf[:end], logEventLine)))
+			keep = min(len(logEventLine)-1, end)
+			copy(buf, buf[end-keep:end])
+		}
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("a tail ended")
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// benchTailLatency posts one entry at a time and times, for each, the span from the 201 to its
+// event at a tail open on the same instance; an event that comes before the 201 counts as 0.
+func benchTailLatency(b *testing.B, e *benchEnv) {
+	samples := max(b.N, 300)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	arrived := map[string]time.Time{}
+	got := make(chan struct{}, samples)
+	opened := make(chan struct{})
+	tailDone := make(chan error, 1)
+	go func() {
+		_, err := readEvents(ctx, e.url+"/logs/tail?project_id="+e.project, "", func(ev sseEvent) bool {
+			if ev.event == "open" {
+				close(opened)
+				return true
+			}
+			if ev.event != "log" {
+				return true
+			}
+			now := time.Now()
+			var le rest.LogEntry
+			if json.Unmarshal([]byte(ev.data), &le) != nil {
+				return false
+			}
+			mu.Lock()
+			arrived[le.Message] = now
+			mu.Unlock()
+			got <- struct{}{}
+			return true
+		})
+		tailDone <- err
+	}()
+	select {
+	case <-opened:
+	case err := <-tailDone:
+		b.Fatalf("tail ended before it opened: %v", err)
+	}
+	client := &http.Client{}
+	created := make([]time.Time, samples)
+	b.ResetTimer()
+	for i := range samples {
+		body := fmt.Appendf(nil, `[{"project_id":%q,"time":%d,"level":"info","message":"latency %d"}]`, e.project, time.Now().UnixMilli(), i)
+		if err := postBatch(client, e.url, body); err != nil {
+			b.Fatal(err)
+		}
+		created[i] = time.Now()
+		select {
+		case <-got:
+		case err := <-tailDone:
+			b.Fatalf("tail ended: %v", err)
+		case <-time.After(30 * time.Second):
+			b.Fatalf("entry %d did not reach the tail within 30s", i)
+		}
+	}
+	b.StopTimer()
+	lat := make([]time.Duration, samples)
+	mu.Lock()
+	for i := range samples {
+		at, ok := arrived[fmt.Sprintf("latency %d", i)]
+		if !ok {
+			b.Fatalf("entry %d never reached the tail", i)
+		}
+		lat[i] = max(0, at.Sub(created[i]))
+	}
+	mu.Unlock()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
+	b.ReportMetric(float64(samples), "samples")
+}
