@@ -70,6 +70,9 @@ func (e *tailEdges) post(base, key, project string, entries ...string) {
 	req, _ := http.NewRequestWithContext(e.t.Context(), http.MethodPost, base+"/logs", &buf)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+key)
+	// A connection of its own: under a short WRITE_TIMEOUT the server closes idle keep-alive
+	// connections, and a POST sent on one it has just closed fails with EOF (POST is not retried).
+	req.Close = true
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
