@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lib/pq"
+	"github.com/lib/pq/pqerror"
 )
 
 // TestCitusWorkerErrorsAreUnavailable: the errors a Citus coordinator gives when a worker goes
@@ -22,7 +23,7 @@ func TestCitusWorkerErrorsAreUnavailable(t *testing.T) {
 		{"58030", "could not read file \"base/1/2\": read only 0 of 8192 bytes", false},
 		{"XX000", "cache lookup failed for relation 1", false},
 	} {
-		err := fmt.Errorf("create logs: %w", &pq.Error{Code: pq.ErrorCode(c.code), Message: c.msg})
+		err := fmt.Errorf("create logs: %w", &pq.Error{Code: pqerror.Code(c.code), Message: c.msg})
 		if got := (postgresEngine{citus: true}).isUnavailable(err); got != c.want {
 			t.Errorf("%s %q: unavailable = %v, want %v", c.code, c.msg, got, c.want)
 		}
