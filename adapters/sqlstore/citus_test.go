@@ -44,13 +44,7 @@ func openCitus(t *testing.T) domain.Store {
 func TestCitusStore(t *testing.T) {
 	rec := sqlstore.NewRecorder()
 	t.Run("contract", func(t *testing.T) {
-		// On Citus a batch takes no row lock on projects (a reference table: the lock would reach
-		// every worker, and one worker down would stop ingest for every project), so a retention
-		// shortened while a batch is in flight does not wait for it. The entries it admits are
-		// hidden from readers at once and removed by the next sweep.
-		storetest.Run(t, func(t *testing.T) domain.Store { return openRecorded(t, rec) },
-			storetest.Without("RetentionChangeWaitsForBatchInFlight",
-				"a batch locks no project row on Citus; readers hide what a shortened retention expires"))
+		storetest.Run(t, func(t *testing.T) domain.Store { return openRecorded(t, rec) })
 	})
 	t.Run("EveryStatementIsRouted", func(t *testing.T) { checkRouted(t, rec) })
 }

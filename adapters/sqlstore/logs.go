@@ -93,6 +93,9 @@ func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain
 			ids = append(ids, e.ProjectID)
 		}
 	}
+	if err := s.lockProjects(ctx, tx, ids); err != nil {
+		return nil, err
+	}
 	retentions := domain.Retentions{}
 	for chunk := range chunks(ids, existenceChunk) {
 		q, args, err := sqlx.In("SELECT id, retention_days FROM projects WHERE id IN (?)"+s.eng.lockSuffix(), chunk)
@@ -444,6 +447,9 @@ func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limi
 	}
 	if !ok {
 		return 0, domain.ErrSweepBusy
+	}
+	if err := s.lockProjects(ctx, tx, []string{projectID}); err != nil {
+		return 0, err
 	}
 	var days sql.NullInt64
 	err = tx.GetContext(ctx, &days, s.bind(sweepRetention+s.eng.lockSuffix()), projectID)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -146,13 +147,46 @@ func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 // node's copy, so every batch would touch every worker and one worker down would stop ingest for
 // all projects. There the foreign key from the project's shard to its node's copy of projects
 // does the deletion half of the job at insert time (a project deleted meanwhile fails the batch
-// as an unknown project); a retention shortened during a batch may still admit its entries,
-// which the readers hide and the next sweep removes.
+// as an unknown project), and projectLock the retention half.
 func (e postgresEngine) lockSuffix() string {
 	if e.citus {
 		return ""
 	}
 	return " FOR SHARE"
+}
+
+// projectLockKey is the first key of the per-project advisory locks ("obpl" in ASCII); the
+// second is a hash of the project id (two ids that collide only wait for each other).
+const projectLockKey = 0x6f62706c
+
+// projectLock is, on Citus, a transaction-level advisory lock on the coordinator, which every
+// statement of the service passes through: batches and the sweep take it shared before they
+// read a project's retention, a retention change exclusive before it writes one. It names no
+// table, so it reaches no worker, and one worker down stops nothing else.
+func (e postgresEngine) projectLock(exclusive bool) string {
+	switch {
+	case !e.citus:
+		return ""
+	case exclusive:
+		return "SELECT pg_advisory_xact_lock(" + fmt.Sprint(projectLockKey) + ", hashtext(?))"
+	}
+	return "SELECT pg_advisory_xact_lock_shared(" + fmt.Sprint(projectLockKey) + ", hashtext(?))"
+}
+
+// lockProjects takes the shared project lock of each id inside tx, in order (no two
+// transactions wait for each other in a cycle), where the engine needs it.
+func (s *Store) lockProjects(ctx context.Context, tx *sqlx.Tx, ids []string) error {
+	q := s.eng.projectLock(false)
+	if q == "" {
+		return nil
+	}
+	sorted := slices.Sorted(slices.Values(ids))
+	for _, id := range slices.Compact(sorted) {
+		if _, err := tx.ExecContext(ctx, s.bind(q), id); err != nil {
+			return s.translate("lock project", err)
+		}
+	}
+	return nil
 }
 
 // sweepLockKey names the advisory lock of the retention sweep ("obsvcrs" in ASCII): goose's

@@ -84,9 +84,28 @@ func (s *Store) ListProjects(ctx context.Context) ([]domain.Project, error) {
 
 // UpdateProject implements domain.ProjectStore.
 func (s *Store) UpdateProject(ctx context.Context, p domain.Project) error {
-	res, err := s.w.ExecContext(ctx, s.bind("UPDATE projects SET name = ?, updated_at = ?, retention_days = ? WHERE id = ?"),
-		p.Name, s.eng.timeArg(p.UpdatedAt), retentionArg(p.RetentionDays), p.ID)
-	return s.oneRow("update project", res, err)
+	const update = "UPDATE projects SET name = ?, updated_at = ?, retention_days = ? WHERE id = ?"
+	args := []any{p.Name, s.eng.timeArg(p.UpdatedAt), retentionArg(p.RetentionDays), p.ID}
+	lock := s.eng.projectLock(true)
+	if lock == "" {
+		res, err := s.w.ExecContext(ctx, s.bind(update), args...)
+		return s.oneRow("update project", res, err)
+	}
+	// The change waits for the batches and sweeps in flight on the project, which hold the lock
+	// shared, and the ones after it read the new retention.
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("update project", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
+	if _, err := tx.ExecContext(ctx, s.bind(lock), p.ID); err != nil {
+		return s.translate("update project: lock", err)
+	}
+	res, err := tx.ExecContext(ctx, s.bind(update), args...)
+	if err := s.oneRow("update project", res, err); err != nil {
+		return err
+	}
+	return s.translate("update project", tx.Commit())
 }
 
 // DeleteProject implements domain.ProjectStore. The logs go with it (ON DELETE CASCADE).

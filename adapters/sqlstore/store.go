@@ -24,6 +24,10 @@ type engine interface {
 	// lockSuffix is appended to the project existence check of a batch so that no project can
 	// be deleted between that check and the insert.
 	lockSuffix() string
+	// projectLock is a statement that takes, for the rest of a transaction, a lock on one
+	// project (its id the one parameter) that a batch (shared) and a retention change
+	// (exclusive) exclude each other by, where lockSuffix cannot; "" where lockSuffix does.
+	projectLock(exclusive bool) string
 	// trySweepLock takes, for the rest of tx, the lock that lets one instance at a time sweep
 	// expired entries; false when another holds it.
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
