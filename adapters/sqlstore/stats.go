@@ -135,71 +135,83 @@ func rollupAnswers(q domain.StatsQuery) bool {
 		q.By != domain.BySubject && q.Step%minuteMs == 0 && floorMinute(*q.Start) == *q.Start
 }
 
-// LogStats implements domain.LogStore. It reads in one snapshot (a read-only repeatable-read
-// transaction on PostgreSQL; a read transaction on SQLite's WAL) the project's retention, then
-// counts: the whole minutes inside the range and the retention from the rollup when it can
-// answer q, the rest (the minute cut by the retention boundary, a range end inside a minute,
-// every filter the rollup does not hold) from the entries themselves.
-func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
-	tx, err := s.r.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		// SQLite knows no isolation levels but serializable; its read transactions are snapshots.
-		tx, err = s.r.BeginTxx(ctx, nil)
-		if err != nil {
-			return nil, s.translate("begin stats", err)
-		}
-	}
-	defer func() { _ = tx.Rollback() }() // read-only: nothing to keep
+// statsCut is the head of every stats statement: the CTE cut, one row when the project exists
+// (none otherwise) holding lo, the first millisecond counted: start_time, or the project's
+// retention boundary at q.Now when that is later. Placeholders: start, start, now, start,
+// project. Reading the retention in the statement that counts makes the two one snapshot on
+// both engines, with no transaction.
+const statsCut = "WITH cut AS (SELECT CASE WHEN c > ? THEN c ELSE ? END AS lo FROM" +
+	" (SELECT COALESCE(? - CAST(retention_days AS BIGINT) * 86400000, ?) AS c FROM projects WHERE id = ?) r)"
 
-	var retention sql.NullInt64
-	if err := tx.GetContext(ctx, &retention, s.bind("SELECT retention_days FROM projects WHERE id = ?"), q.ProjectID); err != nil {
-		return nil, s.translate("stats: project", err)
-	}
-	lo, hi := *q.Start, *q.End
-	if retention.Valid {
-		lo = max(lo, q.Now-retention.Int64*86_400_000)
-	}
-	if lo > hi {
-		return nil, nil
-	}
-	var out []domain.BucketCount
-	entries := func(from, to int64) error { // [from, to], both inclusive
-		if from > to {
-			return nil
-		}
-		c, err := s.countEntries(ctx, tx, q, from, to)
-		out = append(out, c...)
-		return err
-	}
+// statsBounds adds to statsCut the CTE bounds: lo again, and a, the first whole minute at or
+// after lo. Only the rollup's statement computes a, where start_time is a whole minute, so a is
+// start_time or lies a minute from the retention boundary: no overflow.
+const statsBounds = statsCut + ", bounds AS (SELECT lo," +
+	" CASE WHEN lo % 60000 = 0 THEN lo ELSE lo - ((lo % 60000) + 60000) % 60000 + 60000 END AS a FROM cut) "
+
+// statsFound is the last part of every stats statement: one row of bucket -1 when the project
+// exists, so that an empty answer and an unknown project are told apart by the same statement.
+const statsFound = " UNION ALL SELECT -1, CAST(NULL AS TEXT), 0 FROM cut"
+
+// LogStats implements domain.LogStore in one statement, which is its own snapshot on both
+// engines: the project's retention, then the counts. When the rollup can answer q, the whole
+// minutes from start_time (or the retention boundary) to end_time are summed from log_counts,
+// and the cut minutes at either end are counted from the entries; otherwise every count comes
+// from the entries. The rollup's statement shapes are few (by, number of levels) and are
+// prepared once, like the listings', so the dashboard question is one round trip.
+func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
+	start, hi := *q.Start, *q.End
+	head := []any{start, start, q.Now, start, q.ProjectID}
 	if !rollupAnswers(q) {
-		if err := entries(lo, hi); err != nil {
-			return nil, s.translate("stats: entries", err)
-		}
-		return out, nil
+		f := q.LogFilter
+		f.Start, f.End = nil, &hi // lo, the later of start and the retention, is added below
+		w, args := where(f)
+		query := statsCut + " SELECT (time - ?) / ? AS bucket, " + groupColumn(q.By) + " AS grp, count(*) AS n FROM logs" +
+			w + " AND time >= (SELECT lo FROM cut) GROUP BY bucket, grp" + statsFound
+		args = append(append(head, start, q.Step), args...)
+		rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
+		return s.scanStats(rows, err)
 	}
-	// Whole minutes [a, b) from the rollup; the cut minutes at either end from the entries.
-	a := ceilMinute(lo)
+	// Whole minutes [a, b) from the rollup, a from the statement; the entries in [lo, a) and
+	// [b, hi]. When a >= b the two entry ranges are [lo, min(a-1, hi)] and [a, hi]: all of [lo,
+	// hi] once, and the rollup's range is empty. Each entry range has one lower and one upper
+	// bound, so both engines read it as one index range.
 	b := floorMinute(hi)
 	if hi-b == minuteMs-1 {
 		b = hi + 1
 	}
-	if a >= b {
-		if err := entries(lo, hi); err != nil {
-			return nil, s.translate("stats: entries", err)
+	g := "level"
+	if q.By == domain.ByNone {
+		g = "CAST(NULL AS TEXT)"
+	}
+	levels := ""
+	var levelArgs []any
+	if len(q.Levels) > 0 {
+		levels = " AND level IN (?" + strings.Repeat(", ?", len(q.Levels)-1) + ")"
+		for _, l := range q.Levels {
+			levelArgs = append(levelArgs, l)
 		}
-		return out, nil
 	}
-	if err := entries(lo, a-1); err != nil {
-		return nil, s.translate("stats: entries", err)
+	edge := func(from, to string) string {
+		return "SELECT (time - ?) / ? AS bucket, " + g + " AS grp, count(*) AS n FROM logs WHERE project_id = ?" + levels +
+			" AND time >= " + from + " AND time <= " + to + " GROUP BY bucket, grp"
 	}
-	if err := entries(b, hi); err != nil {
-		return nil, s.translate("stats: entries", err)
-	}
-	c, err := s.countRollup(ctx, tx, q, a, b)
+	query := statsBounds +
+		"SELECT (minute - ?) / ? AS bucket, " + g + " AS grp, SUM(n) AS n FROM log_counts WHERE project_id = ?" + levels +
+		" AND minute >= (SELECT a FROM bounds) AND minute < ? GROUP BY bucket, grp" +
+		" UNION ALL " + edge("(SELECT lo FROM bounds)", "(SELECT CASE WHEN a - 1 < ? THEN a - 1 ELSE ? END FROM bounds)") +
+		" UNION ALL " + edge("(SELECT CASE WHEN a > ? THEN a ELSE ? END FROM bounds)", "?") +
+		statsFound
+	args := head
+	args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), b)
+	args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), hi, hi)
+	args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), b, b, hi)
+	stmt, err := s.listing(ctx, s.bind(query))
 	if err != nil {
-		return nil, s.translate("stats: rollup", err)
+		return nil, s.translate("stats", err)
 	}
-	return append(out, c...), nil
+	rows, err := stmt.QueryContext(ctx, args...)
+	return s.scanStats(rows, err)
 }
 
 // groupColumn is the column a stats query groups by, or a constant for none.
@@ -213,50 +225,27 @@ func groupColumn(by string) string {
 	return "level"
 }
 
-// countEntries counts the matching entries with time in [from, to] per bucket and group.
-func (s *Store) countEntries(ctx context.Context, tx *sqlx.Tx, q domain.StatsQuery, from, to int64) ([]domain.BucketCount, error) {
-	f := q.LogFilter
-	f.Start, f.End = &from, &to
-	w, args := where(f)
-	g := groupColumn(q.By)
-	query := "SELECT (time - ?) / ? AS bucket, " + g + " AS grp, count(*) AS n FROM logs" + w + " GROUP BY bucket, grp"
-	return s.scanCounts(ctx, tx, query, append([]any{*q.Start, q.Step}, args...))
-}
-
-// countRollup sums the rollup's minutes in [from, to) per bucket and group.
-func (s *Store) countRollup(ctx context.Context, tx *sqlx.Tx, q domain.StatsQuery, from, to int64) ([]domain.BucketCount, error) {
-	g := "level"
-	if q.By == domain.ByNone {
-		g = "CAST(NULL AS TEXT)"
-	}
-	var b strings.Builder
-	args := []any{*q.Start, q.Step, q.ProjectID, from, to}
-	b.WriteString("SELECT (minute - ?) / ? AS bucket, " + g + " AS grp, SUM(n) AS n FROM log_counts WHERE project_id = ? AND minute >= ? AND minute < ?")
-	if len(q.Levels) > 0 {
-		b.WriteString(" AND level IN (?" + strings.Repeat(", ?", len(q.Levels)-1) + ")")
-		for _, l := range q.Levels {
-			args = append(args, l)
-		}
-	}
-	b.WriteString(" GROUP BY bucket, grp")
-	return s.scanCounts(ctx, tx, b.String(), args)
-}
-
-func (s *Store) scanCounts(ctx context.Context, tx *sqlx.Tx, query string, args []any) ([]domain.BucketCount, error) {
-	rows, err := tx.QueryContext(ctx, s.bind(query), args...)
+// scanStats reads the answer of a stats statement: counts per bucket and group, and the row of
+// bucket -1 that says the project exists (KindNotFound without it).
+func (s *Store) scanStats(rows *sql.Rows, err error) ([]domain.BucketCount, error) {
 	if err != nil {
-		return nil, err
+		return nil, s.translate("stats", err)
 	}
 	defer rows.Close()
 	var out []domain.BucketCount
+	found := false
 	for rows.Next() {
 		var bucket, n int64
 		var grp sql.NullString
 		if err := rows.Scan(&bucket, &grp, &n); err != nil {
-			return nil, err
+			return nil, s.translate("stats", err)
+		}
+		if bucket == -1 {
+			found = true
+			continue
 		}
 		if bucket < 0 || bucket > math.MaxInt32 {
-			return nil, fmt.Errorf("bucket %d out of range", bucket)
+			return nil, fmt.Errorf("stats: bucket %d out of range", bucket)
 		}
 		c := domain.BucketCount{Bucket: int(bucket), N: n}
 		if grp.Valid {
@@ -265,5 +254,11 @@ func (s *Store) scanCounts(ctx context.Context, tx *sqlx.Tx, query string, args 
 		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, s.translate("stats", err)
+	}
+	if !found {
+		return nil, s.translate("stats: project", sql.ErrNoRows)
+	}
+	return out, nil
 }

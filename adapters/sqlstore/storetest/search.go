@@ -261,11 +261,17 @@ func testStatsProperty(t *testing.T, s domain.Store) {
 	other := projectWith(t, s, nil)
 	var held []domain.LogEntry
 	cutoff := at - day
+	const lag = 30_007 // not a whole minute
 	for round := range 6 {
 		batch := Corpus(r, p.ID, 200, at, span, newID)
 		if round == 2 { // some entries already past the retention: hidden, then swept
 			for i := range batch[:20] {
 				batch[i].Time = cutoff - 1 - r.Int64N(span)
+			}
+		}
+		if round == 1 { // some entries at the retention boundary asked below (lag), to the millisecond
+			for i, d := range []int64{-1, 0, 1, 2, 29_990} {
+				batch[i].Time = cutoff + lag + d
 			}
 		}
 		mustInsert(t, s, batch...)
@@ -288,6 +294,23 @@ func testStatsProperty(t *testing.T, s domain.Store) {
 		q.Start = ptr(floorMin(at - day))
 		if got, want := StoreStats(t, s, q), ReferenceStats(held, q, cutoff); !maps.Equal(got, want) {
 			t.Fatalf("round %d: aligned dashboard stats = %v, want %v", round, got, want)
+		}
+		// Asked a little later, the retention boundary inside a minute: that minute the range's
+		// last, or the boundary after the range's end.
+		q.Now = at + lag
+		for _, end := range []int64{cutoff + lag + 1, cutoff + lag + 29_992, cutoff + lag - 1} {
+			q.End = ptr(end)
+			if got, want := StoreStats(t, s, q), ReferenceStats(held, q, cutoff+lag); !maps.Equal(got, want) {
+				t.Fatalf("round %d: stats to %d (cutoff %d) = %v, want %v", round, end, cutoff+lag, got, want)
+			}
+		}
+		// An unknown project is KindNotFound, whether the rollup answers or the entries do.
+		for _, sub := range []*string{nil, ptr("auth")} {
+			u := q
+			u.ProjectID, u.Subject = newID(), sub
+			if _, err := s.LogStats(ctx(t), u); domain.KindOf(err) != domain.KindNotFound {
+				t.Fatalf("LogStats of an unknown project (subject %v) = %v, want KindNotFound", sub, err)
+			}
 		}
 		switch round % 3 {
 		case 0:
