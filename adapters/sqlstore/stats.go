@@ -31,7 +31,15 @@ func ceilMinute(t int64) int64 {
 	return f + minuteMs
 }
 
-// countKey is one row of the rollup.
+// hourMs is the width of one row of the hourly rollup, log_counts_hour.
+const hourMs = 3_600_000
+
+// floorHour is the start of the hour holding t (Unix ms), for negative t too.
+func floorHour(t int64) int64 {
+	return t - ((t%hourMs)+hourMs)%hourMs
+}
+
+// countKey is one row of the rollup (minute: the row's minute or hour).
 type countKey struct {
 	project string
 	minute  int64
@@ -47,13 +55,26 @@ func countEntries(entries []domain.LogEntry) map[countKey]int64 {
 	return c
 }
 
-// addCounts adds (sign > 0) or takes away (sign < 0) each tally in the rollup inside tx, in key
-// order so that two transactions touching the same rows lock them in the same order (no
-// deadlock), and removes the rows that fall to zero.
+// addCounts adds (sign > 0) or takes away (sign < 0) each tally of minutes in the rollup inside
+// tx: in log_counts, then, summed by hour, in log_counts_hour. Each table's rows are written in
+// key order, the minutes' before the hours', so that two transactions touching the same rows
+// lock them in the same order (no deadlock); rows that fall to zero are removed.
 func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, counts map[countKey]int64, sign int64) error {
 	if len(counts) == 0 {
 		return nil
 	}
+	hours := make(map[countKey]int64, len(counts))
+	for k, n := range counts {
+		hours[countKey{k.project, floorHour(k.minute), k.level}] += n
+	}
+	if err := addCountsTo(ctx, tx, bind, "log_counts", "minute", counts, sign); err != nil {
+		return err
+	}
+	return addCountsTo(ctx, tx, bind, "log_counts_hour", "hour", hours, sign)
+}
+
+// addCountsTo is addCounts on one level of the rollup: table, keyed by project, column, level.
+func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, table, column string, counts map[countKey]int64, sign int64) error {
 	keys := make([]countKey, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
@@ -61,10 +82,10 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 	slices.SortFunc(keys, func(a, b countKey) int {
 		return cmp.Or(strings.Compare(a.project, b.project), cmp.Compare(a.minute, b.minute), strings.Compare(a.level, b.level))
 	})
-	query := "INSERT INTO log_counts (project_id, minute, level, n) VALUES (?, ?, ?, ?)" +
-		" ON CONFLICT (project_id, minute, level) DO UPDATE SET n = log_counts.n + excluded.n"
+	query := "INSERT INTO " + table + " (project_id, " + column + ", level, n) VALUES (?, ?, ?, ?)" +
+		" ON CONFLICT (project_id, " + column + ", level) DO UPDATE SET n = " + table + ".n + excluded.n"
 	if sign < 0 {
-		query = "UPDATE log_counts SET n = n - ? WHERE project_id = ? AND minute = ? AND level = ?"
+		query = "UPDATE " + table + " SET n = n - ? WHERE project_id = ? AND " + column + " = ? AND level = ?"
 	}
 	stmt, err := tx.PrepareContext(ctx, bind(query))
 	if err != nil {
@@ -84,7 +105,7 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 	if sign < 0 {
 		// Only rows this transaction already holds: sweeping the project's zero rows at large
 		// could wait on a concurrent batch that waits on this transaction.
-		drop, err := tx.PrepareContext(ctx, bind("DELETE FROM log_counts WHERE project_id = ? AND minute = ? AND level = ? AND n <= 0"))
+		drop, err := tx.PrepareContext(ctx, bind("DELETE FROM "+table+" WHERE project_id = ? AND "+column+" = ? AND level = ? AND n <= 0"))
 		if err != nil {
 			return err
 		}
@@ -143,11 +164,16 @@ func rollupAnswers(q domain.StatsQuery) bool {
 const statsCut = "WITH cut AS (SELECT CASE WHEN c > ? THEN c ELSE ? END AS lo FROM" +
 	" (SELECT COALESCE(? - CAST(retention_days AS BIGINT) * 86400000, ?) AS c FROM projects WHERE id = ?) r)"
 
-// statsBounds adds to statsCut the CTE bounds: lo again, and a, the first whole minute at or
-// after lo. Only the rollup's statement computes a, where start_time is a whole minute, so a is
-// start_time or lies a minute from the retention boundary: no overflow.
-const statsBounds = statsCut + ", bounds AS (SELECT lo," +
-	" CASE WHEN lo % 60000 = 0 THEN lo ELSE lo - ((lo % 60000) + 60000) % 60000 + 60000 END AS a FROM cut) "
+// statsBounds adds to statsCut the CTE bounds: lo again; a, the first whole minute at or after
+// lo; and h, the first whole hour at or after a, or a itself when that is at or after B (the
+// last placeholder: the end of the whole hours the statement may read from log_counts_hour).
+// Only the rollup's statement computes them: there start_time is a whole minute, so a is
+// start_time or lies a minute from the retention boundary, and h is computed only below B, so
+// neither overflows.
+const statsBounds = statsCut + ", minutes AS (SELECT lo," +
+	" CASE WHEN lo % 60000 = 0 THEN lo ELSE lo - ((lo % 60000) + 60000) % 60000 + 60000 END AS a FROM cut)," +
+	" bounds AS (SELECT lo, a, CASE WHEN a % 3600000 = 0 OR a >= ? THEN a" +
+	" ELSE a - ((a % 3600000) + 3600000) % 3600000 + 3600000 END AS h FROM minutes)"
 
 // statsFound is the last part of every stats statement: one row of bucket -1 when the project
 // exists, so that an empty answer and an unknown project are told apart by the same statement.
@@ -172,13 +198,19 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 		rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
 		return s.scanStats(rows, err)
 	}
-	// Whole minutes [a, b) from the rollup, a from the statement; the entries in [lo, a) and
-	// [b, hi]. When a >= b the two entry ranges are [lo, min(a-1, hi)] and [a, hi]: all of [lo,
-	// hi] once, and the rollup's range is empty. Each entry range has one lower and one upper
-	// bound, so both engines read it as one index range.
+	// The rollup counts the whole minutes [a, b), a from the statement: the whole hours [h, B)
+	// of them from log_counts_hour when the buckets are whole hours from a whole hour, the
+	// minutes [a, h) and [B, b) from log_counts (all of [a, b) when h >= B). The entries count
+	// [lo, a) and [b, hi]; when a >= b the two entry ranges are [lo, min(a-1, hi)] and [a, hi]:
+	// all of [lo, hi] once, and the rollup's ranges are empty. Each range has one lower and one
+	// upper bound, so both engines read it as one index range.
 	b := floorMinute(hi)
 	if hi-b == minuteMs-1 {
 		b = hi + 1
+	}
+	hourB := int64(math.MinInt64) // no hours: h >= B
+	if q.Step%hourMs == 0 && floorHour(start) == start {
+		hourB = floorHour(b)
 	}
 	g := "level"
 	if q.By == domain.ByNone {
@@ -192,20 +224,22 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 			levelArgs = append(levelArgs, l)
 		}
 	}
-	edge := func(from, to string) string {
-		return "SELECT (time - ?) / ? AS bucket, " + g + " AS grp, count(*) AS n FROM logs WHERE project_id = ?" + levels +
-			" AND time >= " + from + " AND time <= " + to + " GROUP BY bucket, grp"
+	// part counts table's rows (n, or 1 for each entry) with column >= from and column upto.
+	part := func(table, column, n, from, upto string) string {
+		return " SELECT (" + column + " - ?) / ? AS bucket, " + g + " AS grp, " + n + " AS n FROM " + table +
+			" WHERE project_id = ?" + levels + " AND " + column + " >= " + from + " AND " + column + " " + upto + " GROUP BY bucket, grp"
 	}
 	query := statsBounds +
-		"SELECT (minute - ?) / ? AS bucket, " + g + " AS grp, SUM(n) AS n FROM log_counts WHERE project_id = ?" + levels +
-		" AND minute >= (SELECT a FROM bounds) AND minute < ? GROUP BY bucket, grp" +
-		" UNION ALL " + edge("(SELECT lo FROM bounds)", "(SELECT CASE WHEN a - 1 < ? THEN a - 1 ELSE ? END FROM bounds)") +
-		" UNION ALL " + edge("(SELECT CASE WHEN a > ? THEN a ELSE ? END FROM bounds)", "?") +
+		part("log_counts_hour", "hour", "SUM(n)", "(SELECT h FROM bounds)", "< ?") + " UNION ALL" +
+		part("log_counts", "minute", "SUM(n)", "(SELECT a FROM bounds)", "< (SELECT CASE WHEN h < ? THEN h ELSE a END FROM bounds)") + " UNION ALL" +
+		part("log_counts", "minute", "SUM(n)", "(SELECT CASE WHEN h < ? THEN ? ELSE a END FROM bounds)", "< ?") + " UNION ALL" +
+		part("logs", "time", "count(*)", "(SELECT lo FROM bounds)", "<= (SELECT CASE WHEN a - 1 < ? THEN a - 1 ELSE ? END FROM bounds)") + " UNION ALL" +
+		part("logs", "time", "count(*)", "(SELECT CASE WHEN a > ? THEN a ELSE ? END FROM bounds)", "<= ?") +
 		statsFound
-	args := head
-	args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), b)
-	args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), hi, hi)
-	args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), b, b, hi)
+	args := append(head, hourB) // bounds: h >= B when a >= B
+	for _, bound := range [][]any{{hourB}, {hourB}, {hourB, hourB, b}, {hi, hi}, {b, b, hi}} {
+		args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), bound...)
+	}
 	stmt, err := s.listing(ctx, s.bind(query))
 	if err != nil {
 		return nil, s.translate("stats", err)
