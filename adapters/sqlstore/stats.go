@@ -180,11 +180,13 @@ const statsBounds = statsCut + ", minutes AS (SELECT lo," +
 const statsFound = " UNION ALL SELECT -1, CAST(NULL AS TEXT), 0 FROM cut"
 
 // LogStats implements domain.LogStore in one statement, which is its own snapshot on both
-// engines: the project's retention, then the counts. When the rollup can answer q, the whole
-// minutes from start_time (or the retention boundary) to end_time are summed from log_counts,
-// and the cut minutes at either end are counted from the entries; otherwise every count comes
-// from the entries. The rollup's statement shapes are few (by, number of levels) and are
-// prepared once, like the listings', so the dashboard question is one round trip.
+// engines: the project's retention, then the counts. When the rollups can answer q, the whole
+// minutes from start_time (or the retention boundary) to end_time are summed from them (the
+// whole hours from log_counts_hour when the buckets are whole hours from a whole hour, the rest
+// from log_counts), and the cut minutes at either end are counted from the entries; otherwise
+// every count comes from the entries. The rollups' statement shapes are few (by, number of
+// levels: at most 34) and are prepared once in the listings' cache, so the dashboard question
+// is one round trip; the others, whose plans depend on their values, are planned each time.
 func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
 	start, hi := *q.Start, *q.End
 	head := []any{start, start, q.Now, start, q.ProjectID}
