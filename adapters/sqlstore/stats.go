@@ -82,42 +82,52 @@ func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, tab
 	slices.SortFunc(keys, func(a, b countKey) int {
 		return cmp.Or(strings.Compare(a.project, b.project), cmp.Compare(a.minute, b.minute), strings.Compare(a.level, b.level))
 	})
-	query := "INSERT INTO " + table + " (project_id, " + column + ", level, n) VALUES (?, ?, ?, ?)" +
-		" ON CONFLICT (project_id, " + column + ", level) DO UPDATE SET n = " + table + ".n + excluded.n"
-	if sign < 0 {
-		query = "UPDATE " + table + " SET n = n - ? WHERE project_id = ? AND " + column + " = ? AND level = ?"
+	if sign > 0 {
+		// One statement per upsertChunk rows (one round trip, not one per row); rows are
+		// written, and locked, in the order of VALUES.
+		for chunk := range slices.Chunk(keys, upsertChunk) {
+			args := make([]any, 0, 4*len(chunk))
+			for _, k := range chunk {
+				args = append(args, k.project, k.minute, k.level, counts[k])
+			}
+			query := "INSERT INTO " + table + " (project_id, " + column + ", level, n) VALUES (?, ?, ?, ?)" +
+				strings.Repeat(", (?, ?, ?, ?)", len(chunk)-1) +
+				" ON CONFLICT (project_id, " + column + ", level) DO UPDATE SET n = " + table + ".n + excluded.n"
+			if _, err := tx.ExecContext(ctx, bind(query), args...); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
+	query := "UPDATE " + table + " SET n = n - ? WHERE project_id = ? AND " + column + " = ? AND level = ?"
 	stmt, err := tx.PrepareContext(ctx, bind(query))
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, k := range keys {
-		if sign < 0 {
-			_, err = stmt.ExecContext(ctx, counts[k], k.project, k.minute, k.level)
-		} else {
-			_, err = stmt.ExecContext(ctx, k.project, k.minute, k.level, counts[k])
-		}
-		if err != nil {
+		if _, err := stmt.ExecContext(ctx, counts[k], k.project, k.minute, k.level); err != nil {
 			return err
 		}
 	}
-	if sign < 0 {
-		// Only rows this transaction already holds: sweeping the project's zero rows at large
-		// could wait on a concurrent batch that waits on this transaction.
-		drop, err := tx.PrepareContext(ctx, bind("DELETE FROM "+table+" WHERE project_id = ? AND "+column+" = ? AND level = ? AND n <= 0"))
-		if err != nil {
+	// Only rows this transaction already holds: sweeping the project's zero rows at large
+	// could wait on a concurrent batch that waits on this transaction.
+	drop, err := tx.PrepareContext(ctx, bind("DELETE FROM "+table+" WHERE project_id = ? AND "+column+" = ? AND level = ? AND n <= 0"))
+	if err != nil {
+		return err
+	}
+	defer drop.Close()
+	for _, k := range keys {
+		if _, err := drop.ExecContext(ctx, k.project, k.minute, k.level); err != nil {
 			return err
-		}
-		defer drop.Close()
-		for _, k := range keys {
-			if _, err := drop.ExecContext(ctx, k.project, k.minute, k.level); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
+
+// upsertChunk is how many rollup rows one INSERT of addCountsTo writes: 2,000 parameters, far
+// below either engine's limit.
+const upsertChunk = 500
 
 // deleteCounted runs a DELETE of logs inside tx, takes the minute and level of every row it
 // removes (RETURNING, so exactly the rows removed, whatever commits beside it) and takes them
