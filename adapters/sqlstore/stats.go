@@ -83,9 +83,16 @@ func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, tab
 		return cmp.Or(strings.Compare(a.project, b.project), cmp.Compare(a.minute, b.minute), strings.Compare(a.level, b.level))
 	})
 	if sign > 0 {
-		// One statement per upsertChunk rows (one round trip, not one per row); rows are
-		// written, and locked, in the order of VALUES.
-		for chunk := range slices.Chunk(keys, upsertChunk) {
+		// One statement per project and upsertChunk rows (one round trip, not one per row;
+		// one project's rows, so one shard on Citus); rows are written, and locked, in the
+		// order of VALUES.
+		for len(keys) > 0 {
+			end := 1
+			for end < len(keys) && end < upsertChunk && keys[end].project == keys[0].project {
+				end++
+			}
+			chunk := keys[:end]
+			keys = keys[end:]
 			args := make([]any, 0, 4*len(chunk))
 			for _, k := range chunk {
 				args = append(args, k.project, k.minute, k.level, counts[k])
@@ -125,7 +132,7 @@ func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, tab
 	return nil
 }
 
-// upsertChunk is how many rollup rows one INSERT of addCountsTo writes: 2,000 parameters, far
+// upsertChunk is how many rollup rows one INSERT of addCountsTo writes at most: 2,000 parameters, far
 // below either engine's limit.
 const upsertChunk = 500
 
