@@ -132,8 +132,8 @@ func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, tab
 	return nil
 }
 
-// upsertChunk is how many rollup rows one INSERT of addCountsTo writes at most: 2,000 parameters, far
-// below either engine's limit.
+// upsertChunk is how many rollup rows one INSERT of addCountsTo writes at most: 2,000
+// parameters, far below either engine's limit.
 const upsertChunk = 500
 
 // deleteCounted runs a DELETE of logs inside tx, takes the minute and level of every row it
