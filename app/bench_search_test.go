@@ -28,8 +28,8 @@ import (
 //     unfiltered (target <= 2);
 //   - q_none: a 100-entry page of a term no message holds, a read of the whole project, against
 //     the same predicate as hand-written SQL through database/sql on the same rows (target <= 1.2);
-//   - ingest: the store's CreateLogs, which keeps the per-minute rollup in the batch's
-//     transaction, against the same statements without the rollup's (target >= 0.9).
+//   - ingest: the store's CreateLogs, which keeps both rollups (minute, hour) in the batch's
+//     transaction, against the same statements without the rollups' (target >= 0.9).
 func BenchmarkSearch(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
 		st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "search.db"), sqlstore.DefaultSQLiteOptions())

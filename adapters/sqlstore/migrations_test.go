@@ -503,3 +503,104 @@ func testTailMigration(t *testing.T, engine, dsn string, timeArg func(time.Time)
 		t.Fatalf("ReadTail after a new batch = %+v, %v; want the batch in the order sent", got, err)
 	}
 }
+
+// TestHourlyCountsMigrationKeepsCounts upgrades a database at version 7, holding entries and
+// their per-minute rollup, to migration 00008 (log_counts_hour, filled from log_counts; on
+// SQLite both rollups WITHOUT ROWID): the stats either rollup answers count every old entry,
+// both keep counting the ingest and delete after the upgrade, and deleting the project takes
+// its counts with it, on both engines.
+func TestHourlyCountsMigrationKeepsCounts(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		testHourlyCountsMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testHourlyCountsMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
+		})
+	})
+}
+
+func testHourlyCountsMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+	ctx := t.Context()
+	raw, err := sql.Open(engine, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := sqlstore.MigrateTo(ctx, raw, engine, 7); err != nil {
+		t.Fatalf("migrate to version 7: %v", err)
+	}
+	bind := func(q string) string {
+		if engine == "postgres" {
+			return sqlx.Rebind(sqlx.DOLLAR, q)
+		}
+		return q
+	}
+	created := time.Now().UTC().Truncate(time.Microsecond)
+	project := uuid.Must(uuid.NewV7()).String()
+	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, 'p', ?, ?)"), project, timeArg(created), timeArg(created)); err != nil {
+		t.Fatal(err)
+	}
+	const n = 600 // two hours, two levels
+	for i := range n {
+		if _, err := raw.ExecContext(ctx, bind("INSERT INTO logs (project_id, time, id, level, message) VALUES (?, ?, ?, ?, 'm')"),
+			project, int64(i)*12_000, uuid.Must(uuid.NewV7()).String(), []string{"info", "error"}[i%2]); err != nil {
+			t.Fatalf("write an old entry: %v", err)
+		}
+	}
+	if _, err := raw.ExecContext(ctx, "INSERT INTO log_counts (project_id, minute, level, n)"+
+		" SELECT project_id, time - time % 60000, level, count(*) FROM logs GROUP BY project_id, time - time % 60000, level"); err != nil {
+		t.Fatalf("count the old entries: %v", err)
+	}
+	s, err := open()
+	if err != nil {
+		t.Fatalf("open and migrate: %v", err)
+	}
+	defer s.Close()
+	stats := func(step int64) map[string]int64 {
+		t.Helper()
+		// Whole minutes or hours, project and time only: a rollup answers.
+		counts, err := s.LogStats(ctx, domain.StatsQuery{LogFilter: domain.LogFilter{ProjectID: project, Start: ptr[int64](0), End: ptr[int64](2*3_600_000 - 1)}, Step: step, By: domain.ByLevel, Now: 2 * 3_600_000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]int64{}
+		for _, c := range counts {
+			out[*c.Value] += c.N
+		}
+		return out
+	}
+	for _, step := range []int64{60_000, 3_600_000} {
+		if got := stats(step); got["info"] != n/2 || got["error"] != n/2 || len(got) != 2 {
+			t.Fatalf("stats in steps of %d after the upgrade = %v, want %d of info and of error", step, got, n/2)
+		}
+	}
+	if _, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Time: 5, Level: "warn", Message: "new"}}, nil, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteLogs(ctx, domain.LogFilter{ProjectID: project, Level: ptr("error"), End: ptr[int64](599_999)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []int64{60_000, 3_600_000} {
+		if got := stats(step); got["info"] != n/2 || got["error"] != n/2-25 || got["warn"] != 1 || len(got) != 3 {
+			t.Fatalf("stats in steps of %d after an ingest and a delete = %v, want info %d, error %d, warn 1", step, got, n/2, n/2-25)
+		}
+	}
+	if engine == "sqlite" {
+		var ddl string
+		if err := raw.QueryRowContext(ctx, "SELECT group_concat(sql) FROM sqlite_master WHERE type = 'table' AND name LIKE 'log_counts%'").Scan(&ddl); err != nil || strings.Count(ddl, "WITHOUT ROWID") != 2 {
+			t.Fatalf("the rollups after the upgrade: %q, %v; want two WITHOUT ROWID tables", ddl, err)
+		}
+	}
+	if err := s.DeleteProject(ctx, project); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := raw.QueryRowContext(ctx, "SELECT (SELECT count(*) FROM log_counts) + (SELECT count(*) FROM log_counts_hour)").Scan(&left); err != nil || left != 0 {
+		t.Fatalf("rollup rows left after the project's deletion: %d, %v", left, err)
+	}
+}

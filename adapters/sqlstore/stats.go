@@ -31,7 +31,15 @@ func ceilMinute(t int64) int64 {
 	return f + minuteMs
 }
 
-// countKey is one row of the rollup.
+// hourMs is the width of one row of the hourly rollup, log_counts_hour.
+const hourMs = 3_600_000
+
+// floorHour is the start of the hour holding t (Unix ms), for negative t too.
+func floorHour(t int64) int64 {
+	return t - ((t%hourMs)+hourMs)%hourMs
+}
+
+// countKey is one row of the rollup (minute: the row's minute or hour).
 type countKey struct {
 	project string
 	minute  int64
@@ -47,13 +55,26 @@ func countEntries(entries []domain.LogEntry) map[countKey]int64 {
 	return c
 }
 
-// addCounts adds (sign > 0) or takes away (sign < 0) each tally in the rollup inside tx, in key
-// order so that two transactions touching the same rows lock them in the same order (no
-// deadlock), and removes the rows that fall to zero.
+// addCounts adds (sign > 0) or takes away (sign < 0) each tally of minutes in the rollup inside
+// tx: in log_counts, then, summed by hour, in log_counts_hour. Each table's rows are written in
+// key order, the minutes' before the hours', so that two transactions touching the same rows
+// lock them in the same order (no deadlock); rows that fall to zero are removed.
 func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, counts map[countKey]int64, sign int64) error {
 	if len(counts) == 0 {
 		return nil
 	}
+	hours := make(map[countKey]int64, len(counts))
+	for k, n := range counts {
+		hours[countKey{k.project, floorHour(k.minute), k.level}] += n
+	}
+	if err := addCountsTo(ctx, tx, bind, "log_counts", "minute", counts, sign); err != nil {
+		return err
+	}
+	return addCountsTo(ctx, tx, bind, "log_counts_hour", "hour", hours, sign)
+}
+
+// addCountsTo is addCounts on one level of the rollup: table, keyed by project, column, level.
+func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, table, column string, counts map[countKey]int64, sign int64) error {
 	keys := make([]countKey, 0, len(counts))
 	for k := range counts {
 		keys = append(keys, k)
@@ -61,42 +82,59 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 	slices.SortFunc(keys, func(a, b countKey) int {
 		return cmp.Or(strings.Compare(a.project, b.project), cmp.Compare(a.minute, b.minute), strings.Compare(a.level, b.level))
 	})
-	query := "INSERT INTO log_counts (project_id, minute, level, n) VALUES (?, ?, ?, ?)" +
-		" ON CONFLICT (project_id, minute, level) DO UPDATE SET n = log_counts.n + excluded.n"
-	if sign < 0 {
-		query = "UPDATE log_counts SET n = n - ? WHERE project_id = ? AND minute = ? AND level = ?"
+	if sign > 0 {
+		// One statement per project and upsertChunk rows (one round trip, not one per row;
+		// one project's rows, so one shard on Citus); rows are written, and locked, in the
+		// order of VALUES.
+		for len(keys) > 0 {
+			end := 1
+			for end < len(keys) && end < upsertChunk && keys[end].project == keys[0].project {
+				end++
+			}
+			chunk := keys[:end]
+			keys = keys[end:]
+			args := make([]any, 0, 4*len(chunk))
+			for _, k := range chunk {
+				args = append(args, k.project, k.minute, k.level, counts[k])
+			}
+			query := "INSERT INTO " + table + " (project_id, " + column + ", level, n) VALUES (?, ?, ?, ?)" +
+				strings.Repeat(", (?, ?, ?, ?)", len(chunk)-1) +
+				" ON CONFLICT (project_id, " + column + ", level) DO UPDATE SET n = " + table + ".n + excluded.n"
+			if _, err := tx.ExecContext(ctx, bind(query), args...); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
+	query := "UPDATE " + table + " SET n = n - ? WHERE project_id = ? AND " + column + " = ? AND level = ?"
 	stmt, err := tx.PrepareContext(ctx, bind(query))
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
 	for _, k := range keys {
-		if sign < 0 {
-			_, err = stmt.ExecContext(ctx, counts[k], k.project, k.minute, k.level)
-		} else {
-			_, err = stmt.ExecContext(ctx, k.project, k.minute, k.level, counts[k])
-		}
-		if err != nil {
+		if _, err := stmt.ExecContext(ctx, counts[k], k.project, k.minute, k.level); err != nil {
 			return err
 		}
 	}
-	if sign < 0 {
-		// Only rows this transaction already holds: sweeping the project's zero rows at large
-		// could wait on a concurrent batch that waits on this transaction.
-		drop, err := tx.PrepareContext(ctx, bind("DELETE FROM log_counts WHERE project_id = ? AND minute = ? AND level = ? AND n <= 0"))
-		if err != nil {
+	// Only rows this transaction already holds: sweeping the project's zero rows at large
+	// could wait on a concurrent batch that waits on this transaction.
+	drop, err := tx.PrepareContext(ctx, bind("DELETE FROM "+table+" WHERE project_id = ? AND "+column+" = ? AND level = ? AND n <= 0"))
+	if err != nil {
+		return err
+	}
+	defer drop.Close()
+	for _, k := range keys {
+		if _, err := drop.ExecContext(ctx, k.project, k.minute, k.level); err != nil {
 			return err
-		}
-		defer drop.Close()
-		for _, k := range keys {
-			if _, err := drop.ExecContext(ctx, k.project, k.minute, k.level); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
+
+// upsertChunk is how many rollup rows one INSERT of addCountsTo writes at most: 2,000
+// parameters, far below either engine's limit.
+const upsertChunk = 500
 
 // deleteCounted runs a DELETE of logs inside tx, takes the minute and level of every row it
 // removes (RETURNING, so exactly the rows removed, whatever commits beside it) and takes them
@@ -135,71 +173,98 @@ func rollupAnswers(q domain.StatsQuery) bool {
 		q.By != domain.BySubject && q.Step%minuteMs == 0 && floorMinute(*q.Start) == *q.Start
 }
 
-// LogStats implements domain.LogStore. It reads in one snapshot (a read-only repeatable-read
-// transaction on PostgreSQL; a read transaction on SQLite's WAL) the project's retention, then
-// counts: the whole minutes inside the range and the retention from the rollup when it can
-// answer q, the rest (the minute cut by the retention boundary, a range end inside a minute,
-// every filter the rollup does not hold) from the entries themselves.
-func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
-	tx, err := s.r.BeginTxx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
-	if err != nil {
-		// SQLite knows no isolation levels but serializable; its read transactions are snapshots.
-		tx, err = s.r.BeginTxx(ctx, nil)
-		if err != nil {
-			return nil, s.translate("begin stats", err)
-		}
-	}
-	defer func() { _ = tx.Rollback() }() // read-only: nothing to keep
+// statsCut is the head of every stats statement: the CTE cut, one row when the project exists
+// (none otherwise) holding lo, the first millisecond counted: start_time, or the project's
+// retention boundary at q.Now when that is later. Placeholders: start, start, now, start,
+// project. Reading the retention in the statement that counts makes the two one snapshot on
+// both engines, with no transaction.
+const statsCut = "WITH cut AS (SELECT CASE WHEN c > ? THEN c ELSE ? END AS lo FROM" +
+	" (SELECT COALESCE(? - CAST(retention_days AS BIGINT) * 86400000, ?) AS c FROM projects WHERE id = ?) r)"
 
-	var retention sql.NullInt64
-	if err := tx.GetContext(ctx, &retention, s.bind("SELECT retention_days FROM projects WHERE id = ?"), q.ProjectID); err != nil {
-		return nil, s.translate("stats: project", err)
-	}
-	lo, hi := *q.Start, *q.End
-	if retention.Valid {
-		lo = max(lo, q.Now-retention.Int64*86_400_000)
-	}
-	if lo > hi {
-		return nil, nil
-	}
-	var out []domain.BucketCount
-	entries := func(from, to int64) error { // [from, to], both inclusive
-		if from > to {
-			return nil
-		}
-		c, err := s.countEntries(ctx, tx, q, from, to)
-		out = append(out, c...)
-		return err
-	}
+// statsBounds adds to statsCut the CTE bounds: lo again; a, the first whole minute at or after
+// lo; and h, the first whole hour at or after a, or a itself when that is at or after B (the
+// last placeholder: the end of the whole hours the statement may read from log_counts_hour).
+// Only the rollup's statement computes them: there start_time is a whole minute, so a is
+// start_time or lies a minute from the retention boundary, and h is computed only below B, so
+// neither overflows.
+const statsBounds = statsCut + ", minutes AS (SELECT lo," +
+	" CASE WHEN lo % 60000 = 0 THEN lo ELSE lo - ((lo % 60000) + 60000) % 60000 + 60000 END AS a FROM cut)," +
+	" bounds AS (SELECT lo, a, CASE WHEN a % 3600000 = 0 OR a >= ? THEN a" +
+	" ELSE a - ((a % 3600000) + 3600000) % 3600000 + 3600000 END AS h FROM minutes)"
+
+// statsFound is the last part of every stats statement: one row of bucket -1 when the project
+// exists, so that an empty answer and an unknown project are told apart by the same statement.
+const statsFound = " UNION ALL SELECT -1, CAST(NULL AS TEXT), 0 FROM cut"
+
+// LogStats implements domain.LogStore in one statement, which is its own snapshot on both
+// engines: the project's retention, then the counts. When the rollups can answer q, the whole
+// minutes from start_time (or the retention boundary) to end_time are summed from them (the
+// whole hours from log_counts_hour when the buckets are whole hours from a whole hour, the rest
+// from log_counts), and the cut minutes at either end are counted from the entries; otherwise
+// every count comes from the entries. The rollups' statement shapes are few (by, number of
+// levels: at most 34) and are prepared once in the listings' cache, so the dashboard question
+// is one round trip; the others, whose plans depend on their values, are planned each time.
+func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
+	start, hi := *q.Start, *q.End
+	head := []any{start, start, q.Now, start, q.ProjectID}
 	if !rollupAnswers(q) {
-		if err := entries(lo, hi); err != nil {
-			return nil, s.translate("stats: entries", err)
-		}
-		return out, nil
+		f := q.LogFilter
+		f.Start, f.End = nil, &hi // lo, the later of start and the retention, is added below
+		w, args := where(f)
+		query := statsCut + " SELECT (time - ?) / ? AS bucket, " + groupColumn(q.By) + " AS grp, count(*) AS n FROM logs" +
+			w + " AND time >= (SELECT lo FROM cut) GROUP BY bucket, grp" + statsFound
+		args = append(append(head, start, q.Step), args...)
+		rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
+		return s.scanStats(rows, err)
 	}
-	// Whole minutes [a, b) from the rollup; the cut minutes at either end from the entries.
-	a := ceilMinute(lo)
+	// The rollup counts the whole minutes [a, b), a from the statement: the whole hours [h, B)
+	// of them from log_counts_hour when the buckets are whole hours from a whole hour, the
+	// minutes [a, h) and [B, b) from log_counts (all of [a, b) when h >= B). The entries count
+	// [lo, a) and [b, hi]; when a >= b the two entry ranges are [lo, min(a-1, hi)] and [a, hi]:
+	// all of [lo, hi] once, and the rollup's ranges are empty. Each range has one lower and one
+	// upper bound, so both engines read it as one index range.
 	b := floorMinute(hi)
 	if hi-b == minuteMs-1 {
 		b = hi + 1
 	}
-	if a >= b {
-		if err := entries(lo, hi); err != nil {
-			return nil, s.translate("stats: entries", err)
+	hourB := int64(math.MinInt64) // no hours: h >= B
+	if q.Step%hourMs == 0 && floorHour(start) == start {
+		hourB = floorHour(b)
+	}
+	g := "level"
+	if q.By == domain.ByNone {
+		g = "CAST(NULL AS TEXT)"
+	}
+	levels := ""
+	var levelArgs []any
+	if len(q.Levels) > 0 {
+		levels = " AND level IN (?" + strings.Repeat(", ?", len(q.Levels)-1) + ")"
+		for _, l := range q.Levels {
+			levelArgs = append(levelArgs, l)
 		}
-		return out, nil
 	}
-	if err := entries(lo, a-1); err != nil {
-		return nil, s.translate("stats: entries", err)
+	// part counts table's rows (n, or 1 for each entry) with column >= from and column upto.
+	part := func(table, column, n, from, upto string) string {
+		return " SELECT (" + column + " - ?) / ? AS bucket, " + g + " AS grp, " + n + " AS n FROM " + table +
+			" WHERE project_id = ?" + levels + " AND " + column + " >= " + from + " AND " + column + " " + upto + " GROUP BY bucket, grp"
 	}
-	if err := entries(b, hi); err != nil {
-		return nil, s.translate("stats: entries", err)
+	query := statsBounds +
+		part("log_counts_hour", "hour", "SUM(n)", "(SELECT h FROM bounds)", "< ?") + " UNION ALL" +
+		part("log_counts", "minute", "SUM(n)", "(SELECT a FROM bounds)", "< (SELECT CASE WHEN h < ? THEN h ELSE a END FROM bounds)") + " UNION ALL" +
+		part("log_counts", "minute", "SUM(n)", "(SELECT CASE WHEN h < ? THEN ? ELSE a END FROM bounds)", "< ?") + " UNION ALL" +
+		part("logs", "time", "count(*)", "(SELECT lo FROM bounds)", "<= (SELECT CASE WHEN a - 1 < ? THEN a - 1 ELSE ? END FROM bounds)") + " UNION ALL" +
+		part("logs", "time", "count(*)", "(SELECT CASE WHEN a > ? THEN a ELSE ? END FROM bounds)", "<= ?") +
+		statsFound
+	args := append(head, hourB) // bounds: h >= B when a >= B
+	for _, bound := range [][]any{{hourB}, {hourB}, {hourB, hourB, b}, {hi, hi}, {b, b, hi}} {
+		args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), bound...)
 	}
-	c, err := s.countRollup(ctx, tx, q, a, b)
+	stmt, err := s.listing(ctx, s.bind(query))
 	if err != nil {
-		return nil, s.translate("stats: rollup", err)
+		return nil, s.translate("stats", err)
 	}
-	return append(out, c...), nil
+	rows, err := stmt.QueryContext(ctx, args...)
+	return s.scanStats(rows, err)
 }
 
 // groupColumn is the column a stats query groups by, or a constant for none.
@@ -213,50 +278,27 @@ func groupColumn(by string) string {
 	return "level"
 }
 
-// countEntries counts the matching entries with time in [from, to] per bucket and group.
-func (s *Store) countEntries(ctx context.Context, tx *sqlx.Tx, q domain.StatsQuery, from, to int64) ([]domain.BucketCount, error) {
-	f := q.LogFilter
-	f.Start, f.End = &from, &to
-	w, args := where(f)
-	g := groupColumn(q.By)
-	query := "SELECT (time - ?) / ? AS bucket, " + g + " AS grp, count(*) AS n FROM logs" + w + " GROUP BY bucket, grp"
-	return s.scanCounts(ctx, tx, query, append([]any{*q.Start, q.Step}, args...))
-}
-
-// countRollup sums the rollup's minutes in [from, to) per bucket and group.
-func (s *Store) countRollup(ctx context.Context, tx *sqlx.Tx, q domain.StatsQuery, from, to int64) ([]domain.BucketCount, error) {
-	g := "level"
-	if q.By == domain.ByNone {
-		g = "CAST(NULL AS TEXT)"
-	}
-	var b strings.Builder
-	args := []any{*q.Start, q.Step, q.ProjectID, from, to}
-	b.WriteString("SELECT (minute - ?) / ? AS bucket, " + g + " AS grp, SUM(n) AS n FROM log_counts WHERE project_id = ? AND minute >= ? AND minute < ?")
-	if len(q.Levels) > 0 {
-		b.WriteString(" AND level IN (?" + strings.Repeat(", ?", len(q.Levels)-1) + ")")
-		for _, l := range q.Levels {
-			args = append(args, l)
-		}
-	}
-	b.WriteString(" GROUP BY bucket, grp")
-	return s.scanCounts(ctx, tx, b.String(), args)
-}
-
-func (s *Store) scanCounts(ctx context.Context, tx *sqlx.Tx, query string, args []any) ([]domain.BucketCount, error) {
-	rows, err := tx.QueryContext(ctx, s.bind(query), args...)
+// scanStats reads the answer of a stats statement: counts per bucket and group, and the row of
+// bucket -1 that says the project exists (KindNotFound without it).
+func (s *Store) scanStats(rows *sql.Rows, err error) ([]domain.BucketCount, error) {
 	if err != nil {
-		return nil, err
+		return nil, s.translate("stats", err)
 	}
 	defer rows.Close()
 	var out []domain.BucketCount
+	found := false
 	for rows.Next() {
 		var bucket, n int64
 		var grp sql.NullString
 		if err := rows.Scan(&bucket, &grp, &n); err != nil {
-			return nil, err
+			return nil, s.translate("stats", err)
+		}
+		if bucket == -1 {
+			found = true
+			continue
 		}
 		if bucket < 0 || bucket > math.MaxInt32 {
-			return nil, fmt.Errorf("bucket %d out of range", bucket)
+			return nil, fmt.Errorf("stats: bucket %d out of range", bucket)
 		}
 		c := domain.BucketCount{Bucket: int(bucket), N: n}
 		if grp.Valid {
@@ -265,5 +307,11 @@ func (s *Store) scanCounts(ctx context.Context, tx *sqlx.Tx, query string, args 
 		}
 		out = append(out, c)
 	}
-	return out, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, s.translate("stats", err)
+	}
+	if !found {
+		return nil, s.translate("stats: project", sql.ErrNoRows)
+	}
+	return out, nil
 }

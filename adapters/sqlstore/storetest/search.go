@@ -261,11 +261,17 @@ func testStatsProperty(t *testing.T, s domain.Store) {
 	other := projectWith(t, s, nil)
 	var held []domain.LogEntry
 	cutoff := at - day
+	const lag = 30_007 // not a whole minute
 	for round := range 6 {
 		batch := Corpus(r, p.ID, 200, at, span, newID)
 		if round == 2 { // some entries already past the retention: hidden, then swept
 			for i := range batch[:20] {
 				batch[i].Time = cutoff - 1 - r.Int64N(span)
+			}
+		}
+		if round == 1 { // some entries at the retention boundary asked below (lag), to the millisecond
+			for i, d := range []int64{-1, 0, 1, 2, 29_990} {
+				batch[i].Time = cutoff + lag + d
 			}
 		}
 		mustInsert(t, s, batch...)
@@ -285,9 +291,32 @@ func testStatsProperty(t *testing.T, s domain.Store) {
 		if got, want := StoreStats(t, s, q), ReferenceStats(held, q, cutoff); !maps.Equal(got, want) {
 			t.Fatalf("round %d: dashboard stats = %v, want %v", round, got, want)
 		}
-		q.Start = ptr(floorMin(at - day))
-		if got, want := StoreStats(t, s, q), ReferenceStats(held, q, cutoff); !maps.Equal(got, want) {
-			t.Fatalf("round %d: aligned dashboard stats = %v, want %v", round, got, want)
+		// From a whole minute and from a whole hour (the hourly rollup), to the end and to a
+		// range end inside a minute; then asked a little later, the retention boundary inside a
+		// minute and an hour: that minute the range's last, or the boundary after the range's end.
+		for _, from := range []int64{floorMin(at - day), floorHour(at-day) - 3*3600_000} {
+			q.Start, q.Now = ptr(from), at
+			for _, end := range []int64{at, at - 7} {
+				q.End = ptr(end)
+				if got, want := StoreStats(t, s, q), ReferenceStats(held, q, cutoff); !maps.Equal(got, want) {
+					t.Fatalf("round %d: aligned dashboard stats from %d to %d = %v, want %v", round, from, end, got, want)
+				}
+			}
+			q.Now = at + lag
+			for _, end := range []int64{at, cutoff + lag + 1, cutoff + lag + 29_992, cutoff + lag - 1} {
+				q.End = ptr(end)
+				if got, want := StoreStats(t, s, q), ReferenceStats(held, q, cutoff+lag); !maps.Equal(got, want) {
+					t.Fatalf("round %d: stats from %d to %d (cutoff %d) = %v, want %v", round, from, end, cutoff+lag, got, want)
+				}
+			}
+		}
+		// An unknown project is KindNotFound, whether the rollup answers or the entries do.
+		for _, sub := range []*string{nil, ptr("auth")} {
+			u := q
+			u.ProjectID, u.Subject = newID(), sub
+			if _, err := s.LogStats(ctx(t), u); domain.KindOf(err) != domain.KindNotFound {
+				t.Fatalf("LogStats of an unknown project (subject %v) = %v, want KindNotFound", sub, err)
+			}
 		}
 		switch round % 3 {
 		case 0:
@@ -325,6 +354,8 @@ func testStatsProperty(t *testing.T, s domain.Store) {
 }
 
 func floorMin(t int64) int64 { return t - ((t%60000)+60000)%60000 }
+
+func floorHour(t int64) int64 { return t - ((t%3600_000)+3600_000)%3600_000 }
 
 // checkFilter lists f (all pages, both orders) and compares the ids with the reference.
 func checkFilter(t *testing.T, s domain.Store, held []domain.LogEntry, f domain.LogFilter, at, cutoff int64) {
