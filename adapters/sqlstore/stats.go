@@ -22,15 +22,6 @@ func floorMinute(t int64) int64 {
 	return t - ((t%minuteMs)+minuteMs)%minuteMs
 }
 
-// ceilMinute is the first minute start at or after t.
-func ceilMinute(t int64) int64 {
-	f := floorMinute(t)
-	if f == t {
-		return t
-	}
-	return f + minuteMs
-}
-
 // hourMs is the width of one row of the hourly rollup, log_counts_hour.
 const hourMs = 3_600_000
 
