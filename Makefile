@@ -73,7 +73,9 @@ fmt-check:
 arch-check:
 	$(GO) test -count=1 -run '^TestArchitecture$$' ./domain
 
-## fuzz: run each fuzz target for FUZZTIME (make fuzz FUZZTIME=10m for a long run)
+## fuzz: run each fuzz target for FUZZTIME, a duration or a count of inputs (make fuzz FUZZTIME=10m
+## for a long run; CI uses a count: before Go 1.27 a duration can end in a spurious "context
+## deadline exceeded" on a busy machine, go.dev/issue/75804)
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app
 	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app
