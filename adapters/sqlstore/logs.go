@@ -351,25 +351,13 @@ func (s *Store) listing(ctx context.Context, query string) (*sqlx.Stmt, error) {
 // holds a whole page in memory.
 func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageFunc) error {
 	query, args := listQuery(q)
-	var rows *sqlx.Rows
-	if q.Q != nil {
-		// A search is planned with its values, not prepared: after five runs PostgreSQL switches
-		// a prepared statement to a generic plan, and for a substring (whose selectivity it can
-		// only judge from the pattern) that plan walks the primary key in order, in one process,
-		// where the plan for the actual pattern scans the project's rows in parallel. Planning
-		// once per search costs far less than the scan it decides.
-		var err error
-		if rows, err = s.r.QueryxContext(ctx, s.bind(query), args...); err != nil {
-			return s.translate("list logs", err)
-		}
-	} else {
-		stmt, err := s.listing(ctx, s.bind(query))
-		if err != nil {
-			return s.translate("list logs", err)
-		}
-		if rows, err = stmt.QueryxContext(ctx, args...); err != nil {
-			return s.translate("list logs", err)
-		}
+	stmt, err := s.listing(ctx, s.bind(query))
+	if err != nil {
+		return s.translate("list logs", err)
+	}
+	rows, err := stmt.QueryxContext(ctx, args...)
+	if err != nil {
+		return s.translate("list logs", err)
 	}
 	defer rows.Close()
 
