@@ -183,8 +183,11 @@ func TestTailHubReadsOncePerWrite(t *testing.T) {
 			t.Fatalf("filtered tail %d received %v", i, got)
 		}
 	}
-	if reads := s.store.readCount() - before; reads > 2*writes {
-		t.Errorf("%d writes with %d tails open took %d reads; one hub should need about one per write", writes, len(all)+len(odd), reads)
+	// A read per tail per write would be 20 per write. The hub needs about one; a tail that a
+	// busy scheduler (the race detector, a loaded machine) leaves behind reads on its own until
+	// it catches up, so allow a few per write, far below what one read per tail would take.
+	if reads := s.store.readCount() - before; reads > 5*writes {
+		t.Errorf("%d writes with %d tails open took %d reads; one hub should need about one per write (one read per tail: %d)", writes, len(all)+len(odd), reads, writes*(len(all)+len(odd)))
 	}
 }
 
