@@ -286,6 +286,23 @@ func (t *tails) leave(projectID string, sub *tailSub) {
 	if len(h.subs) == 0 {
 		delete(t.hubs, projectID)
 		h.stop()
+		t.forgetLocked(projectID)
+	}
+}
+
+// forget drops the project's wake-up channel when no hub of it is left on this instance, so
+// that projects nobody tails any more, or that were deleted, leave nothing behind. Only a hub
+// blocks on that channel; a tail reading alone merely looks at it, and asks for a new one on
+// its next read.
+func (t *tails) forget(projectID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetLocked(projectID)
+}
+
+func (t *tails) forgetLocked(projectID string) {
+	if _, ok := t.hubs[projectID]; !ok {
+		delete(t.wakeup, projectID)
 	}
 }
 
@@ -302,12 +319,14 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 		got, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: LogFilter{ProjectID: h.project}, After: after, Limit: o.Batch})
 		t.mu.Lock()
 		if t.hubs[h.project] != h { // the last tail left
+			t.forgetLocked(h.project) // the wake-up this read asked for, after leave dropped its own
 			t.mu.Unlock()
 			return
 		}
 		if err != nil {
 			delete(t.hubs, h.project)
 			h.stop()
+			t.forgetLocked(h.project)
 			for sub := range h.subs {
 				sub.err = err
 				close(sub.dropped)
@@ -332,6 +351,7 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 			if len(h.subs) == 0 {
 				delete(t.hubs, h.project)
 				h.stop()
+				t.forgetLocked(h.project)
 				t.mu.Unlock()
 				return
 			}
@@ -435,6 +455,8 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	defer func() {
 		if tl.sub != nil {
 			s.tails.leave(f.ProjectID, tl.sub)
+		} else {
+			s.tails.forget(f.ProjectID) // it may have asked for a wake-up while reading alone
 		}
 	}()
 	return tl.run(ctx)

@@ -231,3 +231,52 @@ func TestTailBehindHubReadsAlone(t *testing.T) {
 		t.Fatalf("the fast tail received %v", got)
 	}
 }
+
+// TestTailsLeaveNothingBehind: once every tail of a project has ended, this instance keeps no
+// hub and no wake-up channel for it, so projects nobody tails any more (or that were deleted)
+// cost nothing however many come and go.
+func TestTailsLeaveNothingBehind(t *testing.T) {
+	s := newTailSetup(t)
+	var r [3]tailRecorder
+	ctx, cancel := context.WithCancel(s.ctx)
+	var wg sync.WaitGroup
+	for i := range r {
+		opened := make(chan struct{})
+		wg.Go(func() {
+			first := true
+			err := s.svc.Tail(ctx, TailRequest{LogFilter: LogFilter{ProjectID: s.store.project.ID}}, func(es []TailEntry) error {
+				if first {
+					first = false
+					close(opened)
+				}
+				return r[i].fn(es)
+			})
+			if err != nil {
+				t.Errorf("Tail: %v", err)
+			}
+		})
+		<-opened
+	}
+	s.write(t, 0, 5)
+	for i := range r {
+		if got := r[i].wait(t, 5); len(got) != 5 {
+			t.Fatalf("tail %d received %v", i, got)
+		}
+	}
+	cancel()
+	wg.Wait()
+	// The hub's goroutine ends on its own after the last tail left: wait for it to let go.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.svc.tails.mu.Lock()
+		hubs, wakeups := len(s.svc.tails.hubs), len(s.svc.tails.wakeup)
+		s.svc.tails.mu.Unlock()
+		if hubs == 0 && wakeups == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after every tail ended: %d hubs and %d wake-up channels left", hubs, wakeups)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
