@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
 )
 
@@ -102,6 +103,7 @@ type sseBlock struct {
 // liveTail is an open tail read line by line in the background.
 type liveTail struct {
 	t      *testing.T
+	check  *apitest.Checker // every log event's data against the spec's LogEntry
 	resp   *http.Response
 	blocks chan sseBlock
 	cancel context.CancelFunc
@@ -110,11 +112,17 @@ type liveTail struct {
 }
 
 // openTail requests a tail with the key and the extra headers. A status other than 200 is
-// returned with the body and no tail.
+// returned with the body and no tail. Without a client of its own the request goes through
+// apitest's transport, which checks the answer's status and headers (and an error's body)
+// against the spec; every log event's data is checked against the spec's LogEntry either way.
 func openTail(t *testing.T, client *http.Client, url, key string, hdr ...string) (*liveTail, int, http.Header, []byte) {
 	t.Helper()
 	if client == nil {
-		client = http.DefaultClient
+		client = &http.Client{Transport: apitest.NewTransport(t, nil)}
+	}
+	check, err := apitest.NewChecker()
+	if err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -139,7 +147,7 @@ func openTail(t *testing.T, client *http.Client, url, key string, hdr ...string)
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("tail Content-Type %q", ct)
 	}
-	l := &liveTail{t: t, resp: resp, blocks: make(chan sseBlock, 64), cancel: cancel, ended: make(chan struct{})}
+	l := &liveTail{t: t, check: check, resp: resp, blocks: make(chan sseBlock, 64), cancel: cancel, ended: make(chan struct{})}
 	t.Cleanup(l.close)
 	go l.read()
 	return l, resp.StatusCode, resp.Header, nil
@@ -156,6 +164,11 @@ func (l *liveTail) read() {
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" {
+			if seen && b.event == "log" {
+				if err := l.check.CheckEvent("LogEntry", []byte(b.data)); err != nil {
+					l.t.Errorf("tail event %s: %v", b.id, err)
+				}
+			}
 			if seen {
 				l.blocks <- b
 			}

@@ -25,6 +25,10 @@ import (
 // Checker validates responses against the embedded spec.
 type Checker struct {
 	router routers.Router
+	// full and fullRouter are the whole document: the generated spec leaves out the operations
+	// served by hand (the event stream among them), which CheckStream and CheckEvent check.
+	full       *openapi3.T
+	fullRouter routers.Router
 }
 
 // NewChecker loads the spec the server was generated from.
@@ -38,7 +42,16 @@ func NewChecker() (*Checker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("build router: %w", err)
 	}
-	return &Checker{router: router}, nil
+	full, err := openapi3.NewLoader().LoadFromData(rest.SpecYAML())
+	if err != nil {
+		return nil, fmt.Errorf("load the whole spec: %w", err)
+	}
+	full.Servers = openapi3.Servers{{URL: "/"}}
+	fullRouter, err := gorillamux.NewRouter(full)
+	if err != nil {
+		return nil, fmt.Errorf("build the whole spec's router: %w", err)
+	}
+	return &Checker{router: router, full: full, fullRouter: fullRouter}, nil
 }
 
 // Check validates one exchange. body is the response body, already read. Requests to paths
@@ -77,6 +90,48 @@ func (c *Checker) Check(req *http.Request, resp *http.Response, body []byte) err
 	}
 	if resp.StatusCode >= 400 {
 		return checkProblem(resp, body)
+	}
+	return nil
+}
+
+// CheckStream validates the head of a response whose body is an event stream the test reads
+// as it arrives: status and headers against the spec, the body left alone (see CheckEvent).
+func (c *Checker) CheckStream(req *http.Request, resp *http.Response) error {
+	route, params, err := c.fullRouter.FindRoute(req)
+	if err != nil {
+		return fmt.Errorf("%s %s is not in the spec but answered %d with a stream: %w", req.Method, req.URL.Path, resp.StatusCode, err)
+	}
+	opts := &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, ExcludeResponseBody: true,
+		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc}
+	err = openapi3filter.ValidateResponse(req.Context(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route, Options: opts},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Body:                   io.NopCloser(bytes.NewReader(nil)),
+		Options:                opts,
+	})
+	if err != nil {
+		return fmt.Errorf("%s %s answered %d against the spec: %w", req.Method, req.URL, resp.StatusCode, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode == http.StatusOK && ct != "text/event-stream" {
+		return fmt.Errorf("%s %s streams as %q, want text/event-stream", req.Method, req.URL, ct)
+	}
+	return nil
+}
+
+// CheckEvent validates the data of one event of a stream against the named schema of the
+// spec's components (a log event's data is a LogEntry).
+func (c *Checker) CheckEvent(schema string, data []byte) error {
+	ref, ok := c.full.Components.Schemas[schema]
+	if !ok || ref.Value == nil {
+		return fmt.Errorf("the spec has no schema %q", schema)
+	}
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return fmt.Errorf("event data is not JSON: %w: %.300s", err, data)
+	}
+	if err := ref.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("event data breaks schema %s: %w: %.300s", schema, err, data)
 	}
 	return nil
 }
@@ -128,6 +183,17 @@ func (tr *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := tr.Base.RoundTrip(req)
 	if err != nil {
 		return nil, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		// A stream is read as it arrives, for as long as the test wants: check its head only,
+		// and leave its events to CheckEvent.
+		if err := tr.Checker.CheckStream(req, resp); err != nil {
+			tr.T.Errorf("apitest: response breaks the contract: %v", err)
+		}
+		tr.mu.Lock()
+		tr.checked++
+		tr.mu.Unlock()
+		return resp, nil
 	}
 	body, err := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
