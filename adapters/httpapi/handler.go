@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"example.com/obsvc/api/rest"
@@ -61,7 +62,7 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &server{svc: svc, log: opts.Logger, stall: opts.StallTimeout, onCreated: opts.OnLogsCreated, onDeleted: opts.OnLogsDeleted}
+	srv := &server{svc: svc, log: opts.Logger, stall: opts.StallTimeout, onCreated: opts.OnLogsCreated, onDeleted: opts.OnLogsDeleted, buffers: &sync.Pool{}}
 	strict := rest.NewStrictHandlerWithOptions(srv,
 		[]rest.StrictMiddlewareFunc{withRequestURL},
 		rest.StrictHTTPServerOptions{

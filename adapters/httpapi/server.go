@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/oapi-codegen/nullable"
@@ -25,6 +26,9 @@ type server struct {
 	stall     time.Duration
 	onCreated func(int)
 	onDeleted func(int64)
+	// buffers recycles the listings' stream buffers (*bufio.Writer of streamBuffer bytes): a
+	// 1,000-entry page was a fifth of its allocated bytes in a buffer used once.
+	buffers *sync.Pool
 }
 
 var _ rest.StrictServerInterface = (*server)(nil)
@@ -209,19 +213,20 @@ func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (
 		}
 		q.After = &c
 	}
-	return logsPage{ctx: ctx, svc: s.svc, q: q, self: requestURL(ctx), stall: s.stall, log: s.log}, nil
+	return logsPage{ctx: ctx, svc: s.svc, q: q, self: requestURL(ctx), stall: s.stall, log: s.log, buffers: s.buffers}, nil
 }
 
 // logsPage is the 200 response of ListLogs, streamed: the Link header comes from the page's next
 // cursor, known before the first entry; the entries are encoded one by one as the store yields
 // them, so memory does not grow with the page size.
 type logsPage struct {
-	ctx   context.Context
-	svc   *domain.Service
-	q     domain.LogQuery
-	self  *url.URL
-	stall time.Duration
-	log   *slog.Logger
+	ctx     context.Context
+	svc     *domain.Service
+	q       domain.LogQuery
+	self    *url.URL
+	stall   time.Duration
+	log     *slog.Logger
+	buffers *sync.Pool
 }
 
 // streamBuffer is how much of a listing is buffered between writes to the connection.
@@ -237,11 +242,22 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 		}
 		started = true
 		w.WriteHeader(http.StatusOK)
-		bw := bufio.NewWriterSize(stallWriter{w: w, rc: http.NewResponseController(w), stall: p.stall}, streamBuffer)
+		bw, _ := p.buffers.Get().(*bufio.Writer)
+		if bw == nil {
+			bw = bufio.NewWriterSize(nil, streamBuffer)
+		}
+		bw.Reset(stallWriter{w: w, rc: http.NewResponseController(w), stall: p.stall})
+		defer func() {
+			bw.Reset(nil) // keep no reference to this response
+			p.buffers.Put(bw)
+		}()
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
 		_ = bw.WriteByte('[')
 		first := true
+		// One entry value, overwritten for each entry: encoding a fresh one per entry moved each
+		// to the heap, the most allocated object of a listing after the driver's.
+		var entry rest.LogEntry
 		for e, err := range page.Entries {
 			if err != nil {
 				return err
@@ -250,7 +266,8 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 				_ = bw.WriteByte(',')
 			}
 			first = false
-			if err := enc.Encode(toEntry(e)); err != nil {
+			entry = toEntry(e)
+			if err := enc.Encode(&entry); err != nil {
 				return err
 			}
 		}
