@@ -124,7 +124,7 @@ func ingestDuringSweep(b *testing.B, st store) {
 	go func() {
 		defer close(stop)
 		start := time.Now()
-		res, sweepErr = svc.core.SweepRetention(context.Background(), cfg.RetentionBatch, nil)
+		res, sweepErr = svc.core.SweepRetention(context.Background(), svc.sweepPace, nil)
 		sweepTook = time.Since(start)
 	}()
 	rowsSweep, tookSweep := ingestUntil(stop)
