@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		stopBackground()
 		background.Wait()
 	}()
-	background.Go(func() { svc.sweepRetention(bgCtx, cfg.RetentionEvery, cfg.RetentionBatch) })
+	background.Go(func() { svc.sweepRetention(bgCtx, cfg.RetentionEvery) })
 	if cfg.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsAddr, svc.metrics, log)
 		if err != nil {
@@ -168,6 +168,8 @@ type service struct {
 	log     *slog.Logger
 	// stopTails ends every open live tail; run calls it when the drain starts.
 	stopTails func()
+	// sweepPace paces the retention sweep for the store (see retentionPace).
+	sweepPace domain.SweepPace
 }
 
 // deps are the parts of the service a test may replace; zero fields take the real ones.
@@ -229,7 +231,7 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	}
 	var once sync.Once
 	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log,
-		stopTails: func() { once.Do(func() { close(stopTails) }) }}, nil
+		stopTails: func() { once.Do(func() { close(stopTails) }) }, sweepPace: cfg.retentionPace(st)}, nil
 }
 
 // tailPath is the live tail's route: a stream held open for as long as the client reads.
@@ -344,10 +346,28 @@ func (s *service) sweepIdempotency(ctx context.Context) {
 	}
 }
 
+// singleWriterSweepBatch caps RETENTION_BATCH on a store with one writer (SQLite): a batch
+// holds every ingest transaction back while it runs, so it is kept to tens of milliseconds
+// and an ingest request waits at most that long for it.
+const singleWriterSweepBatch = 1000
+
+// retentionPace is how the retention sweep works on st. A store with one writer (SQLite) sweeps
+// in batches of at most singleWriterSweepBatch and pauses between them (RETENTION_DUTY), so
+// queued ingest takes the write lock between batches and keeps most of it; PostgreSQL sweeps
+// RETENTION_BATCH at a time without pausing, its deletes and inserts not waiting on each other.
+func (c config) retentionPace(st store) domain.SweepPace {
+	if one, ok := st.(interface{ SingleWriter() bool }); ok && one.SingleWriter() {
+		return domain.SweepPace{Batch: min(c.RetentionBatch, singleWriterSweepBatch), Duty: c.RetentionDuty}
+	}
+	return domain.SweepPace{Batch: c.RetentionBatch, Duty: 1}
+}
+
 // sweepRetention deletes entries past their project's retention every interval until ctx ends,
-// at most batch per transaction. A failed sweep is logged, counted and tried again at the next
+// paced by s.sweepPace. A failed sweep is logged, counted and tried again at the next
 // interval; it never stops the server. Another instance sweeping the same database is no error.
-func (s *service) sweepRetention(ctx context.Context, interval time.Duration, batch int) {
+// A sweep that outlasts the interval is followed by the next one at once (the ticker drops the
+// ticks it missed).
+func (s *service) sweepRetention(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -356,7 +376,7 @@ func (s *service) sweepRetention(ctx context.Context, interval time.Duration, ba
 			return
 		case <-t.C:
 			start := time.Now()
-			res, err := s.core.SweepRetention(ctx, batch, func(n int64) {
+			res, err := s.core.SweepRetention(ctx, s.sweepPace, func(n int64) {
 				s.metrics.RetentionDeleted(n)
 				s.log.Debug("retention batch deleted", "deleted", n)
 			})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // Retention bounds: a project keeps its entries for 1 to 3650 days, or forever (nil).
@@ -112,14 +113,35 @@ type SweepResult struct {
 	Busy bool
 }
 
+// SweepPace is how hard a retention sweep works: at most Batch entries per transaction, and
+// at most Duty of its wall time spent in them. After each transaction the sweep rests for the
+// time the transaction took times (1-Duty)/Duty; that time includes queueing for the store's
+// writer, so on a store with one writer (SQLite) the busier ingest is, the longer the sweep
+// rests, and the writes that queued behind a batch go first. Duty 1 never rests.
+type SweepPace struct {
+	Batch int
+	Duty  float64
+}
+
+// pause is how long the sweep rests after a transaction that took took.
+func (p SweepPace) pause(took time.Duration) time.Duration {
+	if p.Duty >= 1 || took <= 0 {
+		return 0
+	}
+	return time.Duration(float64(took) * (1 - p.Duty) / p.Duty)
+}
+
 // SweepRetention deletes the entries older than their project's retention, project by project,
-// in transactions of at most batch entries each; progress, when not nil, is told what each
-// committed transaction deleted, so a long sweep is visible while it runs. It stops early when
-// ctx ends or another instance is sweeping (Busy). A project that fails is skipped and reported
-// in the joined error; what was deleted before stays deleted.
-func (s *Service) SweepRetention(ctx context.Context, batch int, progress func(deleted int64)) (SweepResult, error) {
-	if batch <= 0 {
-		return SweepResult{}, fmt.Errorf("sweep retention: batch must be positive, got %d", batch)
+// in transactions paced by pace; progress, when not nil, is told what each committed
+// transaction deleted, so a long sweep is visible while it runs. It stops early when ctx ends
+// or another instance is sweeping (Busy). A project that fails is skipped and reported in the
+// joined error; what was deleted before stays deleted.
+func (s *Service) SweepRetention(ctx context.Context, pace SweepPace, progress func(deleted int64)) (SweepResult, error) {
+	if pace.Batch <= 0 {
+		return SweepResult{}, fmt.Errorf("sweep retention: batch must be positive, got %d", pace.Batch)
+	}
+	if !(pace.Duty > 0 && pace.Duty <= 1) {
+		return SweepResult{}, fmt.Errorf("sweep retention: duty must be in (0, 1], got %v", pace.Duty)
 	}
 	ps, err := s.store.ListProjects(ctx)
 	if err != nil {
@@ -127,15 +149,21 @@ func (s *Service) SweepRetention(ctx context.Context, batch int, progress func(d
 	}
 	var res SweepResult
 	var errs []error
+	// rest is the pause owed by the last transaction, taken before the next one (not after the
+	// last of a sweep, which would only delay the report).
+	var rest time.Duration
 	for _, p := range ps {
 		if p.RetentionDays == nil {
 			continue
 		}
 		for {
-			if err := ctx.Err(); err != nil {
+			if err := sleep(ctx, rest); err != nil {
 				return res, errors.Join(append(errs, err)...)
 			}
-			n, err := s.store.SweepLogs(ctx, p.ID, s.now().UnixMilli(), batch)
+			// Wall time on the monotonic clock, not s.now: the pause shares out real time.
+			start := time.Now()
+			n, err := s.store.SweepLogs(ctx, p.ID, s.now().UnixMilli(), pace.Batch)
+			rest = pace.pause(time.Since(start))
 			res.Deleted += n
 			if n > 0 && progress != nil {
 				progress(n)
@@ -148,10 +176,25 @@ func (s *Service) SweepRetention(ctx context.Context, batch int, progress func(d
 				errs = append(errs, fmt.Errorf("sweep retention of project %s: %w", p.ID, err))
 				break
 			}
-			if n < int64(batch) {
+			if n < int64(pace.Batch) {
 				break
 			}
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// sleep waits d, or less when ctx ends first (then its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }

@@ -197,7 +197,7 @@ func TestSweepRetentionWalksProjectsInBoundedBatches(t *testing.T) {
 	}
 	s := NewService(st, opts(Options{}))
 	var progress []int64
-	res, err := s.SweepRetention(t.Context(), 10, func(n int64) { progress = append(progress, n) })
+	res, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 1}, func(n int64) { progress = append(progress, n) })
 	if err == nil || res.Deleted != 28 || res.Busy {
 		t.Fatalf("SweepRetention = %+v, %v; want 28 deleted and the failure of one project", res, err)
 	}
@@ -211,7 +211,65 @@ func TestSweepRetentionWalksProjectsInBoundedBatches(t *testing.T) {
 		t.Fatalf("calls %v, want %v", st.calls, want)
 	}
 	st.busy, st.calls = true, nil
-	if res, err := s.SweepRetention(t.Context(), 10, nil); err != nil || !res.Busy || len(st.calls) != 1 {
+	if res, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 1}, nil); err != nil || !res.Busy || len(st.calls) != 1 {
 		t.Fatalf("a busy sweep = %+v, %v after %d calls; want Busy after one", res, err, len(st.calls))
+	}
+}
+
+func TestSweepPaceRestsInProportionToDuty(t *testing.T) {
+	for _, c := range []struct {
+		duty float64
+		took time.Duration
+		want time.Duration
+	}{
+		{1, time.Second, 0},
+		{0.5, 40 * time.Millisecond, 40 * time.Millisecond},
+		{0.25, 40 * time.Millisecond, 120 * time.Millisecond},
+		{0.5, 0, 0},
+	} {
+		if got := (SweepPace{Batch: 1, Duty: c.duty}).pause(c.took); got != c.want {
+			t.Errorf("duty %v after %v: rest %v, want %v", c.duty, c.took, got, c.want)
+		}
+	}
+}
+
+// slowSweepStore takes a while per SweepLogs, so that the sweep owes a rest after each.
+type slowSweepStore struct {
+	*sweepStore
+	took time.Duration
+}
+
+func (f *slowSweepStore) SweepLogs(ctx context.Context, id string, now int64, limit int) (int64, error) {
+	time.Sleep(f.took)
+	return f.sweepStore.SweepLogs(ctx, id, now, limit)
+}
+
+func TestSweepRetentionRestsBetweenTransactions(t *testing.T) {
+	a := testID()
+	seven := 7
+	st := &slowSweepStore{took: 20 * time.Millisecond, sweepStore: &sweepStore{
+		fakeStore: newFake(), list: []Project{{ID: a, RetentionDays: &seven}}, left: map[string]int64{a: 30}}}
+	s := NewService(st, opts(Options{}))
+	// Duty 0.25: each 20 ms transaction is followed by at least 60 ms of rest, except the last.
+	start := time.Now()
+	res, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 0.25}, nil)
+	took := time.Since(start)
+	if err != nil || res.Deleted != 30 {
+		t.Fatalf("SweepRetention = %+v, %v; want 30 deleted", res, err)
+	}
+	// 4 transactions (10, 10, 10, then 0 that ends it) and 3 rests.
+	if min := 4*20*time.Millisecond + 3*60*time.Millisecond; took < min {
+		t.Fatalf("the sweep took %v, want at least %v with its rests", took, min)
+	}
+	// A rest ends with ctx: the sweep stops and says why.
+	st.left[a] = 30
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	res, err = s.SweepRetention(ctx, SweepPace{Batch: 10, Duty: 0.01}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Deleted != 10 {
+		t.Fatalf("a sweep whose ctx ends in its rest = %+v, %v; want 10 deleted and the deadline", res, err)
+	}
+	if _, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 0}, nil); err == nil {
+		t.Fatal("duty 0 accepted")
 	}
 }
