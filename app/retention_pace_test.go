@@ -8,14 +8,14 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// TestRetentionPaceFollowsTheStore: SQLite, one writer, sweeps in small batches at
-// RETENTION_DUTY; PostgreSQL sweeps RETENTION_BATCH at a time without resting.
+// TestRetentionPaceFollowsTheStore: SQLite, one writer, sweeps in small batches, PostgreSQL
+// RETENTION_BATCH at a time; both at RETENTION_DUTY.
 func TestRetentionPaceFollowsTheStore(t *testing.T) {
 	cfg := defaultConfig()
 	cfg.RetentionDuty = 0.3
 	want := map[string]domain.SweepPace{
-		"sqlite":   {Batch: singleWriterSweepBatch, Duty: 0.3},
-		"postgres": {Batch: cfg.RetentionBatch, Duty: 1},
+		"sqlite":   {Batch: singleWriterSweepBatch, Duty: 0.3, Lag: 3 * cfg.RetentionEvery},
+		"postgres": {Batch: cfg.RetentionBatch, Duty: 0.3, Lag: 3 * cfg.RetentionEvery},
 	}
 	for _, s := range e2eStores() {
 		w, ok := want[s.name]
