@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -15,11 +16,13 @@ import (
 
 // BenchmarkIngestDuringSweep: POST /logs throughput (1,000-entry batches from 2 clients) while the
 // retention sweep deletes 500,000 expired entries of another project (BENCH_ROWS when smaller),
-// beside the same ingest with no sweep, in the same run: a baseline phase before the sweep and
-// one after it, averaged, so that neither a warm cache nor a grown table favours one side. The
-// sweep is the server's own (domain SweepRetention, RETENTION_BATCH per transaction), started
-// the way the background sweeper starts it. One measurement per run, whatever b.N: each
-// measurement needs a fresh set of expired entries. Target: ratio >= 0.9.
+// beside the same ingest with no sweep, in the same run. The two alternate in windows of
+// sweepWindow until the sweep is done: a window with the sweep running, then one without, so
+// that the table ingest grows, the cache and the machine's load weigh on both sides alike. The
+// sweep is the server's own (domain SweepRetention), paced for the store as the background
+// sweeper paces it; a window ends it through its context, as a shutdown would, and the next
+// sweep window starts a new sweep, which goes on where the last stopped. One measurement per
+// run, whatever b.N: each measurement needs a fresh set of expired entries. Target: ratio >= 0.9.
 func BenchmarkIngestDuringSweep(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) { ingestDuringSweep(b, benchSQLite(b)) })
 	b.Run("postgres", func(b *testing.B) {
@@ -28,9 +31,8 @@ func BenchmarkIngestDuringSweep(b *testing.B) {
 	})
 }
 
-// sweepBaselinePhase is how long each of the two no-sweep phases ingests with 500,000 expired
-// entries; smaller runs (CI's BENCH_ROWS) shorten it in proportion, to a second at least.
-const sweepBaselinePhase = 4 * time.Second
+// sweepWindow is how long each window of the benchmark ingests, with the sweep or without it.
+const sweepWindow = 2 * time.Second
 
 func ingestDuringSweep(b *testing.B, st store) {
 	expired := min(benchRows(), 500_000)
@@ -114,31 +116,47 @@ func ingestDuringSweep(b *testing.B, st store) {
 		return ingestUntil(stop)
 	}
 
-	phase := max(time.Second, sweepBaselinePhase*time.Duration(expired)/500_000)
+	var (
+		withRows, withoutRows int
+		with, without         time.Duration
+		sweepTook             time.Duration
+		deleted               int64
+		windows               int
+	)
 	b.ResetTimer()
-	rows1, took1 := timed(phase)
-	stop := make(chan struct{})
-	var res domain.SweepResult
-	var sweepErr error
-	var sweepTook time.Duration
-	go func() {
-		defer close(stop)
-		start := time.Now()
-		res, sweepErr = svc.core.SweepRetention(context.Background(), cfg.RetentionBatch, nil)
-		sweepTook = time.Since(start)
-	}()
-	rowsSweep, tookSweep := ingestUntil(stop)
-	rows2, took2 := timed(phase)
-	b.StopTimer()
-	if sweepErr != nil || res.Deleted != int64(expired) {
-		b.Fatalf("the sweep deleted %d of %d: %v", res.Deleted, expired, sweepErr)
+	for deleted < int64(expired) {
+		windows++
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := make(chan struct{})
+		var res domain.SweepResult
+		var sweepErr error
+		go func() {
+			defer close(stop)
+			start := time.Now()
+			res, sweepErr = svc.core.SweepRetention(ctx, svc.sweepPace, nil)
+			sweepTook += time.Since(start)
+		}()
+		end := time.AfterFunc(sweepWindow, cancel)
+		n, took := ingestUntil(stop)
+		end.Stop()
+		cancel()
+		withRows, with = withRows+n, with+took
+		deleted += res.Deleted
+		if sweepErr != nil && !errors.Is(sweepErr, context.Canceled) {
+			b.Fatalf("sweep: %v", sweepErr)
+		}
+		n, took = timed(sweepWindow)
+		withoutRows, without = withoutRows+n, without+took
 	}
-	during := float64(rowsSweep) / tookSweep.Seconds()
-	without := float64(rows1+rows2) / (took1 + took2).Seconds()
+	b.StopTimer()
+	if deleted != int64(expired) {
+		b.Fatalf("the sweep deleted %d of %d", deleted, expired)
+	}
+	during, base := float64(withRows)/with.Seconds(), float64(withoutRows)/without.Seconds()
 	b.ReportMetric(during, "sweep_rows/s")
-	b.ReportMetric(without, "nosweep_rows/s")
-	b.ReportMetric(during/without, "ratio")
+	b.ReportMetric(base, "nosweep_rows/s")
+	b.ReportMetric(during/base, "ratio")
 	b.ReportMetric(float64(expired)/sweepTook.Seconds(), "swept_rows/s")
-	b.Logf("swept %d expired entries in %v while ingesting %d rows; without a sweep %d rows in %v",
-		expired, sweepTook.Round(time.Millisecond), rowsSweep, rows1+rows2, (took1 + took2).Round(time.Millisecond))
+	b.Logf("swept %d expired entries in %v (%d per transaction, duty %v, %d windows) while ingesting %d rows; without a sweep %d rows in %v",
+		expired, sweepTook.Round(time.Millisecond), svc.sweepPace.Batch, svc.sweepPace.Duty, windows, withRows, withoutRows, without.Round(time.Millisecond))
 }

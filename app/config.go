@@ -53,6 +53,7 @@ type config struct {
 	RetentionDays   int
 	RetentionEvery  time.Duration
 	RetentionBatch  int
+	RetentionDuty   float64
 	MaxTails        int
 	MaxTailsTotal   int
 	TailPoll        time.Duration
@@ -87,6 +88,7 @@ func defaultConfig() config {
 		IdleTO:          2 * time.Minute,
 		RetentionEvery:  time.Minute,
 		RetentionBatch:  5000,
+		RetentionDuty:   0.05,
 		MaxTails:        domain.DefaultTailOptions().MaxPerKey,
 		MaxTailsTotal:   domain.DefaultTailOptions().MaxTotal,
 		TailPoll:        domain.DefaultTailOptions().Poll,
@@ -133,6 +135,7 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.RetentionDays, "log-retention-days", "retention in `days` (1..3650) of a project created without one; 0 = keep forever")
 	dur(&c.RetentionEvery, "retention-interval", "how often entries past their project's retention are deleted (a `duration`)")
 	num(&c.RetentionBatch, "retention-batch", "most `entries` one retention delete transaction removes")
+	fs.Float64Var(&c.RetentionDuty, "retention-duty", c.RetentionDuty, withEnv("retention-duty", "while ingest competes with it, the most of its wall time (0..1] the retention sweep spends in delete transactions; it rests between them for the rest, and does not rest while no write competes"))
 	num(&c.MaxTails, "max-tails", "live tails (GET /logs/tail) one API key (one address without keys) may hold open; more are refused with 429")
 	num(&c.MaxTailsTotal, "max-tails-total", "live tails this instance holds open in all; more are refused with 429")
 	dur(&c.TailPoll, "tail-poll", "how often an idle live tail looks for entries written through other instances (a `duration`)")
@@ -221,6 +224,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid RETENTION_INTERVAL: must be positive")
 	case c.RetentionBatch < 1:
 		return fmt.Errorf("invalid RETENTION_BATCH: must be at least 1")
+	case !(c.RetentionDuty > 0 && c.RetentionDuty <= 1):
+		return fmt.Errorf("invalid RETENTION_DUTY: want more than 0 and at most 1")
 	}
 	if c.PprofAddr != "" {
 		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil || !edge.IsLoopbackHost(c.PprofAddr) {

@@ -118,7 +118,9 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 		}
 		defer s.inflight.release(claim)
 	}
+	done := s.writes.begin()
 	prior, err := s.store.CreateLogs(ctx, entries, rec, s.limits.IdempotencyWindow, s.admitFunc(entries, now))
+	done()
 	var missing *MissingProjectsError
 	if errors.As(err, &missing) {
 		return PartialResult{}, projectNotFound(project) // deleted since it was read

@@ -197,7 +197,7 @@ func TestSweepRetentionWalksProjectsInBoundedBatches(t *testing.T) {
 	}
 	s := NewService(st, opts(Options{}))
 	var progress []int64
-	res, err := s.SweepRetention(t.Context(), 10, func(n int64) { progress = append(progress, n) })
+	res, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 1}, func(n int64) { progress = append(progress, n) })
 	if err == nil || res.Deleted != 28 || res.Busy {
 		t.Fatalf("SweepRetention = %+v, %v; want 28 deleted and the failure of one project", res, err)
 	}
@@ -211,7 +211,183 @@ func TestSweepRetentionWalksProjectsInBoundedBatches(t *testing.T) {
 		t.Fatalf("calls %v, want %v", st.calls, want)
 	}
 	st.busy, st.calls = true, nil
-	if res, err := s.SweepRetention(t.Context(), 10, nil); err != nil || !res.Busy || len(st.calls) != 1 {
+	if res, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 1}, nil); err != nil || !res.Busy || len(st.calls) != 1 {
 		t.Fatalf("a busy sweep = %+v, %v after %d calls; want Busy after one", res, err, len(st.calls))
+	}
+}
+
+func TestSweepPaceRestsInProportionToDuty(t *testing.T) {
+	for _, c := range []struct {
+		duty float64
+		took time.Duration
+		want time.Duration
+	}{
+		{1, time.Second, 0},
+		{0.5, 40 * time.Millisecond, 40 * time.Millisecond},
+		{0.25, 40 * time.Millisecond, 120 * time.Millisecond},
+		{0.5, 0, 0},
+	} {
+		if got := (SweepPace{Batch: 1, Duty: c.duty}).pause(c.took); got != c.want {
+			t.Errorf("duty %v after %v: rest %v, want %v", c.duty, c.took, got, c.want)
+		}
+	}
+}
+
+// slowSweepStore takes a while per SweepLogs, so that the sweep owes a rest after each when
+// ingest competes; during, when set, runs inside each SweepLogs.
+type slowSweepStore struct {
+	*sweepStore
+	took   time.Duration
+	during func()
+}
+
+func (f *slowSweepStore) SweepLogs(ctx context.Context, id string, now int64, limit int) (int64, error) {
+	time.Sleep(f.took)
+	if f.during != nil {
+		f.during()
+	}
+	return f.sweepStore.SweepLogs(ctx, id, now, limit)
+}
+
+func TestSweepRetentionRestsOnlyWhileIngestCompetes(t *testing.T) {
+	a := testID()
+	seven := 7
+	st := &slowSweepStore{took: 20 * time.Millisecond, sweepStore: &sweepStore{
+		fakeStore: newFake(), list: []Project{{ID: a, RetentionDays: &seven}}, left: map[string]int64{a: 30}}}
+	s := NewService(st, opts(Options{}))
+
+	// No write competes: no rest, even at a duty that would rest 20 s after each transaction.
+	// A rest would outlast the deadline and end the sweep with it.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if res, err := s.SweepRetention(ctx, SweepPace{Batch: 10, Duty: 0.001}, nil); err != nil || res.Deleted != 30 {
+		t.Fatalf("an uncontended sweep = %+v, %v; want 30 deleted without resting", res, err)
+	}
+
+	// A batch being written the whole time: duty 0.25, so each 20 ms transaction is followed by
+	// at least 60 ms of rest, except the last.
+	st.left[a] = 30
+	done := s.writes.begin()
+	start := time.Now()
+	res, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 0.25}, nil)
+	took := time.Since(start)
+	done()
+	if err != nil || res.Deleted != 30 {
+		t.Fatalf("SweepRetention = %+v, %v; want 30 deleted", res, err)
+	}
+	// 4 transactions (10, 10, 10, then 0 that ends it) and 3 rests.
+	if least := 4*20*time.Millisecond + 3*60*time.Millisecond; took < least {
+		t.Fatalf("the sweep took %v, want at least %v with its rests", took, least)
+	}
+
+	// A write that began and ended inside a transaction competed too: the rest follows, and
+	// ends with ctx, so the sweep stops and says why.
+	st.left[a] = 30
+	st.during = func() { s.writes.begin()() }
+	ctx, cancel = context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	res, err = s.SweepRetention(ctx, SweepPace{Batch: 10, Duty: 0.01}, nil)
+	if !errors.Is(err, context.DeadlineExceeded) || res.Deleted != 10 {
+		t.Fatalf("a sweep whose ctx ends in its rest = %+v, %v; want 10 deleted and the deadline", res, err)
+	}
+	if _, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 0}, nil); err == nil {
+		t.Fatal("duty 0 accepted")
+	}
+}
+
+// TestSweepRetentionStopsWhenCancelled: a store call that fails because the sweep's context
+// ended (a shutdown) stops the sweep with the context's error; it is not a failure of the
+// project, and the projects after it are left to the next sweep.
+func TestSweepRetentionStopsWhenCancelled(t *testing.T) {
+	a, b := testID(), testID()
+	seven := 7
+	st := &slowSweepStore{sweepStore: &sweepStore{fakeStore: newFake(),
+		list: []Project{{ID: a, RetentionDays: &seven}, {ID: b, RetentionDays: &seven}},
+		left: map[string]int64{a: 30, b: 30}, fail: map[string]bool{a: true}}}
+	s := NewService(st, opts(Options{}))
+	ctx, cancel := context.WithCancel(t.Context())
+	st.during = cancel
+	res, err := s.SweepRetention(ctx, SweepPace{Batch: 10, Duty: 1}, nil)
+	if !errors.Is(err, context.Canceled) || res.Deleted != 0 {
+		t.Fatalf("a cancelled sweep = %+v, %v; want nothing deleted and context.Canceled", res, err)
+	}
+	if len(st.calls) != 1 {
+		t.Fatalf("the sweep went on after its context ended: calls %v", st.calls)
+	}
+}
+
+// lagSweepStore holds entries of one project with their times, deletes by the moment it is
+// given (as the real stores do), and takes a while per call.
+type lagSweepStore struct {
+	*fakeStore
+	list  []Project
+	times []int64
+	nows  []int64
+	took  time.Duration
+}
+
+func (f *lagSweepStore) ListProjects(context.Context) ([]Project, error) { return f.list, nil }
+
+func (f *lagSweepStore) SweepLogs(_ context.Context, _ string, now int64, limit int) (int64, error) {
+	time.Sleep(f.took)
+	f.nows = append(f.nows, now)
+	cut := cutoff(now, *f.list[0].RetentionDays)
+	var n int64
+	kept := f.times[:0]
+	for _, t := range f.times {
+		if t < cut && n < int64(limit) {
+			n++
+			continue
+		}
+		kept = append(kept, t)
+	}
+	f.times = kept
+	return n, nil
+}
+
+// TestSweepRetentionPacesOnlyTheBacklog: entries that expired more than Lag ago are the
+// backlog, swept first and paced while ingest competes; those that expired since are swept
+// after, without rest, so steady expiry keeps up however busy ingest is.
+func TestSweepRetentionPacesOnlyTheBacklog(t *testing.T) {
+	seven := 7
+	now := time.Now()
+	lag := 3 * time.Minute
+	cut := cutoff(now.UnixMilli(), seven)
+	st := &lagSweepStore{fakeStore: newFake(), list: []Project{{ID: testID(), RetentionDays: &seven}}, took: 10 * time.Millisecond}
+	for i := range 20 {
+		st.times = append(st.times, cut-int64(time.Hour/time.Millisecond)-int64(i)) // backlog
+		st.times = append(st.times, cut-int64(time.Minute/time.Millisecond)-int64(i)) // steady
+	}
+	st.times = append(st.times, cut+1) // still kept
+	s := NewService(st, opts(Options{Now: func() time.Time { return now }}))
+	done := s.writes.begin() // ingest competes throughout
+	defer done()
+
+	// The backlog: 20 entries in batches of 10, resting 10 ms x 3 after each of the first two.
+	start := time.Now()
+	res, err := s.SweepRetention(t.Context(), SweepPace{Batch: 10, Duty: 0.25, Lag: lag}, nil)
+	took := time.Since(start)
+	if err != nil || res.Deleted != 40 || len(st.times) != 1 {
+		t.Fatalf("SweepRetention = %+v, %v, %d left; want 40 deleted and the one inside the retention kept", res, err, len(st.times))
+	}
+	backlog := now.Add(-lag).UnixMilli()
+	want := []int64{backlog, backlog, backlog, now.UnixMilli(), now.UnixMilli(), now.UnixMilli()}
+	if fmt.Sprint(st.nows) != fmt.Sprint(want) {
+		t.Fatalf("swept as of %v, want %v (the backlog first, then what expired since)", st.nows, want)
+	}
+	if least := 6*10*time.Millisecond + 2*30*time.Millisecond; took < least {
+		t.Fatalf("the sweep took %v, want at least %v with the backlog's rests", took, least)
+	}
+
+	// Steady expiry alone is never paced: at a duty that would rest 10 s after each
+	// transaction, a rest would outlast the deadline.
+	for i := range 25 {
+		st.times = append(st.times, cut-int64(time.Minute/time.Millisecond)-int64(i))
+	}
+	st.nows = nil
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if res, err := s.SweepRetention(ctx, SweepPace{Batch: 10, Duty: 0.001, Lag: lag}, nil); err != nil || res.Deleted != 25 {
+		t.Fatalf("steady expiry = %+v, %v; want 25 deleted without resting", res, err)
 	}
 }

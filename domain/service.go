@@ -27,11 +27,13 @@ type Options struct {
 // Service carries out the use cases of projects, logs and hats.
 type Service struct {
 	inflight inFlight
-	store    Store
-	limits   Limits
-	now      func() time.Time
-	newID    func() string
-	rand     Random
+	// writes tells the retention sweep whether ingest is competing for the store.
+	writes writeActivity
+	store  Store
+	limits Limits
+	now    func() time.Time
+	newID  func() string
+	rand   Random
 
 	// tailStore is the store when it can read in ingest order (nil: Tail is unavailable).
 	tailStore TailStore
@@ -258,7 +260,9 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		}
 		defer s.inflight.release(claim)
 	}
+	done := s.writes.begin()
 	prior, err := s.store.CreateLogs(ctx, entries, rec, s.limits.IdempotencyWindow, s.admitFunc(entries, s.now().UnixMilli()))
+	done()
 	var missing *MissingProjectsError
 	if errors.As(err, &missing) {
 		return Created{}, s.unknownProjects(entries, missing.IDs)

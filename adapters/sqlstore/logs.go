@@ -416,6 +416,14 @@ const (
 	sweepAll       = "DELETE FROM logs WHERE project_id = ? AND time < ?"
 )
 
+// SingleWriter says whether every write of the store queues for one lock, as on SQLite, where
+// a sweep transaction holds back all ingest while it runs; on PostgreSQL a sweep and inserts
+// of other rows run side by side. The service paces its sweep by it.
+func (s *Store) SingleWriter() bool {
+	_, one := s.eng.(sqliteEngine)
+	return one
+}
+
 // SweepLogs implements domain.LogStore: one bounded transaction, under the engine's sweep lock.
 // The project's row is read with the engine's lock suffix, so a retention change waits for the
 // batch instead of committing between reading the retention and deleting by it.
