@@ -355,7 +355,7 @@ func TestSweepRetentionPacesOnlyTheBacklog(t *testing.T) {
 	cut := cutoff(now.UnixMilli(), seven)
 	st := &lagSweepStore{fakeStore: newFake(), list: []Project{{ID: testID(), RetentionDays: &seven}}, took: 10 * time.Millisecond}
 	for i := range 20 {
-		st.times = append(st.times, cut-int64(time.Hour/time.Millisecond)-int64(i)) // backlog
+		st.times = append(st.times, cut-int64(time.Hour/time.Millisecond)-int64(i))   // backlog
 		st.times = append(st.times, cut-int64(time.Minute/time.Millisecond)-int64(i)) // steady
 	}
 	st.times = append(st.times, cut+1) // still kept
