@@ -31,27 +31,27 @@ type Checker struct {
 	fullRouter routers.Router
 }
 
-// NewChecker loads the spec the server was generated from.
+// NewChecker loads the spec the server was generated from, and the whole document.
 func NewChecker() (*Checker, error) {
 	doc, err := rest.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}
-	doc.Servers = openapi3.Servers{{URL: "/"}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("build router: %w", err)
-	}
 	full, err := openapi3.NewLoader().LoadFromData(rest.SpecYAML())
 	if err != nil {
 		return nil, fmt.Errorf("load the whole spec: %w", err)
 	}
-	full.Servers = openapi3.Servers{{URL: "/"}}
-	fullRouter, err := gorillamux.NewRouter(full)
-	if err != nil {
-		return nil, fmt.Errorf("build the whole spec's router: %w", err)
+	c := &Checker{full: full}
+	for _, r := range []struct {
+		doc *openapi3.T
+		to  *routers.Router
+	}{{doc, &c.router}, {full, &c.fullRouter}} {
+		r.doc.Servers = openapi3.Servers{{URL: "/"}}
+		if *r.to, err = gorillamux.NewRouter(r.doc); err != nil {
+			return nil, fmt.Errorf("build router: %w", err)
+		}
 	}
-	return &Checker{router: router, full: full, fullRouter: fullRouter}, nil
+	return c, nil
 }
 
 // Check validates one exchange. body is the response body, already read. Requests to paths
