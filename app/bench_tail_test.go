@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,25 +34,39 @@ func BenchmarkTailPostgres(b *testing.B) {
 
 func benchTail(b *testing.B, st store) {
 	e := newBenchEnv(b, st, func(c *config) { c.MaxTails, c.MaxTailsTotal = benchTails+10, benchTails+10 })
+	on := func(project, filter string) func(int) string {
+		return func(i int) string {
+			return e.url + "/logs/tail?project_id=" + project + strings.ReplaceAll(filter, "{i}", strconv.Itoa(i))
+		}
+	}
 	// Every tail follows every entry: the service sends each entry 100 times.
 	b.Run("ingest/all", func(b *testing.B) {
-		benchTailIngest(b, e, func(int) string { return "" }, func(rows int) int { return rows })
+		benchTailIngest(b, e, on(e.project, ""), func(rows int) int { return rows })
 	})
 	// Each tail follows one user (user_id), as people watching their own requests would: the
 	// batches name 1,000 users, so each tail takes one entry in 1,000.
 	b.Run("ingest/by-user", func(b *testing.B) {
-		benchTailIngest(b, e, func(i int) string { return "&user_id=user-" + strconv.Itoa(i) }, func(rows int) int { return rows / 1000 })
+		benchTailIngest(b, e, on(e.project, "&user_id=user-{i}"), func(rows int) int { return rows / 1000 })
+	})
+	// Two parts of what by-user costs. no-match: the tails' filter matches no entry, so the
+	// project's hub reads every entry back and no event is sent. idle-project: the tails follow
+	// a project nobody writes to, so there is nothing to read, only 100 open streams.
+	b.Run("ingest/no-match", func(b *testing.B) {
+		benchTailIngest(b, e, on(e.project, "&user_id=nobody"), func(int) int { return 0 })
+	})
+	b.Run("ingest/idle-project", func(b *testing.B) {
+		benchTailIngest(b, e, on(benchProject(b, e.url, "idle"), ""), func(int) int { return 0 })
 	})
 	b.Run("latency", func(b *testing.B) { benchTailLatency(b, e) })
 }
 
 // benchTailIngest posts the same kind of batches as BenchmarkCreateLogs* (1,000 entries, 2
-// clients) with no tail open and with 100 tails open (tail i with the parameters filter(i)), in
+// clients) with no tail open and with 100 tails open (tail i on tailURL(i)), in
 // alternating rounds so that neither side has the emptier table, and reports both rates and
 // their ratio (tailed over untailed). The tails are real SSE readers over HTTP; after each
 // tailed round the benchmark waits, untimed, until every tail has received the entries of the
 // round it matches, want(rows of the round).
-func benchTailIngest(b *testing.B, e *benchEnv, filter func(i int) string, want func(rows int) int) {
+func benchTailIngest(b *testing.B, e *benchEnv, tailURL func(i int) string, want func(rows int) int) {
 	const rounds = 4
 	perRound := max(b.N, 4)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
@@ -78,7 +93,7 @@ func benchTailIngest(b *testing.B, e *benchEnv, filter func(i int) string, want 
 		b.StopTimer()
 		withTails := bodies()
 		ctx, cancel := context.WithCancel(context.Background())
-		tails := openCountingTails(b, ctx, func(i int) string { return e.url + "/logs/tail?project_id=" + e.project + filter(i) }, benchTails)
+		tails := openCountingTails(b, ctx, tailURL, benchTails)
 		b.StartTimer()
 		tailed += post(withTails)
 		b.StopTimer()
@@ -267,4 +282,19 @@ func benchTailLatency(b *testing.B, e *benchEnv) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
 	b.ReportMetric(float64(samples), "samples")
+}
+
+// benchProject creates a project named name through the API and returns its id.
+func benchProject(b *testing.B, base, name string) string {
+	b.Helper()
+	resp, err := http.Post(base+"/projects", "application/json", strings.NewReader(fmt.Sprintf(`{"name":%q}`, name)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p rest.Project
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusCreated {
+		b.Fatalf("POST /projects = %d, %v", resp.StatusCode, err)
+	}
+	return p.Id
 }
