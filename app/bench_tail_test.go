@@ -55,7 +55,7 @@ func benchTail(b *testing.B, st store) {
 		benchTailIngest(b, e, on(e.project, "&user_id=nobody"), func(int) int { return 0 })
 	})
 	b.Run("ingest/idle-project", func(b *testing.B) {
-		benchTailIngest(b, e, on(benchProject(b, e.url, "idle"), ""), func(int) int { return 0 })
+		benchTailIngest(b, e, on(e.newProject(b, "idle"), ""), func(int) int { return 0 })
 	})
 	b.Run("latency", func(b *testing.B) { benchTailLatency(b, e) })
 }
@@ -282,19 +282,4 @@ func benchTailLatency(b *testing.B, e *benchEnv) {
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50_ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
 	b.ReportMetric(float64(samples), "samples")
-}
-
-// benchProject creates a project named name through the API and returns its id.
-func benchProject(b *testing.B, base, name string) string {
-	b.Helper()
-	resp, err := http.Post(base+"/projects", "application/json", strings.NewReader(fmt.Sprintf(`{"name":%q}`, name)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var p rest.Project
-	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusCreated {
-		b.Fatalf("POST /projects = %d, %v", resp.StatusCode, err)
-	}
-	return p.Id
 }

@@ -38,7 +38,18 @@ func benchRows() int {
 type benchEnv struct {
 	url     string
 	st      store
+	svc     *service
 	project string
+}
+
+// newProject creates a project named name through the service's use case and returns its id.
+func (e *benchEnv) newProject(b *testing.B, name string) string {
+	b.Helper()
+	p, err := e.svc.core.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p.ID
 }
 
 func newBenchEnv(b *testing.B, st store, tweak func(*config)) *benchEnv {
@@ -50,11 +61,9 @@ func newBenchEnv(b *testing.B, st store, tweak func(*config)) *benchEnv {
 		tweak(&cfg)
 	}
 	svc, srv := serve(b, cfg, st, nil)
-	p, err := svc.core.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "bench"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &benchEnv{url: srv.URL, st: st, project: p.ID}
+	e := &benchEnv{url: srv.URL, st: st, svc: svc}
+	e.project = e.newProject(b, "bench")
+	return e
 }
 
 func benchSQLite(b *testing.B) store {
