@@ -303,6 +303,7 @@ func TestTailEdges(t *testing.T) {
 			t.Run("StartTimeReplaysThenGoesLive", func(t *testing.T) { e.t = t; e.replay() })
 			t.Run("CursorAndLastEventID", func(t *testing.T) { e.t = t; e.cursor() })
 			t.Run("FiltersAreRespected", func(t *testing.T) { e.t = t; e.filters() })
+			t.Run("EventsRenderEntriesAsTheListDoes", func(t *testing.T) { e.t = t; e.rendering() })
 			t.Run("WriteTimeoutDoesNotCutAHealthyTail", func(t *testing.T) { e.t = t; e.writeTimeout() })
 			t.Run("StalledReaderIsCutOffAndResumes", func(t *testing.T) { e.t = t; e.stalled() })
 			t.Run("DeletedProjectEndsTheStream", func(t *testing.T) { e.t = t; e.deleted() })
@@ -518,6 +519,88 @@ func (e *tailEdges) cursor() {
 	if got := msgs(l.entries(2)); !slices.Equal(got, []string{"c4", "c5"}) {
 		e.t.Fatalf("Last-Event-ID of c3 with the cursor of c1: %q, want c4 c5", got)
 	}
+}
+
+// rendering: an event's data is the entry exactly as GET /logs renders it, byte for byte, both
+// live (the entries written through this instance, which the project's hub hands on from memory)
+// and resumed (read from the store).
+func (e *tailEdges) rendering() {
+	base := e.serve(nil)
+	p := e.newProject(base)
+	tail := base + "/logs/tail?project_id=" + p
+	l, status, _, body := openTail(e.t, nil, tail, tailAdmin)
+	if l == nil {
+		e.t.Fatalf("tail: %d %s", status, body)
+	}
+	defer l.close()
+	// The first entry takes the tail onto its project's hub; the rest reach it from there.
+	e.post(base, tailAdmin, p, tailMessages("first")...)
+	first := l.entries(1)[0]
+	varied := []string{
+		`{"message":"plain","level":"info","time":1700000000000}`,
+		`{"message":"Straße ΣΊΣΥΦΟΣ \"quoted\" <b>&amp;</b> tab\t line\nbreak \u2028 😀","level":"fatal","time":1700000000001,"subject":"checkout/<v2>","user_id":"ü@example.com"}`,
+		`{"message":"with context","level":"warn","time":1700000000002,"attributes":{"z":[1,2.50,-0,1e3,true,null],"a":{"nested":"v é"},"html":"<&>"},"trace_id":"4BF92F3577B34DA6A3CE929D0E0E4736","span_id":"00F067AA0BA902B7"}`,
+		`{"message":"","level":"debug","time":-5,"attributes":{}}`,
+	}
+	e.post(base, tailAdmin, p, varied...)
+	live := l.blocksOf(len(varied))
+
+	req, _ := http.NewRequestWithContext(e.t.Context(), http.MethodGet, base+"/logs?project_id="+p+"&limit=100", nil)
+	req.Header.Set("Authorization", "Bearer "+tailAdmin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var listed []json.RawMessage
+	err = json.NewDecoder(resp.Body).Decode(&listed)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("GET /logs: %d %v", resp.StatusCode, err)
+	}
+	byID := map[string]string{}
+	for _, raw := range listed {
+		var id struct{ ID string }
+		if err := json.Unmarshal(raw, &id); err != nil {
+			e.t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, raw); err != nil {
+			e.t.Fatal(err)
+		}
+		byID[id.ID] = compact.String()
+	}
+	compare := func(how string, blocks []sseBlock) {
+		e.t.Helper()
+		for _, b := range blocks {
+			id := l.entry(b).Id
+			if want, ok := byID[id]; !ok || b.data != want {
+				e.t.Errorf("%s, entry %s:\nevent data %s\nGET /logs   %s", how, id, b.data, want)
+			}
+		}
+	}
+	compare("live", live)
+	resumed, status, _, body := openTail(e.t, nil, tail, tailAdmin, "Last-Event-ID", first.eventID)
+	if resumed == nil {
+		e.t.Fatalf("resumed tail: %d %s", status, body)
+	}
+	defer resumed.close()
+	compare("resumed", resumed.blocksOf(len(varied)))
+}
+
+// blocksOf reads the next n log events, skipping the retry field and heartbeats.
+func (l *liveTail) blocksOf(n int) []sseBlock {
+	l.t.Helper()
+	var out []sseBlock
+	for len(out) < n {
+		b, ok := l.next(30 * time.Second)
+		if !ok {
+			l.t.Fatalf("the stream ended after %d of %d events: %v", len(out), n, l.err)
+		}
+		if b.event != "" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 func (e *tailEdges) filters() {

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -188,18 +189,23 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 }
 
 // logEvent renders an entry as an SSE event; nil if it cannot (attributes that are not JSON).
+// The data is the entry as GET /logs renders it, byte for byte: the same encoder, with HTML
+// characters left as they are.
 func logEvent(e domain.TailEntry) []byte {
-	// One line: JSON escapes every newline.
-	data, err := json.Marshal(toEntry(e.LogEntry))
-	if err != nil {
+	var b bytes.Buffer
+	b.Grow(len(e.Message) + len(e.Attributes) + 256)
+	b.WriteString("id: ")
+	b.WriteString(domain.EncodeTailToken(e.At))
+	b.WriteString("\nevent: log\ndata: ")
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	entry := toEntry(e.LogEntry)
+	// One line: JSON escapes every newline. Encode ends it; the blank line ends the event.
+	if err := enc.Encode(&entry); err != nil {
 		return nil
 	}
-	b := make([]byte, 0, len(data)+64)
-	b = append(b, "id: "...)
-	b = append(b, domain.EncodeTailToken(e.At)...)
-	b = append(b, "\nevent: log\ndata: "...)
-	b = append(b, data...)
-	return append(b, "\n\n"...)
+	b.WriteByte('\n')
+	return b.Bytes()
 }
 
 // flush pushes the buffered events out under a fresh write deadline: each flush must be taken by
