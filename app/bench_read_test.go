@@ -50,7 +50,7 @@ func newReadTable(b *testing.B) *readTable {
 				subject, user := r.subject, r.user
 				entries[j] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: e.project, Time: r.time, Level: r.level, Message: r.message, Subject: &subject, UserID: &user}
 			}
-			if _, err := st.CreateLogs(context.Background(), entries, nil, 0, nil); err != nil {
+			if _, err := st.CreateLogs(context.Background(), entries, domain.LogWrite{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -57,7 +57,7 @@ func ingestDuringSweep(b *testing.B, st store) {
 		chunk = append(chunk, domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: old.ID, Time: year + int64(i), Level: "info",
 			Message: "GET /api/v1/orders completed in 12 ms with status 200"})
 		if len(chunk) == cap(chunk) || i == expired-1 {
-			if _, err := st.CreateLogs(context.Background(), chunk, nil, 0, nil); err != nil {
+			if _, err := st.CreateLogs(context.Background(), chunk, domain.LogWrite{}); err != nil {
 				b.Fatal(err)
 			}
 			chunk = chunk[:0]

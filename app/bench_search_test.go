@@ -84,7 +84,7 @@ func benchSearch(b *testing.B, st store, read, write *sql.DB, bindType int) {
 		// Spread evenly over the day: entry k at searchDay + k*day/n.
 		from := searchDay + int64(k)*86_400_000/int64(n)
 		step := max(int64(86_400_000/n), 1)
-		if _, err := st.CreateLogs(context.Background(), searchEntries(e.project, k, m, from, step), nil, 0, nil); err != nil {
+		if _, err := st.CreateLogs(context.Background(), searchEntries(e.project, k, m, from, step), domain.LogWrite{}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -197,7 +197,7 @@ func benchIngestRollup(b *testing.B, e *benchEnv, st store, write *sql.DB, bindT
 		all[i] = searchEntries(e.project, i*createBatch, createBatch, now+int64(i*createBatch), 1)
 	}
 	withRollup := func(i int) error {
-		_, err := st.CreateLogs(context.Background(), all[i], nil, 0, nil)
+		_, err := st.CreateLogs(context.Background(), all[i], domain.LogWrite{})
 		return err
 	}
 	without := func(i int) error { return insertWithoutRollup(write, bindType, all[i]) }
@@ -209,7 +209,7 @@ func benchIngestRollup(b *testing.B, e *benchEnv, st store, write *sql.DB, bindT
 	}
 	// One batch of each first, outside the figures: statements prepared, pages cached.
 	warm := searchEntries(e.project, 0, createBatch, now-2*createBatch, 1)
-	if _, err := st.CreateLogs(context.Background(), warm[:createBatch/2], nil, 0, nil); err != nil {
+	if _, err := st.CreateLogs(context.Background(), warm[:createBatch/2], domain.LogWrite{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := insertWithoutRollup(write, bindType, warm[createBatch/2:]); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
 )
 
 // sseEvent is one event of a text/event-stream, as the WHATWG parsing rules read it.
@@ -77,11 +78,14 @@ func readEvents(ctx context.Context, url, lastID string, fn func(sseEvent) bool)
 // tailCollector follows a tail through reconnects, cutting the connection every cutEvery
 // events, and records every entry it receives.
 type tailCollector struct {
-	mu     sync.Mutex
-	seen   map[string]int
-	dups   int
-	total  int
-	last   string
+	mu    sync.Mutex
+	seen  map[string]int
+	dups  int
+	total int
+	last  string
+	// at is the place of the last entry received: each next one must come after it, in ingest
+	// order, across reconnects too.
+	at     domain.TailPosition
 	checks func(rest.LogEntry) error
 }
 
@@ -102,6 +106,14 @@ func (c *tailCollector) run(ctx context.Context, url string, cutEvery, want int,
 			if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
 				return false
 			}
+			at, err := domain.DecodeTailToken("id", ev.id)
+			if err != nil {
+				panic(err)
+			}
+			if !c.at.Before(at) {
+				panic(fmt.Sprintf("entry %s at %+v came after one at %+v: not in ingest order", e.Id, at, c.at))
+			}
+			c.at = at
 			c.mu.Lock()
 			c.seen[e.Id]++
 			if c.seen[e.Id] > 1 {

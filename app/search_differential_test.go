@@ -65,7 +65,7 @@ func TestSearchDifferential(t *testing.T) {
 			}
 		}
 		for _, batch := range [][]domain.LogEntry{held[:700], noise, held[700:]} {
-			if _, err := st.CreateLogs(t.Context(), batch, nil, 0, nil); err != nil {
+			if _, err := st.CreateLogs(t.Context(), batch, domain.LogWrite{}); err != nil {
 				t.Fatalf("%s: seed: %v", o.name, err)
 			}
 		}

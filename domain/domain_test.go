@@ -78,7 +78,8 @@ func (f *fakeStore) ListLogs(_ context.Context, _ LogQuery, fn PageFunc) error {
 
 func (f *fakeStore) DeleteLogs(context.Context, LogFilter) (int64, error) { f.reads++; return 0, nil }
 
-func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *IdempotencyRecord, _ time.Duration, admit AdmitFunc) (*IdempotencyRecord, error) {
+func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, w LogWrite) (Written, error) {
+	rec, admit := w.Record, w.Admit
 	if f.entered != nil {
 		f.entered <- struct{}{}
 	}
@@ -86,7 +87,7 @@ func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *Idempotenc
 		<-f.block
 	}
 	if f.missing != nil {
-		return nil, &MissingProjectsError{IDs: f.missing}
+		return Written{}, &MissingProjectsError{IDs: f.missing}
 	}
 	if admit != nil {
 		r := Retentions{}
@@ -96,7 +97,7 @@ func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *Idempotenc
 			}
 		}
 		if err := admit(r); err != nil {
-			return nil, err
+			return Written{}, err
 		}
 	}
 	if rec != nil {
@@ -104,12 +105,12 @@ func (f *fakeStore) CreateLogs(_ context.Context, es []LogEntry, rec *Idempotenc
 			f.records = map[string]IdempotencyRecord{}
 		}
 		if prior, ok := f.records[rec.Scope+"/"+rec.Key]; ok {
-			return &prior, nil
+			return Written{Prior: &prior}, nil
 		}
 		f.records[rec.Scope+"/"+rec.Key] = *rec
 	}
 	f.inserted = append(f.inserted, es...)
-	return nil, nil
+	return Written{}, nil
 }
 
 func TestProjectNameRules(t *testing.T) {

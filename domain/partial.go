@@ -119,7 +119,7 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 		defer s.inflight.release(claim)
 	}
 	done := s.writes.begin()
-	prior, err := s.store.CreateLogs(ctx, entries, rec, s.limits.IdempotencyWindow, s.admitFunc(entries, now))
+	w, err := s.store.CreateLogs(ctx, entries, s.logWrite(entries, rec, now))
 	done()
 	var missing *MissingProjectsError
 	if errors.As(err, &missing) {
@@ -133,13 +133,14 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 	if err != nil {
 		return PartialResult{}, fmt.Errorf("create logs: %w", err)
 	}
-	if prior != nil {
+	if prior := w.Prior; prior != nil {
 		if prior.Fingerprint != rec.Fingerprint {
 			return PartialResult{}, Errorf(KindKeyReused, "this Idempotency-Key was used for a different request")
 		}
 		res.Stored, res.Replayed = prior.Created, true
 		return res, nil
 	}
+	s.tails.written(w.Tx, entries)
 	res.Stored = len(entries)
 	return res, nil
 }

@@ -24,15 +24,9 @@ type ProjectStore interface {
 type LogStore interface {
 	// CreateLogs stores every entry or none. If any entry names a project that does not exist it
 	// stores nothing and returns a *MissingProjectsError listing those projects' ids, each once;
-	// the service, not the store, phrases the answer to the client.
-	// With rec, the record is stored in the same transaction, unless a record with the same
-	// Scope and Key made at or after rec.CreatedAt minus the retention window exists: then
-	// nothing is stored and that record is returned. A concurrent writer of the same key may
-	// make it answer KindConflict.
-	// With admit, the store calls it once in the same transaction, after finding the projects,
-	// with the retention of those that have one; an error from it stores nothing and is returned
-	// unchanged.
-	CreateLogs(ctx context.Context, entries []LogEntry, rec *IdempotencyRecord, window time.Duration, admit AdmitFunc) (*IdempotencyRecord, error)
+	// the service, not the store, phrases the answer to the client. w says what else the write
+	// does (see LogWrite).
+	CreateLogs(ctx context.Context, entries []LogEntry, w LogWrite) (Written, error)
 	// SweepIdempotency deletes the records made before t and says how many.
 	SweepIdempotency(ctx context.Context, before time.Time) (int64, error)
 	// ListLogs streams one page of entries matching q, ordered by (Time, ID) ascending or, with
@@ -52,6 +46,34 @@ type LogStore interface {
 	// before now (Unix ms) minus the project's retention as stored at that moment (none when it
 	// keeps entries forever), and says how many. ErrSweepBusy when another instance is sweeping.
 	SweepLogs(ctx context.Context, projectID string, now int64, limit int) (int64, error)
+}
+
+// LogWrite is what a CreateLogs does beside storing the entries.
+type LogWrite struct {
+	// Record, when not nil, is stored in the same transaction, unless a record with the same
+	// Scope and Key made at or after Record.CreatedAt minus Window exists: then nothing is stored
+	// and that record is Written.Prior. A concurrent writer of the same key may make it answer
+	// KindConflict.
+	Record *IdempotencyRecord
+	Window time.Duration
+	// Admit, when not nil, is called once in the same transaction, after the projects are found,
+	// with the retention of those that have one; an error from it stores nothing and is returned
+	// unchanged.
+	Admit AdmitFunc
+	// Placed asks a store that follows ingest order (TailStore) for the batch's place in it,
+	// Written.Tx, when that costs it more than the write itself does.
+	Placed bool
+}
+
+// Written is what CreateLogs did.
+type Written struct {
+	// Prior is the record of the earlier batch with the same key (LogWrite.Record): nothing was
+	// stored.
+	Prior *IdempotencyRecord
+	// Tx, when not zero, is the batch's place in ingest order: entry i of the batch, as handed to
+	// CreateLogs, is at TailPosition{Tx, i}. A store that follows ingest order sets it when
+	// asked (LogWrite.Placed) and may set it when it knows it anyway.
+	Tx uint64
 }
 
 // Store is everything the service needs from storage.

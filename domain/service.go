@@ -48,6 +48,7 @@ func NewService(store Store, opts Options) *Service {
 	if s.tailOpts == (TailOptions{}) {
 		s.tailOpts = DefaultTailOptions()
 	}
+	s.tails.batch = s.tailOpts.Batch
 	if s.limits == (Limits{}) {
 		s.limits = DefaultLimits()
 	}
@@ -261,7 +262,7 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		defer s.inflight.release(claim)
 	}
 	done := s.writes.begin()
-	prior, err := s.store.CreateLogs(ctx, entries, rec, s.limits.IdempotencyWindow, s.admitFunc(entries, s.now().UnixMilli()))
+	w, err := s.store.CreateLogs(ctx, entries, s.logWrite(entries, rec, s.now().UnixMilli()))
 	done()
 	var missing *MissingProjectsError
 	if errors.As(err, &missing) {
@@ -273,14 +274,21 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 	if err != nil {
 		return Created{}, fmt.Errorf("create logs: %w", err)
 	}
-	if prior != nil {
+	if prior := w.Prior; prior != nil {
 		if prior.Fingerprint != rec.Fingerprint {
 			return Created{}, Errorf(KindKeyReused, "this Idempotency-Key was used for a different batch")
 		}
 		return Created{N: prior.Created, Replayed: true}, nil
 	}
-	s.tails.written(entries)
+	s.tails.written(w.Tx, entries)
 	return Created{N: len(entries)}, nil
+}
+
+// logWrite is how a batch is written: with its idempotency record, if any, under the retention
+// rule, and asking for its place in ingest order when a tail on this instance follows one of
+// its projects (see tails.written).
+func (s *Service) logWrite(entries []LogEntry, rec *IdempotencyRecord, now int64) LogWrite {
+	return LogWrite{Record: rec, Window: s.limits.IdempotencyWindow, Admit: s.admitFunc(entries, now), Placed: s.tails.followed(entries)}
 }
 
 // unknownProjects is the KindUnknownProject answer to a batch naming the given projects, which

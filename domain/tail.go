@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,11 @@ type TailQuery struct {
 	LogFilter
 	After TailPosition
 	Limit int
+	// Before, when not zero, is a position TailHorizon returned: the read takes only entries
+	// before it, every one of them final. When zero the read goes up to what is final as it reads.
+	Before TailPosition
+	// Skip are batches (their TailPosition.Tx) the read leaves out: the caller holds them.
+	Skip []uint64
 }
 
 // TailStore reads a project's entries in ingest order.
@@ -53,6 +59,10 @@ type TailStore interface {
 	// TailHead returns the position after which come the entries committed from now on (and
 	// possibly a few committed just before). KindNotFound if the project does not exist.
 	TailHead(ctx context.Context, projectID string) (TailPosition, error)
+	// TailHorizon is TailHead for every project at once, without looking the project up: every
+	// entry committed from now on comes after it, and every batch before it has committed or
+	// never will.
+	TailHorizon(ctx context.Context) (TailPosition, error)
 	// ReadTail returns, in ingest order, up to q.Limit entries matching q after q.After whose
 	// place is final: no entry committed later may come before them. Entries written before
 	// ingest order was recorded are never returned.
@@ -153,9 +163,16 @@ func (f LogFilter) Matches(e LogEntry) bool {
 // hub lets it go (it then reads on its own until it catches up again).
 const tailQueue = 16
 
+// tailHeldReads bounds what a hub holds of the batches written through this instance that it
+// has not handed on yet (see tailHub.held): at most this many reads' worth (TailOptions.Batch
+// entries each). Beyond it a batch is not held, and the hub reads it from the store instead.
+const tailHeldReads = 16
+
 // tails counts open tails, wakes them when entries are written through this instance, and
 // holds the hubs that read each tailed project once for all its tails.
 type tails struct {
+	// batch is TailOptions.Batch, for the bound on what a hub holds. Set once, before any tail.
+	batch  int
 	mu     sync.Mutex
 	open   map[string]int
 	total  int
@@ -167,20 +184,29 @@ type tails struct {
 // project on this instance that have caught up with it, and hands every read to each of them;
 // each keeps what its filter matches. With one reader per project an instance asks the store
 // once per write or poll, however many tails are open.
+//
+// What this instance writes to the project the hub does not read back: each batch comes with
+// its place in ingest order (Written.Tx) and the hub holds its entries until the store's
+// horizon passes them, then hands them on in order among the entries it reads of batches
+// written through other instances, which are the only ones it asks the store for.
 type tailHub struct {
 	project string
 	// pos is where the next read starts. It is always a place the store called final: a
-	// position TailHead returned or one of an entry ReadTail returned, so that no entry
-	// written later can come at or before it. Guarded by tails.mu.
+	// position TailHead or TailHorizon returned or one of an entry ReadTail returned, so that
+	// no entry written later can come at or before it. Guarded by tails.mu.
 	pos  TailPosition
 	subs map[*tailSub]struct{}
 	stop context.CancelFunc
+	// held are the entries of the batches written through this instance after pos, by batch
+	// (TailPosition.Tx), in order within each; heldN counts them. Guarded by tails.mu.
+	held  map[uint64][]TailEntry
+	heldN int
 }
 
 // tailSub is one tail's place at its hub.
 type tailSub struct {
 	hub   *tailHub
-	reads chan []TailEntry
+	reads chan *tailRead
 	// dropped is closed when the hub lets the tail go: its queue was full, or a read failed
 	// (err, set first).
 	dropped chan struct{}
@@ -225,10 +251,60 @@ func (t *tails) waiter(projectID string) <-chan struct{} {
 	return ch
 }
 
-// written wakes the tails of the batch's projects.
-func (t *tails) written(entries []LogEntry) {
+// followed reports whether a tail on this instance follows a project of the batch through a hub,
+// which would take the batch's place in ingest order from the write (see written).
+func (t *tails) followed(entries []LogEntry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.hubs) == 0 {
+		return false
+	}
+	last := ""
+	for _, e := range entries {
+		if e.ProjectID == last {
+			continue
+		}
+		last = e.ProjectID
+		if _, ok := t.hubs[e.ProjectID]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// written hands a committed batch to the hubs of its projects, which hold it (when its place in
+// ingest order, tx, is known and they have room) so as not to read it back, and wakes the tails
+// of its projects.
+func (t *tails) written(tx uint64, entries []LogEntry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tx != 0 && len(t.hubs) > 0 {
+		var mine map[*tailHub][]TailEntry
+		for i, e := range entries {
+			h, ok := t.hubs[e.ProjectID]
+			if !ok {
+				continue
+			}
+			at := TailPosition{Tx: tx, Pos: int64(i)}
+			if !h.pos.Before(at) {
+				continue // the hub read it from the store already
+			}
+			if mine == nil {
+				mine = map[*tailHub][]TailEntry{}
+			}
+			mine[h] = append(mine[h], TailEntry{LogEntry: e, At: at})
+		}
+		for h, es := range mine {
+			if h.heldN+len(es) > tailHeldReads*max(t.batch, 1) {
+				continue // the hub reads this batch from the store
+			}
+			if h.held == nil {
+				h.held = map[uint64][]TailEntry{}
+			}
+			h.held[tx] = es
+			h.heldN += len(es)
+		}
+	}
 	for _, e := range entries {
 		if ch, ok := t.wakeup[e.ProjectID]; ok {
 			close(ch)
@@ -269,7 +345,7 @@ func (s *Service) join(projectID string, after, head TailPosition) *tailSub {
 	case after.Before(h.pos):
 		return nil
 	}
-	sub := &tailSub{hub: h, reads: make(chan []TailEntry, tailQueue), dropped: make(chan struct{})}
+	sub := &tailSub{hub: h, reads: make(chan *tailRead, tailQueue), dropped: make(chan struct{})}
 	h.subs[sub] = struct{}{}
 	return sub
 }
@@ -313,10 +389,7 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 	defer timer.Stop()
 	for {
 		wake := t.waiter(h.project)
-		t.mu.Lock()
-		after := h.pos
-		t.mu.Unlock()
-		got, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: LogFilter{ProjectID: h.project}, After: after, Limit: o.Batch})
+		got, more, err := s.hubRead(ctx, h)
 		t.mu.Lock()
 		if t.hubs[h.project] != h { // the last tail left
 			t.forgetLocked(h.project) // the wake-up this read asked for, after leave dropped its own
@@ -339,10 +412,10 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 			for i := range got {
 				got[i].Memo = &memos[i]
 			}
-			h.pos = got[len(got)-1].At
+			read := &tailRead{entries: got}
 			for sub := range h.subs {
 				select {
-				case sub.reads <- got:
+				case sub.reads <- read:
 				default: // the tail is behind: it reads on its own until it catches up
 					delete(h.subs, sub)
 					close(sub.dropped)
@@ -357,7 +430,7 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 			}
 		}
 		t.mu.Unlock()
-		if len(got) == o.Batch {
+		if more {
 			continue // more is waiting
 		}
 		timer.Reset(o.Poll)
@@ -368,6 +441,85 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 		case <-timer.C:
 		}
 	}
+}
+
+// hubRead takes the hub past the entries of its project that are final now, up to the store's
+// horizon or Batch entries read from the store, and returns them in ingest order: the ones it
+// holds from memory, the others read from the store. more says the read stopped at Batch.
+func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, more bool, err error) {
+	t, o := &s.tails, s.tailOpts
+	// The horizon first: every batch before it has ended, so the read below, which comes later,
+	// sees every one that committed, and none after it is taken.
+	horizon, err := s.tailStore.TailHorizon(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	t.mu.Lock()
+	after := h.pos
+	skip := make([]uint64, 0, len(h.held))
+	for tx := range h.held {
+		skip = append(skip, tx)
+	}
+	t.mu.Unlock()
+	slices.Sort(skip)
+	read, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: LogFilter{ProjectID: h.project}, After: after, Before: horizon, Skip: skip, Limit: o.Batch})
+	if err != nil {
+		return nil, false, err
+	}
+	end := horizon
+	if more = len(read) == o.Batch; more {
+		end = read[len(read)-1].At // a read entry, so no held one is at end
+	}
+	if !after.Before(end) {
+		end = after // never back
+	}
+
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	// Only the batches left out of the read come from memory: one handed over since may have
+	// been read from the store.
+	var mine []TailEntry
+	for _, tx := range skip {
+		for _, e := range h.held[tx] {
+			if after.Before(e.At) && e.At.Before(end) {
+				mine = append(mine, e)
+			}
+		}
+	}
+	got = mergeTail(read, mine)
+	h.pos = end
+	for tx, es := range h.held {
+		i := 0
+		for i < len(es) && !end.Before(es[i].At) {
+			i++
+		}
+		h.heldN -= i
+		if i == len(es) {
+			delete(h.held, tx)
+		} else {
+			h.held[tx] = es[i:]
+		}
+	}
+	return got, more, nil
+}
+
+// mergeTail merges two runs of entries, each in ingest order and no position in both.
+func mergeTail(a, b []TailEntry) []TailEntry {
+	switch {
+	case len(b) == 0:
+		return a
+	case len(a) == 0:
+		return b
+	}
+	out := make([]TailEntry, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0].At.Before(b[0].At) {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 // Tail follows the project's entries matching r in ingest order, handing them to fn, until
@@ -552,29 +704,86 @@ func (l *tailLoop) run(ctx context.Context) error {
 	}
 }
 
+// tailRead is one read of a hub, handed to each of its tails: the entries in ingest order, and
+// indexes of them by the fields a filter names one value of, each made once, by the first tail
+// that needs it. A tail following one user of a busy project looks at that user's entries
+// only, instead of testing every entry against its filter.
+type tailRead struct {
+	entries []TailEntry
+	once    [tailKeys]sync.Once
+	index   [tailKeys]map[string][]int32
+}
+
+// The fields a tailRead may be indexed by, most selective first.
+const (
+	keyUser = iota
+	keyTrace
+	keySubject
+	tailKeys
+)
+
+// tailKey is the field of e a key names, nil when e has none.
+func tailKey(key int, e *LogEntry) *string {
+	switch key {
+	case keyUser:
+		return e.UserID
+	case keyTrace:
+		return e.TraceID
+	}
+	return e.Subject
+}
+
+// candidates returns the positions, ascending, of the entries whose key field is v.
+func (r *tailRead) candidates(key int, v string) []int32 {
+	r.once[key].Do(func() {
+		m := map[string][]int32{}
+		for i := range r.entries {
+			if k := tailKey(key, &r.entries[i].LogEntry); k != nil {
+				m[*k] = append(m[*k], int32(i))
+			}
+		}
+		r.index[key] = m
+	})
+	return r.index[key][v]
+}
+
 // take hands on the entries of one of the hub's reads that come after the tail's place and
 // match its filter.
-func (l *tailLoop) take(read []TailEntry) error {
-	i := 0
-	for i < len(read) && !l.after.Before(read[i].At) {
-		i++
-	}
-	read = read[i:]
-	if len(read) == 0 {
+func (l *tailLoop) take(r *tailRead) error {
+	read := r.entries
+	from := sort.Search(len(read), func(i int) bool { return l.after.Before(read[i].At) })
+	if from == len(read) {
 		return nil
 	}
 	l.after = read[len(read)-1].At
-	// Hand on the read itself when every entry matches; copy only the matching ones otherwise.
-	out := read
-	for i, e := range read {
-		if !l.f.Matches(e.LogEntry) {
-			out = slices.Clone(read[:i])
-			for _, e := range read[i+1:] {
-				if l.f.Matches(e.LogEntry) {
-					out = append(out, e)
-				}
+	var out []TailEntry
+	switch f := &l.f; {
+	case f.UserID != nil || f.TraceID != nil || f.Subject != nil:
+		key, v := keySubject, f.Subject
+		if f.UserID != nil {
+			key, v = keyUser, f.UserID
+		} else if f.TraceID != nil {
+			key, v = keyTrace, f.TraceID
+		}
+		for _, i := range r.candidates(key, *v) {
+			if int(i) >= from && f.Matches(read[i].LogEntry) {
+				out = append(out, read[i])
 			}
-			break
+		}
+	default:
+		// Hand on the read itself when every entry matches; copy only the matching ones otherwise.
+		out = read[from:]
+		for i, e := range out {
+			if !f.Matches(e.LogEntry) {
+				kept := slices.Clone(out[:i])
+				for _, e := range out[i+1:] {
+					if f.Matches(e.LogEntry) {
+						kept = append(kept, e)
+					}
+				}
+				out = kept
+				break
+			}
 		}
 	}
 	if len(out) == 0 {

@@ -3,21 +3,30 @@ package domain
 import (
 	"context"
 	"fmt"
-	"math"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 )
 
-// tailFake is an in-memory store that reads in ingest order, for the hub's unit tests only:
-// each CreateLogs is one batch, committed at once, in call order (as on SQLite).
+// tailFake is an in-memory store that reads in ingest order, for the hub's unit tests only. It
+// orders batches as PostgreSQL does: each CreateLogs takes the next transaction id when it
+// begins, and batches may commit out of that order (see holdNext); the horizon is the oldest
+// transaction still running. foreign writes a batch as another instance would, unseen by the
+// service.
 type tailFake struct {
 	Store
 	mu      sync.Mutex
 	project Project
 	entries []TailEntry
 	tx      uint64
+	running map[uint64]bool
 	reads   int
+	rows    int // entries ReadTail returned
+	// holdNext, when set, makes the next CreateLogs take its id, close entered, and wait for it
+	// to close before it commits.
+	holdNext, entered chan struct{}
 }
 
 func (f *tailFake) GetProject(_ context.Context, id string) (Project, error) {
@@ -27,32 +36,86 @@ func (f *tailFake) GetProject(_ context.Context, id string) (Project, error) {
 	return f.project, nil
 }
 
-func (f *tailFake) CreateLogs(_ context.Context, es []LogEntry, _ *IdempotencyRecord, _ time.Duration, _ AdmitFunc) (*IdempotencyRecord, error) {
+func (f *tailFake) CreateLogs(_ context.Context, es []LogEntry, w LogWrite) (Written, error) {
+	f.mu.Lock()
+	f.tx++
+	tx := f.tx
+	if f.running == nil {
+		f.running = map[uint64]bool{}
+	}
+	f.running[tx] = true
+	hold, entered := f.holdNext, f.entered
+	f.holdNext, f.entered = nil, nil
+	f.mu.Unlock()
+	if hold != nil {
+		close(entered)
+		<-hold
+	}
+	f.commit(tx, es)
+	if !w.Placed {
+		tx = 0
+	}
+	return Written{Tx: tx}, nil
+}
+
+func (f *tailFake) commit(tx uint64, es []LogEntry) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.tx++
 	for i, e := range es {
-		f.entries = append(f.entries, TailEntry{LogEntry: e, At: TailPosition{Tx: f.tx, Pos: int64(i)}})
+		f.entries = append(f.entries, TailEntry{LogEntry: e, At: TailPosition{Tx: tx, Pos: int64(i)}})
 	}
-	return nil, nil
+	delete(f.running, tx)
+}
+
+// foreign commits a batch written through another instance.
+func (f *tailFake) foreign(es []LogEntry) {
+	f.mu.Lock()
+	f.tx++
+	tx := f.tx
+	f.mu.Unlock()
+	f.commit(tx, es)
+}
+
+func (f *tailFake) horizonLocked() TailPosition {
+	xmin := f.tx + 1
+	for tx := range f.running {
+		xmin = min(xmin, tx)
+	}
+	return TailPosition{Tx: xmin, Pos: -1}
 }
 
 func (f *tailFake) TailHead(context.Context, string) (TailPosition, error) {
+	return f.TailHorizon(context.Background())
+}
+
+func (f *tailFake) TailHorizon(context.Context) (TailPosition, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return TailPosition{Tx: f.tx, Pos: math.MaxInt32}, nil
+	return f.horizonLocked(), nil
 }
 
 func (f *tailFake) ReadTail(_ context.Context, q TailQuery) ([]TailEntry, error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	before := q.Before
+	if before == (TailPosition{}) {
+		before = f.horizonLocked()
+	}
 	var out []TailEntry
 	for _, e := range f.entries {
-		if q.After.Before(e.At) && q.Matches(e.LogEntry) && len(out) < q.Limit {
+		if q.After.Before(e.At) && e.At.Before(before) && !slices.Contains(q.Skip, e.At.Tx) && q.Matches(e.LogEntry) {
 			out = append(out, e)
 		}
 	}
+	slices.SortFunc(out, func(a, b TailEntry) int {
+		if a.At.Before(b.At) {
+			return -1
+		}
+		return 1
+	})
+	out = out[:min(len(out), q.Limit)]
 	f.reads++
-	f.mu.Unlock()
+	f.rows += len(out)
 	return out, nil
 }
 
@@ -64,6 +127,12 @@ func (f *tailFake) readCount() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.reads
+}
+
+func (f *tailFake) rowCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rows
 }
 
 // tailRecorder is one tail's view: the messages it received, in order.
@@ -278,5 +347,190 @@ func TestTailsLeaveNothingBehind(t *testing.T) {
 			t.Fatalf("after every tail ended: %d hubs and %d wake-up channels left", hubs, wakeups)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// joined waits until n tails take the reads of the project's hub.
+func (s *tailSetup) joined(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.svc.tails.mu.Lock()
+		h := s.svc.tails.hubs[s.store.project.ID]
+		got := 0
+		if h != nil {
+			got = len(h.subs)
+		}
+		s.svc.tails.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d tails joined the hub, want %d", got, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// writeHeld starts a write of n entries from message m whose transaction stays open until the
+// returned function is called; it returns once the write has taken its place in ingest order.
+func (s *tailSetup) writeHeld(t *testing.T, m, n int) (commit func()) {
+	hold, entered := make(chan struct{}), make(chan struct{})
+	s.store.mu.Lock()
+	s.store.holdNext, s.store.entered = hold, entered
+	s.store.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.write(t, m, n)
+	}()
+	<-entered
+	return func() { close(hold); <-done }
+}
+
+// foreign commits n entries from message m as another instance would write them.
+func (s *tailSetup) foreign(m, n int) {
+	var es []LogEntry
+	for i := range n {
+		es = append(es, LogEntry{ID: testID(), ProjectID: s.store.project.ID, Time: time.Now().UnixMilli(), Level: "info", Message: fmt.Sprint(m + i), UserID: ptr(fmt.Sprintf("u%d", (m+i)%2))})
+	}
+	s.store.foreign(es)
+}
+
+// TestTailHubHandsOnOwnBatchesFromMemory: the hub does not read back what this instance wrote.
+// A batch whose transaction began first but commits last holds back the ones after it (written
+// here, and written through another instance); once it commits, every tail receives all three
+// in ingest order, and the only entries the store was asked for are the other instance's.
+func TestTailHubHandsOnOwnBatchesFromMemory(t *testing.T) {
+	s := newTailSetup(t)
+	var all, odd tailRecorder
+	s.open(t, LogFilter{}, &all)
+	s.open(t, LogFilter{UserID: ptr("u1")}, &odd)
+	s.joined(t, 2)
+	rows, reads := s.store.rowCount(), s.store.readCount()
+
+	commit := s.writeHeld(t, 0, 3) // messages 0-2, the oldest transaction
+	s.write(t, 3, 3)               // 3-5, committed while 0-2 is still open
+	s.foreign(6, 3)                // 6-8, through another instance
+	for s.store.readCount() == reads {
+		time.Sleep(time.Millisecond) // the hub's read after the write of 3-5
+	}
+	if got := all.wait(t, 0); len(got) != 0 {
+		t.Fatalf("while the oldest batch is open the tail received %v; nothing after it is final", got)
+	}
+	commit()
+	if got := all.wait(t, 9); !equalStrings(got, sequence(0, 9, 1)) {
+		t.Fatalf("tail received %v, want 0..8 in ingest order", got)
+	}
+	if got := odd.wait(t, 4); !equalStrings(got, sequence(1, 9, 2)) {
+		t.Fatalf("filtered tail received %v", got)
+	}
+	if n := s.store.rowCount() - rows; n != 3 {
+		t.Errorf("the store handed the tails %d entries; want the 3 written through the other instance, the rest from memory", n)
+	}
+}
+
+// TestTailHubHoldsBoundedBatches: while an open transaction holds the horizon back, the hub holds
+// at most tailHeldReads reads' worth of this instance's batches; the rest it reads from the store
+// once the horizon moves, and every tail still receives every entry once, in order.
+func TestTailHubHoldsBoundedBatches(t *testing.T) {
+	s := newTailSetup(t)
+	var all tailRecorder
+	s.open(t, LogFilter{}, &all)
+	s.joined(t, 1)
+	rows := s.store.rowCount()
+	commit := s.writeHeld(t, 0, 1)
+	batch := s.svc.tailOpts.Batch
+	limit := tailHeldReads * batch
+	n := 1
+	for n <= limit+3*batch {
+		s.write(t, n, batch)
+		n += batch
+	}
+	s.svc.tails.mu.Lock()
+	held := s.svc.tails.hubs[s.store.project.ID].heldN
+	s.svc.tails.mu.Unlock()
+	if held > limit || held < limit-batch {
+		t.Fatalf("the hub holds %d entries; want at most %d, and about that many", held, limit)
+	}
+	commit()
+	if got := all.wait(t, n); !equalStrings(got, sequence(0, n, 1)) {
+		t.Fatalf("tail received %v, want 0..%d once each, in order", got, n-1)
+	}
+	if read := s.store.rowCount() - rows; read < n-limit || read >= n {
+		t.Errorf("the store handed the tail %d of %d entries; want those the hub could not hold (%d or more) and not all", read, n, n-limit)
+	}
+	s.svc.tails.mu.Lock()
+	held = s.svc.tails.hubs[s.store.project.ID].heldN
+	s.svc.tails.mu.Unlock()
+	if held != 0 {
+		t.Errorf("after handing every entry on the hub still holds %d", held)
+	}
+}
+
+// TestTailWokenByPartialWrites: entries stored through CreateLogsPartial (the OpenTelemetry
+// path) wake the tails of this instance like any other write, and the hub hands them on from
+// memory; with polls an hour apart nothing else would bring them.
+func TestTailWokenByPartialWrites(t *testing.T) {
+	s := newTailSetup(t)
+	var all tailRecorder
+	s.open(t, LogFilter{}, &all)
+	s.joined(t, 1)
+	rows := s.store.rowCount()
+	var in []LogInput
+	for i := range 3 {
+		in = append(in, LogInput{Level: ptr("info"), Message: ptr(fmt.Sprint(i))})
+	}
+	if res, err := s.svc.CreateLogsPartial(s.ctx, PartialBatch{ProjectID: s.store.project.ID, Records: in}); err != nil || res.Stored != 3 {
+		t.Fatalf("CreateLogsPartial = %+v, %v", res, err)
+	}
+	if got := all.wait(t, 3); !equalStrings(got, sequence(0, 3, 1)) {
+		t.Fatalf("tail received %v, want 0 1 2", got)
+	}
+	if n := s.store.rowCount() - rows; n != 0 {
+		t.Errorf("the store handed the tail %d entries; the hub should have had them from memory", n)
+	}
+}
+
+// TestTailTakeAgreesWithMatches: what a tail takes of a hub's read, through the read's indexes
+// by user, trace and subject, is exactly the entries after its place that its filter matches,
+// in order, for random reads, filters and places.
+func TestTailTakeAgreesWithMatches(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 11))
+	pick := func(vs ...string) *string {
+		if i := r.IntN(len(vs) + 1); i < len(vs) {
+			return &vs[i]
+		}
+		return nil
+	}
+	for round := range 500 {
+		read := &tailRead{}
+		for i := range r.IntN(40) {
+			read.entries = append(read.entries, TailEntry{At: TailPosition{Tx: uint64(10 + i/5), Pos: int64(i % 5)}, LogEntry: LogEntry{
+				ProjectID: "p", Level: []string{"info", "warn"}[r.IntN(2)], Message: fmt.Sprint("m", i),
+				UserID: pick("u1", "u2"), TraceID: pick("t1", "t2"), Subject: pick("s1", "s2"),
+			}})
+		}
+		f := LogFilter{ProjectID: "p", UserID: pick("u1", "u2", "u3"), TraceID: pick("t1", "t2"), Subject: pick("s1", "s2"), Level: pick("info")}
+		after := TailPosition{Tx: uint64(9 + r.IntN(10)), Pos: int64(r.IntN(6) - 1)}
+		var want []string
+		for _, e := range read.entries {
+			if after.Before(e.At) && f.Matches(e.LogEntry) {
+				want = append(want, e.Message)
+			}
+		}
+		var got []string
+		l := tailLoop{f: f, after: after, fn: func(es []TailEntry) error {
+			for _, e := range es {
+				got = append(got, e.Message)
+			}
+			return nil
+		}}
+		if err := l.take(read); err != nil {
+			t.Fatal(err)
+		}
+		if !equalStrings(got, want) {
+			t.Fatalf("round %d, filter %+v after %+v: took %v, want %v", round, f, after, got, want)
+		}
 	}
 }

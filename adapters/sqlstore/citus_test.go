@@ -5,6 +5,7 @@ package sqlstore_test
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -259,7 +260,7 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 			Message: "Message " + fmt.Sprint(i), Subject: ptr("s"), UserID: ptr("u"), TraceID: ptr(traceID(i % 3))}
 	}
 	idem := &domain.IdempotencyRecord{Scope: strings.Repeat("ab", 32), Key: "k", Fingerprint: "f", Created: 100, CreatedAt: now}
-	if _, err := s.CreateLogs(ctx, batch, idem, time.Hour, nil); err != nil {
+	if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{Record: idem, Window: time.Hour, Placed: true}); err != nil {
 		t.Fatal(err)
 	}
 	db := sqlstore.WriteDB(s)
@@ -353,6 +354,36 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 	must("read tail, filtered", err)
 	_, err = s.ReplayTail(ctx, domain.LogFilter{ProjectID: p, Level: ptr("warn")}, head, 10)
 	must("replay tail", err)
+	// The hub's read: bounded by a horizon and skipping the batches it holds. A placed batch is
+	// read at the place the write returned (the coordinator's transaction id).
+	fresh := make([]domain.LogEntry, 3)
+	for i := range fresh {
+		fresh[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: 1000, Level: "info", Message: "placed"}
+	}
+	placed, err := s.CreateLogs(ctx, fresh, domain.LogWrite{Placed: true})
+	if err == nil && placed.Tx == 0 {
+		err = errors.New("a placed batch came back without its place")
+	}
+	must("write a placed batch", err)
+	var horizon domain.TailPosition
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		horizon, err = s.TailHorizon(ctx)
+		must("tail horizon", err)
+		if placed.Tx < horizon.Tx || time.Now().After(deadline) {
+			break // a transaction elsewhere may hold the horizon back a while
+		}
+	}
+	head = domain.TailPosition{Tx: placed.Tx, Pos: -1}
+	got, err := s.ReadTail(ctx, domain.TailQuery{LogFilter: domain.LogFilter{ProjectID: p}, After: head, Before: horizon, Limit: 10})
+	must("read tail up to a horizon", err)
+	if len(got) != 3 || got[0].At != (domain.TailPosition{Tx: placed.Tx}) || got[2].At != (domain.TailPosition{Tx: placed.Tx, Pos: 2}) {
+		t.Fatalf("the placed batch (at %d) read back as %+v", placed.Tx, got)
+	}
+	got, err = s.ReadTail(ctx, domain.TailQuery{LogFilter: domain.LogFilter{ProjectID: p}, After: head, Before: horizon, Skip: []uint64{placed.Tx}, Limit: 10})
+	must("read tail skipping a batch", err)
+	if len(got) != 0 {
+		t.Fatalf("the read skipping the placed batch returned %+v", got)
+	}
 	_, err = s.DeleteLogs(ctx, domain.LogFilter{ProjectID: p, TraceID: ptr(traceID(2))})
 	must("delete", err)
 	// Both sweep paths: more expired entries than the limit (a bound first), then the rest.
@@ -482,7 +513,7 @@ func TestCitusWorkerDownIsUnavailableForItsProjectsOnly(t *testing.T) {
 	down := citus.Worker(0)
 	hit, spared := onPort[down.Port()], onPort[citus.Worker(1).Port()]
 	write := func(project string) error {
-		_, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Time: 1, Level: "info", Message: "m"}}, nil, 0, nil)
+		_, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Time: 1, Level: "info", Message: "m"}}, domain.LogWrite{})
 		return err
 	}
 	count := func(project string) (int, error) {
@@ -553,7 +584,7 @@ func TestCitusRebalanceKeepsEveryEntry(t *testing.T) {
 		for i := range batch {
 			batch[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: int64(i), Level: "info", Message: "m"}
 		}
-		if _, err := s.CreateLogs(ctx, batch, nil, 0, nil); err != nil {
+		if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{}); err != nil {
 			t.Fatal(err)
 		}
 		projects = append(projects, p)
@@ -619,7 +650,7 @@ func TestCitusRebalanceKeepsEveryEntry(t *testing.T) {
 		t.Errorf("the rebalance left the workers with %v shards of logs (after the moves %v), want them evened out", balanced, moved)
 	}
 	for _, p := range projects {
-		if _, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: 60, Level: "info", Message: "m"}}, nil, 0, nil); err != nil {
+		if _, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: 60, Level: "info", Message: "m"}}, domain.LogWrite{}); err != nil {
 			t.Errorf("write after the rebalance: %v", err)
 		}
 	}

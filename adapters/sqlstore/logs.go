@@ -8,7 +8,6 @@ import (
 	"iter"
 	"math"
 	"strings"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -45,40 +44,41 @@ const existenceChunk = 500
 // CreateLogs implements domain.LogStore: one transaction, the idempotency record first (so a
 // retry finds it or waits for it), the projects checked once per distinct id and their retention
 // handed to admit, then the engine's bulk insert.
-func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, rec *domain.IdempotencyRecord, window time.Duration, admit domain.AdmitFunc) (prior *domain.IdempotencyRecord, err error) {
+func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, w domain.LogWrite) (written domain.Written, err error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
-		return nil, s.translate("begin", err)
+		return domain.Written{}, s.translate("begin", err)
 	}
 	defer func() {
-		if err != nil || prior != nil {
+		if err != nil || written.Prior != nil {
 			_ = tx.Rollback() // nothing of this batch may stay; a rollback error adds nothing
 		}
 	}()
-	if rec != nil {
-		if prior, err := s.claimKey(ctx, tx, rec, window); prior != nil || err != nil {
-			return prior, err
+	if w.Record != nil {
+		if prior, err := s.claimKey(ctx, tx, w.Record, w.Window); prior != nil || err != nil {
+			return domain.Written{Prior: prior}, err
 		}
 	}
 	retentions, err := s.checkProjects(ctx, tx, entries)
 	if err != nil {
-		return nil, err
+		return domain.Written{}, err
 	}
-	if admit != nil {
-		if err := admit(retentions); err != nil {
-			return nil, err
+	if w.Admit != nil {
+		if err := w.Admit(retentions); err != nil {
+			return domain.Written{}, err
 		}
 	}
-	if err := s.eng.createLogs(ctx, tx, entries); err != nil {
-		return nil, s.translate("create logs", err)
+	batch, err := s.eng.createLogs(ctx, tx, entries, w.Placed)
+	if err != nil {
+		return domain.Written{}, s.translate("create logs", err)
 	}
 	if err := addCounts(ctx, tx, s.bind, countEntries(entries), 1); err != nil {
-		return nil, s.translate("count logs", err)
+		return domain.Written{}, s.translate("count logs", err)
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, s.translate("commit logs", err)
+		return domain.Written{}, s.translate("commit logs", err)
 	}
-	return nil, nil
+	return domain.Written{Tx: batch}, nil
 }
 
 // checkProjects answers *domain.MissingProjectsError, naming each missing project once, when any

@@ -22,9 +22,9 @@ type capture struct {
 	rec *domain.IdempotencyRecord
 }
 
-func (c *capture) CreateLogs(_ context.Context, _ []domain.LogEntry, rec *domain.IdempotencyRecord, _ time.Duration, _ domain.AdmitFunc) (*domain.IdempotencyRecord, error) {
-	c.rec = rec
-	return nil, nil
+func (c *capture) CreateLogs(_ context.Context, _ []domain.LogEntry, w domain.LogWrite) (domain.Written, error) {
+	c.rec = w.Record
+	return domain.Written{}, nil
 }
 
 // TestIdempotencyKeysSurviveTheScopeMigration upgrades a database holding idempotency records
@@ -495,7 +495,7 @@ func testTailMigration(t *testing.T, engine, dsn string, timeArg func(time.Time)
 		t.Fatalf("ReadTail from the start after the upgrade = %d entries, %v; want none (old entries are history)", len(got), err)
 	}
 	e := domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: id, Time: 1, Level: "info", Message: "new"}
-	if _, err := s.CreateLogs(ctx, []domain.LogEntry{e, {ID: uuid.Must(uuid.NewV7()).String(), ProjectID: id, Time: 0, Level: "info", Message: "second"}}, nil, 0, nil); err != nil {
+	if _, err := s.CreateLogs(ctx, []domain.LogEntry{e, {ID: uuid.Must(uuid.NewV7()).String(), ProjectID: id, Time: 0, Level: "info", Message: "second"}}, domain.LogWrite{}); err != nil {
 		t.Fatal(err)
 	}
 	got, err = s.ReadTail(ctx, domain.TailQuery{LogFilter: domain.LogFilter{ProjectID: id}, Limit: 100})
@@ -579,7 +579,7 @@ func testHourlyCountsMigration(t *testing.T, engine, dsn string, timeArg func(ti
 			t.Fatalf("stats in steps of %d after the upgrade = %v, want %d of info and of error", step, got, n/2)
 		}
 	}
-	if _, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Time: 5, Level: "warn", Message: "new"}}, nil, 0, nil); err != nil {
+	if _, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: project, Time: 5, Level: "warn", Message: "new"}}, domain.LogWrite{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.DeleteLogs(ctx, domain.LogFilter{ProjectID: project, Level: ptr("error"), End: ptr[int64](599_999)}); err != nil {

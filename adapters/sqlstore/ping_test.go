@@ -41,7 +41,7 @@ func testPingWithBusyPools(t *testing.T, s *sqlstore.Store) {
 	if err := s.CreateProject(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Level: "info", Message: "m"}}, nil, 0, nil); err != nil {
+	if _, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Level: "info", Message: "m"}}, domain.LogWrite{}); err != nil {
 		t.Fatal(err)
 	}
 

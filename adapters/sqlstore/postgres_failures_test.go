@@ -58,7 +58,7 @@ func TestPostgresBatchFailingMidCopyLeavesNothing(t *testing.T) {
 		batch[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Time: int64(i), Level: "info", Message: "m"}
 	}
 	batch[2].Message = "nul\x00byte"
-	if _, err := s.CreateLogs(t.Context(), batch, nil, 0, nil); err == nil {
+	if _, err := s.CreateLogs(t.Context(), batch, domain.LogWrite{}); err == nil {
 		t.Fatal("a batch with a NUL byte was stored")
 	}
 	var n int
@@ -69,7 +69,7 @@ func TestPostgresBatchFailingMidCopyLeavesNothing(t *testing.T) {
 		t.Errorf("a batch that failed mid-COPY left %d rows, want 0", n)
 	}
 	// The connection that carried the failed COPY is usable again.
-	if _, err := s.CreateLogs(t.Context(), batch[:2], nil, 0, nil); err != nil {
+	if _, err := s.CreateLogs(t.Context(), batch[:2], domain.LogWrite{}); err != nil {
 		t.Errorf("a good batch after the failed one: %v", err)
 	}
 }
@@ -102,7 +102,7 @@ func TestPostgresOutageIsUnavailableAndRecovers(t *testing.T) {
 	calls := map[string]func(ctx context.Context) error{
 		"GetProject": func(ctx context.Context) error { _, err := s.GetProject(ctx, p.ID); return err },
 		"CreateLogs": func(ctx context.Context) error {
-			_, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Level: "info", Message: "m"}}, nil, 0, nil)
+			_, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Level: "info", Message: "m"}}, domain.LogWrite{})
 			return err
 		},
 		"ListLogs": func(ctx context.Context) error {

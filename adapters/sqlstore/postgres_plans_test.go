@@ -178,7 +178,7 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 				batch[i].TraceID = ptr(traceID(1 + k/50))
 			}
 		}
-		if _, err := s.CreateLogs(ctx, batch, nil, 0, nil); err != nil {
+		if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{}); err != nil {
 			t.Fatal(err)
 		}
 	}

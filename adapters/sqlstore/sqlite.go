@@ -89,18 +89,22 @@ func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { retu
 
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
 // transaction, SQLite's cost is the B-tree work itself. The batch takes the next number of
-// tail_clock: the one writer makes that number commit order, which the live tail follows.
-func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error {
+// tail_clock: the one writer makes that number commit order, which the live tail follows. The
+// number is known without asking, so it is returned placed or not.
+func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, _ bool) (uint64, error) {
 	var batch int64
 	if err := tx.GetContext(ctx, &batch, "UPDATE tail_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx"); err != nil {
-		return err
+		return 0, err
 	}
 	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+", tail_tx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer stmt.Close()
-	return writeRows(ctx, stmt, entries, batch)
+	if err := writeRows(ctx, stmt, entries, batch); err != nil {
+		return 0, err
+	}
+	return uint64(batch), nil
 }
 
 func (sqliteEngine) isForeignKeyViolation(err error) bool {

@@ -19,8 +19,9 @@ import (
 type engine interface {
 	// timeArg converts a timestamp to what the engine's time columns store.
 	timeArg(t time.Time) any
-	// createLogs writes entries inside tx as fast as the engine allows.
-	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) error
+	// createLogs writes entries inside tx as fast as the engine allows, and returns the batch's
+	// tail_tx, when placed or when it knows it anyway (else 0).
+	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, placed bool) (uint64, error)
 	// lockSuffix is appended to the project existence check of a batch so that no project can
 	// be deleted between that check and the insert.
 	lockSuffix() string
@@ -33,11 +34,14 @@ type engine interface {
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
 	// tailTxParam is the placeholder of a tail transaction number, tailTxArg its value;
 	// tailFinal restricts a tail read to rows whose place no later commit can precede;
+	// tailSkip is a condition leaving out the batches of one parameter, tailSkipArg its value;
 	// tailHeadQuery answers the current transaction number as text, which tailHead turns into
 	// the position a new tail starts after (see tail.go).
 	tailTxParam() string
 	tailTxArg(tx uint64) any
 	tailFinal() string
+	tailSkip() string
+	tailSkipArg(txs []uint64) any
 	tailHeadQuery() string
 	tailHead(tx uint64) domain.TailPosition
 	isForeignKeyViolation(err error) bool

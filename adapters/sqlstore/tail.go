@@ -49,24 +49,43 @@ func (s *Store) TailHead(ctx context.Context, projectID string) (domain.TailPosi
 	if err := s.r.GetContext(ctx, &one, s.bind("SELECT 1 FROM projects WHERE id = ?"), projectID); err != nil {
 		return domain.TailPosition{}, s.translate("tail head: project", err)
 	}
+	return s.TailHorizon(ctx)
+}
+
+// TailHorizon implements domain.TailStore. A project's hub asks it before each read, so the
+// statement is prepared once.
+func (s *Store) TailHorizon(ctx context.Context) (domain.TailPosition, error) {
+	stmt, err := s.listing(ctx, s.eng.tailHeadQuery())
+	if err != nil {
+		return domain.TailPosition{}, s.translate("tail horizon", err)
+	}
 	var text string
-	if err := s.r.GetContext(ctx, &text, s.eng.tailHeadQuery()); err != nil {
-		return domain.TailPosition{}, s.translate("tail head", err)
+	if err := stmt.GetContext(ctx, &text); err != nil {
+		return domain.TailPosition{}, s.translate("tail horizon", err)
 	}
 	tx, err := strconv.ParseUint(text, 10, 64)
 	if err != nil {
-		return domain.TailPosition{}, s.translate("tail head", err)
+		return domain.TailPosition{}, s.translate("tail horizon", err)
 	}
 	return s.eng.tailHead(tx), nil
 }
 
-// ReadTail implements domain.TailStore.
+// ReadTail implements domain.TailStore. With q.Before the read is bounded by that horizon instead
+// of its own snapshot's, and leaves out q.Skip; the statements are prepared once per filter
+// (the batches to skip are one parameter).
 func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {
 	f := q.LogFilter
 	f.Start, f.End = nil, nil
 	w, args := where(f)
-	w += " AND (tail_tx, tail_pos) > (" + s.eng.tailTxParam() + ", ?)" + s.eng.tailFinal()
-	args = append(args, s.eng.tailTxArg(q.After.Tx), q.After.Pos, q.Limit)
+	w += " AND (tail_tx, tail_pos) > (" + s.eng.tailTxParam() + ", ?)"
+	args = append(args, s.eng.tailTxArg(q.After.Tx), q.After.Pos)
+	if q.Before == (domain.TailPosition{}) {
+		w += s.eng.tailFinal()
+	} else {
+		w += " AND (tail_tx, tail_pos) < (" + s.eng.tailTxParam() + ", ?) AND " + s.eng.tailSkip()
+		args = append(args, s.eng.tailTxArg(q.Before.Tx), q.Before.Pos, s.eng.tailSkipArg(q.Skip))
+	}
+	args = append(args, q.Limit)
 	return s.readTail(ctx, "SELECT "+tailColumns+" FROM logs"+w+" ORDER BY tail_tx, tail_pos LIMIT ?", args)
 }
 
@@ -82,7 +101,11 @@ func (s *Store) ReplayTail(ctx context.Context, f domain.LogFilter, upTo domain.
 }
 
 func (s *Store) readTail(ctx context.Context, query string, args []any) ([]domain.TailEntry, error) {
-	rows, err := s.r.QueryxContext(ctx, s.bind(query), args...)
+	stmt, err := s.listing(ctx, s.bind(query))
+	if err != nil {
+		return nil, s.translate("read tail", err)
+	}
+	rows, err := stmt.QueryxContext(ctx, args...)
 	if err != nil {
 		return nil, s.translate("read tail", err)
 	}
@@ -109,6 +132,10 @@ func (postgresEngine) tailTxArg(tx uint64) any { return strconv.FormatUint(tx, 1
 func (postgresEngine) tailFinal() string {
 	return " AND tail_tx < pg_snapshot_xmin(pg_current_snapshot())"
 }
+func (postgresEngine) tailSkip() string { return "tail_tx <> ALL (CAST(? AS xid8[]))" }
+func (postgresEngine) tailSkipArg(txs []uint64) any {
+	return "{" + joinUints(txs) + "}" // an array literal
+}
 func (postgresEngine) tailHeadQuery() string {
 	return "SELECT CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT)"
 }
@@ -123,6 +150,12 @@ func (postgresEngine) tailHead(xmin uint64) domain.TailPosition {
 func (sqliteEngine) tailTxParam() string     { return "?" }
 func (sqliteEngine) tailTxArg(tx uint64) any { return int64(min(tx, math.MaxInt64)) }
 func (sqliteEngine) tailFinal() string       { return "" }
+func (sqliteEngine) tailSkip() string {
+	return "tail_tx NOT IN (SELECT value FROM json_each(?))"
+}
+func (sqliteEngine) tailSkipArg(txs []uint64) any {
+	return "[" + joinUints(txs) + "]" // a JSON array
+}
 func (sqliteEngine) tailHeadQuery() string {
 	return "SELECT CAST(tx AS TEXT) FROM tail_clock WHERE id = 1"
 }
@@ -130,4 +163,16 @@ func (sqliteEngine) tailHeadQuery() string {
 // tailHead: after every entry of the last batch committed.
 func (sqliteEngine) tailHead(last uint64) domain.TailPosition {
 	return domain.TailPosition{Tx: last, Pos: math.MaxInt32}
+}
+
+// joinUints renders txs in decimal, separated by commas.
+func joinUints(txs []uint64) string {
+	b := make([]byte, 0, 12*len(txs))
+	for i, tx := range txs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, tx, 10)
+	}
+	return string(b)
 }

@@ -1,8 +1,11 @@
 package sqlstore_test
 
 import (
+	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,7 +47,7 @@ func TestTailFilterAgreesWithGo(t *testing.T) {
 			}
 			for range 4 {
 				for _, batch := range [][]domain.LogEntry{storetest.Corpus(r, p.ID, 150, at, span, newID), storetest.Corpus(r, other.ID, 10, at, span, newID)} {
-					if _, err := s.CreateLogs(t.Context(), batch, nil, 0, nil); err != nil {
+					if _, err := s.CreateLogs(t.Context(), batch, domain.LogWrite{}); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -108,5 +111,92 @@ func readAll(t *testing.T, ts domain.TailStore, f domain.LogFilter, after domain
 			return out
 		}
 		after = got[len(got)-1].At
+	}
+}
+
+// TestTailPlacedBatches checks, on both stores, what a project's hub relies on to hand on the
+// batches written through its instance from memory: CreateLogs, asked to place a batch, returns
+// the place every entry of it is read at, (Tx, index in the batch), and the entry reads back
+// equal to what was written; a read bounded by a horizon stops before it, and a read that skips
+// batches returns every other one, in order.
+func TestTailPlacedBatches(t *testing.T) {
+	for name, open := range map[string]func(*testing.T) domain.Store{"sqlite": openSQLite, "postgres": openPostgres} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			ts := s.(domain.TailStore)
+			now := time.Now().UTC()
+			p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "placed", CreatedAt: now, UpdatedAt: now}
+			if err := s.CreateProject(t.Context(), p); err != nil {
+				t.Fatal(err)
+			}
+			head, err := ts.TailHead(t.Context(), p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			entry := func(i int) domain.LogEntry {
+				e := domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Time: now.UnixMilli() - int64(i), Level: "warn", Message: "Straße ΣΊΣΥΦΟΣ 100% a_b " + strconv.Itoa(i)}
+				if i%2 == 0 {
+					e.Subject, e.UserID = ptr("checkout"), ptr("u"+strconv.Itoa(i))
+					e.Attributes = json.RawMessage(`{"a":[1,2.50,true,null],"k":"v é \"q\"","n":{"m":-0}}`)
+					e.TraceID, e.SpanID = ptr("4bf92f3577b34da6a3ce929d0e0e4736"), ptr("00f067aa0ba902b7")
+				}
+				return e
+			}
+			var batches [3][]domain.LogEntry
+			var txs [3]uint64
+			for b := range batches {
+				for i := range 4 {
+					batches[b] = append(batches[b], entry(b*4+i))
+				}
+				w, err := s.CreateLogs(t.Context(), batches[b], domain.LogWrite{Placed: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w.Tx == 0 || (b > 0 && w.Tx <= txs[b-1]) {
+					t.Fatalf("batch %d placed at %d after %v; want a place after the one before", b, w.Tx, txs[:b])
+				}
+				txs[b] = w.Tx
+			}
+			// On PostgreSQL a transaction of another test may hold the horizon back a while.
+			var horizon domain.TailPosition
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+				if horizon, err = ts.TailHorizon(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				if !horizon.Before(domain.TailPosition{Tx: txs[2], Pos: 3}) || time.Now().After(deadline) {
+					break
+				}
+			}
+			read := func(q domain.TailQuery) []domain.TailEntry {
+				t.Helper()
+				q.ProjectID, q.After, q.Limit = p.ID, head, 100
+				got, err := ts.ReadTail(t.Context(), q)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return got
+			}
+			want := func(bs ...int) []domain.TailEntry {
+				var out []domain.TailEntry
+				for _, b := range bs {
+					for i, e := range batches[b] {
+						out = append(out, domain.TailEntry{LogEntry: e, At: domain.TailPosition{Tx: txs[b], Pos: int64(i)}})
+					}
+				}
+				return out
+			}
+			check := func(what string, got, want []domain.TailEntry) {
+				t.Helper()
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("%s:\n got %+v\nwant %+v", what, got, want)
+				}
+			}
+			check("everything before the horizon", read(domain.TailQuery{Before: horizon}), want(0, 1, 2))
+			check("the same, without a bound", read(domain.TailQuery{}), want(0, 1, 2))
+			check("batches 0 and 2 skipped", read(domain.TailQuery{Before: horizon, Skip: []uint64{txs[0], txs[2]}}), want(1))
+			check("bounded in the middle of batch 1", read(domain.TailQuery{Before: domain.TailPosition{Tx: txs[1], Pos: 2}, Skip: []uint64{txs[0]}}), want(1)[:2])
+			check("filtered and skipping", read(domain.TailQuery{LogFilter: domain.LogFilter{UserID: ptr("u10")}, Before: horizon, Skip: []uint64{txs[0]}}), want(2)[2:3])
+		})
 	}
 }

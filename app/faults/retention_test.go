@@ -123,7 +123,7 @@ func seed(t *testing.T, db *retentionDB, n int) seeded {
 		}
 		batch = append(batch, domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Time: ts, Level: "info", Message: "seeded"})
 		if len(batch) == seedChunk || i == n-1 {
-			if _, err := st.CreateLogs(t.Context(), batch, nil, 0, nil); err != nil {
+			if _, err := st.CreateLogs(t.Context(), batch, domain.LogWrite{}); err != nil {
 				t.Fatalf("seed: %v", err)
 			}
 			batch = batch[:0]

@@ -180,10 +180,10 @@ func testCreateLogsRefusesExpired(t *testing.T, s domain.Store) {
 	q := projectWith(t, s, nil)
 	// The store reports what it found, in the transaction of the write.
 	var seen domain.Retentions
-	_, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(q, 1, "info")}, nil, 0, func(r domain.Retentions) error {
+	_, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(q, 1, "info")}, domain.LogWrite{Admit: func(r domain.Retentions) error {
 		seen = r
 		return domain.Errorf(domain.KindExpired, "no")
-	})
+	}})
 	wantKind(t, err, domain.KindExpired)
 	if len(seen) != 1 || seen[p.ID] != 7 {
 		t.Fatalf("admit saw %v, want only %s: 7", seen, p.ID)
@@ -216,7 +216,7 @@ func testRetentionChangeWaits(t *testing.T, s domain.Store) {
 	shorter.RetentionDays = ptr(1)
 	updated := make(chan error, 1)
 	var early error
-	_, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, now-2*day, "info")}, nil, 0, func(r domain.Retentions) error {
+	_, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, now-2*day, "info")}, domain.LogWrite{Admit: func(r domain.Retentions) error {
 		if r[p.ID] != 30 {
 			return fmt.Errorf("admit saw %v, want %s: 30", r, p.ID)
 		}
@@ -228,7 +228,7 @@ func testRetentionChangeWaits(t *testing.T, s domain.Store) {
 		case <-time.After(300 * time.Millisecond):
 		}
 		return nil
-	})
+	}})
 	if err != nil {
 		t.Fatalf("CreateLogs: %v", err)
 	}

@@ -94,7 +94,7 @@ func entry(p domain.Project, ms int64, level string) domain.LogEntry {
 
 func mustInsert(t *testing.T, s domain.Store, entries ...domain.LogEntry) {
 	t.Helper()
-	if _, err := s.CreateLogs(ctx(t), entries, nil, 0, nil); err != nil {
+	if _, err := s.CreateLogs(ctx(t), entries, domain.LogWrite{}); err != nil {
 		t.Fatalf("CreateLogs: %v", err)
 	}
 }
@@ -227,7 +227,7 @@ func testDeleteProjectCascades(t *testing.T, s domain.Store) {
 	}
 	// A project id freed by a delete can be written again only after it is created again, and
 	// then it holds nothing of before: the cascade removed the entries, not just hid them.
-	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, nil, 0, nil)
+	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(gone, 3, "info")}, domain.LogWrite{})
 	wantMissing(t, err, gone.ID)
 	if err := s.CreateProject(ctx(t), gone); err != nil {
 		t.Fatal(err)
@@ -284,7 +284,7 @@ func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "p", base)
 	missing := domain.Project{ID: newID()}
 	batch := []domain.LogEntry{entry(p, 1, "info"), entry(missing, 2, "info"), entry(p, 3, "info"), entry(missing, 4, "info")}
-	_, err := s.CreateLogs(ctx(t), batch, nil, 0, nil)
+	_, err := s.CreateLogs(ctx(t), batch, domain.LogWrite{})
 	wantMissing(t, err, missing.ID)
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
 		t.Fatalf("a failed batch left %d rows, want 0", len(got))
@@ -293,7 +293,7 @@ func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {
 	// A duplicate key inside one batch fails the database mid-batch: nothing of it remains.
 	first := entry(p, 10, "info")
 	dup := []domain.LogEntry{first, entry(p, 11, "info"), first}
-	if _, err := s.CreateLogs(ctx(t), dup, nil, 0, nil); err == nil {
+	if _, err := s.CreateLogs(ctx(t), dup, domain.LogWrite{}); err == nil {
 		t.Fatal("a batch with a duplicate key was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -303,7 +303,7 @@ func testCreateLogsAllOrNothing(t *testing.T, s domain.Store) {
 	// A cancelled context fails the batch and leaves nothing either.
 	c, cancel := context.WithCancel(ctx(t))
 	cancel()
-	if _, err := s.CreateLogs(c, []domain.LogEntry{entry(p, 20, "info")}, nil, 0, nil); err == nil {
+	if _, err := s.CreateLogs(c, []domain.LogEntry{entry(p, 20, "info")}, domain.LogWrite{}); err == nil {
 		t.Fatal("a batch with a cancelled context was accepted")
 	}
 	if got, _ := page(t, s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID}}); len(got) != 0 {
@@ -603,13 +603,17 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	rec := &domain.IdempotencyRecord{Scope: "k|" + p.ID, Key: "retry-1", Fingerprint: "f1", Created: 2, CreatedAt: now}
 	const window = time.Hour
+	create := func(es []domain.LogEntry, rec *domain.IdempotencyRecord) (*domain.IdempotencyRecord, error) {
+		w, err := s.CreateLogs(ctx(t), es, domain.LogWrite{Record: rec, Window: window})
+		return w.Prior, err
+	}
 
-	prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window, nil)
+	prior, err := create([]domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec)
 	if err != nil || prior != nil {
 		t.Fatalf("first write = %+v, %v", prior, err)
 	}
 	// The retry finds the record and stores nothing.
-	prior, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec, window, nil)
+	prior, err = create([]domain.LogEntry{entry(p, 1, "info"), entry(p, 2, "info")}, rec)
 	if err != nil || prior == nil || prior.Fingerprint != "f1" || prior.Created != 2 {
 		t.Fatalf("retry = %+v, %v; want the first record", prior, err)
 	}
@@ -619,29 +623,29 @@ func testIdempotency(t *testing.T, s domain.Store) {
 	// Another scope is another key space.
 	other := *rec
 	other.Scope = "other|" + p.ID
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 3, "info")}, &other, window, nil); err != nil || prior != nil {
+	if prior, err := create([]domain.LogEntry{entry(p, 3, "info")}, &other); err != nil || prior != nil {
 		t.Fatalf("same key in another scope = %+v, %v", prior, err)
 	}
 	// A failed batch leaves no record: its retry is a first write.
 	failing := &domain.IdempotencyRecord{Scope: rec.Scope, Key: "retry-2", Fingerprint: "f2", Created: 1, CreatedAt: now}
 	ghost := domain.Project{ID: newID()}
-	_, err = s.CreateLogs(ctx(t), []domain.LogEntry{entry(ghost, 1, "info")}, failing, window, nil)
+	_, err = create([]domain.LogEntry{entry(ghost, 1, "info")}, failing)
 	wantMissing(t, err, ghost.ID)
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 4, "info")}, failing, window, nil); err != nil || prior != nil {
+	if prior, err := create([]domain.LogEntry{entry(p, 4, "info")}, failing); err != nil || prior != nil {
 		t.Fatalf("retry of a failed batch = %+v, %v; want a first write", prior, err)
 	}
 	// Past the window the key is free again, and sweeping forgets old records.
 	later := *rec
 	later.CreatedAt = now.Add(2 * window)
 	later.Fingerprint = "f3"
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 5, "info")}, &later, window, nil); err != nil || prior != nil {
+	if prior, err := create([]domain.LogEntry{entry(p, 5, "info")}, &later); err != nil || prior != nil {
 		t.Fatalf("key reused after the window = %+v, %v", prior, err)
 	}
 	n, err := s.SweepIdempotency(ctx(t), now.Add(time.Minute))
 	if err != nil || n != 2 { // retry-1 of "other" and retry-2 are older than a minute past now
 		t.Fatalf("sweep = %d, %v; want 2", n, err)
 	}
-	if prior, err := s.CreateLogs(ctx(t), []domain.LogEntry{entry(p, 6, "info")}, &later, window, nil); err != nil || prior == nil || prior.Fingerprint != "f3" {
+	if prior, err := create([]domain.LogEntry{entry(p, 6, "info")}, &later); err != nil || prior == nil || prior.Fingerprint != "f3" {
 		t.Fatalf("the swept-around record = %+v, %v; want it kept", prior, err)
 	}
 }
@@ -759,7 +763,7 @@ func testUnknownProjectsCapped(t *testing.T, s domain.Store) {
 		entries[i] = entry(owner, int64(i), "info")
 		in[i] = domain.LogInput{ProjectID: owner.ID, Message: ptr("m")}
 	}
-	_, err := s.CreateLogs(ctx(t), entries, nil, 0, nil)
+	_, err := s.CreateLogs(ctx(t), entries, domain.LogWrite{})
 	wantMissing(t, err, ghosts[0].ID, ghosts[1].ID, ghosts[2].ID)
 
 	_, err = service(s).CreateLogs(asAdmin(t), in, "")
