@@ -34,14 +34,14 @@ type engine interface {
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
 	// tailTxParam is the placeholder of a tail transaction number, tailTxArg its value;
 	// tailFinal restricts a tail read to rows whose place no later commit can precede;
-	// tailSkip is a condition leaving out the batches of one parameter, tailSkipArg its value;
+	// tailBounded builds a read bounded by q.Before that leaves out q.Skip from a filter's where
+	// clause and arguments (false: nothing can match);
 	// tailHeadQuery answers the current transaction number as text, which tailHead turns into
 	// the position a new tail starts after (see tail.go).
 	tailTxParam() string
 	tailTxArg(tx uint64) any
 	tailFinal() string
-	tailSkip() string
-	tailSkipArg(txs []uint64) any
+	tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool)
 	tailHeadQuery() string
 	tailHead(tx uint64) domain.TailPosition
 	isForeignKeyViolation(err error) bool

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"example.com/obsvc/domain"
 )
@@ -28,6 +29,9 @@ import (
 // text, since xid8 has no driver type, under another name: ORDER BY tail_tx would otherwise
 // sort by the text).
 const tailColumns = "id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id, CAST(tail_tx AS TEXT) AS tail_tx_text, tail_pos"
+
+// tailColumnNames are the names of tailColumns' results.
+var tailColumnNames = []string{"id", "project_id", "time", "level", "message", "subject", "user_id", "attributes", "trace_id", "span_id", "tail_tx_text", "tail_pos"}
 
 type tailRow struct {
 	logRow
@@ -71,21 +75,21 @@ func (s *Store) TailHorizon(ctx context.Context) (domain.TailPosition, error) {
 }
 
 // ReadTail implements domain.TailStore. With q.Before the read is bounded by that horizon instead
-// of its own snapshot's, and leaves out q.Skip; the statements are prepared once per filter
-// (the batches to skip are one parameter).
+// of its own snapshot's, and leaves out q.Skip (see the engines' tailBounded); the statements
+// are prepared once per filter.
 func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {
 	f := q.LogFilter
 	f.Start, f.End = nil, nil
 	w, args := where(f)
-	w += " AND (tail_tx, tail_pos) > (" + s.eng.tailTxParam() + ", ?)"
-	args = append(args, s.eng.tailTxArg(q.After.Tx), q.After.Pos)
-	if q.Before == (domain.TailPosition{}) {
-		w += s.eng.tailFinal()
-	} else {
-		w += " AND (tail_tx, tail_pos) < (" + s.eng.tailTxParam() + ", ?) AND " + s.eng.tailSkip()
-		args = append(args, s.eng.tailTxArg(q.Before.Tx), q.Before.Pos, s.eng.tailSkipArg(q.Skip))
+	if q.Before != (domain.TailPosition{}) {
+		query, args, ok := s.eng.tailBounded(w, args, q)
+		if !ok {
+			return nil, nil // nothing lies between After and Before but skipped batches
+		}
+		return s.readTail(ctx, query, args)
 	}
-	args = append(args, q.Limit)
+	w += " AND (tail_tx, tail_pos) > (" + s.eng.tailTxParam() + ", ?)" + s.eng.tailFinal()
+	args = append(args, s.eng.tailTxArg(q.After.Tx), q.After.Pos, q.Limit)
 	return s.readTail(ctx, "SELECT "+tailColumns+" FROM logs"+w+" ORDER BY tail_tx, tail_pos LIMIT ?", args)
 }
 
@@ -132,9 +136,45 @@ func (postgresEngine) tailTxArg(tx uint64) any { return strconv.FormatUint(tx, 1
 func (postgresEngine) tailFinal() string {
 	return " AND tail_tx < pg_snapshot_xmin(pg_current_snapshot())"
 }
-func (postgresEngine) tailSkip() string { return "tail_tx <> ALL (CAST(? AS xid8[]))" }
-func (postgresEngine) tailSkipArg(txs []uint64) any {
-	return "{" + joinUints(txs) + "}" // an array literal
+
+// tailBounded reads the gaps between the skipped batches, each an index range scan of its own
+// (a LATERAL subquery per gap, the gaps as arrays), so that the rows of a skipped batch (the
+// hub's instance wrote them, and it skips them because it holds them) are never visited: a
+// filter leaving them out would fetch each from the heap only to drop it. Every gap names the
+// project, so the statement stays on one shard.
+func (postgresEngine) tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool) {
+	var loTx, hiTx []uint64
+	var loPos, hiPos []int64
+	gap := func(lo, hi domain.TailPosition) {
+		if q.Before.Before(hi) {
+			hi = q.Before // a batch skipped past the bound does not widen the read
+		}
+		if lo.Before(hi) {
+			loTx, loPos, hiTx, hiPos = append(loTx, lo.Tx), append(loPos, lo.Pos), append(hiTx, hi.Tx), append(hiPos, hi.Pos)
+		}
+	}
+	lo := q.After
+	for _, tx := range q.Skip {
+		gap(lo, domain.TailPosition{Tx: tx, Pos: -1})
+		if past := (domain.TailPosition{Tx: tx, Pos: math.MaxInt32}); lo.Before(past) {
+			lo = past
+		}
+	}
+	gap(lo, q.Before)
+	if len(loTx) == 0 {
+		return "", nil, false
+	}
+	outer := make([]string, len(tailColumnNames))
+	for i, c := range tailColumnNames {
+		outer[i] = "l." + c
+	}
+	query := "SELECT " + strings.Join(outer, ", ") +
+		" FROM unnest(CAST(? AS xid8[]), CAST(? AS integer[]), CAST(? AS xid8[]), CAST(? AS integer[])) WITH ORDINALITY AS g(lo_tx, lo_pos, hi_tx, hi_pos, n)" +
+		" CROSS JOIN LATERAL (SELECT " + tailColumns + ", tail_tx AS tx FROM logs" + w +
+		" AND (tail_tx, tail_pos) > (g.lo_tx, g.lo_pos) AND (tail_tx, tail_pos) < (g.hi_tx, g.hi_pos)" +
+		" ORDER BY tail_tx, tail_pos LIMIT ?) AS l ORDER BY g.n, l.tx, l.tail_pos LIMIT ?"
+	all := append([]any{"{" + joinUints(loTx) + "}", "{" + joinInts(loPos) + "}", "{" + joinUints(hiTx) + "}", "{" + joinInts(hiPos) + "}"}, args...)
+	return query, append(all, q.Limit, q.Limit), true
 }
 func (postgresEngine) tailHeadQuery() string {
 	return "SELECT CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT)"
@@ -150,11 +190,13 @@ func (postgresEngine) tailHead(xmin uint64) domain.TailPosition {
 func (sqliteEngine) tailTxParam() string     { return "?" }
 func (sqliteEngine) tailTxArg(tx uint64) any { return int64(min(tx, math.MaxInt64)) }
 func (sqliteEngine) tailFinal() string       { return "" }
-func (sqliteEngine) tailSkip() string {
-	return "tail_tx NOT IN (SELECT value FROM json_each(?))"
-}
-func (sqliteEngine) tailSkipArg(txs []uint64) any {
-	return "[" + joinUints(txs) + "]" // a JSON array
+
+// tailBounded: one range, the skipped batches left out by a filter (one JSON array parameter).
+// SQLite reads its own pages in process, so visiting a skipped row costs little.
+func (sqliteEngine) tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool) {
+	w += " AND (tail_tx, tail_pos) > (?, ?) AND (tail_tx, tail_pos) < (?, ?) AND tail_tx NOT IN (SELECT value FROM json_each(?))"
+	args = append(args, sqliteEngine{}.tailTxArg(q.After.Tx), q.After.Pos, sqliteEngine{}.tailTxArg(q.Before.Tx), q.Before.Pos, "["+joinUints(q.Skip)+"]", q.Limit)
+	return "SELECT " + tailColumns + " FROM logs" + w + " ORDER BY tail_tx, tail_pos LIMIT ?", args, true
 }
 func (sqliteEngine) tailHeadQuery() string {
 	return "SELECT CAST(tx AS TEXT) FROM tail_clock WHERE id = 1"
@@ -173,6 +215,18 @@ func joinUints(txs []uint64) string {
 			b = append(b, ',')
 		}
 		b = strconv.AppendUint(b, tx, 10)
+	}
+	return string(b)
+}
+
+// joinInts renders ns in decimal, separated by commas.
+func joinInts(ns []int64) string {
+	b := make([]byte, 0, 4*len(ns))
+	for i, n := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, n, 10)
 	}
 	return string(b)
 }

@@ -195,7 +195,9 @@ func TestTailPlacedBatches(t *testing.T) {
 			check("everything before the horizon", read(domain.TailQuery{Before: horizon}), want(0, 1, 2))
 			check("the same, without a bound", read(domain.TailQuery{}), want(0, 1, 2))
 			check("batches 0 and 2 skipped", read(domain.TailQuery{Before: horizon, Skip: []uint64{txs[0], txs[2]}}), want(1))
-			check("bounded in the middle of batch 1", read(domain.TailQuery{Before: domain.TailPosition{Tx: txs[1], Pos: 2}, Skip: []uint64{txs[0]}}), want(1)[:2])
+			// Skipping a batch past the bound must not widen the read.
+			check("bounded in the middle of batch 1", read(domain.TailQuery{Before: domain.TailPosition{Tx: txs[1], Pos: 2}, Skip: []uint64{txs[0], txs[2]}}), want(1)[:2])
+			check("skipping a batch between and one past the horizon", read(domain.TailQuery{Before: horizon, Skip: []uint64{txs[1], horizon.Tx + 10}}), want(0, 2))
 			check("filtered and skipping", read(domain.TailQuery{LogFilter: domain.LogFilter{UserID: ptr("u10")}, Before: horizon, Skip: []uint64{txs[0]}}), want(2)[2:3])
 		})
 	}
