@@ -86,14 +86,19 @@ func benchTailIngest(b *testing.B, e *benchEnv, tailURL func(i int) string, want
 		}
 		return out
 	}
-	post := func(bodies [][]byte) time.Duration {
-		return runConcurrent(b, createClients, len(bodies), func(i int) error { return postBatch(client, e.url, bodies[i]) })
+	// What the machine and the process spend while each side posts (see cpuSpent).
+	var noneCPU, tailedCPU cpuSpent
+	post := func(bodies [][]byte, spent *cpuSpent) (took time.Duration) {
+		spent.measure(func() {
+			took = runConcurrent(b, createClients, len(bodies), func(i int) error { return postBatch(client, e.url, bodies[i]) })
+		})
+		return took
 	}
 	untailedRound := func() time.Duration {
 		b.StopTimer()
 		plain := bodies()
 		b.StartTimer()
-		return post(plain)
+		return post(plain, &noneCPU)
 	}
 	tailedRound := func() time.Duration {
 		b.StopTimer()
@@ -102,7 +107,7 @@ func benchTailIngest(b *testing.B, e *benchEnv, tailURL func(i int) string, want
 		tails := openCountingTails(b, ctx, tailURL, benchTails)
 		time.Sleep(tailSettle)
 		b.StartTimer()
-		took := post(withTails)
+		took := post(withTails, &tailedCPU)
 		b.StopTimer()
 		err := tails.waitFor(int64(want(perRound*createBatch)), time.Minute)
 		cancel()
@@ -136,6 +141,24 @@ func benchTailIngest(b *testing.B, e *benchEnv, tailURL func(i int) string, want
 	b.ReportMetric(noneRate, "untailed_rows/s")
 	b.ReportMetric((ratios[pairs/2-1]+ratios[pairs/2])/2, "ratio")
 	b.ReportMetric(tailedRate/noneRate, "ratio_of_totals")
+	reportCPU(b, "untailed", noneCPU, rows)
+	reportCPU(b, "tailed", tailedCPU, rows)
+}
+
+// reportCPU reports, where the machine has the counters, what one side's rounds spent while they
+// posted: the busy cores of the machine and of this process (the service and the benchmark's
+// clients and tails; the rest is the database), and each per row, in microseconds. With every
+// core busy on both sides, the ratio is what the tails add per row, not a slower service.
+func reportCPU(b *testing.B, side string, s cpuSpent, rows int) {
+	if !s.known() {
+		return
+	}
+	m, p := s.cores()
+	b.ReportMetric(m, side+"_machine_cores")
+	b.ReportMetric(p, side+"_process_cores")
+	m, p = s.perRow(rows)
+	b.ReportMetric(m, side+"_machine_us/row")
+	b.ReportMetric(p, side+"_process_us/row")
 }
 
 // countingTails are open tails that count the log events they read.
