@@ -62,7 +62,11 @@ func benchTail(b *testing.B, st store) {
 	b.Run("ingest/idle-project", func(b *testing.B) {
 		benchTailIngest(b, e, on(e.newProject(b, "idle"), ""), func(int) int { return 0 })
 	})
-	b.Run("latency", func(b *testing.B) { benchTailLatency(b, e) })
+	// The latency of a steady stream (each entry posted as soon as the last reached the tail),
+	// which a tail sends at most once per TAIL_COALESCE, and of a quiet one (each entry posted
+	// after the tail has sent nothing for longer than that), which it sends at once.
+	b.Run("latency/steady", func(b *testing.B) { benchTailLatency(b, e, 0, 200) })
+	b.Run("latency/quiet", func(b *testing.B) { benchTailLatency(b, e, e.cfg.TailCoalesce+10*time.Millisecond, 100) })
 }
 
 // benchTailIngest posts the same kind of batches as BenchmarkCreateLogs* (1,000 entries, 2
@@ -260,10 +264,11 @@ func countEvents(ctx context.Context, transport http.RoundTripper, url string, c
 	}
 }
 
-// benchTailLatency posts one entry at a time and times, for each, the span from the 201 to its
-// event at a tail open on the same instance; an event that comes before the 201 counts as 0.
-func benchTailLatency(b *testing.B, e *benchEnv) {
-	samples := max(b.N, 300)
+// benchTailLatency posts one entry at a time, gap after the last reached the tail, and times, for
+// each, the span from the 201 to its event at a tail open on the same instance; an event that
+// comes before the 201 counts as 0.
+func benchTailLatency(b *testing.B, e *benchEnv, gap time.Duration, minSamples int) {
+	samples := max(b.N, minSamples)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex
@@ -302,6 +307,7 @@ func benchTailLatency(b *testing.B, e *benchEnv) {
 	created := make([]time.Time, samples)
 	b.ResetTimer()
 	for i := range samples {
+		time.Sleep(gap)
 		body := fmt.Appendf(nil, `[{"project_id":%q,"time":%d,"level":"info","message":"latency %d"}]`, e.project, time.Now().UnixMilli(), i)
 		if err := postBatch(client, e.url, body); err != nil {
 			b.Fatal(err)

@@ -39,6 +39,7 @@ type benchEnv struct {
 	url     string
 	st      store
 	svc     *service
+	cfg     config
 	project string
 }
 
@@ -61,7 +62,7 @@ func newBenchEnv(b *testing.B, st store, tweak func(*config)) *benchEnv {
 		tweak(&cfg)
 	}
 	svc, srv := serve(b, cfg, st, nil)
-	e := &benchEnv{url: srv.URL, st: st, svc: svc}
+	e := &benchEnv{url: srv.URL, st: st, svc: svc, cfg: cfg}
 	e.project = e.newProject(b, "bench")
 	return e
 }

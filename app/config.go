@@ -58,6 +58,7 @@ type config struct {
 	MaxTailsTotal   int
 	TailPoll        time.Duration
 	TailHeartbeat   time.Duration
+	TailCoalesce    time.Duration
 }
 
 // defaultSQLitePath is where the embedded store lives when DATABASE_URL is empty.
@@ -93,6 +94,7 @@ func defaultConfig() config {
 		MaxTailsTotal:   domain.DefaultTailOptions().MaxTotal,
 		TailPoll:        domain.DefaultTailOptions().Poll,
 		TailHeartbeat:   httpapi.DefaultTailHeartbeat,
+		TailCoalesce:    domain.DefaultTailOptions().Coalesce,
 	}
 }
 
@@ -140,6 +142,7 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxTailsTotal, "max-tails-total", "live tails this instance holds open in all; more are refused with 429")
 	dur(&c.TailPoll, "tail-poll", "how often an idle live tail looks for entries written through other instances (a `duration`)")
 	dur(&c.TailHeartbeat, "tail-heartbeat", "an idle live tail sends a comment line after this long, so proxies keep it open (a `duration`)")
+	dur(&c.TailCoalesce, "tail-coalesce", "least time between two sends of a live tail under a steady stream; what comes sooner goes out with the next send, and a tail quiet this long sends at once; 0 sends every write at once (a `duration`)")
 	return fs
 }
 
@@ -241,6 +244,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid TAIL_POLL: must be positive")
 	case c.TailHeartbeat <= 0:
 		return fmt.Errorf("invalid TAIL_HEARTBEAT: must be positive")
+	case c.TailCoalesce < 0 || c.TailCoalesce >= c.TailHeartbeat:
+		return fmt.Errorf("invalid TAIL_COALESCE: must be at least 0 and less than TAIL_HEARTBEAT")
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")
@@ -356,6 +361,6 @@ func (c config) limits() domain.Limits {
 // tailOptions are the bounds of the live tail.
 func (c config) tailOptions() domain.TailOptions {
 	o := domain.DefaultTailOptions()
-	o.MaxPerKey, o.MaxTotal, o.Poll = c.MaxTails, c.MaxTailsTotal, c.TailPoll
+	o.MaxPerKey, o.MaxTotal, o.Poll, o.Coalesce = c.MaxTails, c.MaxTailsTotal, c.TailPoll, c.TailCoalesce
 	return o
 }

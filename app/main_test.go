@@ -204,6 +204,8 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
 		{"profiles on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},
 		{"profiles on a public address", []string{"-pprof-addr", "0.0.0.0:6060"}, nil, "PPROF_ADDR"},
+		{"negative tail coalesce", nil, map[string]string{"TAIL_COALESCE": "-1ms"}, "TAIL_COALESCE"},
+		{"tail coalesce past the heartbeat", nil, map[string]string{"TAIL_COALESCE": "20s"}, "TAIL_COALESCE"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

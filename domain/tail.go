@@ -110,11 +110,18 @@ type TailOptions struct {
 	Batch int
 	// CheckEvery is how often an open tail checks that its project still exists.
 	CheckEvery time.Duration
+	// Coalesce is the least time between two sends of a tail following its project's hub: what
+	// comes sooner after a send waits, and goes out in one send with whatever else comes, when
+	// Coalesce has passed. A tail that has sent nothing for Coalesce sends at once, so a quiet
+	// project's entries are not delayed; under a steady stream each tail sends (one write, one
+	// flush, one wake-up of its client) at most once per Coalesce instead of once per write to
+	// the project. 0 sends every read at once.
+	Coalesce time.Duration
 }
 
 // DefaultTailOptions are the documented defaults.
 func DefaultTailOptions() TailOptions {
-	return TailOptions{MaxPerKey: 10, MaxTotal: 1000, Poll: 250 * time.Millisecond, Batch: 500, CheckEvery: 5 * time.Second}
+	return TailOptions{MaxPerKey: 10, MaxTotal: 1000, Poll: 250 * time.Millisecond, Batch: 500, CheckEvery: 5 * time.Second, Coalesce: 100 * time.Millisecond}
 }
 
 // TailRequest is what a client asks of a tail: the filter, and where to start. Resume (the
@@ -131,10 +138,11 @@ type TailRequest struct {
 	Client string
 }
 
-// TailFunc receives the entries a tail found, in order; it is called with none after each idle
-// wait, so that a transport may keep the connection alive. An error from it ends the tail and
-// is returned unchanged. The entries may be shared with other tails: fn must not change them.
-type TailFunc func(entries []TailEntry) error
+// TailFunc receives the entries a tail found, in order, in one or more runs to send together; it
+// is called with none after each idle wait, so that a transport may keep the connection alive.
+// An error from it ends the tail and is returned unchanged. The entries may be shared with
+// other tails: fn must not change them, nor keep runs after it returns.
+type TailFunc func(runs [][]TailEntry) error
 
 // Before reports whether p comes before q in ingest order.
 func (p TailPosition) Before(q TailPosition) bool {
@@ -593,7 +601,7 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 				return s.tailErr(ctx, f.ProjectID, err)
 			}
 			if len(old) > 0 {
-				if err := fn(old); err != nil {
+				if err := fn([][]TailEntry{old}); err != nil {
 					return err
 				}
 			}
@@ -603,7 +611,7 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	if err := fn(nil); err != nil {
 		return err
 	}
-	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now()}
+	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now(), coalesce: o.Coalesce, maxRuns: tailQueue}
 	defer func() {
 		if tl.sub != nil {
 			s.tails.leave(f.ProjectID, tl.sub)
@@ -623,6 +631,14 @@ type tailLoop struct {
 	after   TailPosition
 	sub     *tailSub // the tail's place at its hub; nil while it reads on its own
 	checked time.Time
+	// What the tail has taken of its hub's reads and not sent yet (see TailOptions.Coalesce):
+	// runs of entries in order, sent when due fires, or at once when maxRuns are waiting.
+	coalesce time.Duration
+	maxRuns  int
+	waiting  [][]TailEntry
+	sent     time.Time // when the tail last sent entries
+	dueTimer *time.Timer
+	due      <-chan time.Time // dueTimer's channel while it is set for waiting, else nil
 }
 
 func (l *tailLoop) run(ctx context.Context) error {
@@ -648,7 +664,8 @@ func (l *tailLoop) run(ctx context.Context) error {
 			}
 			if len(got) > 0 {
 				l.after = got[len(got)-1].At
-				if err := l.fn(got); err != nil {
+				l.sent = time.Now()
+				if err := l.fn([][]TailEntry{got}); err != nil {
 					return err
 				}
 				if len(got) == o.Batch {
@@ -678,6 +695,12 @@ func (l *tailLoop) run(ctx context.Context) error {
 				return err
 			}
 			continue
+		case <-l.due:
+			l.due = nil
+			if err := l.send(); err != nil {
+				return err
+			}
+			continue
 		case <-l.sub.dropped:
 			// Hand on what the hub read before it let go, then read on alone (or end, when the
 			// hub's read failed).
@@ -693,6 +716,10 @@ func (l *tailLoop) run(ctx context.Context) error {
 			}
 			if err := l.sub.err; err != nil {
 				return s.tailErr(ctx, l.f.ProjectID, err)
+			}
+			// What waits goes first: the reads on its own come after it.
+			if err := l.send(); err != nil {
+				return err
 			}
 			l.sub = nil
 			continue
@@ -789,7 +816,43 @@ func (l *tailLoop) take(r *tailRead) error {
 	if len(out) == 0 {
 		return nil
 	}
-	return l.fn(out)
+	return l.hand(out)
+}
+
+// hand sends out, entries the tail took from its hub, at once when it has sent nothing for
+// Coalesce (or maxRuns runs are waiting), else when Coalesce has passed since its last send,
+// together with what else comes by then.
+func (l *tailLoop) hand(out []TailEntry) error {
+	l.waiting = append(l.waiting, out)
+	wait := l.coalesce - time.Since(l.sent)
+	if wait <= 0 || len(l.waiting) >= l.maxRuns {
+		return l.send()
+	}
+	if l.due == nil {
+		if l.dueTimer == nil {
+			l.dueTimer = time.NewTimer(wait)
+		} else {
+			l.dueTimer.Reset(wait)
+		}
+		l.due = l.dueTimer.C
+	}
+	return nil
+}
+
+// send sends what waits, if anything.
+func (l *tailLoop) send() error {
+	if l.due != nil {
+		l.dueTimer.Stop()
+		l.due = nil
+	}
+	if len(l.waiting) == 0 {
+		return nil
+	}
+	err := l.fn(l.waiting)
+	clear(l.waiting) // the runs belong to the hub's reads, which need not outlive this
+	l.waiting = l.waiting[:0]
+	l.sent = time.Now()
+	return err
 }
 
 // idle runs after a quiet poll interval: it checks now and then that the project still exists

@@ -146,43 +146,45 @@ func (s *sseStream) begin() error {
 	return s.flush()
 }
 
-// send writes entries as events, or, with none, a heartbeat when the stream has been quiet for
-// the heartbeat interval.
-func (s *sseStream) send(entries []domain.TailEntry) error {
+// send writes the runs of entries as events and flushes them once, or, with none, a heartbeat
+// when the stream has been quiet for the heartbeat interval.
+func (s *sseStream) send(runs [][]domain.TailEntry) error {
 	if !s.started {
 		if err := s.begin(); err != nil {
 			return err
 		}
 	}
-	if len(entries) == 0 {
+	if len(runs) == 0 {
 		if time.Since(s.last) < s.heartbeat {
 			return nil
 		}
 		_, _ = s.bw.WriteString(": keep-alive\n\n")
 		return s.flush()
 	}
-	for _, e := range entries {
-		var ev []byte
-		if e.Memo != nil {
-			// Every tail of the instance that hands this entry on shares the one rendering.
-			ev = e.Memo.Bytes(func() []byte { return logEvent(e) })
-		} else {
-			ev = logEvent(e)
-		}
-		if ev == nil {
-			return fmt.Errorf("tail: entry %s cannot be rendered", e.ID)
-		}
-		// Only flush reaches the client, under a deadline it renews: an event that does not fit
-		// in the buffer goes after a flush, never out of a full buffer under the deadline of an
-		// earlier flush, which has passed if the tail was idle for the stall timeout. (One
-		// larger than the whole buffer goes straight through, under the deadline just renewed.)
-		if len(ev) > s.bw.Available() {
-			if err := s.flush(); err != nil {
-				return err
+	for _, entries := range runs {
+		for _, e := range entries {
+			var ev []byte
+			if e.Memo != nil {
+				// Every tail of the instance that hands this entry on shares the one rendering.
+				ev = e.Memo.Bytes(func() []byte { return logEvent(e) })
+			} else {
+				ev = logEvent(e)
 			}
-		}
-		if _, err := s.bw.Write(ev); err != nil {
-			return errStreamWrite
+			if ev == nil {
+				return fmt.Errorf("tail: entry %s cannot be rendered", e.ID)
+			}
+			// Only flush reaches the client, under a deadline it renews: an event that does not fit
+			// in the buffer goes after a flush, never out of a full buffer under the deadline of an
+			// earlier flush, which has passed if the tail was idle for the stall timeout. (One
+			// larger than the whole buffer goes straight through, under the deadline just renewed.)
+			if len(ev) > s.bw.Available() {
+				if err := s.flush(); err != nil {
+					return err
+				}
+			}
+			if _, err := s.bw.Write(ev); err != nil {
+				return errStreamWrite
+			}
 		}
 	}
 	return s.flush()
