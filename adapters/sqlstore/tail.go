@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -173,7 +174,7 @@ func (postgresEngine) tailBounded(w string, args []any, q domain.TailQuery) (str
 		" CROSS JOIN LATERAL (SELECT " + tailColumns + ", tail_tx AS tx FROM logs" + w +
 		" AND (tail_tx, tail_pos) > (g.lo_tx, g.lo_pos) AND (tail_tx, tail_pos) < (g.hi_tx, g.hi_pos)" +
 		" ORDER BY tail_tx, tail_pos LIMIT ?) AS l ORDER BY g.n, l.tx, l.tail_pos LIMIT ?"
-	all := append([]any{"{" + joinUints(loTx) + "}", "{" + joinInts(loPos) + "}", "{" + joinUints(hiTx) + "}", "{" + joinInts(hiPos) + "}"}, args...)
+	all := append([]any{"{" + joinDecimal(loTx) + "}", "{" + joinDecimal(loPos) + "}", "{" + joinDecimal(hiTx) + "}", "{" + joinDecimal(hiPos) + "}"}, args...)
 	return query, append(all, q.Limit, q.Limit), true
 }
 func (postgresEngine) tailHeadQuery() string {
@@ -195,7 +196,7 @@ func (sqliteEngine) tailFinal() string       { return "" }
 // SQLite reads its own pages in process, so visiting a skipped row costs little.
 func (sqliteEngine) tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool) {
 	w += " AND (tail_tx, tail_pos) > (?, ?) AND (tail_tx, tail_pos) < (?, ?) AND tail_tx NOT IN (SELECT value FROM json_each(?))"
-	args = append(args, sqliteEngine{}.tailTxArg(q.After.Tx), q.After.Pos, sqliteEngine{}.tailTxArg(q.Before.Tx), q.Before.Pos, "["+joinUints(q.Skip)+"]", q.Limit)
+	args = append(args, sqliteEngine{}.tailTxArg(q.After.Tx), q.After.Pos, sqliteEngine{}.tailTxArg(q.Before.Tx), q.Before.Pos, "["+joinDecimal(q.Skip)+"]", q.Limit)
 	return "SELECT " + tailColumns + " FROM logs" + w + " ORDER BY tail_tx, tail_pos LIMIT ?", args, true
 }
 func (sqliteEngine) tailHeadQuery() string {
@@ -207,26 +208,15 @@ func (sqliteEngine) tailHead(last uint64) domain.TailPosition {
 	return domain.TailPosition{Tx: last, Pos: math.MaxInt32}
 }
 
-// joinUints renders txs in decimal, separated by commas.
-func joinUints(txs []uint64) string {
-	b := make([]byte, 0, 12*len(txs))
-	for i, tx := range txs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendUint(b, tx, 10)
-	}
-	return string(b)
-}
-
-// joinInts renders ns in decimal, separated by commas.
-func joinInts(ns []int64) string {
-	b := make([]byte, 0, 4*len(ns))
+// joinDecimal renders ns in decimal, separated by commas: the transaction ids (uint64) and
+// batch positions (int64) of a tail read, as the text of an array parameter.
+func joinDecimal[T int64 | uint64](ns []T) string {
+	b := make([]byte, 0, 12*len(ns))
 	for i, n := range ns {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, n, 10)
+		b = fmt.Append(b, n)
 	}
 	return string(b)
 }
