@@ -696,7 +696,6 @@ func (l *tailLoop) run(ctx context.Context) error {
 			}
 			continue
 		case <-l.due:
-			l.due = nil
 			if err := l.send(); err != nil {
 				return err
 			}

@@ -163,31 +163,39 @@ func (s *sseStream) send(runs [][]domain.TailEntry) error {
 	}
 	for _, entries := range runs {
 		for _, e := range entries {
-			var ev []byte
-			if e.Memo != nil {
-				// Every tail of the instance that hands this entry on shares the one rendering.
-				ev = e.Memo.Bytes(func() []byte { return logEvent(e) })
-			} else {
-				ev = logEvent(e)
-			}
-			if ev == nil {
-				return fmt.Errorf("tail: entry %s cannot be rendered", e.ID)
-			}
-			// Only flush reaches the client, under a deadline it renews: an event that does not fit
-			// in the buffer goes after a flush, never out of a full buffer under the deadline of an
-			// earlier flush, which has passed if the tail was idle for the stall timeout. (One
-			// larger than the whole buffer goes straight through, under the deadline just renewed.)
-			if len(ev) > s.bw.Available() {
-				if err := s.flush(); err != nil {
-					return err
-				}
-			}
-			if _, err := s.bw.Write(ev); err != nil {
-				return errStreamWrite
+			if err := s.event(e); err != nil {
+				return err
 			}
 		}
 	}
 	return s.flush()
+}
+
+// event writes one entry as an event into the buffer.
+func (s *sseStream) event(e domain.TailEntry) error {
+	var ev []byte
+	if e.Memo != nil {
+		// Every tail of the instance that hands this entry on shares the one rendering.
+		ev = e.Memo.Bytes(func() []byte { return logEvent(e) })
+	} else {
+		ev = logEvent(e)
+	}
+	if ev == nil {
+		return fmt.Errorf("tail: entry %s cannot be rendered", e.ID)
+	}
+	// Only flush reaches the client, under a deadline it renews: an event that does not fit in
+	// the buffer goes after a flush, never out of a full buffer under the deadline of an earlier
+	// flush, which has passed if the tail was idle for the stall timeout. (One larger than the
+	// whole buffer goes straight through, under the deadline just renewed.)
+	if len(ev) > s.bw.Available() {
+		if err := s.flush(); err != nil {
+			return err
+		}
+	}
+	if _, err := s.bw.Write(ev); err != nil {
+		return errStreamWrite
+	}
+	return nil
 }
 
 // logEvent renders an entry as an SSE event; nil if it cannot (attributes that are not JSON).
