@@ -287,37 +287,83 @@ func (t *tails) written(tx uint64, entries []LogEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if tx != 0 && len(t.hubs) > 0 {
-		var mine map[*tailHub][]TailEntry
-		for i, e := range entries {
-			h, ok := t.hubs[e.ProjectID]
-			if !ok {
-				continue
-			}
-			at := TailPosition{Tx: tx, Pos: int64(i)}
-			if !h.pos.Before(at) {
-				continue // the hub read it from the store already
-			}
-			if mine == nil {
-				mine = map[*tailHub][]TailEntry{}
-			}
-			mine[h] = append(mine[h], TailEntry{LogEntry: e, At: at})
-		}
-		for h, es := range mine {
-			if h.heldN+len(es) > tailHeldReads*max(t.batch, 1) {
-				continue // the hub reads this batch from the store
-			}
-			if h.held == nil {
-				h.held = map[uint64][]TailEntry{}
-			}
-			h.held[tx] = es
-			h.heldN += len(es)
-		}
+		t.hold(tx, entries)
 	}
 	for _, e := range entries {
 		if ch, ok := t.wakeup[e.ProjectID]; ok {
 			close(ch)
 			delete(t.wakeup, e.ProjectID)
 		}
+	}
+}
+
+// hold gives each hub of a project of the batch tx the batch's entries of its project that it
+// has not read yet, when it has room for them. A batch names few projects, usually one: the
+// entries are counted per hub first, so that each hub's share is made once, at its size: a
+// hub holds every entry of its project written through this instance, and growing its share
+// as it filled allocated about twice the batch. Called with t.mu held.
+func (t *tails) hold(tx uint64, entries []LogEntry) {
+	type share struct {
+		hub *tailHub
+		n   int
+		es  []TailEntry
+	}
+	var shares []share
+	find := func(h *tailHub) *share {
+		for i := range shares {
+			if shares[i].hub == h {
+				return &shares[i]
+			}
+		}
+		return nil
+	}
+	// mine is the hub of entries[i], if it holds the entry. Entries of one project come
+	// together, so the last project's hub is kept.
+	lastProject, lastHub := "", (*tailHub)(nil)
+	mine := func(i int) (*tailHub, TailPosition) {
+		if p := entries[i].ProjectID; p != lastProject || i == 0 {
+			lastProject, lastHub = p, t.hubs[p]
+		}
+		at := TailPosition{Tx: tx, Pos: int64(i)}
+		if lastHub == nil || !lastHub.pos.Before(at) { // no hub, or it read the entry from the store already
+			return nil, at
+		}
+		return lastHub, at
+	}
+	for i := range entries {
+		if h, _ := mine(i); h != nil {
+			if sh := find(h); sh != nil {
+				sh.n++
+			} else {
+				shares = append(shares, share{hub: h, n: 1})
+			}
+		}
+	}
+	for i := range shares {
+		sh := &shares[i]
+		if sh.hub.heldN+sh.n > tailHeldReads*max(t.batch, 1) {
+			sh.n = 0 // the hub reads this batch from the store
+			continue
+		}
+		sh.es = make([]TailEntry, 0, sh.n)
+	}
+	for i := range entries {
+		if h, at := mine(i); h != nil {
+			if sh := find(h); sh.n > 0 {
+				sh.es = append(sh.es, TailEntry{LogEntry: entries[i], At: at})
+			}
+		}
+	}
+	for _, sh := range shares {
+		if sh.n == 0 {
+			continue
+		}
+		h := sh.hub
+		if h.held == nil {
+			h.held = map[uint64][]TailEntry{}
+		}
+		h.held[tx] = sh.es
+		h.heldN += len(sh.es)
 	}
 }
 
@@ -485,13 +531,28 @@ func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, mor
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// Only the batches left out of the read come from memory: one handed over since may have
-	// been read from the store.
-	var mine []TailEntry
+	// been read from the store. Each batch's entries after after and before end are one run of
+	// its held slice; a single run is handed on as it is, several are joined once.
+	var runs [][]TailEntry
+	n := 0
 	for _, tx := range skip {
-		for _, e := range h.held[tx] {
-			if after.Before(e.At) && e.At.Before(end) {
-				mine = append(mine, e)
-			}
+		es := h.held[tx]
+		lo := sort.Search(len(es), func(i int) bool { return after.Before(es[i].At) })
+		hi := sort.Search(len(es), func(i int) bool { return !es[i].At.Before(end) })
+		if lo < hi {
+			runs = append(runs, es[lo:hi])
+			n += hi - lo
+		}
+	}
+	var mine []TailEntry
+	switch len(runs) {
+	case 0:
+	case 1:
+		mine = runs[0]
+	default:
+		mine = make([]TailEntry, 0, n)
+		for _, r := range runs {
+			mine = append(mine, r...)
 		}
 	}
 	got = mergeTail(read, mine)
