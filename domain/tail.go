@@ -110,12 +110,13 @@ type TailOptions struct {
 	Batch int
 	// CheckEvery is how often an open tail checks that its project still exists.
 	CheckEvery time.Duration
-	// Coalesce is the least time between two sends of a tail following its project's hub: what
-	// comes sooner after a send waits, and goes out in one send with whatever else comes, when
-	// Coalesce has passed. A tail that has sent nothing for Coalesce sends at once, so a quiet
-	// project's entries are not delayed; under a steady stream each tail sends (one write, one
-	// flush, one wake-up of its client) at most once per Coalesce instead of once per write to
-	// the project. 0 sends every read at once.
+	// Coalesce is the least time between two reads of a project's hub that hand entries on,
+	// and between two sends of a tail following the hub: what comes sooner waits, and goes out
+	// with whatever else comes, when Coalesce has passed. A hub or tail that has handed on or
+	// sent nothing for Coalesce does so at once, so a quiet project's entries are not delayed;
+	// under a steady stream the hub asks the store and wakes its tails at most once per
+	// Coalesce, and each tail sends (one write, one flush, one wake-up of its client) at most
+	// once per Coalesce, instead of once per write to the project. 0 reads and sends at once.
 	Coalesce time.Duration
 }
 
@@ -191,7 +192,8 @@ type tails struct {
 // tailHub reads a project's entries in ingest order, unfiltered, once for all the tails of the
 // project on this instance that have caught up with it, and hands every read to each of them;
 // each keeps what its filter matches. With one reader per project an instance asks the store
-// once per write or poll, however many tails are open.
+// once per write or poll, at most once per TailOptions.Coalesce under a steady stream, however
+// many tails are open.
 //
 // What this instance writes to the project the hub does not read back: each batch comes with
 // its place in ingest order (Written.Tx) and the hub holds its entries until the store's
@@ -441,6 +443,7 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 	t, o := &s.tails, s.tailOpts
 	timer := time.NewTimer(o.Poll)
 	defer timer.Stop()
+	var handed time.Time // when the hub last handed entries on
 	for {
 		wake := t.waiter(h.project)
 		got, more, err := s.hubRead(ctx, h)
@@ -462,6 +465,7 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 			return
 		}
 		if len(got) > 0 {
+			handed = time.Now()
 			memos := make([]TailMemo, len(got))
 			for i := range got {
 				got[i].Memo = &memos[i]
@@ -493,6 +497,18 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 			return
 		case <-wake:
 		case <-timer.C:
+		}
+		// Under a steady stream the hub reads at most once per Coalesce: what is written
+		// sooner after it last handed entries on waits for the rest of the interval, and is
+		// read with whatever else comes by then. A hub that has handed nothing on for
+		// Coalesce reads at once.
+		if wait := o.Coalesce - time.Since(handed); wait > 0 {
+			timer.Reset(wait)
+			select {
+			case <-ctx.Done():
+				return
+			case <-timer.C:
+			}
 		}
 	}
 }

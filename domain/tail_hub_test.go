@@ -451,6 +451,48 @@ func TestTailHubHandsOnOwnBatchesFromMemory(t *testing.T) {
 	}
 }
 
+// TestTailHubPacesReads: a hub that has handed nothing on for Coalesce reads a write at once;
+// what is written sooner after it handed entries on waits for the rest of the interval, and is
+// then read in one read with whatever else came.
+func TestTailHubPacesReads(t *testing.T) {
+	t.Run("quiet hub reads at once, then waits", func(t *testing.T) {
+		s := newTailSetup(t)
+		s.svc.tailOpts.Coalesce = time.Hour
+		var r tailRecorder
+		s.open(t, LogFilter{}, &r)
+		s.joined(t, 1)
+		s.write(t, 0, 2)
+		if got := r.wait(t, 2); !equalStrings(got, sequence(0, 2, 1)) {
+			t.Fatalf("a write to a quiet hub: the tail received %v, want 0 1 without waiting for Coalesce (an hour)", got)
+		}
+		reads := s.store.readCount()
+		s.write(t, 2, 2)
+		time.Sleep(50 * time.Millisecond)
+		if n, got := s.store.readCount()-reads, r.wait(t, 0); n != 0 || len(got) != 2 {
+			t.Fatalf("a write within Coalesce of handing entries on: the hub read %d times and the tail received %v; want no read until the interval has passed", n, got)
+		}
+	})
+	t.Run("what waits is read together", func(t *testing.T) {
+		s := newTailSetup(t)
+		s.svc.tailOpts.Coalesce = time.Second
+		var r tailRecorder
+		s.open(t, LogFilter{}, &r)
+		s.joined(t, 1)
+		s.write(t, 0, 1)
+		r.wait(t, 1)
+		reads := s.store.readCount()
+		s.write(t, 1, 2)
+		time.Sleep(50 * time.Millisecond) // time enough for a hub that does not wait to read
+		s.write(t, 3, 2)
+		if got := r.wait(t, 5); !equalStrings(got, sequence(0, 5, 1)) {
+			t.Fatalf("the tail received %v, want 0..4 once the interval has passed", got)
+		}
+		if n := s.store.readCount() - reads; n != 1 {
+			t.Errorf("two writes within Coalesce of handing entries on took %d reads of the hub, want 1 after the interval", n)
+		}
+	})
+}
+
 // TestTailHubHoldsBoundedBatches: while an open transaction holds the horizon back, the hub holds
 // at most tailHeldReads reads' worth of this instance's batches; the rest it reads from the store
 // once the horizon moves, and every tail still receives every entry once, in order.
