@@ -455,16 +455,22 @@ func TestTailHubHandsOnOwnBatchesFromMemory(t *testing.T) {
 // what is written sooner after it handed entries on waits for the rest of the interval, and is
 // then read in one read with whatever else came.
 func TestTailHubPacesReads(t *testing.T) {
-	t.Run("quiet hub reads at once, then waits", func(t *testing.T) {
+	// paced opens one tail on a hub that paces its reads at coalesce, and returns once the tail
+	// has received a first write of n entries (messages 0 to n-1).
+	paced := func(t *testing.T, coalesce time.Duration, n int) (*tailSetup, *tailRecorder) {
 		s := newTailSetup(t)
-		s.svc.tailOpts.Coalesce = time.Hour
-		var r tailRecorder
-		s.open(t, LogFilter{}, &r)
+		s.svc.tailOpts.Coalesce = coalesce
+		r := &tailRecorder{}
+		s.open(t, LogFilter{}, r)
 		s.joined(t, 1)
-		s.write(t, 0, 2)
-		if got := r.wait(t, 2); !equalStrings(got, sequence(0, 2, 1)) {
-			t.Fatalf("a write to a quiet hub: the tail received %v, want 0 1 without waiting for Coalesce (an hour)", got)
+		s.write(t, 0, n)
+		if got := r.wait(t, n); !equalStrings(got, sequence(0, n, 1)) {
+			t.Fatalf("a write to a quiet hub: the tail received %v, want 0..%d without waiting for Coalesce (%v)", got, n-1, coalesce)
 		}
+		return s, r
+	}
+	t.Run("quiet hub reads at once, then waits", func(t *testing.T) {
+		s, r := paced(t, time.Hour, 2)
 		reads := s.store.readCount()
 		s.write(t, 2, 2)
 		time.Sleep(50 * time.Millisecond)
@@ -473,13 +479,7 @@ func TestTailHubPacesReads(t *testing.T) {
 		}
 	})
 	t.Run("what waits is read together", func(t *testing.T) {
-		s := newTailSetup(t)
-		s.svc.tailOpts.Coalesce = time.Second
-		var r tailRecorder
-		s.open(t, LogFilter{}, &r)
-		s.joined(t, 1)
-		s.write(t, 0, 1)
-		r.wait(t, 1)
+		s, r := paced(t, time.Second, 1)
 		reads := s.store.readCount()
 		s.write(t, 1, 2)
 		time.Sleep(50 * time.Millisecond) // time enough for a hub that does not wait to read
