@@ -556,7 +556,7 @@ func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, mor
 		lo := sort.Search(len(es), func(i int) bool { return after.Before(es[i].At) })
 		hi := sort.Search(len(es), func(i int) bool { return !es[i].At.Before(end) })
 		if lo < hi {
-			runs = append(runs, es[lo:hi])
+			runs = append(runs, es[lo:hi:hi]) // capped: an append must not reach the rest of held
 			n += hi - lo
 		}
 	}
