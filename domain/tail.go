@@ -217,6 +217,8 @@ type tailHub struct {
 type tailSub struct {
 	hub   *tailHub
 	reads chan *tailRead
+	// key is the index of a read the tail's filter looks entries up by (tailKeys: none).
+	key int
 	// dropped is closed when the hub lets the tail go: its queue was full, or a read failed
 	// (err, set first).
 	dropped chan struct{}
@@ -384,7 +386,7 @@ func (t *tails) hubPos(projectID string) (TailPosition, bool) {
 // starting one at head (a final position at or before after) when there is none. It returns
 // nil when the hub has read past after: entries between are not the tail's yet, and the hub
 // has handed them on already.
-func (s *Service) join(projectID string, after, head TailPosition) *tailSub {
+func (s *Service) join(projectID string, key int, after, head TailPosition) *tailSub {
 	t := &s.tails
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -401,7 +403,7 @@ func (s *Service) join(projectID string, after, head TailPosition) *tailSub {
 	case after.Before(h.pos):
 		return nil
 	}
-	sub := &tailSub{hub: h, reads: make(chan *tailRead, tailQueue), dropped: make(chan struct{})}
+	sub := &tailSub{hub: h, key: key, reads: make(chan *tailRead, tailQueue), dropped: make(chan struct{})}
 	h.subs[sub] = struct{}{}
 	return sub
 }
@@ -446,7 +448,23 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 	var handed time.Time // when the hub last handed entries on
 	for {
 		wake := t.waiter(h.project)
-		got, more, err := s.hubRead(ctx, h)
+		got, need, more, err := s.hubRead(ctx, h)
+		var read *tailRead
+		if err == nil && len(got) > 0 {
+			handed = time.Now()
+			memos := make([]TailMemo, len(got))
+			for i := range got {
+				got[i].Memo = &memos[i] // the hub's own: taken out of held, not handed on yet
+			}
+			read = &tailRead{entries: got}
+			// The indexes are made here, before any tail looks: made by the first tail that
+			// needs one, the others of the hub's tails wait for it one after another.
+			for key, ok := range need {
+				if ok {
+					read.candidates(key, "")
+				}
+			}
+		}
 		t.mu.Lock()
 		if t.hubs[h.project] != h { // the last tail left
 			t.forgetLocked(h.project) // the wake-up this read asked for, after leave dropped its own
@@ -464,13 +482,7 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 			t.mu.Unlock()
 			return
 		}
-		if len(got) > 0 {
-			handed = time.Now()
-			memos := make([]TailMemo, len(got))
-			for i := range got {
-				got[i].Memo = &memos[i]
-			}
-			read := &tailRead{entries: got}
+		if read != nil {
 			for sub := range h.subs {
 				select {
 				case sub.reads <- read:
@@ -515,14 +527,15 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 
 // hubRead takes the hub past the entries of its project that are final now, up to the store's
 // horizon or Batch entries read from the store, and returns them in ingest order: the ones it
-// holds from memory, the others read from the store. more says the read stopped at Batch.
-func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, more bool, err error) {
+// holds from memory, the others read from the store. more says the read stopped at Batch; need
+// names the indexes (see tailRead) that the hub's tails look entries up by.
+func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, need [tailKeys]bool, more bool, err error) {
 	t, o := &s.tails, s.tailOpts
 	// The horizon first: every batch before it has ended, so the read below, which comes later,
 	// sees every one that committed, and none after it is taken.
 	horizon, err := s.tailStore.TailHorizon(ctx)
 	if err != nil {
-		return nil, false, err
+		return nil, need, false, err
 	}
 	t.mu.Lock()
 	after := h.pos
@@ -534,7 +547,7 @@ func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, mor
 	slices.Sort(skip)
 	read, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: LogFilter{ProjectID: h.project}, After: after, Before: horizon, Skip: skip, Limit: o.Batch})
 	if err != nil {
-		return nil, false, err
+		return nil, need, false, err
 	}
 	end := horizon
 	if more = len(read) == o.Batch; more {
@@ -585,7 +598,12 @@ func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, mor
 			h.held[tx] = es[i:]
 		}
 	}
-	return got, more, nil
+	for sub := range h.subs {
+		if sub.key < tailKeys {
+			need[sub.key] = true
+		}
+	}
+	return got, need, more, nil
 }
 
 // mergeTail merges two runs of entries, each in ingest order and no position in both.
@@ -752,7 +770,8 @@ func (l *tailLoop) run(ctx context.Context) error {
 			if l.after.Before(head) {
 				l.after = head // nothing between matches
 			}
-			if l.sub = s.join(l.f.ProjectID, l.after, head); l.sub != nil {
+			key, _ := indexKey(&l.f)
+			if l.sub = s.join(l.f.ProjectID, key, l.after, head); l.sub != nil {
 				continue
 			}
 			// The hub read on meanwhile: read again, at once if there is news.
@@ -850,6 +869,20 @@ func (r *tailRead) candidates(key int, v string) []int32 {
 	return r.index[key][v]
 }
 
+// indexKey is the index of a read that a tail with filter f looks entries up by, the most
+// selective field it names, and the value; tailKeys when it names none.
+func indexKey(f *LogFilter) (int, *string) {
+	switch {
+	case f.UserID != nil:
+		return keyUser, f.UserID
+	case f.TraceID != nil:
+		return keyTrace, f.TraceID
+	case f.Subject != nil:
+		return keySubject, f.Subject
+	}
+	return tailKeys, nil
+}
+
 // take hands on the entries of one of the hub's reads that come after the tail's place and
 // match its filter.
 func (l *tailLoop) take(r *tailRead) error {
@@ -859,21 +892,15 @@ func (l *tailLoop) take(r *tailRead) error {
 		return nil
 	}
 	l.after = read[len(read)-1].At
+	f := &l.f
 	var out []TailEntry
-	switch f := &l.f; {
-	case f.UserID != nil || f.TraceID != nil || f.Subject != nil:
-		key, v := keySubject, f.Subject
-		if f.UserID != nil {
-			key, v = keyUser, f.UserID
-		} else if f.TraceID != nil {
-			key, v = keyTrace, f.TraceID
-		}
+	if key, v := indexKey(f); key < tailKeys {
 		for _, i := range r.candidates(key, *v) {
 			if int(i) >= from && f.Matches(read[i].LogEntry) {
 				out = append(out, read[i])
 			}
 		}
-	default:
+	} else {
 		// Hand on the read itself when every entry matches; copy only the matching ones otherwise.
 		out = read[from:]
 		for i, e := range out {
