@@ -344,22 +344,20 @@ func (t *tails) hold(tx uint64, entries []LogEntry) {
 		}
 	}
 	for i := range shares {
-		sh := &shares[i]
-		if sh.hub.heldN+sh.n > tailHeldReads*max(t.batch, 1) {
-			sh.n = 0 // the hub reads this batch from the store
-			continue
+		// A share the hub has no room for stays nil: the hub reads the batch from the store.
+		if sh := &shares[i]; sh.hub.heldN+sh.n <= tailHeldReads*max(t.batch, 1) {
+			sh.es = make([]TailEntry, 0, sh.n)
 		}
-		sh.es = make([]TailEntry, 0, sh.n)
 	}
 	for i := range entries {
 		if h, at := mine(i); h != nil {
-			if sh := find(h); sh.n > 0 {
+			if sh := find(h); sh.es != nil {
 				sh.es = append(sh.es, TailEntry{LogEntry: entries[i], At: at})
 			}
 		}
 	}
 	for _, sh := range shares {
-		if sh.n == 0 {
+		if sh.es == nil {
 			continue
 		}
 		h := sh.hub
@@ -457,11 +455,11 @@ func (s *Service) runHub(ctx context.Context, h *tailHub) {
 				got[i].Memo = &memos[i] // the hub's own: taken out of held, not handed on yet
 			}
 			read = &tailRead{entries: got}
-			// The indexes are made here, before any tail looks: made by the first tail that
-			// needs one, the others of the hub's tails wait for it one after another.
+			// The indexes are made here, before any tail looks: left to the first tail that
+			// needs one, the hub's other tails would queue behind it one after another.
 			for key, ok := range need {
 				if ok {
-					read.candidates(key, "")
+					read.makeIndex(key)
 				}
 			}
 		}
@@ -857,6 +855,12 @@ func tailKey(key int, e *LogEntry) *string {
 
 // candidates returns the positions, ascending, of the entries whose key field is v.
 func (r *tailRead) candidates(key int, v string) []int32 {
+	r.makeIndex(key)
+	return r.index[key][v]
+}
+
+// makeIndex makes the read's index by key, once.
+func (r *tailRead) makeIndex(key int) {
 	r.once[key].Do(func() {
 		m := map[string][]int32{}
 		for i := range r.entries {
@@ -866,7 +870,6 @@ func (r *tailRead) candidates(key int, v string) []int32 {
 		}
 		r.index[key] = m
 	})
-	return r.index[key][v]
 }
 
 // indexKey is the index of a read that a tail with filter f looks entries up by, the most
