@@ -41,6 +41,9 @@ type benchEnv struct {
 	svc     *service
 	cfg     config
 	project string
+	// database names the PostgreSQL database of st, for benchmarks that count what its backends
+	// spend; "" on SQLite (in this process) and where the benchmark does not set it.
+	database string
 }
 
 // newProject creates a project named name through the service's use case and returns its id.
