@@ -142,7 +142,7 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxTailsTotal, "max-tails-total", "live tails this instance holds open in all; more are refused with 429")
 	dur(&c.TailPoll, "tail-poll", "how often an idle live tail looks for entries written through other instances (a `duration`)")
 	dur(&c.TailHeartbeat, "tail-heartbeat", "an idle live tail sends a comment line after this long, so proxies keep it open (a `duration`)")
-	dur(&c.TailCoalesce, "tail-coalesce", "least time between two reads of a tailed project and between two sends of a live tail under a steady stream; what comes sooner goes out with the next one, and a project or tail quiet this long is read or sends at once; 0 reads and sends every write at once (a `duration`)")
+	dur(&c.TailCoalesce, "tail-coalesce", "least time between two reads of a tailed project under a steady stream, so that each live tail sends at most about once per interval; what is written sooner goes out with the next read, and a project quiet this long is read at once; 0 reads and sends every write at once (a `duration`)")
 	return fs
 }
 

@@ -110,13 +110,13 @@ type TailOptions struct {
 	Batch int
 	// CheckEvery is how often an open tail checks that its project still exists.
 	CheckEvery time.Duration
-	// Coalesce is the least time between two reads of a project's hub that hand entries on,
-	// and between two sends of a tail following the hub: what comes sooner waits, and goes out
-	// with whatever else comes, when Coalesce has passed. A hub or tail that has handed on or
-	// sent nothing for Coalesce does so at once, so a quiet project's entries are not delayed;
-	// under a steady stream the hub asks the store and wakes its tails at most once per
-	// Coalesce, and each tail sends (one write, one flush, one wake-up of its client) at most
-	// once per Coalesce, instead of once per write to the project. 0 reads and sends at once.
+	// Coalesce is the least time between two reads of a project's hub that hand entries on:
+	// what is written sooner waits, and is read with whatever else comes, when Coalesce has
+	// passed. A hub that has handed nothing on for Coalesce reads at once, so a quiet project's
+	// entries are not delayed. Under a steady stream the hub asks the store and wakes its tails
+	// at most once per Coalesce (more often only while a read of the store stops at Batch), and
+	// each tail following it sends (one write, one flush, one wake-up of its client) once per
+	// read of the hub, instead of once per write to the project. 0 reads at once.
 	Coalesce time.Duration
 }
 
@@ -139,11 +139,11 @@ type TailRequest struct {
 	Client string
 }
 
-// TailFunc receives the entries a tail found, in order, in one or more runs to send together; it
-// is called with none after each idle wait, so that a transport may keep the connection alive.
-// An error from it ends the tail and is returned unchanged. The entries may be shared with
-// other tails: fn must not change them, nor keep runs after it returns.
-type TailFunc func(runs [][]TailEntry) error
+// TailFunc receives the entries a tail found, in order, to send together; it is called with
+// none after each idle wait, so that a transport may keep the connection alive. An error from
+// it ends the tail and is returned unchanged. The entries may be shared with other tails: fn
+// must not change them, nor keep the slice after it returns.
+type TailFunc func(entries []TailEntry) error
 
 // Before reports whether p comes before q in ingest order.
 func (p TailPosition) Before(q TailPosition) bool {
@@ -694,7 +694,7 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 				return s.tailErr(ctx, f.ProjectID, err)
 			}
 			if len(old) > 0 {
-				if err := fn([][]TailEntry{old}); err != nil {
+				if err := fn(old); err != nil {
 					return err
 				}
 			}
@@ -704,7 +704,7 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	if err := fn(nil); err != nil {
 		return err
 	}
-	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now(), coalesce: o.Coalesce, maxRuns: tailQueue}
+	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now()}
 	defer func() {
 		if tl.sub != nil {
 			s.tails.leave(f.ProjectID, tl.sub)
@@ -724,14 +724,6 @@ type tailLoop struct {
 	after   TailPosition
 	sub     *tailSub // the tail's place at its hub; nil while it reads on its own
 	checked time.Time
-	// What the tail has taken of its hub's reads and not sent yet (see TailOptions.Coalesce):
-	// runs of entries in order, sent when due fires, or at once when maxRuns are waiting.
-	coalesce time.Duration
-	maxRuns  int
-	waiting  [][]TailEntry
-	sent     time.Time // when the tail last sent entries
-	dueTimer *time.Timer
-	due      <-chan time.Time // dueTimer's channel while it is set for waiting, else nil
 }
 
 func (l *tailLoop) run(ctx context.Context) error {
@@ -757,8 +749,7 @@ func (l *tailLoop) run(ctx context.Context) error {
 			}
 			if len(got) > 0 {
 				l.after = got[len(got)-1].At
-				l.sent = time.Now()
-				if err := l.fn([][]TailEntry{got}); err != nil {
+				if err := l.fn(got); err != nil {
 					return err
 				}
 				if len(got) == o.Batch {
@@ -789,11 +780,6 @@ func (l *tailLoop) run(ctx context.Context) error {
 				return err
 			}
 			continue
-		case <-l.due:
-			if err := l.send(); err != nil {
-				return err
-			}
-			continue
 		case <-l.sub.dropped:
 			// Hand on what the hub read before it let go, then read on alone (or end, when the
 			// hub's read failed).
@@ -809,10 +795,6 @@ func (l *tailLoop) run(ctx context.Context) error {
 			}
 			if err := l.sub.err; err != nil {
 				return s.tailErr(ctx, l.f.ProjectID, err)
-			}
-			// What waits goes first: the reads on its own come after it.
-			if err := l.send(); err != nil {
-				return err
 			}
 			l.sub = nil
 			continue
@@ -922,43 +904,7 @@ func (l *tailLoop) take(r *tailRead) error {
 	if len(out) == 0 {
 		return nil
 	}
-	return l.hand(out)
-}
-
-// hand sends out, entries the tail took from its hub, at once when it has sent nothing for
-// Coalesce (or maxRuns runs are waiting), else when Coalesce has passed since its last send,
-// together with what else comes by then.
-func (l *tailLoop) hand(out []TailEntry) error {
-	l.waiting = append(l.waiting, out)
-	wait := l.coalesce - time.Since(l.sent)
-	if wait <= 0 || len(l.waiting) >= l.maxRuns {
-		return l.send()
-	}
-	if l.due == nil {
-		if l.dueTimer == nil {
-			l.dueTimer = time.NewTimer(wait)
-		} else {
-			l.dueTimer.Reset(wait)
-		}
-		l.due = l.dueTimer.C
-	}
-	return nil
-}
-
-// send sends what waits, if anything.
-func (l *tailLoop) send() error {
-	if l.due != nil {
-		l.dueTimer.Stop()
-		l.due = nil
-	}
-	if len(l.waiting) == 0 {
-		return nil
-	}
-	err := l.fn(l.waiting)
-	clear(l.waiting) // the runs belong to the hub's reads, which need not outlive this
-	l.waiting = l.waiting[:0]
-	l.sent = time.Now()
-	return err
+	return l.fn(out)
 }
 
 // idle runs after a quiet poll interval: it checks now and then that the project still exists

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -144,18 +143,16 @@ type tailRecorder struct {
 	held chan struct{}
 }
 
-func (r *tailRecorder) fn(runs [][]TailEntry) error {
-	if len(runs) > 0 && r.hold != nil {
+func (r *tailRecorder) fn(entries []TailEntry) error {
+	if len(entries) > 0 && r.hold != nil {
 		close(r.held)
 		<-r.hold
 		r.hold = nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, entries := range runs {
-		for _, e := range entries {
-			r.got = append(r.got, e.Message)
-		}
+	for _, e := range entries {
+		r.got = append(r.got, e.Message)
 	}
 	return nil
 }
@@ -198,7 +195,7 @@ func (s *tailSetup) open(t *testing.T, f LogFilter, r *tailRecorder) {
 	f.ProjectID = s.store.project.ID
 	s.wg.Go(func() {
 		first := true
-		err := s.svc.Tail(s.ctx, TailRequest{LogFilter: f}, func(es [][]TailEntry) error {
+		err := s.svc.Tail(s.ctx, TailRequest{LogFilter: f}, func(es []TailEntry) error {
 			if first {
 				first = false
 				close(opened)
@@ -239,8 +236,8 @@ func TestTailHubReadsOncePerWrite(t *testing.T) {
 	forCoalesce(t, testTailHubReadsOncePerWrite)
 }
 
-// forCoalesce runs test with tails that send every read at once, and with tails that coalesce
-// what comes within 20ms of a send (TailOptions.Coalesce).
+// forCoalesce runs test with hubs that read at every write, and with hubs that read what comes
+// within 20ms of handing entries on when the 20ms have passed (TailOptions.Coalesce).
 func forCoalesce(t *testing.T, test func(*testing.T, *tailSetup)) {
 	for _, c := range []time.Duration{0, 20 * time.Millisecond} {
 		t.Run(fmt.Sprint("coalesce=", c), func(t *testing.T) {
@@ -334,7 +331,7 @@ func TestTailsLeaveNothingBehind(t *testing.T) {
 		opened := make(chan struct{})
 		wg.Go(func() {
 			first := true
-			err := s.svc.Tail(ctx, TailRequest{LogFilter: LogFilter{ProjectID: s.store.project.ID}}, func(es [][]TailEntry) error {
+			err := s.svc.Tail(ctx, TailRequest{LogFilter: LogFilter{ProjectID: s.store.project.ID}}, func(es []TailEntry) error {
 				if first {
 					first = false
 					close(opened)
@@ -583,11 +580,9 @@ func TestTailTakeAgreesWithMatches(t *testing.T) {
 			}
 		}
 		var got []string
-		l := tailLoop{f: f, after: after, maxRuns: 1, fn: func(runs [][]TailEntry) error {
-			for _, es := range runs {
-				for _, e := range es {
-					got = append(got, e.Message)
-				}
+		l := tailLoop{f: f, after: after, fn: func(es []TailEntry) error {
+			for _, e := range es {
+				got = append(got, e.Message)
 			}
 			return nil
 		}}
@@ -597,73 +592,5 @@ func TestTailTakeAgreesWithMatches(t *testing.T) {
 		if !equalStrings(got, want) {
 			t.Fatalf("round %d, filter %+v after %+v: took %v, want %v", round, f, after, got, want)
 		}
-	}
-}
-
-// TestTailCoalescesSends: a tail that has not sent for Coalesce sends at once; what it takes
-// sooner after a send waits, and goes out in one send, in order, when Coalesce has passed or
-// when maxRuns runs are waiting.
-func TestTailCoalescesSends(t *testing.T) {
-	var sends [][]string
-	l := tailLoop{f: LogFilter{ProjectID: "p"}, coalesce: time.Hour, maxRuns: 3, fn: func(runs [][]TailEntry) error {
-		var got []string
-		for _, es := range runs {
-			for _, e := range es {
-				got = append(got, e.Message)
-			}
-		}
-		sends = append(sends, got)
-		return nil
-	}}
-	at := 0
-	read := func(n int) *tailRead {
-		r := &tailRead{}
-		for range n {
-			at++
-			r.entries = append(r.entries, TailEntry{At: TailPosition{Tx: uint64(at)}, LogEntry: LogEntry{ProjectID: "p", Message: fmt.Sprint("m", at)}})
-		}
-		return r
-	}
-	take := func(n int) {
-		t.Helper()
-		if err := l.take(read(n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	take(2)
-	if want := [][]string{{"m1", "m2"}}; !reflect.DeepEqual(sends, want) {
-		t.Fatalf("the first read: sends %v, want %v at once", sends, want)
-	}
-	take(1)
-	take(2)
-	if len(sends) != 1 || l.due == nil {
-		t.Fatalf("reads within Coalesce of a send: sends %v, due set %v; want them waiting, due set", sends, l.due != nil)
-	}
-	take(1) // the third run waiting
-	if want := [][]string{{"m1", "m2"}, {"m3", "m4", "m5", "m6"}}; !reflect.DeepEqual(sends, want) {
-		t.Fatalf("maxRuns waiting: sends %v, want %v", sends, want)
-	}
-	if l.due != nil {
-		t.Fatal("due still set with nothing waiting")
-	}
-
-	l.coalesce = 5 * time.Millisecond
-	l.sent = time.Now()
-	take(1)
-	if len(sends) != 2 || l.due == nil {
-		t.Fatalf("a read within Coalesce: sends %v; want it waiting, due set", sends)
-	}
-	<-l.due // what the tail's loop waits for
-	l.due = nil
-	if err := l.send(); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"m7"}; !reflect.DeepEqual(sends[2], want) {
-		t.Fatalf("when due: sent %v, want %v", sends[2], want)
-	}
-	time.Sleep(l.coalesce)
-	take(1)
-	if want := []string{"m8"}; len(sends) != 4 || !reflect.DeepEqual(sends[3], want) {
-		t.Fatalf("after Coalesce without a send: sends %v, want %v at once", sends, want)
 	}
 }

@@ -146,26 +146,24 @@ func (s *sseStream) begin() error {
 	return s.flush()
 }
 
-// send writes the runs of entries as events and flushes them once, or, with none, a heartbeat
-// when the stream has been quiet for the heartbeat interval.
-func (s *sseStream) send(runs [][]domain.TailEntry) error {
+// send writes the entries as events and flushes them once, or, with none, a heartbeat when the
+// stream has been quiet for the heartbeat interval.
+func (s *sseStream) send(entries []domain.TailEntry) error {
 	if !s.started {
 		if err := s.begin(); err != nil {
 			return err
 		}
 	}
-	if len(runs) == 0 {
+	if len(entries) == 0 {
 		if time.Since(s.last) < s.heartbeat {
 			return nil
 		}
 		_, _ = s.bw.WriteString(": keep-alive\n\n")
 		return s.flush()
 	}
-	for _, entries := range runs {
-		for _, e := range entries {
-			if err := s.event(e); err != nil {
-				return err
-			}
+	for _, e := range entries {
+		if err := s.event(e); err != nil {
+			return err
 		}
 	}
 	return s.flush()
