@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -209,14 +208,20 @@ func (sqliteEngine) tailHead(last uint64) domain.TailPosition {
 }
 
 // joinDecimal renders ns in decimal, separated by commas: the transaction ids (uint64) and
-// batch positions (int64) of a tail read, as the text of an array parameter.
+// batch positions (int64) of a tail read, as the text of an array parameter. It appends digits
+// with strconv rather than fmt, which would box every number.
 func joinDecimal[T int64 | uint64](ns []T) string {
 	b := make([]byte, 0, 12*len(ns))
 	for i, n := range ns {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = fmt.Append(b, n)
+		if n < 0 {
+			// uint64(-n) is n's magnitude, math.MinInt64's too (its negation wraps to itself).
+			b = strconv.AppendUint(append(b, '-'), uint64(-n), 10)
+		} else {
+			b = strconv.AppendUint(b, uint64(n), 10)
+		}
 	}
 	return string(b)
 }
