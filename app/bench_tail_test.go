@@ -71,8 +71,9 @@ func benchTail(b *testing.B, st store, database string) {
 		benchTailIngest(b, e, on(e.newProject(b, "idle"), ""), func(int) int { return 0 })
 	})
 	// The latency of a steady stream (each entry posted as soon as the last reached the tail),
-	// which the project's hub reads and the tail sends at most once per TAIL_COALESCE, and of a
-	// quiet one (each entry posted after nothing was sent for longer than that), sent at once.
+	// which the project's hub reads (and so the tail sends) at most once per TAIL_COALESCE, and
+	// of a quiet one (each entry posted after nothing was read for longer than that), read and
+	// sent at once.
 	b.Run("latency/steady", func(b *testing.B) { benchTailLatency(b, e, 0, 200) })
 	b.Run("latency/quiet", func(b *testing.B) { benchTailLatency(b, e, e.cfg.TailCoalesce+10*time.Millisecond, 100) })
 }
