@@ -1,7 +1,12 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strings"
+	"testing"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -87,6 +92,9 @@ func backendCPU(fs procfs.FS, database string) (float64, bool) {
 type cpuSpent struct {
 	// database names the database whose backends are counted too ("" for none).
 	database string
+	// profile, when not "", is where each span's CPU profile of this process goes: the file
+	// profile-<span>.pprof (spans from 1). go tool pprof merges several files given together.
+	profile string
 
 	machine, process, backends float64
 	wall                       time.Duration
@@ -96,10 +104,12 @@ type cpuSpent struct {
 
 // measure runs fn as one span and counts what it spent.
 func (s *cpuSpent) measure(fn func()) {
+	s.spans++
+	stop := s.startProfile()
 	a, okA := readCPU(s.database)
 	fn()
 	b, okB := readCPU(s.database)
-	s.spans++
+	stop()
 	if !okA || !okB {
 		s.unknown = true
 		return
@@ -108,6 +118,32 @@ func (s *cpuSpent) measure(fn func()) {
 	s.process += b.process - a.process
 	s.backends += b.database - a.database
 	s.wall += b.at.Sub(a.at)
+}
+
+// startProfile starts the span's CPU profile, when one is asked for, and returns what ends it.
+// A profile that cannot be written is reported and skipped: it never fails the measurement.
+func (s *cpuSpent) startProfile() (stop func()) {
+	if s.profile == "" {
+		return func() {}
+	}
+	name := fmt.Sprintf("%s-%d.pprof", s.profile, s.spans)
+	f, err := os.Create(name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cpu profile: %v\n", err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintf(os.Stderr, "cpu profile %s: %v\n", name, err) // another profile is running
+		_ = f.Close()
+		_ = os.Remove(name)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "cpu profile %s: %v\n", name, err)
+		}
+	}
 }
 
 // known reports whether every span was counted.
@@ -130,4 +166,27 @@ func (s cpuSpent) perRow(rows int) (machine, process, backends float64) {
 	}
 	us := 1e6 / float64(rows)
 	return s.machine * us, s.process * us, s.backends * us
+}
+
+// TestCPUSpentProfiles: with profile set, each span leaves its own CPU profile (gzipped
+// protobuf, as pprof writes it), numbered from 1; without, none.
+func TestCPUSpentProfiles(t *testing.T) {
+	dir := t.TempDir()
+	s := cpuSpent{profile: filepath.Join(dir, "side")}
+	for range 2 {
+		s.measure(func() { time.Sleep(20 * time.Millisecond) })
+	}
+	for _, n := range []string{"side-1.pprof", "side-2.pprof"} {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: %d bytes, not a gzipped profile", n, len(b))
+		}
+	}
+	(&cpuSpent{}).measure(func() {})
+	if got, _ := filepath.Glob(filepath.Join(dir, "*")); len(got) != 2 {
+		t.Errorf("files in the profile directory: %v, want the two spans' only", got)
+	}
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -102,6 +104,15 @@ func benchTailIngest(b *testing.B, e *benchEnv, tailURL func(i int) string, want
 	// What the machine, the process and the database's backends spend while each side posts
 	// (see cpuSpent).
 	noneCPU, tailedCPU := cpuSpent{database: e.database}, cpuSpent{database: e.database}
+	// BENCH_CPUPROFILE=dir writes a CPU profile of each round, per side, into dir, to compare
+	// what the process does with tails open against without: go tool pprof -diff_base.
+	if dir := os.Getenv("BENCH_CPUPROFILE"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatalf("BENCH_CPUPROFILE: %v", err)
+		}
+		name := filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_"))
+		noneCPU.profile, tailedCPU.profile = name+"-untailed", name+"-tailed"
+	}
 	post := func(bodies [][]byte, spent *cpuSpent) (took time.Duration) {
 		spent.measure(func() {
 			took = runConcurrent(b, createClients, len(bodies), func(i int) error { return postBatch(client, e.url, bodies[i]) })
