@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/api/rest"
 )
 
@@ -37,11 +37,7 @@ func BenchmarkTailSQLite(b *testing.B) { benchTail(b, benchSQLite(b), "") }
 // BenchmarkTailPostgres: the same on PostgreSQL, with what its backends spend per row.
 func BenchmarkTailPostgres(b *testing.B) {
 	st, dsn := benchPostgres(b)
-	u, err := url.Parse(dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	benchTail(b, st, strings.TrimPrefix(u.Path, "/"))
+	benchTail(b, st, pgtest.DatabaseName(dsn))
 }
 
 // benchTail runs the tail benchmarks on st; database, when not "", names the PostgreSQL database

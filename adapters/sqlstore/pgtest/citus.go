@@ -151,7 +151,7 @@ func (c *Citus) NewDatabase(t testing.TB) string {
 	t.Helper()
 	c.require(t)
 	u := c.coordinator.NewDatabase(t)
-	name := databaseName(u)
+	name := DatabaseName(u)
 	for _, w := range c.workers {
 		if err := w.admin("CREATE DATABASE " + name); err != nil {
 			t.Fatalf("pgtest: create database on a Citus worker: %v", err)
@@ -183,11 +183,6 @@ func (c *Citus) NewDatabase(t testing.TB) string {
 	}
 	t.Fatalf("pgtest: citus on the coordinator: %v", err)
 	return ""
-}
-
-func databaseName(rawURL string) string {
-	u, _ := url.Parse(rawURL)
-	return u.Path[1:]
 }
 
 func withDatabase(rawURL, name string) string {

@@ -174,6 +174,16 @@ func (s *Server) NewDatabase(t testing.TB) string {
 	return u.String()
 }
 
+// DatabaseName returns the name of the database a URL NewDatabase returned names (its path);
+// "" for a URL that does not parse.
+func DatabaseName(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
 // admin runs one statement on the admin connection, bounded in time so a wedged server fails the
 // test instead of hanging it.
 func (s *Server) admin(stmt string) error {

@@ -94,6 +94,13 @@ func TestNewDatabaseIsFreshAndDroppedAfterwards(t *testing.T) {
 		if tables != 0 {
 			t.Errorf("a new database has %d tables", tables)
 		}
+		var current string
+		if err := db.QueryRow("SELECT current_database()").Scan(&current); err != nil {
+			t.Fatal(err)
+		}
+		if got := DatabaseName(dbURL); got != current {
+			t.Errorf("DatabaseName(%s) = %q, want %q", dbURL, got, current)
+		}
 		// An open connection must not keep the database from being dropped.
 		if _, err := db.Exec("CREATE TABLE t (x int)"); err != nil {
 			t.Fatal(err)
