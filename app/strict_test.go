@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
 )
@@ -277,5 +279,42 @@ func testUnknownMembersAreKeptInAttributes(t *testing.T, open storeOpener) {
 	list, err := e.client.ListLogsWithResponse(t.Context(), &rest.ListLogsParams{ProjectId: p})
 	if err != nil || list.JSON200 == nil || len(*list.JSON200) != 3 {
 		t.Fatalf("generated client: %v %d", err, list.StatusCode())
+	}
+}
+
+// TestEveryOperationRefusesAnUnknownParameter walks openapi.yaml: every operation it declares,
+// generated or hand-written, answers a parameter it does not declare with 400 naming it, before
+// it reads any body or store (a route added to the contract is covered without more code).
+func TestEveryOperationRefusesAnUnknownParameter(t *testing.T) {
+	e := newEnv(t, openSQLiteStore, nil)
+	p := e.project("p").Id
+	doc, err := openapi3.NewLoader().LoadFromData(rest.SpecYAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			n++
+			t.Run(method+" "+path, func(t *testing.T) {
+				req, _ := http.NewRequestWithContext(t.Context(), method, e.url+strings.ReplaceAll(path, "{id}", p)+"?zz_unknown=1", strings.NewReader("{}"))
+				req.Header.Set("Content-Type", "application/json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 400 || !strings.Contains(string(body), "zz_unknown") {
+					t.Errorf("%s (%s) = %d %.300s, want 400 naming zz_unknown", op.OperationID, path, resp.StatusCode, body)
+				}
+			})
+		}
+	}
+	if n < 10 {
+		t.Fatalf("walked %d operations of openapi.yaml", n)
+	}
+	if got := e.logCount(p); got != 0 {
+		t.Errorf("stored %d entries", got)
 	}
 }
