@@ -116,7 +116,7 @@ func testBadAttributes(t *testing.T, open storeOpener) {
 		{"over 64 KiB", entryWith(`"attributes":{"k":"` + strings.Repeat("x", 64<<10) + `"}`), []string{"/1/attributes"}},
 		{"NUL in a value", entryWith(`"attributes":{"k":"a\u0000b"}`), []string{"/1/attributes"}},
 		{"NUL in a nested key", entryWith(`"attributes":{"k":{"a\u0000":1}}`), []string{"/1/attributes"}},
-		{"invalid UTF-8", entryWith("\"attributes\":{\"k\":\"\xff\"}"), []string{"/1/attributes"}},
+		{"invalid UTF-8", entryWith("\"attributes\":{\"k\":\"\xff\"}"), []string{"/1/attributes/k"}}, // the value itself, found before any decode
 		{"nested 33 levels", entryWith(`"attributes":{"k":` + strings.Repeat("[", 32) + strings.Repeat("]", 32) + `}`), []string{"/1/attributes"}},
 		{"trace_id of 31 digits", entryWith(`"trace_id":"4bf92f3577b34da6a3ce929d0e0e473"`), []string{"/1/trace_id"}},
 		{"trace_id all zero", entryWith(`"trace_id":"00000000000000000000000000000000"`), []string{"/1/trace_id"}},

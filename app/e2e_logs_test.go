@@ -57,7 +57,10 @@ func testLogsRoundTrip(t *testing.T, open storeOpener) {
 		t.Errorf("full entry = %v", full)
 	}
 	if _, ok := full["unknown"]; ok {
-		t.Errorf("unknown fields were kept: %v", full)
+		t.Errorf("an unknown member is a field of the entry: %v", full)
+	}
+	if attrs, _ := full["attributes"].(map[string]any); fmt.Sprint(attrs["unknown"]) != "map[nested:[1 2]]" {
+		t.Errorf("an unknown member was not kept in attributes: %v", full)
 	}
 	def := byMsg["defaults"]
 	if def["level"] != "info" {

@@ -211,7 +211,15 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err := registerDocs(mux); err != nil {
 		return nil, err
 	}
-	mux.Handle("POST "+otlpapi.Path, otlpapi.NewHandler(core, otlpapi.Options{MaxBodyBytes: cfg.OTLPMaxBody, Logger: log, OnExport: m.OTLPExported})) // hand-written: protobuf and gzip bodies (see the package)
+	// The OTLP route is hand-written (protobuf and gzip bodies, see the package) and mounted here,
+	// not behind the REST validator: its query string is checked against openapi.yaml all the
+	// same, and refused in OTLP's own format.
+	params, err := httpapi.NewParamCheck()
+	if err != nil {
+		return nil, err
+	}
+	otlpRefuse := func(w http.ResponseWriter, r *http.Request, err error) { otlpapi.WriteError(w, r, err, log) }
+	mux.Handle("POST "+otlpapi.Path, params.Middleware(otlpRefuse)(otlpapi.NewHandler(core, otlpapi.Options{MaxBodyBytes: cfg.OTLPMaxBody, Logger: log, OnExport: m.OTLPExported})))
 	mux.Handle("/", rest)
 
 	var handler http.Handler = edge.Chain(mux,

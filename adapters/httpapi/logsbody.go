@@ -47,6 +47,13 @@ func (c logsChecker) check(ctx context.Context, body []byte) (rest.CreateLogsJSO
 	if err := ctx.Err(); err != nil {
 		return nil, outOfTime(err)
 	}
+	scan, err := scanEntries(ctx, body, n, c.limits.MaxFieldErrors)
+	if err != nil {
+		return nil, err
+	}
+	if len(scan.problems) > 0 || scan.dropped > 0 {
+		return nil, c.describe(ctx, body, scan)
+	}
 	if isArray && n <= decodeOnceMax {
 		// Sized from the count: the decoder fills it in place instead of doubling it.
 		entries := make([]entryValues, 0, n)
@@ -56,23 +63,40 @@ func (c logsChecker) check(ctx context.Context, body []byte) (rest.CreateLogsJSO
 			for i := range entries {
 				entries[i].input(&batch[i])
 			}
+			if scan.extras != nil {
+				if err := mergeExtras(batch, scan.extras, c.limits.MaxFieldErrors); err != nil {
+					return nil, err
+				}
+			}
 			return batch, nil
 		}
 		if se := (*json.SyntaxError)(nil); errors.As(err, &se) {
 			return nil, bodyError([]string{}, fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", se, se.Offset))
 		}
-		return nil, c.describe(ctx, body)
+		return nil, c.describe(ctx, body, scan)
 	}
 	var entries []entryProbe
-	err := json.Unmarshal(body, &entries)
+	err = json.Unmarshal(body, &entries)
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
 		return nil, bodyError([]string{}, fmt.Sprintf("the body is not valid JSON: %v (at byte %d)", se, se.Offset))
 	}
 	if err == nil && entries != nil && allProbesWellShaped(entries) {
-		return nil, nil // a large batch: the generated decoder decodes it (see decodeOnceMax)
+		if scan.extras == nil {
+			return nil, nil // a large batch: the generated decoder decodes it (see decodeOnceMax)
+		}
+		// Members to merge into attributes: decoded here, as the generated decoder would, so
+		// that the merged batch is the one stored. (Only such batches pay its memory here.)
+		var batch rest.CreateLogsJSONRequestBody
+		if err := json.Unmarshal(body, &batch); err != nil {
+			return nil, bodyError([]string{}, "the body is not valid JSON: "+err.Error())
+		}
+		if err := mergeExtras(batch, scan.extras, c.limits.MaxFieldErrors); err != nil {
+			return nil, err
+		}
+		return batch, nil
 	}
-	return nil, c.describe(ctx, body)
+	return nil, c.describe(ctx, body, scan)
 }
 
 // decodeOnceMax is the largest batch check decodes for the handler. Decoding keeps each field's
@@ -147,19 +171,25 @@ func allWellShaped(entries []entryValues) bool {
 }
 
 // describe lists what is wrong with each entry of a body that is valid JSON but not a batch of
-// well-shaped entries.
-func (c logsChecker) describe(ctx context.Context, body []byte) error {
+// well-shaped entries: for each entry, the problems of its names the scan found, then those of
+// its fields.
+func (c logsChecker) describe(ctx context.Context, body []byte, scan *entryScan) error {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
 		return &domain.Error{Kind: domain.KindInvalid, Msg: "invalid log entries",
 			Fields: []domain.FieldError{{Path: []string{}, Detail: "must be an array of entries"}}}
 	}
 	bad := fieldErrors{max: c.limits.MaxFieldErrors}
+	named := scan.problems
 	for i, r := range raw {
 		if i%checkEvery == 0 {
 			if err := ctx.Err(); err != nil {
 				return outOfTime(err)
 			}
+		}
+		for len(named) > 0 && named[0].entry == i {
+			bad.add(named[0].field)
+			named = named[1:]
 		}
 		index := strconv.Itoa(i)
 		if r[0] != '{' {
@@ -175,6 +205,7 @@ func (c logsChecker) describe(ctx context.Context, body []byte) error {
 			bad.add(domain.FieldError{Path: []string{index, f.field}, Detail: f.detail})
 		}
 	}
+	bad.dropped += scan.dropped
 	if e := bad.err("invalid log entries"); e != nil {
 		return e
 	}

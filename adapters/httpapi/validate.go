@@ -2,18 +2,17 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
 
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
@@ -23,10 +22,16 @@ import (
 // size, media type, then parameters and body with kin-openapi. Whatever it rejects is answered
 // in the contract's problem format naming each offending pointer or parameter.
 type validator struct {
-	router   routers.Router
-	maxBody  int64
-	logs     logsChecker
-	problems problemWriter
+	// params finds each request's operation in the whole contract and refuses a query that holds
+	// anything the operation does not declare.
+	params *ParamCheck
+	// generated holds the operations the generated server serves (lower-case operation ids):
+	// only those are validated here in full; the hand-written ones (the live tail) check their
+	// own parameters' values.
+	generated map[string]bool
+	maxBody   int64
+	logs      logsChecker
+	problems  problemWriter
 }
 
 func newValidator(maxBody int64, limits domain.Limits, problems problemWriter) (*validator, error) {
@@ -34,19 +39,23 @@ func newValidator(maxBody int64, limits domain.Limits, problems problemWriter) (
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}
-	// Match paths only: the server may be reached under any host name.
-	doc.Servers = openapi3.Servers{{URL: "/"}}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("build spec router: %w", err)
+	generated := map[string]bool{}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			generated[strings.ToLower(op.OperationID)] = true
+		}
 	}
-	return &validator{router: router, maxBody: maxBody, logs: logsChecker{limits: limits}, problems: problems}, nil
+	params, err := NewParamCheck()
+	if err != nil {
+		return nil, err
+	}
+	return &validator{params: params, generated: generated, maxBody: maxBody, logs: logsChecker{limits: limits}, problems: problems}, nil
 }
 
 func (v *validator) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		route, params, err := v.router.FindRoute(r)
-		if err != nil {
+		route, params, ok := v.params.route(r)
+		if !ok {
 			// Not a route of the spec (or not this method): the router behind answers 404/405.
 			next.ServeHTTP(w, r)
 			return
@@ -54,6 +63,14 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 		// Name the route as ServeMux will (the spec's paths use its {name} syntax), so that a
 		// request rejected here is still counted and logged under its route.
 		r.Pattern = route.Method + " " + route.Path
+		if err := v.params.check(route, r.URL.RawQuery); err != nil {
+			v.problems.write(w, r, err)
+			return
+		}
+		if !v.generated[strings.ToLower(route.Operation.OperationID)] {
+			next.ServeHTTP(w, r)
+			return
+		}
 		// (The embedded spec carries operation ids as the generator normalised them: CreateLogs.)
 		typed := strings.EqualFold(route.Operation.OperationID, "createLogs")
 		if route.Operation.RequestBody != nil {
@@ -67,7 +84,7 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 			v.problems.write(w, r, outOfTime(err))
 			return
 		}
-		err = openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
+		err := openapi3filter.ValidateRequest(r.Context(), &openapi3filter.RequestValidationInput{
 			Request:    r,
 			PathParams: params,
 			Route:      route,
@@ -93,7 +110,8 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 // checkBody enforces the media type the operation declares (application/json, or
 // application/merge-patch+json for a merge patch) and the body limit of operations that take a
 // body, and rejects a body that is not one well-formed JSON value: the decoders behind read only
-// the first value and would accept trailing data. The body is read once here and handed on from
+// the first value and would accept trailing data, replace invalid UTF-8 with U+FFFD, and let a
+// name given twice or in another case override the first (see strictJSON). The body is read once here and handed on from
 // memory; the batch of createLogs is handed on decoded too (withDecodedLogs), in the request it
 // returns.
 func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content openapi3.Content, typed bool) (*http.Request, error) {
@@ -129,15 +147,8 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content op
 		}
 		return withDecodedLogs(r, batch), nil
 	}
-	var raw json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		detail := "the body is not valid JSON"
-		var se *json.SyntaxError
-		if errors.As(err, &se) {
-			detail = fmt.Sprintf("%s: %v (at byte %d)", detail, se, se.Offset)
-		}
-		return r, &domain.Error{Kind: domain.KindInvalid, Msg: "the body is not valid JSON",
-			Fields: []domain.FieldError{{Path: []string{}, Detail: detail}}, Err: err}
+	if err := strictJSON(body); err != nil {
+		return r, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -193,6 +204,10 @@ func collectFields(err error, param *openapi3.Parameter, out *fieldErrors) {
 		}
 		collectFields(e.Err, param, out)
 	case *openapi3.SchemaError:
+		if name, ok := unsupportedProperty(e); ok {
+			add(append(e.JSONPointer(), name), unknownMemberDetail(name, e.Schema))
+			return
+		}
 		add(e.JSONPointer(), e.Reason)
 	case *openapi3filter.ParseError:
 		if param != nil {
@@ -217,4 +232,38 @@ func parseDetail(pe *openapi3filter.ParseError) string {
 		return c.Error()
 	}
 	return "cannot be parsed"
+}
+
+// unsupportedProperty is the name of the member an additionalProperties: false schema refused:
+// kin-openapi points at the object and names the member only in its reason.
+func unsupportedProperty(e *openapi3.SchemaError) (string, bool) {
+	const prefix, suffix = "property ", " is unsupported"
+	if e.SchemaField != "properties" || !strings.HasPrefix(e.Reason, prefix) || !strings.HasSuffix(e.Reason, suffix) {
+		return "", false
+	}
+	name, err := strconv.Unquote(strings.TrimSuffix(strings.TrimPrefix(e.Reason, prefix), suffix))
+	return name, err == nil
+}
+
+// unknownMemberDetail says that name is not a member of the schema, and which member it may have
+// meant when one differs from it only in case.
+func unknownMemberDetail(name string, schema *openapi3.Schema) string {
+	if schema != nil {
+		for _, known := range componentNames(schema.Properties) {
+			if strings.EqualFold(known, name) {
+				return "is not a member of this body: names are case-sensitive (did you mean " + strconv.Quote(known) + "?)"
+			}
+		}
+	}
+	return "is not a member of this body"
+}
+
+// componentNames is the sorted names of m, so that a detail never depends on map order.
+func componentNames(m openapi3.Schemas) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -115,7 +115,14 @@ type ClientInterface interface {
 	//
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
-	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// `time` gets the server's time, without `level` gets `info`.
+	//
+	// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+	// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+	// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+	// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -132,7 +139,14 @@ type ClientInterface interface {
 	//
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
-	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// `time` gets the server's time, without `level` gets `info`.
+	//
+	// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+	// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+	// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+	// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -166,8 +180,8 @@ type ClientInterface interface {
 
 	// CreateProjectWithBody Create a project
 	//
-	// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-	// `created_at`, `updated_at`) are ignored when sent.
+	// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+	// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -176,8 +190,8 @@ type ClientInterface interface {
 
 	// CreateProject Create a project
 	//
-	// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-	// `created_at`, `updated_at`) are ignored when sent.
+	// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+	// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -203,8 +217,8 @@ type ClientInterface interface {
 	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 	// the patch names change. `{"retention_days": null}` keeps entries forever,
 	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-	// within minutes. A body that is not an object is a 400; any other media type a 415.
-	// `updated_at` always advances.
+	// within minutes. A body that is not an object, or that names a member the schema does not
+	// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -216,8 +230,8 @@ type ClientInterface interface {
 	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 	// the patch names change. `{"retention_days": null}` keeps entries forever,
 	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-	// within minutes. A body that is not an object is a 400; any other media type a 415.
-	// `updated_at` always advances.
+	// within minutes. A body that is not an object, or that names a member the schema does not
+	// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 	//
 	// Takes a body of the `application/merge-patch+json` content type.
 	//
@@ -228,8 +242,9 @@ type ClientInterface interface {
 	//
 	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 	// forever), so a replacement can only lengthen retention by omission, never delete data. To
-	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-	// ignored when sent.
+	// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+	// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+	// pointer.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -240,8 +255,9 @@ type ClientInterface interface {
 	//
 	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 	// forever), so a replacement can only lengthen retention by omission, never delete data. To
-	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-	// ignored when sent.
+	// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+	// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+	// pointer.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -294,7 +310,14 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 //
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
-// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// `time` gets the server's time, without `level` gets `info`.
+//
+// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -321,7 +344,14 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 //
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
-// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// `time` gets the server's time, without `level` gets `info`.
+//
+// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -385,8 +415,8 @@ func (c *Client) ListProjects(ctx context.Context, reqEditors ...RequestEditorFn
 
 // CreateProjectWithBody Create a project
 //
-// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-// `created_at`, `updated_at`) are ignored when sent.
+// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 //
 // Takes any type of body and a specified content type.
 //
@@ -405,8 +435,8 @@ func (c *Client) CreateProjectWithBody(ctx context.Context, contentType string, 
 
 // CreateProject Create a project
 //
-// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-// `created_at`, `updated_at`) are ignored when sent.
+// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -462,8 +492,8 @@ func (c *Client) GetProject(ctx context.Context, id ProjectID, reqEditors ...Req
 // Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 // the patch names change. `{"retention_days": null}` keeps entries forever,
 // `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-// within minutes. A body that is not an object is a 400; any other media type a 415.
-// `updated_at` always advances.
+// within minutes. A body that is not an object, or that names a member the schema does not
+// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 //
 // Takes any type of body and a specified content type.
 //
@@ -485,8 +515,8 @@ func (c *Client) PatchProjectWithBody(ctx context.Context, id ProjectID, content
 // Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 // the patch names change. `{"retention_days": null}` keeps entries forever,
 // `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-// within minutes. A body that is not an object is a 400; any other media type a 415.
-// `updated_at` always advances.
+// within minutes. A body that is not an object, or that names a member the schema does not
+// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 //
 // Takes a body of the `application/merge-patch+json` content type.
 //
@@ -507,8 +537,9 @@ func (c *Client) PatchProjectWithApplicationMergePatchPlusJSONBody(ctx context.C
 //
 // Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 // forever), so a replacement can only lengthen retention by omission, never delete data. To
-// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-// ignored when sent.
+// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+// pointer.
 //
 // Takes any type of body and a specified content type.
 //
@@ -529,8 +560,9 @@ func (c *Client) UpdateProjectWithBody(ctx context.Context, id ProjectID, conten
 //
 // Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 // forever), so a replacement can only lengthen retention by omission, never delete data. To
-// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-// ignored when sent.
+// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+// pointer.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1354,7 +1386,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
-	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// `time` gets the server's time, without `level` gets `info`.
+	//
+	// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+	// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+	// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+	// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -1371,7 +1410,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
-	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// `time` gets the server's time, without `level` gets `info`.
+	//
+	// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+	// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+	// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+	// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -1409,8 +1455,8 @@ type ClientWithResponsesInterface interface {
 
 	// CreateProjectWithBodyWithResponse Create a project
 	//
-	// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-	// `created_at`, `updated_at`) are ignored when sent.
+	// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+	// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1419,8 +1465,8 @@ type ClientWithResponsesInterface interface {
 
 	// CreateProjectWithResponse Create a project
 	//
-	// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-	// `created_at`, `updated_at`) are ignored when sent.
+	// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+	// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1450,8 +1496,8 @@ type ClientWithResponsesInterface interface {
 	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 	// the patch names change. `{"retention_days": null}` keeps entries forever,
 	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-	// within minutes. A body that is not an object is a 400; any other media type a 415.
-	// `updated_at` always advances.
+	// within minutes. A body that is not an object, or that names a member the schema does not
+	// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1463,8 +1509,8 @@ type ClientWithResponsesInterface interface {
 	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 	// the patch names change. `{"retention_days": null}` keeps entries forever,
 	// `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-	// within minutes. A body that is not an object is a 400; any other media type a 415.
-	// `updated_at` always advances.
+	// within minutes. A body that is not an object, or that names a member the schema does not
+	// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 	//
 	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1475,8 +1521,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 	// forever), so a replacement can only lengthen retention by omission, never delete data. To
-	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-	// ignored when sent.
+	// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+	// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+	// pointer.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1487,8 +1534,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 	// forever), so a replacement can only lengthen retention by omission, never delete data. To
-	// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-	// ignored when sent.
+	// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+	// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+	// pointer.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1934,6 +1982,8 @@ type ListProjectsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *[]Project
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -1949,6 +1999,11 @@ type ListProjectsResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListProjectsResponse) GetJSON200() *[]Project {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListProjectsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -2131,6 +2186,8 @@ type DeleteProjectResponse503Headers struct {
 type DeleteProjectResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -2147,6 +2204,11 @@ type DeleteProjectResponse struct {
 	Headers429 *DeleteProjectResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteProjectResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteProjectResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -2218,6 +2280,8 @@ type GetProjectResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Project
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
@@ -2235,6 +2299,11 @@ type GetProjectResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetProjectResponse) GetJSON200() *Project {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetProjectResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -2563,7 +2632,14 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 //
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
-// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// `time` gets the server's time, without `level` gets `info`.
+//
+// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -2586,7 +2662,14 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 //
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
-// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// `time` gets the server's time, without `level` gets `info`.
+//
+// Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+// in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+// with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -2642,8 +2725,8 @@ func (c *ClientWithResponses) ListProjectsWithResponse(ctx context.Context, reqE
 
 // CreateProjectWithBodyWithResponse Create a project
 //
-// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-// `created_at`, `updated_at`) are ignored when sent.
+// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2658,8 +2741,8 @@ func (c *ClientWithResponses) CreateProjectWithBodyWithResponse(ctx context.Cont
 
 // CreateProjectWithResponse Create a project
 //
-// Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-// `created_at`, `updated_at`) are ignored when sent.
+// Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+// the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2707,8 +2790,8 @@ func (c *ClientWithResponses) GetProjectWithResponse(ctx context.Context, id Pro
 // Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 // the patch names change. `{"retention_days": null}` keeps entries forever,
 // `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-// within minutes. A body that is not an object is a 400; any other media type a 415.
-// `updated_at` always advances.
+// within minutes. A body that is not an object, or that names a member the schema does not
+// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2726,8 +2809,8 @@ func (c *ClientWithResponses) PatchProjectWithBodyWithResponse(ctx context.Conte
 // Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
 // the patch names change. `{"retention_days": null}` keeps entries forever,
 // `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-// within minutes. A body that is not an object is a 400; any other media type a 415.
-// `updated_at` always advances.
+// within minutes. A body that is not an object, or that names a member the schema does not
+// (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
 //
 // Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2744,8 +2827,9 @@ func (c *ClientWithResponses) PatchProjectWithApplicationMergePatchPlusJSONBodyW
 //
 // Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 // forever), so a replacement can only lengthen retention by omission, never delete data. To
-// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-// ignored when sent.
+// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+// pointer.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -2762,8 +2846,9 @@ func (c *ClientWithResponses) UpdateProjectWithBodyWithResponse(ctx context.Cont
 //
 // Replaces the project's name and retention: a `retention_days` left out means `null` (keep
 // forever), so a replacement can only lengthen retention by omission, never delete data. To
-// change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-// ignored when sent.
+// change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+// name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+// pointer.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3208,6 +3293,13 @@ func ParseListProjectsResponse(rsp *http.Response) (*ListProjectsResponse, error
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3392,6 +3484,13 @@ func ParseDeleteProjectResponse(rsp *http.Response) (*DeleteProjectResponse, err
 	case rsp.StatusCode == 204:
 		break // No content-type
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3485,6 +3584,13 @@ func ParseGetProjectResponse(rsp *http.Response) (*GetProjectResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized

@@ -122,7 +122,8 @@ type LogEntry struct {
 	UserId *string `json:"user_id,omitempty"`
 }
 
-// LogEntryInput One log entry as a client sends it.
+// LogEntryInput One log entry as a client sends it. A member not named here is kept in `attributes` under
+// its own name (see `POST /logs`); a case variant of a name here (`Level`) is a 400.
 type LogEntryInput struct {
 	// Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
 	// null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
@@ -334,7 +335,7 @@ type Project struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
-// ProjectInput What a client may set on a project.
+// ProjectInput What a client may set on a project; no other member is accepted.
 type ProjectInput struct {
 	// Name 1 to 256 characters, not only white space. Names need not be unique.
 	//
@@ -355,7 +356,8 @@ type ProjectInput struct {
 }
 
 // ProjectPatch A JSON merge patch (RFC 7396) of a project: only the members it names change.
-// `"retention_days": null` keeps entries forever; a member left out stays as it is.
+// `"retention_days": null` keeps entries forever; a member left out stays as it is. No
+// other member is accepted.
 type ProjectPatch struct {
 	// Name 1 to 256 characters, not only white space.
 	//
@@ -2025,6 +2027,22 @@ func (response ListProjects200JSONResponse) VisitListProjectsResponse(w http.Res
 	return err
 }
 
+type ListProjects400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListProjects400ApplicationProblemPlusJSONResponse) VisitListProjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListProjects401ApplicationProblemPlusJSONResponse struct {
 	UnauthorizedApplicationProblemPlusJSONResponse
 }
@@ -2246,6 +2264,22 @@ func (response DeleteProject204Response) VisitDeleteProjectResponse(w http.Respo
 	return nil
 }
 
+type DeleteProject400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteProject400ApplicationProblemPlusJSONResponse) VisitDeleteProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteProject401ApplicationProblemPlusJSONResponse struct {
 	UnauthorizedApplicationProblemPlusJSONResponse
 }
@@ -2353,6 +2387,22 @@ func (response GetProject200JSONResponse) VisitGetProjectResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetProject400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetProject400ApplicationProblemPlusJSONResponse) VisitGetProjectResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3109,136 +3159,145 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rciO3tt6roDonZbJ2k+JNN7JcKXlGY+tYc/GMdHxOhpNpsHuRxFYTaDfQougpVeVvniL/ksprZL9J",
-	"niSFBaAvZFOkRjPe3t52uWpEduO2sLCu3wI/eaFYJIIDV9IbfvLmQCNI8c+3oNLV2VRBqj9FIMOUJYoJ",
-	"7g29dxAKHkmiBFlSpsgEpiIFkuomjM/anu/BHV0kMXjDru/JcA4LqruZinRBlTf0GFf9nud7apWA+Qgz",
-	"SL37+3vfS2hKF6DsPM55dMUWsDmJ1zxeEeAqZSDJkqk5CRRbQECoIiJ1c1JzJsk1Z3dEPySMkwWLYybt",
-	"ChqMh3Em2S00R4SLfCmBVDRVH7HD6nKOTw8H/e5RR//ne0zP5JcM0pXne5zqeXrAI2zobVv50aBu5b53",
-	"KWaXcAvxPmuFOxqqeGXWF8S6WTAiKSRAFWGKTEVKKF8RMSUSbiGlMWkEsZh9xFe/hTQV6TjrdHpHxZdT",
-	"qmgcNH1NwYWQinSPkGqyTc5pOCdMklsas4hcX71oneA8RKbIq+tLn3Q1M/R7JJzTlIZ680hDzYFMGcTR",
-	"N5KIJSdpFmsyU75Sc8ZnBGIJutNBp0M4XeivdJN8/yuEf+/hnD3fw2l6H/SzJBYReEOVZlC/F/niKpvB",
-	"FCyQuewmSJUyPvPufW9B7y7Mw+5Rvkc0TelKP5VqpaeCm6k/v0nFXyFUF883d+xKL8Q8/kYSFlXW4nW6",
-	"p/2jaQdaJ2GPto4nfWidRoNpq0ePJidhJ+pCb+rZFSVUzYsFscjzvRR+yVgKkVt5sbK1BZXn+BNS5qGJ",
-	"kuVcSMj5jKZAFkC5GmmGWmRSEbhjUn3+UtY2xw778dFr+mnXCcF1BAuQks4gIKHgijIuzWlRcKcsw/YO",
-	"j0oc6xM240KPQkIqgUxWY37NWSgiIJLp9ZrvpyKO9EuN4G//IyALqsI5SBL87f8EIxK8u3p79u7deUAi",
-	"ARJFCr6gJUpK//Y/IWi2yYUiTI55zJQ+mEMS/OfAJ8HHgFAekWA8Dsic3gLhgsgEQkZj3ActWce8QvwI",
-	"wphxiLYQ+JcK1y/o3SXwmZp7w97hke8tGHefu34Nld9pEfhZspdqtfEI0bspYXsnnQckbCGcHy1j32UT",
-	"zXOPF7HSNAxIQ0J6CxGZrAjlhPEI7prD7YIxl6V+pzcgk5UC+bki0AvnEN6ITG3ZbjtF7+HDc5XSEOpE",
-	"VoUCYmoPi357qCX7HO5oBCFb0JhEbMaU9JG9aRyTXyEVI5IlCaTmiLhDoYRok7PPW+1gMj3tTfuHx8eT",
-	"/iCiR7QfwmnvNOpABwbH/aMtVMAZG5lSy/v9XoX19cdNIl1LSHfSqIZLMgnpRxYFj2OIL6wqvaw16G2h",
-	"jp3ggzxyr6WxTASXgFryOxq9hV8ykHhstDAFjn/SJIlZSDVtDpJUTGJY/OWvUhPqUzEbTUJFWay3Zq6N",
-	"ROxJL4ZxJJKeulbt0hu+L72MCmcCOb0qxoXne4nQ5zr1ht5B78Do+PsPWkdTlUlvONDCQzGFBPmORsQt",
-	"oVDrE5Gp4SSm/AaVe06Pf0lh6g29/3RQGMcH5qk8eGOWaai0qUlLq1vQWAskiNAaTYHeSEJxY0ckMAsO",
-	"9F6CJKCtKzGdAke9goygW5W29973Xoh0wqII+JN3gUlyA6tCQ4Xi1slrkUCKXXllUvYLUhaz+KqEPHtz",
-	"sXuOSCNjRCCFLviLmM3mT2VTmm8jnnAc8yKCRSIU8HDV+hFWhn3J1AxXJtVpQapngk9jFn5FljtbnykQ",
-	"SRdQN1upWByTCWgGm1MexRCNjMdGYupY7JVQL0TGoycS0NmTet+m2F+ZQoOCQq+EIi/sC1+Rmdx8cmay",
-	"dqzWhkJc0nQGT2aZCVp5cxFHshDx2oRx6qJMg26/wiV6VHIlBDFT+aq0mIhopc+N5hUzZyZJrMfV31Fu",
-	"mEibOCmhYQiJko5QLylfWSkqn0ivZcoUkJQqIHAXAkRQ4ZFe6RRpuuiRST70V6WPFjpzKkkmISJZQpiS",
-	"pJitOzLOwgUyY7fA0cLVOng9gNLKIyh1U7JvH5RiLTira04zNRcp+xWeehR1R8CVbUJyL6t8ILsFsSsj",
-	"fzU6vxJOvvuaFQWHMtflp/SGi+UaUX/++efWWbGkGtck+A5oCmlQMYjMdw8bPYbut5TFdBLDF7B0pBIp",
-	"Gm1ZqduC7odlrfoO0lsWArmuvPoV2dxMLqTcBL1Iqm0QiEiqFRrhYuk7IWF3RauQOURooMSCriuPL8f6",
-	"ete5jVo8cRcy05mT/1sMTS6KAEiu79EsLZmYnYNStKJiZ/Z65eOTpCIEKfUGknOumFp9Re2vSAxUKjxA",
-	"WsusrD1J8wWpOV1Xe+iBrLX7RjoHnskxp3EKVGuJOHJKQUvBIpyVgt4RLU8awUH/wLQce9o0K5qocgRs",
-	"zIs2YkqOSURXcuw1cy5bt1iWTgTbgCzuDCURm04h1epS67HRWLMvOkj6feTpqE00f5uNRnqU1bFTxiMc",
-	"1LAAkXQlyVwsyUKrmYVIYczVHPSokEJ7zD1kTJkliUgVRC8hYvQK9/TJQgLVce7qlDrAhmWT4bDMZvlc",
-	"CE6G4Gy+vt3ADB9hcADIAofWY+LHwixX9EY7tf/67vWrEaFE/0sWkM60w6otjqlIyZuzq2c/NNvobdsp",
-	"6BmeKZWySaaM50mjiOkeafwm1d0rbUfZAOFaSkKlWaiyFCISUUXdFJG7h8RIea1wMGmhtxkndUvjTM/U",
-	"PJc+4dligpHAiRAxUC79MedZHPsEg8DSJwJjLLLpm95uIFHkFtIJVWxBGpFQJnCqyZSCNhwU8GabnDke",
-	"7J2YhlQhkxElEoLeq+/cwLrQ5Chn4qMB+ZF9R6gsC2fgoYhAEqbGvKH3loaqOSIcpGaRkgeNI0kSASQj",
-	"jC8awogU7Z4FXaEFS15dX5LG9V+0+dpsk39DKo15KBbaZgxv9OgSuMrpRTCWF0FEGkG31x8cHh2fnHaK",
-	"vwIilT5kGCxpjgwF8u7GXCIv+xj/pDgV3T1RS60TbwASiRIo1kIL92wtEPrJmyuVtBeg5iLyht7351da",
-	"I+nvzAH6GGKi4LDT8z3UW46LFJ1pdeAldLXALJjvQeZ9uM/PknAxtbvWTLTsl/pwtt/S5UsTYS4/bckb",
-	"lrREYti2lasQPZzJ8ZxzVReIP7Pyi8RiZvi2TV7bbkxIQBpxroUS8hfSSDObWGg2wxxDUjonnzxaOU0P",
-	"nf7Subv3PRbVJf00q7WolGzG9WZlnP2SwZZswCntdlrHYS9qnUB/2hrQw8lReBydwOnU8zfzLrHLexVd",
-	"uXTPZo7GEr3ytt0/UoqIbzQsafBK2z1TGBv9yYTyj3Wk6h6RWCwhbWEsdDNwukazzrRzdExpZ0JPO73J",
-	"ce1QRdi6Nhy80UDVxu23RuO3ROC7vb6/O6zuFzHXjRG1zNmfFHuEfDdW6iKaFdLYCOhmYLdIM703ubRK",
-	"EmqRn2eXNEQ6fliXBqWDfMGTrDadAMVB1vKSkjBmmkMl8EiLsy93WuP6pPFmSnZU1hkobSQJGJ+KgCzn",
-	"oK08reHpRAuW6sa4w7g9jt59+KRuWK5lZdY4OvQP+0c2GC6mJmxeTQvVnfDSbI4OD/tHO8/89tBQbiyQ",
-	"CcSCz7Sd8CXynvsLDfTKEms4r09Fc1D36HE5GL2VGMDRJgCPnHph3JxIfGmnJCqRuLuWMzx6WE5VV/ez",
-	"1lzFypDNRKbq0yGOA0iDC22LNI1Nb7j/G0nySZFQZFzJMupAr1Q7IhxzMvoQCgkpmYiMR4b/9RgkZgvD",
-	"7Us9MZfI0w6xsYAEJ3AL6cpQbWsarkyeTm/wdEFcPqLfSPMKns2aU/kl5bSmLz6tZ7/Gz/1nBDOHBOOV",
-	"d8onrxPgVxDDQttTTc2hj80SPp5D91AQj0r1VdTHJkX0wxJBQsFDSLn8h+RaqxJ3ceyajqxVj1v04TtI",
-	"rSbbpKRdcsktyzOogoMx6t3TWSqyxOLIqhrS9FKvbfEZ0bw1ycIbUL7mI/RL0whS3XdgHsgqout93+98",
-	"8AtM0D7HaA0XpISiVetVe+t7dITLricYKnXtmFmROiLaD0XXuUw9kSlC3TvIRvqNYLL6lgu+hl3Ltbju",
-	"yQQ5rRP0IAuYSfqO+G6525hA0bodepbvv5t9sVO471rQ6enrr/fkBrudW1Spoqky3epBtWttR2ug8F1o",
-	"F36aikUF60cErzKHlrH9055Fo5hPhwb990SmkVtOi+blrUQwHiDlK8PuEFnJNKfSN4xukCmmccOwDEul",
-	"droNTsdxRg5cEBwFRb6Uh+zO4pDXLUhBUr8XSxYpjGxQtwcPuR99B67ch6ju5FUH/cEF8xyzIR7FJ5hD",
-	"NhLSTKQ68PGRvxeIqHw6cNV+zov5vu44JvJZClRBtMfcXW7Rhjc3hWLRU76U3uMX4rrZNuHnEMO+E47w",
-	"XZLCQtzWTTkq+ipE5mfM2fVTN+fXKk7O+Orf6kWsPmV5GNPG/Kh0KuP11eUbG7akSWKwfowr7CvAMNkE",
-	"tNhFgdms8eT0mchHrj4zMccKDPWhI1dZxsapu69Z+ESIOB/bPrXhTHysjZX8eU5x/XWdvxKJbBLDen8m",
-	"7oehIksW/VBweD3F5Mp6N3tIyA/3vndzGzOpvhzhfoTHEM7Mdn2pJa1Yy2P5GBsTvoFVLcg41/r773vd",
-	"4C5gv+ldc/L2xTNyOjg8JjYPQSIRZgvrQKyfRZOOKIdPtgK1NtbiEmq1/p5TMdpgTQWf+WjrmfOGOs7N",
-	"DkEipSB5p4NxTc0MEI2MA2TyMhj8xNd9EpipBwQjKqjeKlkcUiRxfALtWXvMg8bpaadjntrBTUrDDNUM",
-	"TGB5Lwaz9H/BII7q9CHjUlEergUqD2Ixk3WUtPTe6ovY54gmR1kF4VwYb0lvV/DvLQuQaF1EAXEAPmIS",
-	"rSPySyYUEKYMMVNIRKq0YKOODl8mkOvyVaUlD9Z1eW3lR57dKhOrFrdX8q1tDm49kH799oKkgIlCdGip",
-	"solRm5NEntONRyQo5coChFnbxAquw6QGGbqvVfqUU2y7DGhlk3O4vpxEvjt5H7afbcNbW5SXgwtiZs5g",
-	"BhuBzTcETe06IPazQBHqx+7voLmfJNiFwtwMuLkR6rkYE7JW8RZLMBNFxKOab0O1VlDfm+O6RMv6qKjG",
-	"7VPS0ILx6LTTbRLGlSBlQYcZZeOeLhK1crmxgieWcxGbRGh1Yjn+dBcjPLzh9YGzszxEWU352fBtXRzZ",
-	"WnIf6Vq+oNfpHbW63Vavf9XtDDv6/7bJ0f1Xr3RCI6qgtY3Me2SGyPX1xfPb4y8TLjWw5X2zHjnI4GNE",
-	"VzsF+Fv39nP98r3vZUn0lQhXl3nApfnl3arMYGM1D7DNliQEKuE88aDNVqm9bV4ARDaZxxG8JpewXi2D",
-	"UAAer8hyzhQGr0Nok1coaTlAZAvqahOF9THU3XUpT9zjtX3AxT5A1zfa8ao7kxuQBhQsx/3To6bxcy19",
-	"h0VIz7oZWpsYZRTOKZ+BNkrGa4sae0OM9gQ29+0cq6lItfM6ItQZUTFMFRGZsvl1Kk0Ox1gxX3Zja7ev",
-	"ddv77XdwY7eqr2x3UPVwZVxSGVpgc3UMpCtmPDrsjEhQ3gc1R1sVN6E95mfcRl9svZlDUJVRUFyPzXgm",
-	"rapxICgmyUxwGKLhyfhMkhjoLSCCQ+8nRqaQbQRmvaqtDetI0qAkFnwGaenZBKEsBqeBYeIlRRN3zOUS",
-	"EkVWoJo+BhXCm1mqLWkilwCJddqRg7QtjSEanilNEIPLKCDOiBnhgGixFKYI1EL7e9DrtcnP2sJEsZYb",
-	"mJraPi5Rf8UMz5asLZfviGBKs1iNeSO4fP39x7fnV+evri5ev/r4/Ow/3gW+Iz7JeAxSanHWHOUWbUxD",
-	"N7HGm+ur5vqAY25GNHvqEykIte3AEpli5ewMlDmnOJajS0QVXcOd9DvI/GyRLbyhZhjkffOxuzXOWo5m",
-	"SAizlKnVO83tNqyJYNWzTM1rXTtXGUElCc4sWBdhV0NiYK7kx/P/CPwc6mvIU7Ic5lQ6AA6fslmWQjTm",
-	"Ddw+jpuKPp9IDG4pWjBuXtf6IxImfIagu1EJaOjgQynQCA+UWPIxz00XHhmGAB8ZHr+wQSIkeoEt1O6R",
-	"oTIKAAxeOPSupd9cqcTA1BifCgfCo8Z6snVOryd6tXTCYqZWSLMFZVgFqu3WDYSblfcmEaPmwNKyRDBx",
-	"wx+urt4caMHfHvMxP8coIrq/mMfiJNiG/wty79uoCe2YN13Z5CqBwNeyQ8X4h/EOgjHHWlDr4Y5MOZlB",
-	"11loI40iHNWVEqHfaUWR0zVobVdNbW2+jrlxFyYWBpdbx7n7YPxlEjjT1vgTdUb7Nu9izJ8Zs4Np28Qe",
-	"pZBmEgOEh3d3ZpNjFgKXUNq5s4SGc2j12h1tD6Wx3XA5PDhYLpdtio/bIp0d2Lby4PLi2fmrd+e6TXuu",
-	"FnHJm9xkBM/3biGVVv21O+2Ofl2zO02YN/T67U67r7UnVXM8j8Zjz6OWm4fyuRUQFcRrzjvI36YG2ESe",
-	"TcXAlMWaaJj2LONPtZ7NkZQXUd79pQkblC9HeF+vOItXDtaKv+/9nS1s4eMeb+a3Fezxrqu63ePVn/Z5",
-	"ydWw7jN0XsW8x8vuson7D2slkL1O5wGwby3I10a4u729EbjlKPsWFC7yERaEuhwgpGAlaYR1OgMz07px",
-	"8hUdlCo6sUl3d5NKZQg26u9uVBQLYovB7hZ5BZpu0Dvd3WC9Lune9w73mVq50gIVcbZY0HSVn7ey/PcK",
-	"nCjKgg/3vjeDGofrLags5Z8lCSrpO2tKKq25AxYFY96gMrRy19o+Ab7/rZ5A0LRGF8Y1KzkvY4UGCBwI",
-	"fBMpvGT8JrCBwTEPaWqzNinEVLFbKMfOTIiEw50iCZ0BaQQpxN+OPf3N2AuaQ1MuUQQnMYJDeTTmRj9Y",
-	"4H4QZqkUaaDVFkS+7hirTqSIbyEidEYZl8bMvX57WYnLLC3aGHEo2j42usSVOsyFVBZqgfhgnOYcbd7q",
-	"UlFtI+ZLv4ElkSnQhR7duk3GeslNbwOiIGfOgcb9M9h2NJTE1N60YpDcuRErFY1jTD1rK7fRPSRSb6q1",
-	"bZskFtJqi1BwDqFmHmNjI7GYsrXdMwtzrqqDSybVn8rgt1QG/kaNGZVhQBrazZPK5Nd9W1Bit1ik2nbD",
-	"tzgs87fWII36jS11+ni4KwVrwLVX8d6j2AabfqiJM9UFXTFym9uy3J4ArFW1zm6343c6nRHp6n+2A862",
-	"XciB4sV78Kan3E3qmuR+2U/a9Is2It4J/SUDkgjJ8goTbk6q9kHglolM4rK+kWunvoqAWf1r5+Kv4u7V",
-	"rzfdV88vBi+fny1fXl38Ov1pyz4YsbXtLol6BNUTjYf360jgvWsbbHx23+SNxQ0X4F4H163D2paBtPtG",
-	"c3Osax2yNIeKViK6iJZcAzYWqMV98H85oM8g3rBWb/Pmpx12mKnR2Mwabxhlr91pEtMN42ytKlJzZU29",
-	"6jjrdPohOhn/5f/99/9lLuUybPet/dzHuuOS2rUnlAs1h9SMPxVxLJbSeJgnvZOT5rCk0jFMY3V6g+Lh",
-	"FnGmIFfXxpvzMXHcPz05Iv/3fw/avaZfr6JzdT/m128v128lKq+oYJtv92GayurdYZ3+VEeEndW8fyBL",
-	"+IkWrTYZdtmziZA1Bu07k2WyNXwmxOAq1IzOyPVKA/OQRa0lecm+G5GJUHMDWzV1ccZIGnMJCsOeTcK4",
-	"KQBPKZc0NIEsYMjYxkrOEeMWHixSG6eSbVKEYA0Wcsyt6YwhvA0otZ9jJu2VeeY9UwPRJrb42FVb6fni",
-	"jWAQoe14Zi9PuLWgYMl+tZBcLGPVx8oRqGKI5+WwJoBqW6C5iaHTMTex027fVbs6NBUuOxbiBqv4tClq",
-	"LwDavDTGvJ7HdWwgZ8wrFbp5NpcTq2zHnk+Cg85BflcalvG62KF52ltragLvY88f8+Cge1Aoq/w9BCPT",
-	"tZJH09ngwInzcq9V5PiYG+g4Fggz7u6sMDb8hkFskHT1JnGVm1+i7V7shKRTdHGwInDoot69AZmLDAFh",
-	"7j0stNPyb+2elRtYadfMxAzNVzY82ywxrCOE4CG6E6ZwvtqTOTxcLiHFGY65SNmMcRqTXqdrBvdtzLBc",
-	"K/0WkpiuIBoSlWYQjCpz26iaHvPKOINeb4RKwiQxWGyChWiqlvE/NXfHFH10TtflPxKtVSRNW1qRO/vK",
-	"KMTCwFor/N5+Y93hel4poUpBqvv8b+/H47tepzUe3x2ff/jLv3hbbDJc0HciWv1m5tg/h4nlfyotzHCT",
-	"3sQoiz9zXVWjraYYXXPYsOYig1JlhtFOhd9tQgQVV8ie7zHPC5+Z/tIhLIyKIo3g5dm/f/zu7OrZDx/P",
-	"X129vTh/FzRHuXBAdcCU0SSDbv8RCLJqDWH1+tHcS3Jf1Nmi1Usz7zf8ju7jgpY5kvhxMUsHZa4xj89L",
-	"Gry4ooE0ROqbK2pR+DCI1i+A8MmcRmQCwJtrZnSd9Ksxq1EcutwXJmiMvHLiTky1Klu/dkK5hKkT3eYq",
-	"jKoTqbuudc3xQY1T/nu3RvcIs+ZXq+kG3f5ecVlzmxU2ONxnITUXbGAUuLdP48q1MX+/4PHPeFVULhum",
-	"D5vd977JLh1IVzVTG1a2xTOfk1+yN0vGWGUmpiT4/vyK4JiBNr3H3BYu4DOpIAmqt7RuVsgoQQJ3xXWg",
-	"rX41J/lVrsb+iKlUrmeHlpdzvbVp02CATZFEtc4lmKyCNnkOXMKwUqShpXKSgjTZxDG3JW5gwBpo4/wK",
-	"qXA1ZktE/Rrsr7mKg0ObnN/RUA1JgFUZiNLAwDbi2ImYjnmFngmdadFfotaaveZIukJXwSdwl2Cy3fXi",
-	"gDljTmN2Awg22GiMgStYGphG8Pz88vzqPB9OZHFkKyhqw8Cu1OrPMPBmGHhbOZgFnhoD15UJft4VxUVR",
-	"2O4rirffbb1HwUvdaoBHbi0p5TPwv/gV98cn/VP9384r7r/42nYWi5UusOqaqHWpGlebfFaiJQiLQsle",
-	"X19Wv29YzvWIVRWBbOx0j1h2Vf65SESjnEDwzaPi0un1mk/EjgW3piCJZ3HczK/Ss32jeRXHpBFgvZ9f",
-	"fbtq0Tj4ch1FJqtaWye/VT+/dFoPU2f9PDmXntd5PlSNaT/Zhx+K+sr3Rdnw+77f8bu9D3ndYPcwr8ax",
-	"Lprervz1bq/jn5743UG/aNI/6hZtEH9kboODpMRZ7t3jo8cY0kaeb8n8m0n90VL8T7S20DDaRGo5DPYW",
-	"Y8tWOejP1pzabnq5jL6xOXIkYzn1165N0TpEmffkZFAZzr8Div6YyIFLcBWRgXVcbr9ThcQ/OPhn5FlK",
-	"1vquNMtZHDviy3Xq/3bs/SXC8EnBF/ndY+6r7XF442KXb3a0oT25VnvBItKgtgKj2SYv3L1hOfpTLLkk",
-	"jYBFgT/mQcFbWkEUmx00y9Fv40ZjOnhr/PVNfsfmZ8bZPu3FkY+5zrCojPiKwZLf+7F8JL12XaG9pNIi",
-	"eaP19KYwtNpyzxI1Rp1BEy0LSRrkMvjgE4vu126sKB7uSb79f0bmdx6U+Y1jLH+XYImRHIVQq5eJZT2N",
-	"PPJILC6mt43+Lm5kYwol4Ta0bVmaVYTE4OFrxPAeH1NOUovN/BNouQm03LH9O6CWCGeyxWzkjGsFWCr4",
-	"Le529ss/yMGhuLLUN0H/QWewyQzfg9rKCZ0/1cVOddH+A/se34PazbqfGZpDazrZUnyo+azAZNQWIfrV",
-	"YhR8p4XvmIKU5mZdosGwmn4q9Ykk+LStPvF+S4GitixrGx3fB2TOIihalErlzKXg+BNiPDSXQc2pLbqz",
-	"UtQgJYrKtDaxmAw88vZ26hyh4A52Z2R+ChExJaVLqykZdA/bY162ewmNlziL6JbyEGSdwYtVoY+1d9f3",
-	"YE08rJ/a48eeRFOqupeh+48iuY4fEFzdYR/HPjoc9HvdLyi48IfLojUB9scpqfinMCtRcBEpzFUTu4V0",
-	"VmtfYF3oetbN/KAAj4qC2yGhJKiyblDUZZcrTklDS8sxt1KyWVOBGmrhpSVzjDgXrGvNC3tXRCyYlFgt",
-	"UC5NNZWp5EqMuZHZ5Wt2aCw4+Oa6/TZ5UNRtixbQFMZ8r1DANfb+5UMBpsz8N40G/C6F5DY6/B0EpR3w",
-	"T0H5DyworYzbxwG/7boy2HLVOhq15Xr19x/uTerlth6BeVWIFjTZ8G/7u7xFkXSwoDdA0owH5l4udPPI",
-	"XKlkeHDQ7R23O+1Ouzs86Zx0MJFlqoQP0Gq28/+0rcBbLHk5YTAyMrRyUUHpJgRbj77xm8WyJs18Wb5C",
-	"wv7yB2Gc0DhuibTlfqlmYn8a1SgRihd43cBKgildKw+GFK8rhildvGxCDYzPQCrSeH11+ebgh6urN02D",
-	"r3r3/EcCd8hxaV7cTp6JOIZQibQ0llBx4t1/uP//AQAA//8=",
+	"7H37chs31ueroHq/rZA1TYo3SRZVqS3FVhJ/UWzHlr/MrNvrBrsPSYyaQKeBFsW4VLX/7lPsf7u1r7Hz",
+	"JvskWzgA+samRFl2JjOTqamKxb4AODg41985/dGLxCoVHLiS3vSjtwQaQ4b/fA0q25zNFWT6rxhklLFU",
+	"McG9qfcGIsFjSZQga8oUmcFcZEAy/Qjji77ne3BDV2kC3nToezJaworq18xFtqLKm3qMq/HI8z21ScH8",
+	"CQvIvNvbW99LaUZXoOw8znl8yVawPYmXPNkQ4CpjIMmaqSUJFVtBSKgiInNzUksmyVvOboi+SBgnK5Yk",
+	"TNoVdBiPklyya+ieEi6KpYRS0Ux9wBfWl3N8cjgZD48G+n++x/RMfskh23i+x6mepwc8xge9XSs/mrSt",
+	"3PcuxOICriHZZ61wQyOVbMz6wkQ/Fp6SDFKgijBF5iIjlG+ImBMJ15DRhHTCRCw+4K1fQ5aJLMgHg9FR",
+	"+eOcKpqEXV9TcCWkIsMjpJrsk3MaLQmT5JomLCZvL7/tPcF5iFyRF28vfDLUzDAekWhJMxrpzSMdtQQy",
+	"Z5DEX0ki1pxkeaLJTPlGLRlfEEgk6JdOBgPC6Ur/pB8p9r9G+HceztnzPZym915fSxMRgzdVWQ7te1Es",
+	"rrYZTMEKmctuglQZ4wvv1vdW9Oa5uTg8KvaIZhnd6KtSbfRUcDP1368y8VeI1PNn2zt2qRdiLn8lCYtr",
+	"a/EGw5Px0XwAvSfRiPaOZ2PoncSTeW9Ej2ZPokE8hNHcsytKqVqWC2Kx53sZ/JKzDGK38nJljQVV5/gT",
+	"UuauiZL1Ukgo+IxmQFZAuTrVDLXKpSJww6T69KU0NscO++HBa/rpvhOC6whXICVdQEgiwRVlXJrTouBG",
+	"WYYdHR5VONYnbMGFHoVEVAKZbQL+lrNIxEAk0+s1v89FEuubOuHf/kdIVlRFS5Ak/Nv/CU9J+Oby9dmb",
+	"N+chiQVIFCl4g5YoGf3b/4Sw2yfPFWEy4AlT+mBOSfifQ5+EH0JCeUzCIAjJkl4D4YLIFCJGE9wHLVkD",
+	"XiN+DFHCOMQ7CPxLjetX9OYC+EItveno8Mj3Voy7v4d+C5XfaBH4SbKXarXxANG7LWFHTwZ3SNhSOD9Y",
+	"xr7JZ5rnHi5ipXkwJB0J2TXEZLYhlBPGY7jpTncLxkKW+oPRhMw2CuSnikAvWkJ0JXK1Y7vtFL27D89l",
+	"RiNoE1k1Coi5PSz67qmW7Eu4oTFEbEUTErMFU9JH9qZJQn6FTJySPE0hM0fEHQolRJ+cfdpqJ7P5yWg+",
+	"Pjw+no0nMT2i4whORifxAAYwOR4f7aACztjIlFbeH49qrK//3CbSWwnZvTRq4ZJcQvaBxeHDGOIzq0ov",
+	"701GO6hjJ3gnj9xqaSxTwSWglvyGxq/hlxwkHhstTIHjP2maJiyimjYHaSZmCaz+9FepCfWxnI0moaIs",
+	"0Vuz1EYivkkvhnEkkp66Vu3Sm76r3IwKZwYFvWrGhed7qdDnOvOm3sHowOj42/daR1OVS2860cJDMYUE",
+	"+YbGxC2hVOszkavpLKH8CpV7QY9/y2DuTb3/dFAaxwfmqjx4ZZZpqLStSSurW9FECySI0RrNgF5JQnFj",
+	"T0loFhzqvQRJQFtXYj4HjnoFGUE/VdneW9/7VmQzFsfAH70LTJIr2JQaKhLXTl6LFDJ8lVcl5bgkZTmL",
+	"L0rIs1fP758j0sgYEUih5/zbhC2Wj2VTWmwjnnAc83kMq1Qo4NGm9wNsDPuSuRmuSqqTklRPBZ8nLPqC",
+	"LHfWnCkQSVfQNlupWJKQGWgGW1IeJxCfGo+NJNSx2AuhvhU5jx9JQGdP6n2b4/uqFJqUFHohFPnW3vAF",
+	"mcnNp2Ama8dqbSjEBc0W8GiWmaGVtxRJLEsRr00Ypy6qNBiOa1yiRyWXQhAzlS9Ki5mIN/rcaF4xc2aS",
+	"JHpc/Rvlhom0iZMRGkWQKukI9SPlGytF5SPptc6YApJRBQRuIoAYajwyqpwiTRc9MimG/qL00UJnSSXJ",
+	"JcQkTwlTkpSzdUfGWbhAFuwaOFq4Wgc3Ayi9IoLSNiV790El1oKzestprpYiY7/CY4+ifhFwZR8hhZdV",
+	"PZDDkti1kb8YnV8IJ999zYqCQ5XrilN6xcW6QdSff/65d1YuqcU1Cb8BmkEW1gwi89vdRo+h+zVlCZ0l",
+	"8BksHalEhkZbXnltSffDqlZ9A9k1i4C8rd36BdncTC6i3AS9SKZtEIhJphUa4WLtOyFhd0WrkCXEaKAk",
+	"gjaVx+djfb3r3EYtHrkLuXmZk/87DE0uygBIoe/RLK2YmIODSrSiZmeORtXjk2YiAin1BpJzrpjafEHt",
+	"r0gCVCo8QFrLbKw9SYsFqSVtqj30QBrPfSWdA89kwGmSAdVaIomdUtBSsAxnZaB3RMuTTngwPjBPBp42",
+	"zcpHVDUCFvDyGTEnxySmGxl43YLLmhbL2olgG5DFnaEkZvM5ZFpdaj12Gmj2RQdJ3488HfeJ5m+z0UiP",
+	"qjp2yvgUBzUsQCTdSLIUa7LSamYlMgi4WoIeFTLoB9xDxpR5mopMQfwjxIxe4p4+WkigOi5cncoL8MGq",
+	"yXBYZbNiLgQnQ3A2X95uYIaPMDgAZIVD6zHxz9IsV/RKO7X//ubli1NCif4vWUG20A6rtjjmIiOvzi6f",
+	"ft/to7dtp6BneKZUxma5Mp4njWOm30iTV5l+vdJ2lA0QNlISKssjlWcQk5gq6qaI3D0lRsprhYNJC73N",
+	"OKlrmuR6pua69AnPVzOMBM6ESIBy6Qec50niEwwCS58IjLHIrm/edgWpIteQzahiK9KJhTKBU02mDLTh",
+	"oIB3++TM8eDoiXmQKmQyokRK0Hv1nRvYFpo8LZj4aEJ+YN8QKqvCGXgkYpCEqYB39N7SSHVPCQepWaTi",
+	"QeNIksQA6SnGFw1hRIZ2z4pu0IIlL95ekM7bP2nztdsn/4FUCngkVtpmjK706BK4KuhFMJYXQ0w64XA0",
+	"nhweHT85GZT/ColU+pBhsKR7aihQvC7gEnnZx/gnxano1xO11jrxCiCVKIESLbRwzxqB0I/eUqm0vwK1",
+	"FLE39b47v9QaSf9mDtCHCBMFh4OR76Heclyk6EKrAy+lmxVmwXwPcu/9bXGWhIup3fQWomd/1Iez/5qu",
+	"fzQR5urVnrxiaU+khm17hQrRw5kczzlXbYH4Myu/SCIWhm/75KV9jQkJSCPOtVBC/kIaaWYTK81mmGNI",
+	"K+fko0drp+mu0185d7e+x+K2pJ9mtR6Vki243qycs19y2JENOKHDQe84GsW9JzCe9yb0cHYUHcdP4GTu",
+	"+dt5l8TlvcpXuXTPdo7GEr12t90/UomIbz1Y0eC1Z/dMYWy9T6aUf2gj1fCIJGINWQ9joduB0wbNBvPB",
+	"0TGlgxk9GYxmx61DlWHr1nDw1gOqNW6/Mxq/IwI/HI39+8Pqfhlz3RpRy5z9SbFHyHdrpS6iWSONjYBu",
+	"B3bLNNM7k0urJaFWxXl2SUOk4/umNKgc5Oc8zVvTCVAeZC0vKYkSpjlUAo+1OOuTM7ICLT7xMGtLJSZo",
+	"dTCrVhgnYXmCQ5LzGLKAa0morVq0bToSgISvXr65JAeJWMiwqzUuEvuaZoxy1NbU3Ixv74SYZA67ehxK",
+	"JoOBEaafR3Ik7Qns7fTwaVV/oeSTJGR8LkKyXoK2OHF+My3k6kziBMPumP7wbqmxZUVXFWvn6NA/HB/Z",
+	"wLyYmxB+PUXVJm0qszk6PBwf3St/doepCsOFzCARfKFtls+Rg91fgKGHmFojvjkVzc3Do4flg/RWYjBJ",
+	"myM8dqqOcSMd8KZ7pWKFxMNG/vLobplZX93PWouWK0M2E7lqT804DiAdLrRd1DX+heH+ryQpJkUikXMl",
+	"qwgIvVLtFHHMD2mBICRkZCZyHhv+12OQhK0Mt6/1xFxSUTvnxhoTnMA1ZBtDtZ0pwSp5BqPJ45VC9Yh+",
+	"Jc0teDZbTuXn1Bmavni1nf06P4+fEsxiEoyd3iifvEyBX0ICK23bdTWHPjRj+XAO3UNZPSjtWFNl2xTR",
+	"FysEiQSPIOPyH5JrrXq+j2Mb+rpVVe/QzW8gs5psm5J2yRUXscjmCg7GwXBXF5nIU4tpq2tI85Z2zY/X",
+	"iOatWR5dgfI1H6GPnMWQ6XeH5oKso8vejf3Be7/EJ+1zjBoYJSUUrVvSw8O9ziMuu51gqNS1k2hF6inR",
+	"PjG68VXqiVwR6u5BNtJ3hLPN11zwBo6u0OL6TSbgah2yO1nATNJ3xHfL3cUEirbt0NNi/93sy53CfdeC",
+	"Tk9f/7wnN9jt3KFKFc2Uea0eVLv5drQOCt+V7PpknolVDXdIBK8zh5ax45ORRcaYvw4NEvGRTCN3nBbN",
+	"yzuJYLxRyjeG3SG2kmlJpW8Y3aBkzMMdwzIsk6p7ajFDjjMKEIXgKCiKpdxld5aHvG1BCtL2vVizWC2N",
+	"TWz34C5XaOyAnvsQ1Z28+qDfu8CiYzbExvgE89lGQpqJ1Ac+PvL3AjRVTweu2i94sdjXe46JfJoBVRDv",
+	"MXeX57Sh1m2hWL6pWMro4Qtxr9k14WeQwL4TjvFeksFKXLdNOS7fVYrMT5ize0/bnF+qJD3jm/9oF7H6",
+	"lBUhVRt/pNKpjJeXF69sCJWmqcEdMq7wXSGG7GagxS4KzG5LDEifiWLk+jUT/6xBYu86crVlbJ2625aF",
+	"z4RIirHtVRtaxcvaWCmuFxTXP7f5K7HIZwk032dikBi2smTRFwWHl3NM9DRfs4eEfH/re1fXCZPq8xHu",
+	"B3gI4cxsm0utaMVWHivG2JrwFWxaAc+F1t9/39sGd8mDbe+ak9ffPiUnk8NjYnMiJBZRvrIORPMsmtRI",
+	"NZSzEzS2tRaX3Gv195yK0QZrJvjCR1vPBmC0jnOzQ8BKJWA/GGCMVTMDxKfGATI5IgzE4u0+Cc3UQ4LR",
+	"HVRvtYwSKRNKPoH+oh/wsHNyMhiYq3Zwk14xQ3VDE5fZi8Es/b9lkMRt+pBxqSiPGkFTjBi1UdLSe6cv",
+	"Yq8jsh1lFURLYbwlvV3hn3sWrNF7HofEgQmJSfqekl9yoYAwZYiZQSoypQUbdXT4PEFllzurLHnS1OWt",
+	"VShFpq1KrFYMYcW3tvnAZlD/7evnJANMWqJDS5VN0tr8KPKcfviUhJW8XYiQb5vkwXWYNCVD97VOn2q6",
+	"7z4DWtlEIa6vIJHvTt773Wfb8NYO5eWgi5glNPjFTmhzH2FXuw6IQy0Rjfqy+3fY3U8S3IcI3Q64uRHa",
+	"uRhjolbxlkswE0X0pVruQtjWEOjb47qkT3NUVOP2KulowXh0Mhh2CeNKkKqgw+y2cU9Xqdq4PF3JE+ul",
+	"SExStj6xAgt7HyPcveHtgbOzIkRZTz/a8C1TOw3CD7SRuxgNRke94bA3Gl8OB9OB/n/f5Av/q1c5oTFV",
+	"0NtF5j2yVOTt2+fPro8/T7jUQKj3zcAUgIcPMd3cK8Bfu7uf6ZtvfS9P4y9EuLYsCC7Nr+5WbQZbq7mD",
+	"bYqESHvyfk4TuZW9Rw1dZEi0TSu1K85LJAtmq4VWok5nVwJ222zntqolC9Gs+UFAA082ZL1kCsPeEfTJ",
+	"C5TRHCC2ZYGt6c726Ov91TWP5I7GDuJi79iRV9ple+COnG2jNlBeHY9PjrrGfbY7My0jhdZ70UrK6Lho",
+	"SfkCtK0TNFYceFMMIoU2ve/8tbnItE98Sqjb5wTmiohcWQgBlSY11CcvRMB3ckRLSuuxPNG6873r0W+/",
+	"+VsbXb9lt1esh6sCs6rYCpusZCBdNefR4eCUhNVdUks0kHGL+gE/4zbkYwvuHISsCgPjemzGc2n1m0OB",
+	"MUkWgsMUrV3GF5IkQK8BISx6tzEchkwlMNVWf9owliQdShLBF5BVrs0Qy2OAKhibXlO0qwMu15AqsgHV",
+	"9TGSEV0tMm2+E7kGSG2kAPlLG/AYF+K50gQxwJQS442gGQ4Il8tgjkg1NPono1Gf/KzNWpSlhVWrqe3j",
+	"EvVPzHB0xcRzSZYY5jRPVMA74cXL7z68Pr88f3H5/OWLD8/O/vIm9B3xSc4TkFKLye5pYUYnNHIT67x6",
+	"e9ltDhhwM6LZU59IQah9DiyRKZYOL0CZU4xjObrEVNEG8GY8QOZnq3zlTTXDIO+bP4c7g7vVEIqEKM+Y",
+	"2rzR3G5jqYjWPcvVstWfdKUhVJLwzKKVEXc2JQbnS344/0voF1hnQ56KubKk0iGQ+Jwt8gzigHdw+zhu",
+	"KjqaIjXArXjFuLld66VYmJgdog5PK0hLh5/KgMbEpugDXthLPDYMAT4yPP5gI1NI9BJcqX0yQ2UUABgx",
+	"cfBlS7+lUqnB6TE+Fw6FSI3JZgu9Xs70aumMJUxtkGYryrAMVhvLWxA/qypM9kctgWVViWCCld9fXr46",
+	"0GqhH/CAn2PoEn1ulLychLsAkGHh8hslcjI5PO66utFNCqGvZYdK8B/GJQkDjsWw1q0+NfV0Bl5osZ00",
+	"jnFUV0uFzq4VRU4ToYlft++1zRxw46PMLA6wMMkLn8U46SR09rRxYto8hV0uTcCfGnOGaYPIHqWI5hKj",
+	"koc3N0jFFxa/2oSHSCJZAhwjFgtucK1nWyPWYZcFzjeGKKEZBLxDyYpJmUKiyJwl+hGZR0s8OmZZJkVT",
+	"lMmHBpFLiWR8kUAPw0MxShRb6LBmEfi44QGvVCMy5TvWKZwYJ6QtRlcvAKldw7xW6yQ7LoyJZyLgBm5q",
+	"ZsQJyIimiI/jQGSeZWKB58nBWMqpyGJDM4oGAmoiU/tENRUg7vqGwRwCx+CmM1Ph3ZPAJVPs2qSBjOXn",
+	"dII5HEb3kk4YeNpUDLzQgWND/a7wNOAWdFOhW8tUu31ij54miz5qil7BtkllRjUmQcBxuqe1E6oVtOn4",
+	"UDOJGhCibbiQETUJi4BLqMiPs5RGS+iN+gPtCmSJFTtyenCwXq/7FC/3RbY4sM/Kg4vnT89fvDnXz/SX",
+	"apVUAinb4sjzvWvIpDXC+oP+QN+uhS5NmTf1xv1Bf6xtOKqWqBVMsKoI2G+rhmdWTdWA5wV9UMqaUnyT",
+	"dDH7Yk8FZvyrMHBt7RUn63lcvP7CRMyqPUretZtv5S0HjR4Mt/69T9j64z3uLJqG7HGvK37f49af9rnJ",
+	"lZLvM3TRTGCPm13Pl9v3jUrk0WBwB+a+FWtvkzvD0d5A+GqCaQcYHvkI67Jd+hsysPo8xnK5iZlp2zjF",
+	"ig4qhdX4yPD+R2oFWvjQ+P6HyppdfGJy/xNFIah+YHRy/wPN8sBb3zvcZ2rVgic0B/PVimab4rxVZZxX",
+	"wrVRFry/9b0FtMSpXoPKM/5JkqCWubYOjdL2Y8jiUCtUGVntby3wEO//Wk8g7FrTH0P6tXSv0UAhYmZC",
+	"3wTJLxi/Cm1MPOARzWzCMoOEou6phI1NdJDDjSIpXQDphBkkXwee/iXwwu7UVC2VcXkMXlIeB9zYDLZ+",
+	"JozyTIos1MYTxL5+MRZ/SZFcQ0zogjIujbP19vVFTZuvLegfIVjaSzMWjas4WgqpLMoIYfo4zSV6XvWl",
+	"otmDcEd9B1YmZ4DgV+faGxu6cAANfoicOQsJ98+UmKC5Lua24ZEpqChcKalokiDqQvtaneEhkXpTrYfV",
+	"JYmQVltEgnOINPMYIwaJxZRtsbCw1QZ1dXDBpPpDGfyWysDfKvWkMgpJRySx5k+Elvi2rstusbZt8WSS",
+	"Dod1cVcDzavv2NEuAw93rW4UuPZt33kUn8FH37eEWNvyDZi0KDwqbk8AlozbkMtw4A8Gg1My1P/ZjbXc",
+	"1RcHxYt3Z8O1wlkfGlxL1Vvf9s63kj0p1ZZwKiQrCr24OanaE4ZrJnKJy/pKNk59Hfy1+ffB87+Kmxe/",
+	"Xg1fPHs++fHZ2frHy+e/zn/asQ9GbO1q6dIOHnyk8fCuCYLfu8TIpib2zVtayHyJa3dI9TaYeRVDvm8i",
+	"o4B5t4GqC5R0LZmBQOEGprcE7O4DfS2wrAbsiSWz2w3Y7rHDTKnUNmBiyyh76U6TmG8ZZ43iZM2VLWXj",
+	"QT4YjCN0Mv7L//vv/8v0xjNs97X9e4zl/xW1a0+ojULj+HORJGItTZzjyejJk+60otIxWGh1eofi4RZJ",
+	"rqBQ18bD9xEzMT55ckT+7/+e9Eddv11FF+o+4G9fXzSbg1VXVLLN1/swTW317rDOf2ojwr1F9f9ElvAj",
+	"LVptMtxnz6ZCthi0b0yC1ZbSmkCXKxQ1OqPQKx2MrpQlz+RH9s0pmQm1NIhtE+UwRlLAJSgMvncJ46YP",
+	"Q0a5pJEJpwJDxjZWclEsYZHxIrPRUtknZSLAwIADbk1nDCRvVRH4BVzYRaHwPlP+UwuLocHJpLbVlD5I",
+	"SqQ9g0a2AQ4xx9AQDq5cXYdhyDIehnEYW1UVcFYpa9FqaqvEitQrrMKPgZPJgTcNvFXg+YGXwYIJjj9A",
+	"Hni3YUmagJvQZvXF+iVbj3TLmFlxb7FLaZpsnOGPabjYBp36AS8qx3DJTBKaYCz/Cja1yufm8prxJ2QL",
+	"GyuTAe+EB4MDM0vbi/BgcFA+7y51K6VrJtyKhDK1+dKZA7aLFc4m4HZLMK7FuCm52K5Eq0UTpfl5O4jG",
+	"y8YFyCxntqnNtY2ISvarJaMLHRYnpuaZFW0KTF7HPoH+B2Z07D5OhmPXhcAhSzeGJ8UVVldrctjJbzfz",
+	"MrcX4WZLbKR12TmhQLZwYq2vwPOR+kUPS2yv4FIa5uqo8ahhD82dPDwYHlQ33t6HhRm0UYpuXjY5cPq9",
+	"+tZ6FU3ATRkNNm5g3PUSMk7dlodkUMXtPlJdvP2Izly5E5LO0efFSu2pC7yOJmQpcgTHuvuwAForxEb/",
+	"qyvYaF/dni38yWaNuhUJ5ggheIT+pWloUn+TkaZcrm0QNuAiYwvGaUJGg6EZ3LepjGoPi9eQJnQD8ZSo",
+	"LIfwtDa3rW4WAa+NMxmNTtFqMLlVlpgcBvouVSxkS0+v8h2Dk6ZBgETrlQCSnrbsnMFtLKTS4m405Njd",
+	"SfSwme5OqVKQ6Xf+t3dBcDMa9ILg5vj8/Z/+zdthpOOCvhHx5jezz/81bG7/Y2Vhhpv0JsZ58onrqlvx",
+	"LU1CNIdNWxrMVKrUjLlSBmJMzKjmG9vzHfCiIQVqAoc2MzYL6YQ/nv35wzdnl0+//3D+4vL18/M3pvrZ",
+	"CAdUB0wZ02IyHD8ATVuv7a63hS7cZvdDm3NSb2Z8u+WIDh8WxS6qKh4WxHZlHS3+0nnFpCtb55COyHzT",
+	"OhyFD4O42ZjHJ0sakxkA7zb8qjbp1+JnoTh0KXnMGxt55cSdMeia7YCUw3E40W1aFNWjCvrVrbEavNAS",
+	"pfm9uyd7xN2Llpf6geF4r0C96TKIDxzus5CWxkeYFhjt83CtndffL5vwM7bwK2TD/G4/7NY36cYD6SoI",
+	"W/MMtpDwUxKOtuNvghW3Yk7C786LlCxhPOC2iAuvSQVpWO+evV0tqAQJ3acHQu0GqiUpWmwb+yOhUrk3",
+	"u8ohudRbm3VNPYQpGKvX/IWzTdgnz4BLmNYK1rRUTjMwPhoPuC33BYMhQxvnV8iEq7ddYwWEqYMwLZI4",
+	"9Mn5DY3UlIRYoYYeCmY6cuvdBbxGz5QutOivUKthrzmSbrBhjk/gJkUMkHuLQxMGnCbsChADtfUwRjJh",
+	"bdBj4bPzi/PL82I4kSexrSZrzQu4stM/8gLbeYFdpbHWZzUGriuZ/rTW8WWB7P2t43d/c2CP4r+21QB3",
+	"Hi/JKF+A/9k/PXL8ZHyi/3fvp0c++9ruLZytNBYcmjRGpTOBNvmsREsRrYmSvb3Wtn3fsLT1AasqMxv4",
+	"0j2SG3X550JTnWpGyTeXyo8BNOvfEdIaXpviTJ4nSbdocWrfjeZVkpBOiLXPfv3uukXjSjnaKDLbtNo6",
+	"xddOio8B6GHarJ9HgyuKmve7KtPtX/bi+7LW/F3ZQuHd2B/4w9H7ooZ6eFhUJloXTW9XcftwNPBPnvjD",
+	"ybh8ZHw0LJ9BWKTp0glphbPcvcdHDzGkjTzfAQUxk/pnw3w80tpCw2gbQOrqUXYYW7biS/9tzandppeD",
+	"eBibowBYV3PB/dacvQO6eo/ODlZLm+4py3lI5MBlPMvIQLNcYDyolwfdOfgnJN4q1vp9ebezJHHEl03q",
+	"/65PxOdI5aQlKxVtJN1Pu3M5xiuvNum10UDZKF1jMelQW8BWDbnvynD4VfxLT6z1O0IWaw1TsqqN65fs",
+	"Exa9O+9E0u4O8L4qmit/YiDv414s/5A+tmUZ2heMxvzez/0D6XXftxPWVNoKhriZUBeGVjua2lFjNRr8",
+	"2roU1WEh5A8+svi20R6ovLgn+fb/ftjvPOrzGwdx/i7RGCM5ShHYLkGrhgDyyAPR3yjqjIFQtuJkiog1",
+	"l7vw3VVpVhMSk7t7NmLTNFNG9wca+Muhge/hmHvwwIi5s98LImdca9hKQ4byOwB+9eNNHOS2ipxs8893",
+	"oHYyz+APDXOvhvnDhaox/Heg7uf2T4wwolOQuqrwhkWvWbPEGrUWgPv1Uj+8p4f3mHK/7nZNuLFNzXtq",
+	"teEWGdNWG367ozjcD3j7Q8e3IVmyGMonKoXI5psT+IVKHpnCriW1Jc1WVhvAR1n3q41uTMw7mA12D3VA",
+	"C/vtikJ+0DsM9IB3alO2s+2WNvdprXir+LACJZPhYb9usNNkjSuJrymPQLaZ5ljy/1DLvLmPDanUFBbH",
+	"DxUApg/BXib5P4rAPL5DXg6nYxz76HAyHg0/o7zEb2vG/6xy81/DAEbhR6QwHYjuF/R5q1mDlfvNBKT5",
+	"5g2Py5YIU0JJWGfdsOyrUe0JQDpa4gbcStpuS4+ASAtALd0ThPxg54Gi9cKGiBWTEitpqs0DTO8AcikC",
+	"buR+tfsaTQQH33wR5h5Rd2cUxNTF+uTzR0ECfkcY5C2+5fOHQUxrkd80EvK7FLu76PB3EL12wD9E7z+w",
+	"6LVSc5/gw/XQFZ1XO5WgqV3tUfLu/a3Ja123w1svy9YjaC7iv+3H6MvGGOGKXgHJch6aBpDor5KlUun0",
+	"4GA4Ou4P+oP+cPpk8GSAWUJTk3+Atryd/8ddTT3EmlezMadGKtea01S639geJFsf6pctOfyLatsg+7kr",
+	"wjihSdITWc99nm1mvwdu1BLFTpFXsJFgCkWrgyHF20rPKh3+TZiF8QVIRTovLy9eHXx/efmqa8Brb579",
+	"QOAGOS4rGpqQpyJJIFIiq4wlVJJ6t+9v/38AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

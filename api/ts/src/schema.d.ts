@@ -19,8 +19,8 @@ export interface paths {
         put?: never;
         /**
          * Create a project
-         * @description Creates a project with a server-assigned id (a UUIDv7). Fields the server owns (`id`,
-         *     `created_at`, `updated_at`) are ignored when sent.
+         * @description Creates a project with a server-assigned id (a UUIDv7). A member the schema does not name,
+         *     the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
          */
         post: operations["createProject"];
         delete?: never;
@@ -51,8 +51,9 @@ export interface paths {
          * Replace a project
          * @description Replaces the project's name and retention: a `retention_days` left out means `null` (keep
          *     forever), so a replacement can only lengthen retention by omission, never delete data. To
-         *     change one member alone, PATCH. `updated_at` always advances. Fields the server owns are
-         *     ignored when sent.
+         *     change one member alone, PATCH. `updated_at` always advances. A member the schema does not
+         *     name, the server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its
+         *     pointer.
          */
         put: operations["updateProject"];
         post?: never;
@@ -68,8 +69,8 @@ export interface paths {
          * @description Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
          *     the patch names change. `{"retention_days": null}` keeps entries forever,
          *     `{"retention_days": 7}` hides entries older than 7 days at once and has them deleted
-         *     within minutes. A body that is not an object is a 400; any other media type a 415.
-         *     `updated_at` always advances.
+         *     within minutes. A body that is not an object, or that names a member the schema does not
+         *     (`{"retention": 7}`), is a 400; any other media type a 415. `updated_at` always advances.
          */
         patch: operations["patchProject"];
         trace?: never;
@@ -98,7 +99,14 @@ export interface paths {
          * Write a batch of log entries
          * @description Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
          *     settings) in one transaction: either every entry is stored or none is. An entry without
-         *     `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+         *     `time` gets the server's time, without `level` gets `info`.
+         *
+         *     Nothing sent is lost: a top-level member of an entry that the schema does not name is kept
+         *     in the entry's `attributes` under its own name (`{"message":"m","region":"eu"}` is stored
+         *     with `attributes` `{"region":"eu"}`), and the attribute limits apply to the merged object.
+         *     A member that is also a key of the entry's `attributes` is a 400 naming both pointers
+         *     (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
+         *     schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
          *
          *     A body over the size limit, or an array of more entries than the batch limit, is refused
          *     with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -292,7 +300,7 @@ export interface components {
             code?: number;
             message?: string;
         };
-        /** @description What a client may set on a project. */
+        /** @description What a client may set on a project; no other member is accepted. */
         ProjectInput: {
             /**
              * @description 1 to 256 characters, not only white space. Names need not be unique.
@@ -314,7 +322,8 @@ export interface components {
         RetentionDays: number | null;
         /**
          * @description A JSON merge patch (RFC 7396) of a project: only the members it names change.
-         *     `"retention_days": null` keeps entries forever; a member left out stays as it is.
+         *     `"retention_days": null` keeps entries forever; a member left out stays as it is. No
+         *     other member is accepted.
          */
         ProjectPatch: {
             /**
@@ -345,7 +354,10 @@ export interface components {
             updated_at: string;
             retention_days: components["schemas"]["RetentionDays"];
         };
-        /** @description One log entry as a client sends it. */
+        /**
+         * @description One log entry as a client sends it. A member not named here is kept in `attributes` under
+         *     its own name (see `POST /logs`); a case variant of a name here (`Level`) is a 400.
+         */
         LogEntryInput: {
             /**
              * @description The project the entry belongs to; it must exist.
@@ -877,6 +889,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"][];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
@@ -966,6 +979,7 @@ export interface operations {
                     "application/json": components["schemas"]["Project"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
@@ -1047,6 +1061,7 @@ export interface operations {
                 };
                 content?: never;
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
