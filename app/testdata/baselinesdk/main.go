@@ -135,6 +135,17 @@ func run(ctx context.Context, base string) error {
 	if len(*page.JSON200) != 2 || (*page.JSON200)[0].Message != "one" || !strings.Contains(page.HTTPResponse.Header.Get("Link"), `rel="next"`) {
 		return fmt.Errorf("listLogs: %+v, Link %q", *page.JSON200, page.HTTPResponse.Header.Get("Link"))
 	}
+	levels := rest.LogLevel{"error", "fatal"}
+	errorsOnly, err := c.ListLogsWithResponse(ctx, &rest.ListLogsParams{ProjectId: p.Id, LogLevel: &levels})
+	if err != nil {
+		return err
+	}
+	if err := want("listLogs (log_level)", 200, errorsOnly.HTTPResponse, errorsOnly.Body); err != nil {
+		return err
+	}
+	if len(*errorsOnly.JSON200) != 1 || *(*errorsOnly.JSON200)[0].UserId != "u1" {
+		return fmt.Errorf("listLogs (log_level): %+v", *errorsOnly.JSON200)
+	}
 	q := "THREE"
 	found3, err := c.ListLogsWithResponse(ctx, &rest.ListLogsParams{ProjectId: p.Id, Q: &q})
 	if err != nil {
