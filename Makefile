@@ -3,13 +3,18 @@ SHELL := /bin/bash
 GO ?= go
 ADDR ?= :8080
 
+# The released contract that every later 1.x must keep working for (api/CHANGELOG.md).
+BASELINE_VERSION := 1.0.0
+BASELINE := api/baseline/openapi-$(BASELINE_VERSION).yaml
+BREAKING_IGNORE := api/baseline/breaking-ignore.txt
+
 FUZZTIME ?= 20s
 BENCHTIME ?= 20x
 BENCH_ROWS ?= 1000000
 ROWS ?= 1000000
 PERF_DIR ?=
 
-.PHONY: help run test quick race generate check-generated lint vet staticcheck fmt-check arch-check build fuzz test-faults test-citus bench bench-citus bench-e2e
+.PHONY: help run test quick race generate check-generated contract-check baseline lint vet staticcheck fmt-check arch-check build fuzz test-faults test-citus bench bench-citus bench-e2e
 
 ## help: list the targets
 help:
@@ -55,6 +60,25 @@ check-generated: generate
 	$(GO) mod tidy -diff
 	git diff --exit-code -- api/
 	test -z "$$(git status --porcelain -- api/)"
+
+## contract-check: oasdiff (pinned in go.mod) finds nothing in openapi.yaml that breaks a client of
+## the released baseline, warnings included, except the entries of api/baseline/breaking-ignore.txt,
+## each of which must give its reason
+contract-check:
+	@if grep -vE '^[[:space:]]*(#|$$)' $(BREAKING_IGNORE) | grep -vF ' -- reason: '; then \
+		echo "contract-check: each entry of $(BREAKING_IGNORE) must give its reason (' -- reason: ')"; exit 1; fi
+	$(GO) tool oasdiff breaking --fail-on WARN --format singleline \
+		--err-ignore $(BREAKING_IGNORE) --warn-ignore $(BREAKING_IGNORE) $(BASELINE) openapi.yaml
+
+## baseline: make openapi.yaml the released baseline (api/baseline/openapi-BASELINE_VERSION.yaml); only
+## for the release of BASELINE_VERSION itself, or of a new major after raising BASELINE_VERSION. The
+## clients of the baseline are generated from it at test time (app/baseline_sdk_test.go).
+baseline:
+	@v=$$(awk '/^info:/ {i=1; next} i && /^[^ ]/ {exit} i && /^  version:/ {print $$2; exit}' openapi.yaml); \
+	if [ "$$v" != "$(BASELINE_VERSION)" ]; then \
+		echo "baseline: openapi.yaml is version $$v, the baseline is $(BASELINE_VERSION)"; exit 1; fi
+	cp openapi.yaml $(BASELINE)
+	$(MAKE) contract-check
 
 ## vet: go vet
 vet:

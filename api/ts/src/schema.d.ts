@@ -566,8 +566,8 @@ export interface components {
         };
     };
     responses: {
-        /** @description The request failed; nothing of it is stored. Not retried by OTLP exporters. */
-        OtlpFailure: {
+        /** @description The request is malformed (body, header or record); nothing of it is stored. Not retried by OTLP exporters. */
+        OtlpBadRequest: {
             headers: {
                 [name: string]: unknown;
             };
@@ -582,11 +582,128 @@ export interface components {
                 "application/json": components["schemas"]["OtlpStatus"];
             };
         };
-        /** @description Overloaded or the store is unavailable; nothing is stored. Exporters retry after `Retry-After`. */
-        OtlpRetry: {
+        /** @description No API key, or one the server does not know; nothing is stored. */
+        OtlpUnauthorized: {
             headers: {
-                /** @description Seconds to wait before retrying. */
-                "Retry-After"?: number;
+                /**
+                 * @description `Bearer`
+                 * @example Bearer
+                 */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 16,
+                 *       "message": "authentication required"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description The API key does not cover this project; nothing is stored. */
+        OtlpForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 7,
+                 *       "message": "this key does not cover this project"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description `X-Project-Id` names no project; nothing is stored. */
+        OtlpNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 5,
+                 *       "message": "project not found"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description The body (after decompression) or its number of records is over the server's limit; nothing is stored. */
+        OtlpTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 8,
+                 *       "message": "the body is larger than the server accepts"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description The Content-Type or Content-Encoding is not one the route takes; nothing is stored. */
+        OtlpUnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 3,
+                 *       "message": "Content-Type must be application/x-protobuf or application/json"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description A record is older than the project's retention, or the Idempotency-Key was used before with a different body; nothing is stored. */
+        OtlpUnprocessable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 9,
+                 *       "message": "the Idempotency-Key was used with a different body"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description The key has used up its write rate; nothing is stored. Exporters retry after `Retry-After`. */
+        OtlpTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/x-protobuf": string;
+                /**
+                 * @example {
+                 *       "code": 8,
+                 *       "message": "write rate exceeded"
+                 *     }
+                 */
+                "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description Overloaded or the store is unavailable; nothing is stored. Exporters retry after `Retry-After`. */
+        OtlpUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
                 [name: string]: unknown;
             };
             content: {
@@ -1431,15 +1548,15 @@ export interface operations {
                     "application/json": components["schemas"]["OtlpExportLogsServiceResponse"];
                 };
             };
-            400: components["responses"]["OtlpFailure"];
-            401: components["responses"]["OtlpFailure"];
-            403: components["responses"]["OtlpFailure"];
-            404: components["responses"]["OtlpFailure"];
-            413: components["responses"]["OtlpFailure"];
-            415: components["responses"]["OtlpFailure"];
-            422: components["responses"]["OtlpFailure"];
-            429: components["responses"]["OtlpRetry"];
-            503: components["responses"]["OtlpRetry"];
+            400: components["responses"]["OtlpBadRequest"];
+            401: components["responses"]["OtlpUnauthorized"];
+            403: components["responses"]["OtlpForbidden"];
+            404: components["responses"]["OtlpNotFound"];
+            413: components["responses"]["OtlpTooLarge"];
+            415: components["responses"]["OtlpUnsupportedMediaType"];
+            422: components["responses"]["OtlpUnprocessable"];
+            429: components["responses"]["OtlpTooManyRequests"];
+            503: components["responses"]["OtlpUnavailable"];
         };
     };
     logStats: {

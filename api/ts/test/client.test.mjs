@@ -67,8 +67,44 @@ test("every REST operation", async () => {
   });
   assert.deepEqual(again.data.map((e) => e.message), ["three"]);
 
-  const errors = await api.GET("/logs", { params: { query: { project_id: id, log_level: "error", order: "desc" } } });
+  const errors = await api.GET("/logs", { params: { query: { project_id: id, log_level: ["error"], order: "desc" } } });
   assert.deepEqual(errors.data.map((e) => e.user_id), ["u1"]);
+
+  const stats = await api.GET("/logs/stats", {
+    params: { query: { project_id: id, start_time: 0, end_time: 5999, step: 3000, by: "level" } },
+  });
+  assert.equal(stats.response.status, 200);
+  assert.deepEqual(stats.data.buckets, [0, 3000]);
+  assert.deepEqual(
+    stats.data.series.map((s) => [s.value, s.counts]),
+    [["error", [1, 0]], ["info", [1, 1]]],
+  );
+
+  // OTLP/HTTP in its JSON mapping, through the same typed client.
+  const otlp = await api.POST("/v1/logs", {
+    params: { header: { "X-Project-Id": id } },
+    body: { resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: "4000000000", body: { stringValue: "otlp" } }] }] }] },
+  });
+  assert.equal(otlp.response.status, 200);
+  const viaOtlp = await api.GET("/logs", { params: { query: { project_id: id, q: "otlp" } } });
+  assert.deepEqual(viaOtlp.data.map((e) => e.time), [4000]);
+
+  // The tail, read as a stream: the replay from start_time holds the error entry.
+  const abort = new AbortController();
+  const tail = await api.GET("/logs/tail", {
+    params: { query: { project_id: id, log_level: ["error"], start_time: 0 } },
+    parseAs: "stream",
+    signal: abort.signal,
+  });
+  assert.equal(tail.response.headers.get("content-type"), "text/event-stream");
+  const reader = tail.data.getReader();
+  let events = "";
+  while (!events.includes('"message":"one"')) {
+    const { value, done } = await reader.read();
+    assert.ok(!done, `the tail ended: ${events}`);
+    events += new TextDecoder().decode(value);
+  }
+  abort.abort();
 
   const deleted = await api.DELETE("/logs", { params: { query: { project_id: id, end_time: 2000 } } });
   assert.deepEqual(deleted.data, { deleted: 2 });
