@@ -33,12 +33,37 @@ const levelMigrationVersion = 9
 // levelBatch is how many projects, levels or entries the migration reads at a time.
 const levelBatch = 1000
 
+// The statements of the migration (placeholders as ?). Every one but the first, which reads the
+// reference table projects, names the project.
+const (
+	levelProjects = "SELECT id FROM projects WHERE id > ? ORDER BY id LIMIT ?"
+	// levelsOf reads distinct levels of a table (logs or a rollup) in level order.
+	levelsOf        = "SELECT DISTINCT level FROM %s WHERE project_id = ? AND level > ? ORDER BY level LIMIT ?"
+	levelSet        = "UPDATE logs SET level = ? WHERE project_id = ? AND level = ?"
+	levelSetBare    = "UPDATE logs SET level = ?, attributes = ? WHERE project_id = ? AND level = ? AND attributes IS NULL"
+	levelReadAttrs  = "SELECT time, id, attributes FROM logs WHERE project_id = ? AND level = ? ORDER BY time, id LIMIT ?"
+	levelWriteEntry = "UPDATE logs SET level = ?, attributes = ? WHERE project_id = ? AND time = ? AND id = ?"
+)
+
+// levelRollups are the rollups the migration merges, and the column of each one's time.
+var levelRollups = []struct{ table, column string }{{"log_counts", "minute"}, {"log_counts_hour", "hour"}}
+
+// rollupMerge is the statement that adds the counts of one level (args: the canonical level,
+// the project, the old level) to another's in a rollup; rollupDrop (args: project, old level)
+// then drops the old level's rows.
+func rollupMerge(table, column string) (merge, drop string) {
+	merge = "INSERT INTO " + table + " (project_id, " + column + ", level, n)" +
+		" SELECT project_id, " + column + ", CAST(? AS text), n FROM " + table + " WHERE project_id = ? AND level = ?" +
+		" ON CONFLICT (project_id, " + column + ", level) DO UPDATE SET n = " + table + ".n + excluded.n"
+	return merge, "DELETE FROM " + table + " WHERE project_id = ? AND level = ?"
+}
+
 // upCanonicalLevels returns the RunTx of the migration; bind rewrites placeholders.
 func upCanonicalLevels(bind func(string) string) func(context.Context, *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		after := leastID
 		for {
-			ids, err := readStrings(ctx, tx, bind("SELECT id FROM projects WHERE id > ? ORDER BY id LIMIT ?"), after, levelBatch)
+			ids, err := readStrings(ctx, tx, bind(levelProjects), after, levelBatch)
 			if err != nil {
 				return fmt.Errorf("migration %05d: read projects: %w", levelMigrationVersion, err)
 			}
@@ -60,22 +85,20 @@ func downCanonicalLevels(context.Context, *sql.Tx) error { return nil }
 
 // canonicalProjectLevels brings one project's entries and rollups to canonical levels.
 func canonicalProjectLevels(ctx context.Context, tx *sql.Tx, bind func(string) string, project string) error {
-	err := forEachLevel(ctx, tx, bind("SELECT DISTINCT level FROM logs WHERE project_id = ? AND level > ? ORDER BY level LIMIT ?"), project,
+	err := forEachLevel(ctx, tx, bind(fmt.Sprintf(levelsOf, "logs")), project,
 		func(old, level string) error { return canonicalEntries(ctx, tx, bind, project, old, level) })
 	if err != nil {
 		return err
 	}
-	for _, r := range []struct{ table, column string }{{"log_counts", "minute"}, {"log_counts_hour", "hour"}} {
-		err := forEachLevel(ctx, tx, bind("SELECT DISTINCT level FROM "+r.table+" WHERE project_id = ? AND level > ? ORDER BY level LIMIT ?"), project,
+	for _, r := range levelRollups {
+		merge, drop := rollupMerge(r.table, r.column)
+		err := forEachLevel(ctx, tx, bind(fmt.Sprintf(levelsOf, r.table)), project,
 			func(old, level string) error {
 				// The old level's counts are added to the canonical level's, then dropped.
-				merge := "INSERT INTO " + r.table + " (project_id, " + r.column + ", level, n)" +
-					" SELECT project_id, " + r.column + ", CAST(? AS text), n FROM " + r.table + " WHERE project_id = ? AND level = ?" +
-					" ON CONFLICT (project_id, " + r.column + ", level) DO UPDATE SET n = " + r.table + ".n + excluded.n"
 				if _, err := tx.ExecContext(ctx, bind(merge), level, project, old); err != nil {
 					return fmt.Errorf("merge %s: %w", r.table, err)
 				}
-				if _, err := tx.ExecContext(ctx, bind("DELETE FROM "+r.table+" WHERE project_id = ? AND level = ?"), project, old); err != nil {
+				if _, err := tx.ExecContext(ctx, bind(drop), project, old); err != nil {
 					return fmt.Errorf("merge %s: %w", r.table, err)
 				}
 				return nil
@@ -115,7 +138,7 @@ func forEachLevel(ctx context.Context, tx *sql.Tx, query, project string, fn fun
 // (in batches) where an attributes object gains the key.
 func canonicalEntries(ctx context.Context, tx *sql.Tx, bind func(string) string, project, old, level string) error {
 	if !domain.KeepsSeverityText(old, level) {
-		if _, err := tx.ExecContext(ctx, bind("UPDATE logs SET level = ? WHERE project_id = ? AND level = ?"), level, project, old); err != nil {
+		if _, err := tx.ExecContext(ctx, bind(levelSet), level, project, old); err != nil {
 			return fmt.Errorf("update levels: %w", err)
 		}
 		return nil
@@ -124,12 +147,11 @@ func canonicalEntries(ctx context.Context, tx *sql.Tx, bind func(string) string,
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, bind("UPDATE logs SET level = ?, attributes = ? WHERE project_id = ? AND level = ? AND attributes IS NULL"), level, string(only), project, old); err != nil {
+	if _, err := tx.ExecContext(ctx, bind(levelSetBare), level, string(only), project, old); err != nil {
 		return fmt.Errorf("update levels: %w", err)
 	}
 	// Each batch's rows leave the level, so the same query reads the next batch.
-	read := bind("SELECT time, id, attributes FROM logs WHERE project_id = ? AND level = ? ORDER BY time, id LIMIT ?")
-	write := bind("UPDATE logs SET level = ?, attributes = ? WHERE project_id = ? AND time = ? AND id = ?")
+	read, write := bind(levelReadAttrs), bind(levelWriteEntry)
 	type row struct {
 		time  int64
 		id    string

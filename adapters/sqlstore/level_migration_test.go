@@ -26,7 +26,7 @@ import (
 func TestLevelMigrationMakesLevelsCanonical(t *testing.T) {
 	t.Run("SQLite", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "test.db")
-		testLevelMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
+		testLevelMigration(t, "sqlite", "file:"+path, nil, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
 			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
 		})
 	})
@@ -35,7 +35,7 @@ func TestLevelMigrationMakesLevelsCanonical(t *testing.T) {
 			t.Skip("PostgreSQL: not in -short")
 		}
 		url := pg.NewDatabase(t)
-		testLevelMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
+		testLevelMigration(t, "postgres", url, nil, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
 			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
 		})
 	})
@@ -73,7 +73,9 @@ var oldEntries = []oldEntry{
 // batch of the migration's row-by-row rewrite.
 const manyWarnings = 2100
 
-func testLevelMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+// testLevelMigration runs the upgrade on a database at dsn; prepare, when not nil, runs on the
+// schema of version 8 before the old entries are written (Citus distributes it).
+func testLevelMigration(t *testing.T, engine, dsn string, prepare func(*sql.DB) error, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
 	raw, err := sql.Open(engine, dsn)
 	if err != nil {
@@ -82,6 +84,11 @@ func testLevelMigration(t *testing.T, engine, dsn string, timeArg func(time.Time
 	defer raw.Close()
 	if err := sqlstore.MigrateTo(ctx, raw, engine, 8); err != nil {
 		t.Fatalf("migrate to version 8: %v", err)
+	}
+	if prepare != nil {
+		if err := prepare(raw); err != nil {
+			t.Fatalf("prepare the schema of version 8: %v", err)
+		}
 	}
 	bind := func(q string) string {
 		if engine == "postgres" {
