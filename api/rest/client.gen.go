@@ -116,6 +116,8 @@ type ClientInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -133,6 +135,8 @@ type ClientInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -295,6 +299,8 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -322,6 +328,8 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -1355,6 +1363,8 @@ type ClientWithResponsesInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -1372,6 +1382,8 @@ type ClientWithResponsesInterface interface {
 	// Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 	// settings) in one transaction: either every entry is stored or none is. An entry without
 	// `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -2564,6 +2576,8 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -2587,6 +2601,8 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 // Stores a JSON array of 1 to 10,000 entries (body at most 10 MiB; both limits are server
 // settings) in one transaction: either every entry is stored or none is. An entry without
 // `time` gets the server's time, without `level` gets `info`. Unknown fields are ignored.
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer

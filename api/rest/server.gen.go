@@ -91,7 +91,9 @@ type LogEntry struct {
 	// Example: 01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f
 	Id string `json:"id"`
 
-	// Level Example: error
+	// Level The canonical level (see `LogEntryInput.level`); entries stored before levels were canonical read back with theirs too.
+	//
+	// Example: error
 	Level string `json:"level"`
 
 	// Message Example: payment declined
@@ -135,7 +137,26 @@ type LogEntryInput struct {
 	// Example: {"http.method":"GET","http.status_code":502,"retry":true,"tags":["payments","eu"]}
 	Attributes Attributes `json:"attributes,omitempty"`
 
-	// Level 1 to 32 characters; the server stores `info` when it is absent.
+	// Level 1 to 32 characters; the server stores `info` when it is absent. Levels are
+	// case-insensitive and stored canonical, the same on every ingest path (OTLP too):
+	// lower case (Unicode simple case folding), and the spellings of common loggers as one
+	// of the six OpenTelemetry levels:
+	//
+	// | Stored | Sent as (any case) |
+	// |---|---|
+	// | `trace` | `trace`, `finest`, `verbose` |
+	// | `debug` | `debug`, `fine`, `finer` |
+	// | `info` | `info`, `information`, `informational`, `notice` |
+	// | `warn` | `warn`, `warning` |
+	// | `error` | `error`, `err`, `severe` |
+	// | `fatal` | `fatal`, `critical`, `crit`, `alert`, `emerg`, `emergency`, `panic`, `dpanic` |
+	//
+	// Any other level is kept in lower case (`Audit` is stored as `audit`), so custom levels
+	// work. When the text sent differs from the stored level beyond case (`WARNING` stored
+	// as `warn`, not `Error` stored as `error`), it is kept as the attribute
+	// `severity_text`, which counts toward the attribute limits; an attribute
+	// `severity_text` the entry was sent with wins.
+	//
 	//
 	// Example: error
 	Level *string `json:"level,omitempty"`
@@ -451,7 +472,7 @@ type DeleteLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
@@ -480,7 +501,7 @@ type ListLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
@@ -533,7 +554,7 @@ type LogStatsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
@@ -3109,136 +3130,145 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rciO3tt6roDonZbJ2k+JNN7JcKXlGY+tYc/GMdHxOhpNpsHuRxFYTaDfQougpVeVvniL/ksprZL9J",
-	"niSFBaAvZFOkRjPe3t52uWpEduO2sLCu3wI/eaFYJIIDV9IbfvLmQCNI8c+3oNLV2VRBqj9FIMOUJYoJ",
-	"7g29dxAKHkmiBFlSpsgEpiIFkuomjM/anu/BHV0kMXjDru/JcA4LqruZinRBlTf0GFf9nud7apWA+Qgz",
-	"SL37+3vfS2hKF6DsPM55dMUWsDmJ1zxeEeAqZSDJkqk5CRRbQECoIiJ1c1JzJsk1Z3dEPySMkwWLYybt",
-	"ChqMh3Em2S00R4SLfCmBVDRVH7HD6nKOTw8H/e5RR//ne0zP5JcM0pXne5zqeXrAI2zobVv50aBu5b53",
-	"KWaXcAvxPmuFOxqqeGXWF8S6WTAiKSRAFWGKTEVKKF8RMSUSbiGlMWkEsZh9xFe/hTQV6TjrdHpHxZdT",
-	"qmgcNH1NwYWQinSPkGqyTc5pOCdMklsas4hcX71oneA8RKbIq+tLn3Q1M/R7JJzTlIZ680hDzYFMGcTR",
-	"N5KIJSdpFmsyU75Sc8ZnBGIJutNBp0M4XeivdJN8/yuEf+/hnD3fw2l6H/SzJBYReEOVZlC/F/niKpvB",
-	"FCyQuewmSJUyPvPufW9B7y7Mw+5Rvkc0TelKP5VqpaeCm6k/v0nFXyFUF883d+xKL8Q8/kYSFlXW4nW6",
-	"p/2jaQdaJ2GPto4nfWidRoNpq0ePJidhJ+pCb+rZFSVUzYsFscjzvRR+yVgKkVt5sbK1BZXn+BNS5qGJ",
-	"kuVcSMj5jKZAFkC5GmmGWmRSEbhjUn3+UtY2xw778dFr+mnXCcF1BAuQks4gIKHgijIuzWlRcKcsw/YO",
-	"j0oc6xM240KPQkIqgUxWY37NWSgiIJLp9ZrvpyKO9EuN4G//IyALqsI5SBL87f8EIxK8u3p79u7deUAi",
-	"ARJFCr6gJUpK//Y/IWi2yYUiTI55zJQ+mEMS/OfAJ8HHgFAekWA8Dsic3gLhgsgEQkZj3ActWce8QvwI",
-	"wphxiLYQ+JcK1y/o3SXwmZp7w97hke8tGHefu34Nld9pEfhZspdqtfEI0bspYXsnnQckbCGcHy1j32UT",
-	"zXOPF7HSNAxIQ0J6CxGZrAjlhPEI7prD7YIxl6V+pzcgk5UC+bki0AvnEN6ITG3ZbjtF7+HDc5XSEOpE",
-	"VoUCYmoPi357qCX7HO5oBCFb0JhEbMaU9JG9aRyTXyEVI5IlCaTmiLhDoYRok7PPW+1gMj3tTfuHx8eT",
-	"/iCiR7QfwmnvNOpABwbH/aMtVMAZG5lSy/v9XoX19cdNIl1LSHfSqIZLMgnpRxYFj2OIL6wqvaw16G2h",
-	"jp3ggzxyr6WxTASXgFryOxq9hV8ykHhstDAFjn/SJIlZSDVtDpJUTGJY/OWvUhPqUzEbTUJFWay3Zq6N",
-	"ROxJL4ZxJJKeulbt0hu+L72MCmcCOb0qxoXne4nQ5zr1ht5B78Do+PsPWkdTlUlvONDCQzGFBPmORsQt",
-	"oVDrE5Gp4SSm/AaVe06Pf0lh6g29/3RQGMcH5qk8eGOWaai0qUlLq1vQWAskiNAaTYHeSEJxY0ckMAsO",
-	"9F6CJKCtKzGdAke9goygW5W29973Xoh0wqII+JN3gUlyA6tCQ4Xi1slrkUCKXXllUvYLUhaz+KqEPHtz",
-	"sXuOSCNjRCCFLviLmM3mT2VTmm8jnnAc8yKCRSIU8HDV+hFWhn3J1AxXJtVpQapngk9jFn5FljtbnykQ",
-	"SRdQN1upWByTCWgGm1MexRCNjMdGYupY7JVQL0TGoycS0NmTet+m2F+ZQoOCQq+EIi/sC1+Rmdx8cmay",
-	"dqzWhkJc0nQGT2aZCVp5cxFHshDx2oRx6qJMg26/wiV6VHIlBDFT+aq0mIhopc+N5hUzZyZJrMfV31Fu",
-	"mEibOCmhYQiJko5QLylfWSkqn0ivZcoUkJQqIHAXAkRQ4ZFe6RRpuuiRST70V6WPFjpzKkkmISJZQpiS",
-	"pJitOzLOwgUyY7fA0cLVOng9gNLKIyh1U7JvH5RiLTira04zNRcp+xWeehR1R8CVbUJyL6t8ILsFsSsj",
-	"fzU6vxJOvvuaFQWHMtflp/SGi+UaUX/++efWWbGkGtck+A5oCmlQMYjMdw8bPYbut5TFdBLDF7B0pBIp",
-	"Gm1ZqduC7odlrfoO0lsWArmuvPoV2dxMLqTcBL1Iqm0QiEiqFRrhYuk7IWF3RauQOURooMSCriuPL8f6",
-	"ete5jVo8cRcy05mT/1sMTS6KAEiu79EsLZmYnYNStKJiZ/Z65eOTpCIEKfUGknOumFp9Re2vSAxUKjxA",
-	"WsusrD1J8wWpOV1Xe+iBrLX7RjoHnskxp3EKVGuJOHJKQUvBIpyVgt4RLU8awUH/wLQce9o0K5qocgRs",
-	"zIs2YkqOSURXcuw1cy5bt1iWTgTbgCzuDCURm04h1epS67HRWLMvOkj6feTpqE00f5uNRnqU1bFTxiMc",
-	"1LAAkXQlyVwsyUKrmYVIYczVHPSokEJ7zD1kTJkliUgVRC8hYvQK9/TJQgLVce7qlDrAhmWT4bDMZvlc",
-	"CE6G4Gy+vt3ADB9hcADIAofWY+LHwixX9EY7tf/67vWrEaFE/0sWkM60w6otjqlIyZuzq2c/NNvobdsp",
-	"6BmeKZWySaaM50mjiOkeafwm1d0rbUfZAOFaSkKlWaiyFCISUUXdFJG7h8RIea1wMGmhtxkndUvjTM/U",
-	"PJc+4dligpHAiRAxUC79MedZHPsEg8DSJwJjLLLpm95uIFHkFtIJVWxBGpFQJnCqyZSCNhwU8GabnDke",
-	"7J2YhlQhkxElEoLeq+/cwLrQ5Chn4qMB+ZF9R6gsC2fgoYhAEqbGvKH3loaqOSIcpGaRkgeNI0kSASQj",
-	"jC8awogU7Z4FXaEFS15dX5LG9V+0+dpsk39DKo15KBbaZgxv9OgSuMrpRTCWF0FEGkG31x8cHh2fnHaK",
-	"vwIilT5kGCxpjgwF8u7GXCIv+xj/pDgV3T1RS60TbwASiRIo1kIL92wtEPrJmyuVtBeg5iLyht7351da",
-	"I+nvzAH6GGKi4LDT8z3UW46LFJ1pdeAldLXALJjvQeZ9uM/PknAxtbvWTLTsl/pwtt/S5UsTYS4/bckb",
-	"lrREYti2lasQPZzJ8ZxzVReIP7Pyi8RiZvi2TV7bbkxIQBpxroUS8hfSSDObWGg2wxxDUjonnzxaOU0P",
-	"nf7Subv3PRbVJf00q7WolGzG9WZlnP2SwZZswCntdlrHYS9qnUB/2hrQw8lReBydwOnU8zfzLrHLexVd",
-	"uXTPZo7GEr3ytt0/UoqIbzQsafBK2z1TGBv9yYTyj3Wk6h6RWCwhbWEsdDNwukazzrRzdExpZ0JPO73J",
-	"ce1QRdi6Nhy80UDVxu23RuO3ROC7vb6/O6zuFzHXjRG1zNmfFHuEfDdW6iKaFdLYCOhmYLdIM703ubRK",
-	"EmqRn2eXNEQ6fliXBqWDfMGTrDadAMVB1vKSkjBmmkMl8EiLsy93WuP6pPFmSnZU1hkobSQJGJ+KgCzn",
-	"oK08reHpRAuW6sa4w7g9jt59+KRuWK5lZdY4OvQP+0c2GC6mJmxeTQvVnfDSbI4OD/tHO8/89tBQbiyQ",
-	"CcSCz7Sd8CXynvsLDfTKEms4r09Fc1D36HE5GL2VGMDRJgCPnHph3JxIfGmnJCqRuLuWMzx6WE5VV/ez",
-	"1lzFypDNRKbq0yGOA0iDC22LNI1Nb7j/G0nySZFQZFzJMupAr1Q7IhxzMvoQCgkpmYiMR4b/9RgkZgvD",
-	"7Us9MZfI0w6xsYAEJ3AL6cpQbWsarkyeTm/wdEFcPqLfSPMKns2aU/kl5bSmLz6tZ7/Gz/1nBDOHBOOV",
-	"d8onrxPgVxDDQttTTc2hj80SPp5D91AQj0r1VdTHJkX0wxJBQsFDSLn8h+RaqxJ3ceyajqxVj1v04TtI",
-	"rSbbpKRdcsktyzOogoMx6t3TWSqyxOLIqhrS9FKvbfEZ0bw1ycIbUL7mI/RL0whS3XdgHsgqout93+98",
-	"8AtM0D7HaA0XpISiVetVe+t7dITLricYKnXtmFmROiLaD0XXuUw9kSlC3TvIRvqNYLL6lgu+hl3Ltbju",
-	"yQQ5rRP0IAuYSfqO+G6525hA0bodepbvv5t9sVO471rQ6enrr/fkBrudW1Spoqky3epBtWttR2ug8F1o",
-	"F36aikUF60cErzKHlrH9055Fo5hPhwb990SmkVtOi+blrUQwHiDlK8PuEFnJNKfSN4xukCmmccOwDEul",
-	"droNTsdxRg5cEBwFRb6Uh+zO4pDXLUhBUr8XSxYpjGxQtwcPuR99B67ch6ju5FUH/cEF8xyzIR7FJ5hD",
-	"NhLSTKQ68PGRvxeIqHw6cNV+zov5vu44JvJZClRBtMfcXW7Rhjc3hWLRU76U3uMX4rrZNuHnEMO+E47w",
-	"XZLCQtzWTTkq+ipE5mfM2fVTN+fXKk7O+Orf6kWsPmV5GNPG/Kh0KuP11eUbG7akSWKwfowr7CvAMNkE",
-	"tNhFgdms8eT0mchHrj4zMccKDPWhI1dZxsapu69Z+ESIOB/bPrXhTHysjZX8eU5x/XWdvxKJbBLDen8m",
-	"7oehIksW/VBweD3F5Mp6N3tIyA/3vndzGzOpvhzhfoTHEM7Mdn2pJa1Yy2P5GBsTvoFVLcg41/r773vd",
-	"4C5gv+ldc/L2xTNyOjg8JjYPQSIRZgvrQKyfRZOOKIdPtgK1NtbiEmq1/p5TMdpgTQWf+WjrmfOGOs7N",
-	"DkEipSB5p4NxTc0MEI2MA2TyMhj8xNd9EpipBwQjKqjeKlkcUiRxfALtWXvMg8bpaadjntrBTUrDDNUM",
-	"TGB5Lwaz9H/BII7q9CHjUlEergUqD2Ixk3WUtPTe6ovY54gmR1kF4VwYb0lvV/DvLQuQaF1EAXEAPmIS",
-	"rSPySyYUEKYMMVNIRKq0YKOODl8mkOvyVaUlD9Z1eW3lR57dKhOrFrdX8q1tDm49kH799oKkgIlCdGip",
-	"solRm5NEntONRyQo5coChFnbxAquw6QGGbqvVfqUU2y7DGhlk3O4vpxEvjt5H7afbcNbW5SXgwtiZs5g",
-	"BhuBzTcETe06IPazQBHqx+7voLmfJNiFwtwMuLkR6rkYE7JW8RZLMBNFxKOab0O1VlDfm+O6RMv6qKjG",
-	"7VPS0ILx6LTTbRLGlSBlQYcZZeOeLhK1crmxgieWcxGbRGh1Yjn+dBcjPLzh9YGzszxEWU352fBtXRzZ",
-	"WnIf6Vq+oNfpHbW63Vavf9XtDDv6/7bJ0f1Xr3RCI6qgtY3Me2SGyPX1xfPb4y8TLjWw5X2zHjnI4GNE",
-	"VzsF+Fv39nP98r3vZUn0lQhXl3nApfnl3arMYGM1D7DNliQEKuE88aDNVqm9bV4ARDaZxxG8JpewXi2D",
-	"UAAer8hyzhQGr0Nok1coaTlAZAvqahOF9THU3XUpT9zjtX3AxT5A1zfa8ao7kxuQBhQsx/3To6bxcy19",
-	"h0VIz7oZWpsYZRTOKZ+BNkrGa4sae0OM9gQ29+0cq6lItfM6ItQZUTFMFRGZsvl1Kk0Ox1gxX3Zja7ev",
-	"ddv77XdwY7eqr2x3UPVwZVxSGVpgc3UMpCtmPDrsjEhQ3gc1R1sVN6E95mfcRl9svZlDUJVRUFyPzXgm",
-	"rapxICgmyUxwGKLhyfhMkhjoLSCCQ+8nRqaQbQRmvaqtDetI0qAkFnwGaenZBKEsBqeBYeIlRRN3zOUS",
-	"EkVWoJo+BhXCm1mqLWkilwCJddqRg7QtjSEanilNEIPLKCDOiBnhgGixFKYI1EL7e9DrtcnP2sJEsZYb",
-	"mJraPi5Rf8UMz5asLZfviGBKs1iNeSO4fP39x7fnV+evri5ev/r4/Ow/3gW+Iz7JeAxSanHWHOUWbUxD",
-	"N7HGm+ur5vqAY25GNHvqEykIte3AEpli5ewMlDmnOJajS0QVXcOd9DvI/GyRLbyhZhjkffOxuzXOWo5m",
-	"SAizlKnVO83tNqyJYNWzTM1rXTtXGUElCc4sWBdhV0NiYK7kx/P/CPwc6mvIU7Ic5lQ6AA6fslmWQjTm",
-	"Ddw+jpuKPp9IDG4pWjBuXtf6IxImfIagu1EJaOjgQynQCA+UWPIxz00XHhmGAB8ZHr+wQSIkeoEt1O6R",
-	"oTIKAAxeOPSupd9cqcTA1BifCgfCo8Z6snVOryd6tXTCYqZWSLMFZVgFqu3WDYSblfcmEaPmwNKyRDBx",
-	"wx+urt4caMHfHvMxP8coIrq/mMfiJNiG/wty79uoCe2YN13Z5CqBwNeyQ8X4h/EOgjHHWlDr4Y5MOZlB",
-	"11loI40iHNWVEqHfaUWR0zVobVdNbW2+jrlxFyYWBpdbx7n7YPxlEjjT1vgTdUb7Nu9izJ8Zs4Np28Qe",
-	"pZBmEgOEh3d3ZpNjFgKXUNq5s4SGc2j12h1tD6Wx3XA5PDhYLpdtio/bIp0d2Lby4PLi2fmrd+e6TXuu",
-	"FnHJm9xkBM/3biGVVv21O+2Ofl2zO02YN/T67U67r7UnVXM8j8Zjz6OWm4fyuRUQFcRrzjvI36YG2ESe",
-	"TcXAlMWaaJj2LONPtZ7NkZQXUd79pQkblC9HeF+vOItXDtaKv+/9nS1s4eMeb+a3Fezxrqu63ePVn/Z5",
-	"ydWw7jN0XsW8x8vuson7D2slkL1O5wGwby3I10a4u729EbjlKPsWFC7yERaEuhwgpGAlaYR1OgMz07px",
-	"8hUdlCo6sUl3d5NKZQg26u9uVBQLYovB7hZ5BZpu0Dvd3WC9Lune9w73mVq50gIVcbZY0HSVn7ey/PcK",
-	"nCjKgg/3vjeDGofrLags5Z8lCSrpO2tKKq25AxYFY96gMrRy19o+Ab7/rZ5A0LRGF8Y1KzkvY4UGCBwI",
-	"fBMpvGT8JrCBwTEPaWqzNinEVLFbKMfOTIiEw50iCZ0BaQQpxN+OPf3N2AuaQ1MuUQQnMYJDeTTmRj9Y",
-	"4H4QZqkUaaDVFkS+7hirTqSIbyEidEYZl8bMvX57WYnLLC3aGHEo2j42usSVOsyFVBZqgfhgnOYcbd7q",
-	"UlFtI+ZLv4ElkSnQhR7duk3GeslNbwOiIGfOgcb9M9h2NJTE1N60YpDcuRErFY1jTD1rK7fRPSRSb6q1",
-	"bZskFtJqi1BwDqFmHmNjI7GYsrXdMwtzrqqDSybVn8rgt1QG/kaNGZVhQBrazZPK5Nd9W1Bit1ik2nbD",
-	"tzgs87fWII36jS11+ni4KwVrwLVX8d6j2AabfqiJM9UFXTFym9uy3J4ArFW1zm6343c6nRHp6n+2A862",
-	"XciB4sV78Kan3E3qmuR+2U/a9Is2It4J/SUDkgjJ8goTbk6q9kHglolM4rK+kWunvoqAWf1r5+Kv4u7V",
-	"rzfdV88vBi+fny1fXl38Ov1pyz4YsbXtLol6BNUTjYf360jgvWsbbHx23+SNxQ0X4F4H163D2paBtPtG",
-	"c3Osax2yNIeKViK6iJZcAzYWqMV98H85oM8g3rBWb/Pmpx12mKnR2Mwabxhlr91pEtMN42ytKlJzZU29",
-	"6jjrdPohOhn/5f/99/9lLuUybPet/dzHuuOS2rUnlAs1h9SMPxVxLJbSeJgnvZOT5rCk0jFMY3V6g+Lh",
-	"FnGmIFfXxpvzMXHcPz05Iv/3fw/avaZfr6JzdT/m128v128lKq+oYJtv92GayurdYZ3+VEeEndW8fyBL",
-	"+IkWrTYZdtmziZA1Bu07k2WyNXwmxOAq1IzOyPVKA/OQRa0lecm+G5GJUHMDWzV1ccZIGnMJCsOeTcK4",
-	"KQBPKZc0NIEsYMjYxkrOEeMWHixSG6eSbVKEYA0Wcsyt6YwhvA0otZ9jJu2VeeY9UwPRJrb42FVb6fni",
-	"jWAQoe14Zi9PuLWgYMl+tZBcLGPVx8oRqGKI5+WwJoBqW6C5iaHTMTex027fVbs6NBUuOxbiBqv4tClq",
-	"LwDavDTGvJ7HdWwgZ8wrFbp5NpcTq2zHnk+Cg85BflcalvG62KF52ltragLvY88f8+Cge1Aoq/w9BCPT",
-	"tZJH09ngwInzcq9V5PiYG+g4Fggz7u6sMDb8hkFskHT1JnGVm1+i7V7shKRTdHGwInDoot69AZmLDAFh",
-	"7j0stNPyb+2elRtYadfMxAzNVzY82ywxrCOE4CG6E6ZwvtqTOTxcLiHFGY65SNmMcRqTXqdrBvdtzLBc",
-	"K/0WkpiuIBoSlWYQjCpz26iaHvPKOINeb4RKwiQxWGyChWiqlvE/NXfHFH10TtflPxKtVSRNW1qRO/vK",
-	"KMTCwFor/N5+Y93hel4poUpBqvv8b+/H47tepzUe3x2ff/jLv3hbbDJc0HciWv1m5tg/h4nlfyotzHCT",
-	"3sQoiz9zXVWjraYYXXPYsOYig1JlhtFOhd9tQgQVV8ie7zHPC5+Z/tIhLIyKIo3g5dm/f/zu7OrZDx/P",
-	"X129vTh/FzRHuXBAdcCU0SSDbv8RCLJqDWH1+tHcS3Jf1Nmi1Usz7zf8ju7jgpY5kvhxMUsHZa4xj89L",
-	"Gry4ooE0ROqbK2pR+DCI1i+A8MmcRmQCwJtrZnSd9Ksxq1EcutwXJmiMvHLiTky1Klu/dkK5hKkT3eYq",
-	"jKoTqbuudc3xQY1T/nu3RvcIs+ZXq+kG3f5ecVlzmxU2ONxnITUXbGAUuLdP48q1MX+/4PHPeFVULhum",
-	"D5vd977JLh1IVzVTG1a2xTOfk1+yN0vGWGUmpiT4/vyK4JiBNr3H3BYu4DOpIAmqt7RuVsgoQQJ3xXWg",
-	"rX41J/lVrsb+iKlUrmeHlpdzvbVp02CATZFEtc4lmKyCNnkOXMKwUqShpXKSgjTZxDG3JW5gwBpo4/wK",
-	"qXA1ZktE/Rrsr7mKg0ObnN/RUA1JgFUZiNLAwDbi2ImYjnmFngmdadFfotaaveZIukJXwSdwl2Cy3fXi",
-	"gDljTmN2Awg22GiMgStYGphG8Pz88vzqPB9OZHFkKyhqw8Cu1OrPMPBmGHhbOZgFnhoD15UJft4VxUVR",
-	"2O4rirffbb1HwUvdaoBHbi0p5TPwv/gV98cn/VP9384r7r/42nYWi5UusOqaqHWpGlebfFaiJQiLQsle",
-	"X19Wv29YzvWIVRWBbOx0j1h2Vf65SESjnEDwzaPi0un1mk/EjgW3piCJZ3HczK/Ss32jeRXHpBFgvZ9f",
-	"fbtq0Tj4ch1FJqtaWye/VT+/dFoPU2f9PDmXntd5PlSNaT/Zhx+K+sr3Rdnw+77f8bu9D3ndYPcwr8ax",
-	"Lprervz1bq/jn5743UG/aNI/6hZtEH9kboODpMRZ7t3jo8cY0kaeb8n8m0n90VL8T7S20DDaRGo5DPYW",
-	"Y8tWOejP1pzabnq5jL6xOXIkYzn1165N0TpEmffkZFAZzr8Div6YyIFLcBWRgXVcbr9ThcQ/OPhn5FlK",
-	"1vquNMtZHDviy3Xq/3bs/SXC8EnBF/ndY+6r7XF442KXb3a0oT25VnvBItKgtgKj2SYv3L1hOfpTLLkk",
-	"jYBFgT/mQcFbWkEUmx00y9Fv40ZjOnhr/PVNfsfmZ8bZPu3FkY+5zrCojPiKwZLf+7F8JL12XaG9pNIi",
-	"eaP19KYwtNpyzxI1Rp1BEy0LSRrkMvjgE4vu126sKB7uSb79f0bmdx6U+Y1jLH+XYImRHIVQq5eJZT2N",
-	"PPJILC6mt43+Lm5kYwol4Ta0bVmaVYTE4OFrxPAeH1NOUovN/BNouQm03LH9O6CWCGeyxWzkjGsFWCr4",
-	"Le529ss/yMGhuLLUN0H/QWewyQzfg9rKCZ0/1cVOddH+A/se34PazbqfGZpDazrZUnyo+azAZNQWIfrV",
-	"YhR8p4XvmIKU5mZdosGwmn4q9Ykk+LStPvF+S4GitixrGx3fB2TOIihalErlzKXg+BNiPDSXQc2pLbqz",
-	"UtQgJYrKtDaxmAw88vZ26hyh4A52Z2R+ChExJaVLqykZdA/bY162ewmNlziL6JbyEGSdwYtVoY+1d9f3",
-	"YE08rJ/a48eeRFOqupeh+48iuY4fEFzdYR/HPjoc9HvdLyi48IfLojUB9scpqfinMCtRcBEpzFUTu4V0",
-	"VmtfYF3oetbN/KAAj4qC2yGhJKiyblDUZZcrTklDS8sxt1KyWVOBGmrhpSVzjDgXrGvNC3tXRCyYlFgt",
-	"UC5NNZWp5EqMuZHZ5Wt2aCw4+Oa6/TZ5UNRtixbQFMZ8r1DANfb+5UMBpsz8N40G/C6F5DY6/B0EpR3w",
-	"T0H5DyworYzbxwG/7boy2HLVOhq15Xr19x/uTerlth6BeVWIFjTZ8G/7u7xFkXSwoDdA0owH5l4udPPI",
-	"XKlkeHDQ7R23O+1Ouzs86Zx0MJFlqoQP0Gq28/+0rcBbLHk5YTAyMrRyUUHpJgRbj77xm8WyJs18Wb5C",
-	"wv7yB2Gc0DhuibTlfqlmYn8a1SgRihd43cBKgildKw+GFK8rhildvGxCDYzPQCrSeH11+ebgh6urN02D",
-	"r3r3/EcCd8hxaV7cTp6JOIZQibQ0llBx4t1/uP//AQAA//8=",
+	"7H37chs31ueroHq/rZA1LYoXXSyqUluKrST6otiOLX/5vjW9brD7kMSoCTANtCjGo6r9d59i/9utfY2d",
+	"N9kn2ToHQF/IpkT5kpnJJDVTpthoXA4OzvV3wA9BrOYLJUEaHQw/BDPgCWT08RWYbHU2MZDhXwnoOBML",
+	"I5QMhsFriJVMNDOKLbkwbAwTlQHL8BUhp50gDOCWzxcpBMNeGOh4BnOO3UxUNucmGAZCmkE/CAOzWoD9",
+	"E6aQBXd3d2Gw4Bmfg3HzOJfJlZjD5iReyHTFQJpMgGZLYWYsMmIOEeOGqczPycyEZm+kuGX4kAnJ5iJN",
+	"hXYraAkZp7kWN9A+ZVIVS4m04Zl5Tx3Wl3N8cngw6B118b8wEDiTX3LIVkEYSI7zDEAm9GKwbeVHB00r",
+	"D4NLNb2EG0h3WSutK0qxeXTKMlgAN0wYNlEZ43LF1IRpuIGMp6wVpWr6npp+DVmmslHe7faPyi8n3PA0",
+	"aodIubnShvWOiFq6w56q+YJnkDCuGTXWjGfAtFEZJEMWcw17QmqQWhhxAyHjLFXTKWRfaaYXkKZCTvFd",
+	"YTSLuVRSxDy1PdXm9fPZq+cXz7+LGJcJq3y/5JkUchoxDSnEhkX4RXTKNACLLtX0XJpsdSEXuelYWrQ7",
+	"7JzHMyY0u+GpSNibq2/3nhDNVG7Y8zeXIesh4w76LJ7xjMfIaKxlZsAmAtLkK83UUrIsT5EluFyZGa4B",
+	"Ug3Y6UG3yySf41f4SsGrNSZ5GxCdgzAg0gbv8NkiVQkEQ5Pl0Mw3xaprjCMMzOkgOIbRJhNyGtyFwZzf",
+	"XtiHvaOCn3iW8RU+1WaFUyHGw79fZurPEJuLZ5vcdYULsY+/0kwktbUE3d7J4GjShb0ncZ/vHY8HsHeS",
+	"HEz2+vxo/CTuJj3oTwK3ogU3s3JBIgnCIINfcpFB4ldermxtQdU5/kSUuW+ibDlTGoozgUw5By7NKR6C",
+	"ea4Ng1uhzccvZW1z3LDvH72mnx46zbSOaA5a8ylELFbScCG1PeEGbo1j2P7hUYVjQyamUuEodAjZeDWS",
+	"b6SIVQJMC1yv/X6i0gQbtaK//o+IzbmJZ6BZ9Nf/E52y6PXVq7PXr88jlijQJP6oAUq/jP/1fwKepgvD",
+	"hB7JVBgUJkMW/ecoZNF7d1JHo4jN+A0wqfC8x4KntA+oBUayRvwE4lRISLYQ+Jca18/57SXIqZkFw/7h",
+	"URjMhfR/98IGKr9Gcf1ReoKjinuEmtjUBv0n3Xu0QalIHq0PXudj5LldlgS3PDbpyqkFbV+MWEtDdgMJ",
+	"G68Yl0zIBG7bw+2CsZD/Ybd/wMYrA/pjRWAQzyC+VrnZst1uisH9h+cq4zE0iawaBdTEHRZsPUTJPoNb",
+	"nkAs5jxliZgKo0Nib56m7FfI1CnLFwvI7BHxh8Io1WFnH7fag/HkpD8ZHB4fjwcHCT/igxhO+idJF7pw",
+	"cDw42kIFmrGVKY28P+jXWB//3CTSGw3ZgzRq4JJcQ/ZeJNHjGOIzq8og3zvob6GOm+C9PHKH0lgvlNRA",
+	"WvIbnryCX3LQdGxQmIKkj3yxSEXMkTb7i0yNU5j/6c8aCfWhnA2S0HCR4tbM0KClnnAxQhKRcOqo2nUw",
+	"fFtpTApnDAW9asZFEAYLhec6C4bBfn/f6vi7d6ijucl1MDxA4WGEIYJ8wxPml1Cq9bHKzXCccnlNyr2g",
+	"x79kMAmGwX/aLw35fftU77+0y7RU2tSkldXNeYoCCRKynDPg15px2thTFtkFR7iXoBmgdaUmE5CkV4gR",
+	"8K3K9t6FwbcqG4skAfnJuyA0u4ZVqaFidePltVpARl0FVVIOSlKWs/iihDx7efHwHIlG1oggCl3Ib1Mx",
+	"nX0qm/JiG0u34CKB+UIZkPFq7wdYWfZlEztclVQnJameKjlJRfwFWe5sfabANJ9D02y1EWnKxoAMNuMy",
+	"SSE5td4lS7lnsefKfKtymXwiAb09ifs2of6qFDooKfRcGfata/AFmcnPp2AmZ8eiNlTqkmdT+GSWGZOV",
+	"N1NpoksRjyaMVxdVGvQGNS7BUdmVUsxO5YvSYqySFZ4b5BU7Z6FZiuPid1xaJkITJ2M8jmFhtCfUj1yu",
+	"nBTVn0ivZSYMsIwbYHAbAyRQ45F+5RQhXXBkVgz9RemDQmfGNcs1JCxfkJddztYfGW/hApuKG5Bk4aIO",
+	"Xg/27BXRnqYpudb7lbgQzeqN5LmZqUz8Cp96FLEjkMa9wgovq3ogeyWxayN/MTo/V16+h8iKSkKV64pT",
+	"ei3Vco2oP//8895ZuaQG1yT6BngGWVQziOx39xs9lu43XKR8nMJnsHQooIOnK690W9L9sKpVX0N2I2Jg",
+	"b2pNvyCb28nFXNoAHcvQBoGEZajQmFTL0AsJtyuoQmaQkIGSKr6uPD4f6+OuSxe1+MRdyG1nXv5vMTSl",
+	"KgMghb4ns7RiYnb3K9GKmp3Z71ePzyJTMWiNG8jOpRFm9QW1v2EpcG3oAKGWWTl7khcLMjO+rvbIA1l7",
+	"7yvtHXihR5KnGXDUEmnilQJKwTKclQHuCMqTVrQ/2LdvjgI0zcpXTDUCNpLlO2rCjlnCV3oUtAsuW7dY",
+	"ll4Eu+Ax7QxniZhMIEN1iXrsdITsSw4StrcR1A5D/rYbTfSoqmOvjE9pUMsCTPOVZjO1ZHNUM3OVwUia",
+	"GeCokEFnJANiTJ0vFiozkPwIieBXtKefLCRIHReuTqUDerFqMhxW2ayYC6PJMJrNl7cbhOUjCg4Am9PQ",
+	"OCb9WZrlhl+jU/uvr188P2Wc4b9sDtkUHVa0OCYqYy/Prp5+3+6Qt+2mgDM8MyYT49xYz5MnicAeefoy",
+	"w+4N2lEuQLiWPjFZHps8g4Ql3HA/ReLuIbNSHhUOJVhwm2lSNzzNcab2uQ6ZzOdjigSOlUqBSx2OpMzT",
+	"NGQUBNYhUxRj0e3Q9nYNC8NuIBtzI+aslShjA6dIpgzQcDAg2x125nmw/8S+yA0xGTNqYWP3oXcDm0KT",
+	"pwUTHx2wH8Q3jOuqcAYZqwQ0E2YkW7i3PDbtUyZBI4tUPGiXb0gAFqcUX7SEURnZPXO+IguWPX9zyVpv",
+	"/oTma7vD/o2oNJKxmqPNGF/j6BqkKejFKJaXQMJaUa8/ODg8On5y0i0/RUwbPGQULGmfWgoU3Y2kJl4O",
+	"Kf7JaSrYPTNL1InXAAub7UhRaNGerQVCPwQzYxadOZiZSoJh8N35FWok/M4eoPcxJQoOu/0wIL3lucjw",
+	"KaqDYMFXc8rYhQHkwbu74iwpH1O73ZuqPfclHs7OK7780UaYq0/39LVY7KmFZdu9QoXgcDYfRfmVTcPl",
+	"zMkvlqqp5dsOe+G6sSEBbcU5CiXiL6IRMpuaI5tRjmFROScfAl47Tfed/sq5uwsDkTQlKJHV9rjWYipx",
+	"s3IpfslhSzbghPe6e8dxP9l7AoPJ3gE/HB/Fx8kTOJkE4WbeJW3O0aHg2Uhxbc9TnRahOUdKpzwc1xPh",
+	"yu5QyVl29s6zyGzEsrYkn3bazBW5za9Kd89HrBKZ33ixYknU3t0xlbLRn15w+b5py3pHLFVLyPYoJrsZ",
+	"wF3bu+6ke3TMeXfMT7r98XHjUGX4vDEsvfGCacwfbM0KbMkE9PqD8OHwfljGfjdGRNm3Oyl2CD1vrNRH",
+	"VmukcZHYzQBzme56a3N6tWTYvJArPnlJdHy3LpUqAoUOQlPAGkqBgnKbszgVyKEaZIJi9fNJjS2HeDM1",
+	"fFrVXXRUNYuEnKiILWeA1iZaGnyMAq7DLosc+UiuJ8dJY7jDXpzssAyEKcngBrIVE3IK2qD9MWOtF1eX",
+	"L/Ggt4cjSVxhkxate5J9baucqGOXg6ckSazmcyVdgl4jgZWEkXTmhxa37MUC5BWkMLfuEi1mOJIj+Rf2",
+	"2k78L+w1SXLNWmiZ4LBt9peR/Mve3h79H9tGxNsRKz6FLJoI1PD4CS0QpfExtU1gnE+prf3k2vp/M9/O",
+	"0tx/CO2/eMqEkmt/8hS/kMqIuBiGgAPMfwjtvwQtsM9JdFID+ymkD/gP4SiKfixYghWfQhbFmUAPv/iM",
+	"//IUMvoAaEwWH9BnwD8WXIoYPyT2E3Y+kmdyxRRa8059CGezCcmqWx+d5YkwkY2UKofOiDh92Q6ZVizO",
+	"tVFzt4EjuVTZdYf9jOxKZhzcOoVsXRTNJpmasyIOkLjhx7BSMvGDFhAN22YkcVBHTNTw0bmlYGVKlpLt",
+	"0B0SWoszBotzO5KWwMKs3uPEopAtZyKesVjl0qCOW/Isqb/DUjEXhnKT93RUGtXW48IFk/ZcCqnXs9Ne",
+	"c25PvvXuV6sb7m7VAm4dHYaHgyOXQVMTm2ur55Kb1HFlNkeHh4OjBxX09nhySYwxpAolglGfAyyxu4an",
+	"UM7CedvrU0G+6B09LnGLcpeivshupWytnZYHzYYKiXtrQIOj+42K+up+RnO3XBnpBJWb5hyq5wDWkgod",
+	"mLYNBFhV9ZVmxaT8KahAlXClAkU3JXJRYyoNGRurXCZWWeEY9ohgwyVOzGf/UfFYt6nQNkS1rbn7Knm6",
+	"/YNPt5qq+vQrbZuQInUq9EsZVUhfetrMfq2fB08ZwQ0YJTluTVjXhm3k0MdCCx7PoTtYc4/CB9RsvU2K",
+	"4MMKQWIlY8ik/ofkWme/PsSxawZtoy27xXh9DZkzOxtcP7vkSiyngF0oCTYS4J9OM5UvHFC2bs7aXppN",
+	"Y3rGkLfGeXwNJkQ+omBWlkCGfUf2ga5DVt8Owu67sAQS7nKM1sCERhme1ryF3uFO55GW3Uwwa2OojDmR",
+	"espknqYUb6tST+WGcd+G2AhbROPV11LJNXBuocWxJ5sZcZGTe1nATjL0xPfL3cYEhjft0NNi//3sy52i",
+	"fUdBh9PHr3fkBredW1Sp4Zmx3eKgPJ750VokfOe6HVrDrgpmZkrWmQNl7OCk7yBs9q9DC2/+RKbRW04L",
+	"8vJWItiwEbkWSFBInGSacR1aRrdwNvtyy7KMyLRpnzpwn+eMAu2kJAmKYin3OYnlIW9akIFF814sRWIo",
+	"HMr9HtwXKxh49PguRPUnrz7o9z4D4JmNQGwhI+CJlZB2IvWBj4/CnZCH1dNBqw4LXiz29YFjop9mwA0k",
+	"O8zdAxJcTmRTKJY9FUvpP34hvpttE34GKew64YTasgzm6qZpyknZVykyP2LOvp+mOb8w6eJMrv6tWcTi",
+	"KStyHy5RwLVXGRRVsLkOvlhYgLCQhvqKKLY+BhS7JDDbDWEXPBPFyPVnNlFRw67fd+Rqy9g4dXcNCx8r",
+	"lRZju6cuB0KP0VgpnhcUx6+b/JVE5eMU1vuzyQKKLzuy4EMl4cWEMrLr3ewgId/dhcH1TSq0+XyE+wEe",
+	"Qzg72/WlVrRiI48VY2xM+BpWjZUJhdbffd+bBvdZvk3vWrJX3z5lJweHx8wlL1mi4nzuHIj1s2hzmNVY",
+	"51Z058ZafBa+0d/zKgYN1kzJaUi2nj1vpOP87AhZVsmsdbuUDEFmgOTUOkA2mUuBf2oesshOPWIU/iT1",
+	"Vkv9sjLzGzLoTDsjGbVOTrpd+9QNbvOgdqh2ZAMfOzGYo/+3AtKkSR8KqQ2X8VpWYT9VU91ESUfvrb6I",
+	"e04lKCSrIJ4p6y3hdkX/vudQVXsXScQ86pdZdMYp+yVXBpgwlpgZLFRmqPrI0+HzZH98kruy5IN1Xd5Y",
+	"2lakxKvEagT7Vnxrl7hfz769eXXBMiB0ATm03Dg0hQMyEM/hy6csqiTYI6rNcNlYWofFEwhyX+v0qebl",
+	"HzKgjcvo0/oKEoX+5L3bfrYtb21RXh5jTOl8CzRuRS5JGbXRdSDAeAk9xsf+c9TeTRI8BN3eDLj5EZq5",
+	"mFAcTvGWS7ATJZi0mW2DwtdKRTbH9dnZ9VFJjbunrIWC8eik22szIY1iVUFHMBTrns4XZuUT6iVPLGcq",
+	"teiJ+sQK0PpDjHD/hjcHzs6KEGUdJ+ByLU1JH2fJvedryb1+t3+01+vt9QdXve6wi//r2MT+fw0qJzTh",
+	"Bva2kXmHdDJ78+bi2c3x5wmX2lqHXVOUBTLpfcJXDwrwV771M2x8Fwb5IvlChGtKE9LSwupu1WawsZp7",
+	"2GZLxpCUcJElRLNVo7ctS1TZJvN4gjck/tZL7Ag/JNMVW86EoeB1DB32nCStBEhcxXAjuqA5hvpwMdsn",
+	"7vHaPtBi76HrS3S8ms7kBg6KBMvx4OSobf1cR99hGdJzbgZqE6uM4hmXU0CjZLS2qFEwpGhP5AAz3rGa",
+	"qAyd11PGvRGVwsQwlRsHyqFSYiZc+ubzbmzj9u3d9H/7HdzYrXqT7Q4qDlcFM1bxSC6xLkD7Cuijw+4p",
+	"i6r7YGZkq9ImdEbyTPr8mS1S9bDLKnRS4thC5tqpGo+cFJpNlYQhGZ6UgU6B3wDBvnA/i5TjXFHWq/62",
+	"ZR3NWpylSk4hqzwbE/7NoWEIZMTJxB1JvYSFYSsw7ZCCCvH1NENLmuklwMI57cRBaEtTiEbmBgliwVxl",
+	"XQQBzSQQxDSDCaE7yf4+6PddJpXEWmFgIrVDWiJ+JSzPVqwtn+9IYMLz1IxkK7p88d37V+dX58+vLl48",
+	"f//s7D9eR6EnPstlClqjOGufFhZtymM/sdbLN1ft9QFH0o5o95Qywdy9B47InK4ImIKx55TG8nRJuOFr",
+	"edFBl5hfzPN5MESGId63f/a2xlmr0QwNcZ4Js3qN3O7CmoRwP8vNrNG18+VUXLPozCH8Ka0/ZBYbz344",
+	"/48oLOoDLHkqlsOMa4/akxMxzSlb3aLtk7Sp5POphQU7JnMhbXPUH4my4TNC6p5W0Mkec0hILDxQailH",
+	"sjBdZGIZAkJiePrCBYmI6CUgGd0jS2USABS88JB/R7+ZMQuLbRVyojxyl1vryRVHvhjjavlYpMKsiGZz",
+	"Lqh0HO3WDVisk/faI0NEVpUINm74/dXVy30U/J2RHMlziiKS+0t5LMmibaDhqPC+rZpAx7zta61XC8Jy",
+	"kHNAcAryDqKRpAJy5+Ge2hpUC8l1eGieJDSqrz8kv9OJIq9ryNqum9povo6kdRfGDjtbWMeF+2D9ZRZ5",
+	"09b6E01G+zbvYiSfWrNDoG3ijlLMc00BwsPbW7vJqYhBaqjs3NmCxzPY63e6aA9lqdtwPdzfXy6XHU6P",
+	"Oyqb7rt39f7lxdPz56/P8Z3OzMzTije5yQhBGNxApp3663Q7XWyO7M4XIhgGg063M0Dtyc2MzqP12Iuo",
+	"5eahfOYERA0mX/AO8be9OMBGnm2Z0USkSDRKe1ZB66hnC/j1RVJ0f2nDBtXbX942K86yyf7ajRF34YNv",
+	"uGrpHVoW17Hs0NaX6u/Q9KddGvnC912GLq4+2KGxv03n7t1a3XS/272nQqCxMsBFuHv9nWH71Sj7Fug+",
+	"8RFVkfscIGTgJGlCxX0HdqZN4xQr2q+UgdMrvYdfqZWT0UuDh18qK4zpjYOH3yjKVvGF/snDL6wXM96F",
+	"weEuU6uWZ5Eizudznq2K81aV/0EJLidZ8O4uDKbQ4HC9ApNn8qMkQS1950xJg5o7Ekk0ki2uYyd3ne0T",
+	"UfuvcQJR2xldFNes5bysFRoRcCCyaMroUsjryAUGRzLmmcvaZJByQmJWYmc2RCLh1rAFnwJrRRmkX48C",
+	"/GYURO2hrbEqg5MUweEyGUmrH1y1TxTnmVZZhGoLkhA7plI1rdIbSBifciG1NXPfvLqsxWUKdJpRrIX2",
+	"sdUlvj5qprRxUAsqKqBpzsjmrS+V1DZhvrAFoQMz4HMLxrNGD1kvdbRfh515B5r2zxbEkKGkJu5KKVv+",
+	"URix2vA0pdQzWrmt3iHTuKnOtm2zVGmnLWIlJcTIPNbGJmIJ4y6EmLraiLo6uBTa/KEMfktlEG4UpnId",
+	"R6yFbp42Nr8euio0t8UqQ9uNWklYFq3WII3YYsvlHnS4a1WuINGreBtweodefdcQZ2oKulLktrBlpTsB",
+	"VODunN1eN+x2u6esh/9sB5xtu8WHxEtw71V2hZvUs8n9qp+06RdtRLwX/Jcc2EJpUZSlSXtS0QeBG6Fy",
+	"Tcv6Sq+d+joCZvWv3Ys/q9vnv173nj+7OPjx2dnyx6uLXyc/bdkHK7a2XUDTjKD6ROPh7Tpsf+eCKBef",
+	"3TV540D+JbjXw3WbsLZVIO2u0dwC69qELC2gorWILqEl14CNJWpxF/xfAeiziDcq8N28Lu4BO8wWdm1m",
+	"jTeMshf+NKnJhnG2VkqNXNlQ5D7Ku91BTE7Gf/l///1/2dsHLdt97f4e0GUFFbXrTqi0aHgaf6LSVC21",
+	"9TCf9J88aQ8rKp3CNE6ntzgdbpXmBgp1bb25kBLHg5MnR+z//u+DTr8dNqvoQt2P5JtXl+tg8eqKSrb5",
+	"ehemqa3eH9bJT01EePAKgN+RJfyJFi2aDA/ZswulGwza1zbL5Ap/bYjBl7VanVHolRblIcsCbfaj+OaU",
+	"jZWZuXoEezUmGUkjqcFQ2LPNhLS3RmRcah7bQBYIYmxrJReIcQcPVpmLU+kOK0OwFgs5ks50phDeBpQ6",
+	"LDCT7m5Q287WzHSYu7HAl2jifOkaQUg6I3m5fr9npf7wnkLGIStLQ+oVKVQcMpLFdT9l/Ua9UmPIfAdk",
+	"wZ65e19uHDRZi18dMJgq8PFw+22quQNFJb8N47o3yOilAK6byUFv4GstPaaLiJ8qdU0FyGgQu7vLNu+7",
+	"ss2L6JILJ41k7XKBIqcsmVP5oyBk0X53v7jmkW4g8BFM+7S/9qoN/4+CcCSj/d5+qTKLdgSJ5mvV2raz",
+	"g32vVKq91vHrI2kB7HS3gZD+uh3rSWyY5RbP12yY18/Uj+RBlDuh+YQcLSpmHvrYe/+AzVROsDTfjirL",
+	"UAqvXRF1DSt0EH1NG37lgsTtKss5QigZk1Nj7/yo92SPsNRLyGiGI6kyMRWSp6zf7dnBQxe5rF7z8AoW",
+	"KV9BMmQmyyE6rc1t48KHkayNc9Dvn5KqsqkUkdqQJRnMVRRSw7VXZR/dk3UtRETbK1O3e2hOeCvPquXS",
+	"zFu7s2L7ZZuH69mtBTcGMuzzv70djW773b3R6Pb4/N2f/iXYYhnSgr5Ryeo3Mwr/OQy98ENlYZabcBOT",
+	"PP3IddVNx4Z7NJDDhg13sFTqQ6yOLL1/G6ioOWTufI9kcWeDwC89zsMqStaKfjz79/ffnF09/f79+fOr",
+	"Vxfnr6P2aSEcSB0IY/XZQW/wCBxbvey4fnNy4av5L5os4vp9v3cb3k/vcaHTAs/8uMipB1Q3GOnnFTui",
+	"vF2GtVQW2hvBSfgISNbvrgnZjCdsDCDba8Z8k/RrMO5JHPoMHKWJrLzy4k5NUJWt35hjfNrWi257i0/d",
+	"lcWuGwME9KAhNPD3bhPvEOwtboXEF3qDnaLD9iI+euFwl4U03A1Esej+Li/Xbrz624Wwf6Zb7grZMLnf",
+	"+L8LbY5rX/vancbgtivh+Zgsl7sUN6VaNzVh0XfnV4zGjNABGElXPkHPtIFFVL9gerNOxygW+V8SiND3",
+	"MDNW3EJt7Y+Ua+N79ph9PcOtzdoWiWxLNerVNtF4FXXYM5AahrVSEZTKiwy0zWmOpCu0AwsZIRvnV8iU",
+	"r3RbEvbYIpDtLUISOuz8lsdmyCKqDSGHgMLrhKZnajKSNXou+BRFf4Vaa/aaJ+mKHJaQwe2CUv6+Fw8P",
+	"GkmeimsgyMPGyxQ+g6UFi0TPzi/Pr86L4VSeJq6OozEY7Qu+/ghGbwajtxWlOfirNXB9seLH3a5elqY9",
+	"fLv69mv5dyi7aVoNyMSvJeNyCuFn/yWR4yeDE/zvwV8S+exre7BkrXL3Xs/Gzis1wWjyOYm2IHAWSfbm",
+	"KrfmfaOiskesqgynU6c7RNTr8s/HQ1rVNEZoH5X35a9XnhKCLbqxZVEyT9N2cQuo65vMqzRlrYiqDsN6",
+	"67pF40HUTRQZrxptneIHQYr78nGYJuvnkzP6RbXpfTWh7i/38F1Z5fm2LF5+Owi7Ya//rqhe7B0WNUHO",
+	"RcPtKpr3+t3w5EnYOxiUrwyOeuU7hIKyF1nCosJZvu3x0WMMaSvPt+AP7KR+b0CDT7S2yDDaxIt5JPgW",
+	"Y8vVWuDfzpzabnp5XIG1OQo8ZTUB2WlMFHtcW/DJKalqUcEDgPjHRA58mq2MDKyjgwfdOjD/3sE/IttT",
+	"sdYfSvacpaknvl6n/m/H3p8jGbAo+aK4NtF/tT0bYF3s6qW0LrSn1ypARMJa3NWBtDvsW3/lYYFBVUup",
+	"WSsSSRSOZFTyFiqIcrOjdjUGb91oSkpvjb++LK4H/sg424edOPIxN7GW9RlfMFjy934sH0mvh27/X3Lt",
+	"8MTJepJVWVptue2JW6POYpqWpSSNChm8/0Ekd2v3ZpQPdyTf7r+A9XcelPmNYyx/k2CJlRylUGuWiVU9",
+	"TTzySEQwJdmt/i4vcRSGJOE2zG9VmtWExMH9l5nRbUK2qKURIfoH3HMT7vnA9j8A+CRQlSupY2cSFWCl",
+	"7Li8lj6s/paQhPK25dAG/Q+6B5vM8B2YrZzQ/UNdPKguOr9j3+M7MA+z7keG5siaXmwpgUQ+K5EhjaWQ",
+	"Yb0khtrsURtbFtPerI60SFrbT61KkkUftlVJ3m0pk0TLsvGl47uIzUQC5RuVgj37ewb064cytldSzbgr",
+	"/XNS1CIlyvq4DnOYDDry7mL9AqHgD3b31P7yLCFbKvftc3bQO+yMZNXuZTxd0iySGy5j0E0GL9WmPtbe",
+	"Xd+DNfGwfmqPH3sSbcHsTobuP4rkOr5HcPWGAxr76PBg0O99RsFFv7mYrAmw309hxz+FWUmCi2llL7x4",
+	"WEjnjfYFVaeuZ93sb6HIpCz7HTLOojrrRmV1eLXulbVQWo6kk5LthjrYGIUXSuaUcC5UXVuUF6+Ymgut",
+	"qWahWiBr62PZlRpJK7Orl/3wVEkI7S+FdNi9om5btIAuDd8pFPCGev/8oQBb7P6bRgP+LoXkNjr8DQSl",
+	"G/APQfkPLCidjNvFAb/p+WLcau08GbXVqvm37+5s6uWmGYF5VYoWMtnos/tJ8bJUO5rza2BZLiN7Oxi5",
+	"eWxmzGK4v9/rH3e6nW6nN3zSfdKlRJatVd4nq9nN/8O2MnO1lNWEwamVobXrEir3Mbiq+I2fW9cNaebL",
+	"6kUW7keLmJCMp+meyvb8j2yN3a86WyXC6Rqxa1hpsAV01cGI4k0lObUfQ1BT7X+ZgX6UYf/7q6uXbYuv",
+	"ev3sBwa3xHFZUWLPnqo0hdiorDKWMukiuHt39/8DAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
