@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 // DistributeSchema distributes the current schema on a Citus coordinator as OpenPostgres does
@@ -23,8 +25,10 @@ func LevelMigrationSQL() []Statement {
 		{"levels of logs", bind(fmt.Sprintf(levelsOf, "logs")), func(p string) []any { return []any{p, "", levelBatch} }},
 		{"case-only level", bind(levelSet), func(p string) []any { return []any{"error", p, "ERROR"} }},
 		{"level of entries without attributes", bind(levelSetBare), func(p string) []any { return []any{"warn", `{"severity_text":"WARNING"}`, p, "WARNING"} }},
-		{"entries with attributes", bind(levelReadAttrs), func(p string) []any { return []any{p, "WARNING", levelBatch} }},
-		{"one entry", bind(levelWriteEntry), func(p string) []any { return []any{"warn", `{"severity_text":"WARNING"}`, p, 1, leastID} }},
+		{"entries with attributes", bind(levelReadAttrs), func(p string) []any { return []any{p, "WARNING", int64(math.MinInt64), leastID, levelBatch} }},
+		{"a batch of entries", levelWriteBatch, func(p string) []any {
+			return []any{"warn", p, pq.Array([]int64{1, 2}), pq.Array([]string{leastID, leastID}), pq.Array([]string{"{}", "{}"})}
+		}},
 	}
 	for _, r := range levelRollups {
 		merge, drop := rollupMerge(r.table, r.column)

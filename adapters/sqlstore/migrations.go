@@ -36,7 +36,7 @@ func sqliteProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, 
 			&goose.GoFunc{RunTx: upSearch(searchUpSQLite, func(q string) string { return q })},
 			&goose.GoFunc{RunTx: downSearch})),
 		goose.WithGoMigrations(goose.NewGoMigration(levelMigrationVersion,
-			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return q })},
+			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return q }, writeLevelRows)},
 			&goose.GoFunc{RunTx: downCanonicalLevels})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
@@ -55,7 +55,7 @@ func postgresProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider
 			&goose.GoFunc{RunTx: upSearch(searchUpPostgres, func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })},
 			&goose.GoFunc{RunTx: downSearch})),
 		goose.WithGoMigrations(goose.NewGoMigration(levelMigrationVersion,
-			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })},
+			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }, writeLevelBatch)},
 			&goose.GoFunc{RunTx: downCanonicalLevels})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
