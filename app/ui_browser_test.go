@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"example.com/obsvc/adapters/ui"
+	"example.com/obsvc/domain"
 )
 
 // findChromium returns the system's Chromium. Without one the browser tests skip loudly, except
@@ -88,12 +89,16 @@ const (
 	projectKey  = "explorer-project-secret" // project a's
 )
 
+// seedLevels are the levels of the seeded entries, in turn, as loggers spell them: the API stores
+// them canonical (WARNING as warn, CRITICAL as fatal), and Audit, a custom level, as audit.
+var seedLevels = []string{"INFO", "info", "WARNING", "Error", "debug", "Audit", "CRITICAL"}
+
 // seedExplorer posts n entries to project p over the last 40 minutes, newest last, through the
 // API, and returns their ids newest first as GET /logs lists them.
 func seedExplorer(t *testing.T, base, p string, n int) []string {
 	t.Helper()
 	now := time.Now().UnixMilli()
-	levels := []string{"info", "info", "warn", "error", "debug", "info", "fatal"}
+	levels := seedLevels
 	batch := make([]map[string]any, n)
 	for i := range batch {
 		batch[i] = map[string]any{
@@ -366,6 +371,38 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	}
 	poll("q narrows the table", rows+` === 11 && [...document.querySelectorAll('#rows tr.entry td:nth-child(5)')].every(td => td.textContent.includes('orders/24')) && document.getElementById('hist-total').dataset.total === '11'`)
 
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"/ui?project="+a.ID)); err != nil {
+		t.Fatal(err)
+	}
+	poll("back to the last hour", rows+` === 100`)
+
+	// Level chips: each finds every spelling of its level, and a level outside the six (from
+	// the stats of the range) gets a chip of its own; a link naming a spelling checks its chip.
+	count := func(level string) int {
+		c := 0
+		for i := range n {
+			if domain.CanonicalLevel(seedLevels[i%len(seedLevels)]) == level {
+				c++
+			}
+		}
+		return c
+	}
+	poll("a chip for the custom level", `!!document.querySelector('#levels input[value="audit"]')`)
+	for _, level := range []string{"warn", "fatal", "audit"} {
+		chip := chromedp.CSS(fmt.Sprintf(`#levels input[value=%q]`, level))
+		if err := chromedp.Do(ctx, chromedp.Click(chip)); err != nil {
+			t.Fatal(err)
+		}
+		poll("the "+level+" chip", fmt.Sprintf(`%s === %d && [...document.querySelectorAll('#rows tr.entry td:nth-child(2)')].every(td => td.textContent === %q) && location.search.includes('level=%s')`, rows, count(level), level, level))
+		if err := chromedp.Do(ctx, chromedp.Click(chip)); err != nil {
+			t.Fatal(err)
+		}
+		poll("the "+level+" chip off", rows+` === 100 && !location.search.includes('level=')`)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"/ui?project="+a.ID+"&level=WARNING")); err != nil {
+		t.Fatal(err)
+	}
+	poll("a link with level=WARNING", fmt.Sprintf(`%s === %d && document.querySelector('#levels input[value="warn"]').checked`, rows, count("warn")))
 	if err := chromedp.Do(ctx, chromedp.Navigate(pageURL+"/ui?project="+a.ID)); err != nil {
 		t.Fatal(err)
 	}

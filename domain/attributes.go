@@ -51,27 +51,37 @@ func lowerHex(s *string) *string {
 	return &l
 }
 
-// canonicalAttributes checks attributes as a client sent them (one JSON value) against the
-// limits and returns them in the form stores keep: the object re-encoded compactly with its keys
-// sorted (a key sent twice keeps its last value), numbers exactly as sent (their text, not a
-// float), strings as valid UTF-8. The problem is "" when raw keeps every rule.
-func (l Limits) canonicalAttributes(raw []byte) (json.RawMessage, string) {
-	// The decoder would quietly replace invalid UTF-8 with U+FFFD; the rule is to refuse it.
-	if !utf8.Valid(raw) {
-		return nil, "must be valid UTF-8"
+// canonicalAttributes checks attributes as a client sent them (one JSON value, or nil for none)
+// against the limits and returns them in the form stores keep: the object re-encoded compactly
+// with its keys sorted (a key sent twice keeps its last value), numbers exactly as sent (their
+// text, not a float), strings as valid UTF-8. severityText, when not nil, is added as the
+// attribute severity_text unless raw holds that key (see WithSeverityText); it counts toward
+// the limits like any attribute. The problem is "" when the result keeps every rule.
+func (l Limits) canonicalAttributes(raw []byte, severityText *string) (json.RawMessage, string) {
+	obj := map[string]any{}
+	if raw != nil {
+		// The decoder would quietly replace invalid UTF-8 with U+FFFD; the rule is to refuse it.
+		if !utf8.Valid(raw) {
+			return nil, "must be valid UTF-8"
+		}
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, "must be a JSON object"
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return nil, "must be a JSON object"
+		}
+		var ok bool
+		if obj, ok = v.(map[string]any); !ok {
+			return nil, "must be a JSON object"
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, "must be a JSON object"
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, "must be a JSON object"
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, "must be a JSON object"
+	if severityText != nil {
+		if _, ok := obj[SeverityTextAttribute]; !ok {
+			obj[SeverityTextAttribute] = *severityText
+		}
 	}
 	if len(obj) > l.MaxAttributes {
 		return nil, "must hold at most " + strconv.Itoa(l.MaxAttributes) + " keys"
@@ -87,13 +97,10 @@ func (l Limits) canonicalAttributes(raw []byte) (json.RawMessage, string) {
 			return nil, "key " + quoteKey(k) + ": " + d
 		}
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(obj); err != nil { // cannot happen: every value came from the decoder
+	out, err := encodeAttributes(obj)
+	if err != nil { // cannot happen: every value came from the decoder
 		return nil, "must be a JSON object"
 	}
-	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	if len(out) > l.MaxAttributesBytes {
 		return nil, "must be at most " + strconv.Itoa(l.MaxAttributesBytes) + " bytes encoded"
 	}

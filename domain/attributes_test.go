@@ -188,6 +188,9 @@ func TestFingerprintOfBatchesWithoutTheNewFieldsIsUnchanged(t *testing.T) {
 		func(e *LogInput) { e.Attributes = json.RawMessage(`{"a":1}`) },
 		func(e *LogInput) { e.TraceID = ptr("4bf92f3577b34da6a3ce929d0e0e4736") },
 		func(e *LogInput) { e.SpanID = ptr("00f067aa0ba902b7") },
+		func(e *LogInput) { e.SeverityText = ptr("WARNING") },
+		func(e *LogInput) { e.SeverityText = ptr("Warning") },
+		func(e *LogInput) { e.SeverityText = ptr("WARNING"); e.SpanID = ptr("00f067aa0ba902b7") },
 	} {
 		changed := slices.Clone(in)
 		f(&changed[1])

@@ -112,6 +112,12 @@ func fingerprint(in []LogInput) string {
 			str(e.TraceID)
 			str(e.SpanID)
 		}
+		// SeverityText (OTLP's severity_text beside a severity_number), likewise: mark 3, only
+		// when sent.
+		if e.SeverityText != nil {
+			h.Write([]byte{3})
+			str(e.SeverityText)
+		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

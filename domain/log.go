@@ -42,6 +42,11 @@ type LogInput struct {
 	// TraceID and SpanID are hex digits in either case; they are stored lower case.
 	TraceID *string
 	SpanID  *string
+	// SeverityText is the text the sender wrote its level in when Level was not taken from it
+	// (OTLP derives Level from severity_number when it has one); nil when Level, if sent, is
+	// that text. The entry keeps it as the attribute severity_text when it differs from the
+	// stored level beyond case (KeepsSeverityText).
+	SeverityText *string
 }
 
 // LogFilter selects a project's entries; every non-nil field must match (AND). Start and End are
@@ -51,6 +56,7 @@ type LogFilter struct {
 	UserID    *string
 	// Level and Levels together match entries whose level is any of them; one value behaves as
 	// Level alone always did. The service moves Level into Levels before a store sees the filter.
+	// Both compare as stored levels do: by CanonicalLevel ("WARNING" matches "warn").
 	Level  *string
 	Levels []string
 	// Subject matches the subject exactly.
@@ -135,7 +141,13 @@ func (l Limits) validateFilter(f LogFilter) (LogFilter, error) {
 		return f, &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: fields}
 	}
 	f.TraceID = lowerHex(f.TraceID)
-	f.Levels = dedupe(f.Levels)
+	if len(f.Levels) > 0 {
+		levels := make([]string, len(f.Levels))
+		for i, lv := range f.Levels {
+			levels[i] = CanonicalLevel(lv)
+		}
+		f.Levels = dedupe(levels)
+	}
 	return f, nil
 }
 
@@ -216,7 +228,7 @@ func checkBytes(s string, max int) string {
 func (l Limits) EntryFieldProblem(field, value string) string {
 	switch field {
 	case "attributes":
-		_, d := l.canonicalAttributes([]byte(value))
+		_, d := l.canonicalAttributes([]byte(value), nil)
 		return d
 	case "trace_id":
 		return hexIDProblem(value, TraceIDLen)
@@ -250,11 +262,19 @@ func (s *Service) buildEntry(e LogInput, now int64, bad func(field, detail strin
 		bad("message", d)
 	}
 	level := DefaultLevel
+	sent := e.SeverityText // the level's text as the sender wrote it
 	if e.Level != nil {
-		level = *e.Level
-		if d := l.EntryFieldProblem("level", level); d != "" {
+		if d := l.EntryFieldProblem("level", *e.Level); d != "" {
 			bad("level", d)
 		}
+		level = CanonicalLevel(*e.Level)
+		if sent == nil {
+			sent = e.Level
+		}
+	}
+	var severityText *string
+	if sent != nil && KeepsSeverityText(*sent, level) {
+		severityText = sent
 	}
 	if e.Subject != nil {
 		if d := l.EntryFieldProblem("subject", *e.Subject); d != "" {
@@ -277,9 +297,9 @@ func (s *Service) buildEntry(e LogInput, now int64, bad func(field, detail strin
 		}
 	}
 	var attrs json.RawMessage
-	if e.Attributes != nil {
+	if e.Attributes != nil || severityText != nil {
 		var d string
-		if attrs, d = l.canonicalAttributes(e.Attributes); d != "" {
+		if attrs, d = l.canonicalAttributes(e.Attributes, severityText); d != "" {
 			bad("attributes", d)
 		}
 	}

@@ -22,7 +22,6 @@ const (
 	attrEndUserID    = "enduser.id"
 	attrScopeName    = "otel.scope.name"
 	attrScopeVersion = "otel.scope.version"
-	attrSeverityText = "severity_text"
 	attrEventName    = "event_name"
 )
 
@@ -132,11 +131,6 @@ func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool, limits doma
 						in.UserID = &s
 					}
 				}
-				if st := lr.GetSeverityText(); st != "" {
-					if _, clash := attrs[attrSeverityText]; !clash {
-						attrs[attrSeverityText] = st
-					}
-				}
 				if ev := lr.GetEventName(); ev != "" {
 					if _, clash := attrs[attrEventName]; !clash {
 						attrs[attrEventName] = ev
@@ -150,6 +144,9 @@ func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool, limits doma
 				}
 				in.Time = recordTime(lr)
 				in.Level = level(lr, limits)
+				if st := lr.GetSeverityText(); st != "" {
+					in.SeverityText = &st
+				}
 				msg := bodyText(lr.GetBody())
 				in.Message = &msg
 				if id, ok := hexID(lr.GetTraceId(), 16, fromJSON); ok {
@@ -226,14 +223,16 @@ func recordTime(lr *logspb.LogRecord) *int64 {
 // severityNames are the level of each range of four severity numbers, 1-4 onwards.
 var severityNames = [6]string{"trace", "debug", "info", "warn", "error", "fatal"}
 
-// level is the range name of severity_number, else severity_text in lower case when it is a
-// level a service with limits accepts, else nil (the default level): a severity_text the
-// service would refuse as a level never costs the record, it stays in the attributes.
+// level is the range name of severity_number, else severity_text when it is a level a service
+// with limits accepts, else nil (the default level). The service makes it canonical
+// (domain.CanonicalLevel) like a level sent to POST /logs, and keeps severity_text as the
+// attribute severity_text when it differs from that level beyond case, so a severity_text the
+// service would refuse as a level never costs the record.
 func level(lr *logspb.LogRecord, limits domain.Limits) *string {
 	if n := int(lr.GetSeverityNumber()); n >= 1 && n <= 24 {
 		return &severityNames[(n-1)/4]
 	}
-	if st := strings.ToLower(lr.GetSeverityText()); st != "" && limits.EntryFieldProblem("level", st) == "" {
+	if st := lr.GetSeverityText(); st != "" && limits.EntryFieldProblem("level", st) == "" {
 		return &st
 	}
 	return nil

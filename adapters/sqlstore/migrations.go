@@ -20,7 +20,8 @@ var sqliteMigrations embed.FS
 var postgresMigrations embed.FS
 
 // sqliteProvider is the SQLite store's migrations on db: the embedded SQL files, and in Go what
-// SQLite's SQL cannot do (it has no SHA-256).
+// SQLite's SQL cannot do (it has no SHA-256, no Unicode case folding), 00009 among them, which
+// makes stored levels canonical by the domain's rule.
 func sqliteProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 	files, err := fs.Sub(sqliteMigrations, "migrations/sqlite")
 	if err != nil {
@@ -34,12 +35,16 @@ func sqliteProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, 
 		goose.WithGoMigrations(goose.NewGoMigration(6,
 			&goose.GoFunc{RunTx: upSearch(searchUpSQLite, func(q string) string { return q })},
 			&goose.GoFunc{RunTx: downSearch})),
+		goose.WithGoMigrations(goose.NewGoMigration(levelMigrationVersion,
+			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return q }, writeLevelRows)},
+			&goose.GoFunc{RunTx: downCanonicalLevels})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }
 
 // postgresProvider is the PostgreSQL store's migrations on db: the embedded SQL files, and in Go
-// 00006, whose backfill folds messages with the domain's own case folding.
+// 00006, whose backfill folds messages with the domain's own case folding, and 00009, which
+// makes stored levels canonical by the domain's rule.
 func postgresProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 	files, err := fs.Sub(postgresMigrations, "migrations/postgres")
 	if err != nil {
@@ -48,7 +53,10 @@ func postgresProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider
 	opts = append(opts, goose.WithDisableGlobalRegistry(true),
 		goose.WithGoMigrations(goose.NewGoMigration(6,
 			&goose.GoFunc{RunTx: upSearch(searchUpPostgres, func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) })},
-			&goose.GoFunc{RunTx: downSearch})))
+			&goose.GoFunc{RunTx: downSearch})),
+		goose.WithGoMigrations(goose.NewGoMigration(levelMigrationVersion,
+			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }, writeLevelBatch)},
+			&goose.GoFunc{RunTx: downCanonicalLevels})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

@@ -124,6 +124,9 @@ type ClientInterface interface {
 	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 	//
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
+	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
 	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
@@ -147,6 +150,9 @@ type ClientInterface interface {
 	// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
 	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
+	//
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -319,6 +325,9 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 // (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 // schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 //
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
+//
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
 // (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
@@ -352,6 +361,9 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 // A member that is also a key of the entry's `attributes` is a 400 naming both pointers
 // (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 // schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
+//
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -1395,6 +1407,9 @@ type ClientWithResponsesInterface interface {
 	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 	//
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
+	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
 	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
@@ -1418,6 +1433,9 @@ type ClientWithResponsesInterface interface {
 	// A member that is also a key of the entry's `attributes` is a 400 naming both pointers
 	// (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 	// schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
+	//
+	// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+	// with the attribute `severity_text: WARNING`.
 	//
 	// A body over the size limit, or an array of more entries than the batch limit, is refused
 	// with 413 before any entry is looked at. A 400 names each offending entry field by pointer
@@ -2641,6 +2659,9 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 // (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 // schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
 //
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
+//
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer
 // (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
@@ -2670,6 +2691,9 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 // A member that is also a key of the entry's `attributes` is a 400 naming both pointers
 // (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
 // schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
+//
+// Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+// with the attribute `severity_text: WARNING`.
 //
 // A body over the size limit, or an array of more entries than the batch limit, is refused
 // with 413 before any entry is looked at. A 400 names each offending entry field by pointer

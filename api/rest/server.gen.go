@@ -91,7 +91,9 @@ type LogEntry struct {
 	// Example: 01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f
 	Id string `json:"id"`
 
-	// Level Example: error
+	// Level The canonical level (see `LogEntryInput.level`); entries stored before levels were canonical read back with theirs too.
+	//
+	// Example: error
 	Level string `json:"level"`
 
 	// Message Example: payment declined
@@ -136,7 +138,26 @@ type LogEntryInput struct {
 	// Example: {"http.method":"GET","http.status_code":502,"retry":true,"tags":["payments","eu"]}
 	Attributes Attributes `json:"attributes,omitempty"`
 
-	// Level 1 to 32 characters; the server stores `info` when it is absent.
+	// Level 1 to 32 characters; the server stores `info` when it is absent. Levels are
+	// case-insensitive and stored canonical, the same on every ingest path (OTLP too):
+	// lower case (Unicode simple case folding), and the spellings of common loggers as one
+	// of the six OpenTelemetry levels:
+	//
+	// | Stored | Sent as (any case) |
+	// |---|---|
+	// | `trace` | `trace`, `finest`, `verbose` |
+	// | `debug` | `debug`, `fine`, `finer` |
+	// | `info` | `info`, `information`, `informational`, `notice` |
+	// | `warn` | `warn`, `warning` |
+	// | `error` | `error`, `err`, `severe` |
+	// | `fatal` | `fatal`, `critical`, `crit`, `alert`, `emerg`, `emergency`, `panic`, `dpanic` |
+	//
+	// Any other level is kept in lower case (`Audit` is stored as `audit`), so custom levels
+	// work. When the text sent differs from the stored level beyond case (`WARNING` stored
+	// as `warn`, not `Error` stored as `error`), it is kept as the attribute
+	// `severity_text`, which counts toward the attribute limits; an attribute
+	// `severity_text` the entry was sent with wins.
+	//
 	//
 	// Example: error
 	Level *string `json:"level,omitempty"`
@@ -453,7 +474,7 @@ type DeleteLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
@@ -482,7 +503,7 @@ type ListLogsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
@@ -535,7 +556,7 @@ type LogStatsParams struct {
 	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
 	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
 
-	// LogLevel Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
 	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
 
 	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
@@ -3159,145 +3180,154 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H37chs31ueroHq/rZA1TYo3SRZVqS3FVhJ/UWzHlr/MrNvrBrsPSYyaQKeBFsW4VLX/7lPsf7u1r7Hz",
-	"JvskWzgA+samRFl2JjOTqamKxb4AODg41985/dGLxCoVHLiS3vSjtwQaQ4b/fA0q25zNFWT6rxhklLFU",
-	"McG9qfcGIsFjSZQga8oUmcFcZEAy/Qjji77ne3BDV2kC3nToezJaworq18xFtqLKm3qMq/HI8z21ScH8",
-	"CQvIvNvbW99LaUZXoOw8znl8yVawPYmXPNkQ4CpjIMmaqSUJFVtBSKgiInNzUksmyVvOboi+SBgnK5Yk",
-	"TNoVdBiPklyya+ieEi6KpYRS0Ux9wBfWl3N8cjgZD48G+n++x/RMfskh23i+x6mepwc8xge9XSs/mrSt",
-	"3PcuxOICriHZZ61wQyOVbMz6wkQ/Fp6SDFKgijBF5iIjlG+ImBMJ15DRhHTCRCw+4K1fQ5aJLMgHg9FR",
-	"+eOcKpqEXV9TcCWkIsMjpJrsk3MaLQmT5JomLCZvL7/tPcF5iFyRF28vfDLUzDAekWhJMxrpzSMdtQQy",
-	"Z5DEX0ki1pxkeaLJTPlGLRlfEEgk6JdOBgPC6Ur/pB8p9r9G+HceztnzPZym915fSxMRgzdVWQ7te1Es",
-	"rrYZTMEKmctuglQZ4wvv1vdW9Oa5uTg8KvaIZhnd6KtSbfRUcDP1368y8VeI1PNn2zt2qRdiLn8lCYtr",
-	"a/EGw5Px0XwAvSfRiPaOZ2PoncSTeW9Ej2ZPokE8hNHcsytKqVqWC2Kx53sZ/JKzDGK38nJljQVV5/gT",
-	"UuauiZL1Ukgo+IxmQFZAuTrVDLXKpSJww6T69KU0NscO++HBa/rpvhOC6whXICVdQEgiwRVlXJrTouBG",
-	"WYYdHR5VONYnbMGFHoVEVAKZbQL+lrNIxEAk0+s1v89FEuubOuHf/kdIVlRFS5Ak/Nv/CU9J+Oby9dmb",
-	"N+chiQVIFCl4g5YoGf3b/4Sw2yfPFWEy4AlT+mBOSfifQ5+EH0JCeUzCIAjJkl4D4YLIFCJGE9wHLVkD",
-	"XiN+DFHCOMQ7CPxLjetX9OYC+EItveno8Mj3Voy7v4d+C5XfaBH4SbKXarXxANG7LWFHTwZ3SNhSOD9Y",
-	"xr7JZ5rnHi5ipXkwJB0J2TXEZLYhlBPGY7jpTncLxkKW+oPRhMw2CuSnikAvWkJ0JXK1Y7vtFL27D89l",
-	"RiNoE1k1Coi5PSz67qmW7Eu4oTFEbEUTErMFU9JH9qZJQn6FTJySPE0hM0fEHQolRJ+cfdpqJ7P5yWg+",
-	"Pjw+no0nMT2i4whORifxAAYwOR4f7aACztjIlFbeH49qrK//3CbSWwnZvTRq4ZJcQvaBxeHDGOIzq0ov",
-	"701GO6hjJ3gnj9xqaSxTwSWglvyGxq/hlxwkHhstTIHjP2maJiyimjYHaSZmCaz+9FepCfWxnI0moaIs",
-	"0Vuz1EYivkkvhnEkkp66Vu3Sm76r3IwKZwYFvWrGhed7qdDnOvOm3sHowOj42/daR1OVS2860cJDMYUE",
-	"+YbGxC2hVOszkavpLKH8CpV7QY9/y2DuTb3/dFAaxwfmqjx4ZZZpqLStSSurW9FECySI0RrNgF5JQnFj",
-	"T0loFhzqvQRJQFtXYj4HjnoFGUE/VdneW9/7VmQzFsfAH70LTJIr2JQaKhLXTl6LFDJ8lVcl5bgkZTmL",
-	"L0rIs1fP758j0sgYEUih5/zbhC2Wj2VTWmwjnnAc83kMq1Qo4NGm9wNsDPuSuRmuSqqTklRPBZ8nLPqC",
-	"LHfWnCkQSVfQNlupWJKQGWgGW1IeJxCfGo+NJNSx2AuhvhU5jx9JQGdP6n2b4/uqFJqUFHohFPnW3vAF",
-	"mcnNp2Ama8dqbSjEBc0W8GiWmaGVtxRJLEsRr00Ypy6qNBiOa1yiRyWXQhAzlS9Ki5mIN/rcaF4xc2aS",
-	"JHpc/Rvlhom0iZMRGkWQKukI9SPlGytF5SPptc6YApJRBQRuIoAYajwyqpwiTRc9MimG/qL00UJnSSXJ",
-	"JcQkTwlTkpSzdUfGWbhAFuwaOFq4Wgc3Ayi9IoLSNiV790El1oKzestprpYiY7/CY4+ifhFwZR8hhZdV",
-	"PZDDkti1kb8YnV8IJ999zYqCQ5XrilN6xcW6QdSff/65d1YuqcU1Cb8BmkEW1gwi89vdRo+h+zVlCZ0l",
-	"8BksHalEhkZbXnltSffDqlZ9A9k1i4C8rd36BdncTC6i3AS9SKZtEIhJphUa4WLtOyFhd0WrkCXEaKAk",
-	"gjaVx+djfb3r3EYtHrkLuXmZk/87DE0uygBIoe/RLK2YmIODSrSiZmeORtXjk2YiAin1BpJzrpjafEHt",
-	"r0gCVCo8QFrLbKw9SYsFqSVtqj30QBrPfSWdA89kwGmSAdVaIomdUtBSsAxnZaB3RMuTTngwPjBPBp42",
-	"zcpHVDUCFvDyGTEnxySmGxl43YLLmhbL2olgG5DFnaEkZvM5ZFpdaj12Gmj2RQdJ3488HfeJ5m+z0UiP",
-	"qjp2yvgUBzUsQCTdSLIUa7LSamYlMgi4WoIeFTLoB9xDxpR5mopMQfwjxIxe4p4+WkigOi5cncoL8MGq",
-	"yXBYZbNiLgQnQ3A2X95uYIaPMDgAZIVD6zHxz9IsV/RKO7X//ubli1NCif4vWUG20A6rtjjmIiOvzi6f",
-	"ft/to7dtp6BneKZUxma5Mp4njWOm30iTV5l+vdJ2lA0QNlISKssjlWcQk5gq6qaI3D0lRsprhYNJC73N",
-	"OKlrmuR6pua69AnPVzOMBM6ESIBy6Qec50niEwwCS58IjLHIrm/edgWpIteQzahiK9KJhTKBU02mDLTh",
-	"oIB3++TM8eDoiXmQKmQyokRK0Hv1nRvYFpo8LZj4aEJ+YN8QKqvCGXgkYpCEqYB39N7SSHVPCQepWaTi",
-	"QeNIksQA6SnGFw1hRIZ2z4pu0IIlL95ekM7bP2nztdsn/4FUCngkVtpmjK706BK4KuhFMJYXQ0w64XA0",
-	"nhweHT85GZT/ColU+pBhsKR7aihQvC7gEnnZx/gnxano1xO11jrxCiCVKIESLbRwzxqB0I/eUqm0vwK1",
-	"FLE39b47v9QaSf9mDtCHCBMFh4OR76Heclyk6EKrAy+lmxVmwXwPcu/9bXGWhIup3fQWomd/1Iez/5qu",
-	"fzQR5urVnrxiaU+khm17hQrRw5kczzlXbYH4Myu/SCIWhm/75KV9jQkJSCPOtVBC/kIaaWYTK81mmGNI",
-	"K+fko0drp+mu0185d7e+x+K2pJ9mtR6Vki243qycs19y2JENOKHDQe84GsW9JzCe9yb0cHYUHcdP4GTu",
-	"+dt5l8TlvcpXuXTPdo7GEr12t90/UomIbz1Y0eC1Z/dMYWy9T6aUf2gj1fCIJGINWQ9joduB0wbNBvPB",
-	"0TGlgxk9GYxmx61DlWHr1nDw1gOqNW6/Mxq/IwI/HI39+8Pqfhlz3RpRy5z9SbFHyHdrpS6iWSONjYBu",
-	"B3bLNNM7k0urJaFWxXl2SUOk4/umNKgc5Oc8zVvTCVAeZC0vKYkSpjlUAo+1OOuTM7ICLT7xMGtLJSZo",
-	"dTCrVhgnYXmCQ5LzGLKAa0morVq0bToSgISvXr65JAeJWMiwqzUuEvuaZoxy1NbU3Ixv74SYZA67ehxK",
-	"JoOBEaafR3Ik7Qns7fTwaVV/oeSTJGR8LkKyXoK2OHF+My3k6kziBMPumP7wbqmxZUVXFWvn6NA/HB/Z",
-	"wLyYmxB+PUXVJm0qszk6PBwf3St/doepCsOFzCARfKFtls+Rg91fgKGHmFojvjkVzc3Do4flg/RWYjBJ",
-	"myM8dqqOcSMd8KZ7pWKFxMNG/vLobplZX93PWouWK0M2E7lqT804DiAdLrRd1DX+heH+ryQpJkUikXMl",
-	"qwgIvVLtFHHMD2mBICRkZCZyHhv+12OQhK0Mt6/1xFxSUTvnxhoTnMA1ZBtDtZ0pwSp5BqPJ45VC9Yh+",
-	"Jc0teDZbTuXn1Bmavni1nf06P4+fEsxiEoyd3iifvEyBX0ICK23bdTWHPjRj+XAO3UNZPSjtWFNl2xTR",
-	"FysEiQSPIOPyH5JrrXq+j2Mb+rpVVe/QzW8gs5psm5J2yRUXscjmCg7GwXBXF5nIU4tpq2tI85Z2zY/X",
-	"iOatWR5dgfI1H6GPnMWQ6XeH5oKso8vejf3Be7/EJ+1zjBoYJSUUrVvSw8O9ziMuu51gqNS1k2hF6inR",
-	"PjG68VXqiVwR6u5BNtJ3hLPN11zwBo6u0OL6TSbgah2yO1nATNJ3xHfL3cUEirbt0NNi/93sy53CfdeC",
-	"Tk9f/7wnN9jt3KFKFc2Uea0eVLv5drQOCt+V7PpknolVDXdIBK8zh5ax45ORRcaYvw4NEvGRTCN3nBbN",
-	"yzuJYLxRyjeG3SG2kmlJpW8Y3aBkzMMdwzIsk6p7ajFDjjMKEIXgKCiKpdxld5aHvG1BCtL2vVizWC2N",
-	"TWz34C5XaOyAnvsQ1Z28+qDfu8CiYzbExvgE89lGQpqJ1Ac+PvL3AjRVTweu2i94sdjXe46JfJoBVRDv",
-	"MXeX57Sh1m2hWL6pWMro4Qtxr9k14WeQwL4TjvFeksFKXLdNOS7fVYrMT5ize0/bnF+qJD3jm/9oF7H6",
-	"lBUhVRt/pNKpjJeXF69sCJWmqcEdMq7wXSGG7GagxS4KzG5LDEifiWLk+jUT/6xBYu86crVlbJ2625aF",
-	"z4RIirHtVRtaxcvaWCmuFxTXP7f5K7HIZwk032dikBi2smTRFwWHl3NM9DRfs4eEfH/re1fXCZPq8xHu",
-	"B3gI4cxsm0utaMVWHivG2JrwFWxaAc+F1t9/39sGd8mDbe+ak9ffPiUnk8NjYnMiJBZRvrIORPMsmtRI",
-	"NZSzEzS2tRaX3Gv195yK0QZrJvjCR1vPBmC0jnOzQ8BKJWA/GGCMVTMDxKfGATI5IgzE4u0+Cc3UQ4LR",
-	"HVRvtYwSKRNKPoH+oh/wsHNyMhiYq3Zwk14xQ3VDE5fZi8Es/b9lkMRt+pBxqSiPGkFTjBi1UdLSe6cv",
-	"Yq8jsh1lFURLYbwlvV3hn3sWrNF7HofEgQmJSfqekl9yoYAwZYiZQSoypQUbdXT4PEFllzurLHnS1OWt",
-	"VShFpq1KrFYMYcW3tvnAZlD/7evnJANMWqJDS5VN0tr8KPKcfviUhJW8XYiQb5vkwXWYNCVD97VOn2q6",
-	"7z4DWtlEIa6vIJHvTt773Wfb8NYO5eWgi5glNPjFTmhzH2FXuw6IQy0Rjfqy+3fY3U8S3IcI3Q64uRHa",
-	"uRhjolbxlkswE0X0pVruQtjWEOjb47qkT3NUVOP2KulowXh0Mhh2CeNKkKqgw+y2cU9Xqdq4PF3JE+ul",
-	"SExStj6xAgt7HyPcveHtgbOzIkRZTz/a8C1TOw3CD7SRuxgNRke94bA3Gl8OB9OB/n/f5Av/q1c5oTFV",
-	"0NtF5j2yVOTt2+fPro8/T7jUQKj3zcAUgIcPMd3cK8Bfu7uf6ZtvfS9P4y9EuLYsCC7Nr+5WbQZbq7mD",
-	"bYqESHvyfk4TuZW9Rw1dZEi0TSu1K85LJAtmq4VWok5nVwJ222zntqolC9Gs+UFAA082ZL1kCsPeEfTJ",
-	"C5TRHCC2ZYGt6c726Ov91TWP5I7GDuJi79iRV9ple+COnG2jNlBeHY9PjrrGfbY7My0jhdZ70UrK6Lho",
-	"SfkCtK0TNFYceFMMIoU2ve/8tbnItE98Sqjb5wTmiohcWQgBlSY11CcvRMB3ckRLSuuxPNG6873r0W+/",
-	"+VsbXb9lt1esh6sCs6rYCpusZCBdNefR4eCUhNVdUks0kHGL+gE/4zbkYwvuHISsCgPjemzGc2n1m0OB",
-	"MUkWgsMUrV3GF5IkQK8BISx6tzEchkwlMNVWf9owliQdShLBF5BVrs0Qy2OAKhibXlO0qwMu15AqsgHV",
-	"9TGSEV0tMm2+E7kGSG2kAPlLG/AYF+K50gQxwJQS442gGQ4Il8tgjkg1NPono1Gf/KzNWpSlhVWrqe3j",
-	"EvVPzHB0xcRzSZYY5jRPVMA74cXL7z68Pr88f3H5/OWLD8/O/vIm9B3xSc4TkFKLye5pYUYnNHIT67x6",
-	"e9ltDhhwM6LZU59IQah9DiyRKZYOL0CZU4xjObrEVNEG8GY8QOZnq3zlTTXDIO+bP4c7g7vVEIqEKM+Y",
-	"2rzR3G5jqYjWPcvVstWfdKUhVJLwzKKVEXc2JQbnS344/0voF1hnQ56KubKk0iGQ+Jwt8gzigHdw+zhu",
-	"KjqaIjXArXjFuLld66VYmJgdog5PK0hLh5/KgMbEpugDXthLPDYMAT4yPP5gI1NI9BJcqX0yQ2UUABgx",
-	"cfBlS7+lUqnB6TE+Fw6FSI3JZgu9Xs70aumMJUxtkGYryrAMVhvLWxA/qypM9kctgWVViWCCld9fXr46",
-	"0GqhH/CAn2PoEn1ulLychLsAkGHh8hslcjI5PO66utFNCqGvZYdK8B/GJQkDjsWw1q0+NfV0Bl5osZ00",
-	"jnFUV0uFzq4VRU4ToYlft++1zRxw46PMLA6wMMkLn8U46SR09rRxYto8hV0uTcCfGnOGaYPIHqWI5hKj",
-	"koc3N0jFFxa/2oSHSCJZAhwjFgtucK1nWyPWYZcFzjeGKKEZBLxDyYpJmUKiyJwl+hGZR0s8OmZZJkVT",
-	"lMmHBpFLiWR8kUAPw0MxShRb6LBmEfi44QGvVCMy5TvWKZwYJ6QtRlcvAKldw7xW6yQ7LoyJZyLgBm5q",
-	"ZsQJyIimiI/jQGSeZWKB58nBWMqpyGJDM4oGAmoiU/tENRUg7vqGwRwCx+CmM1Ph3ZPAJVPs2qSBjOXn",
-	"dII5HEb3kk4YeNpUDLzQgWND/a7wNOAWdFOhW8tUu31ij54miz5qil7BtkllRjUmQcBxuqe1E6oVtOn4",
-	"UDOJGhCibbiQETUJi4BLqMiPs5RGS+iN+gPtCmSJFTtyenCwXq/7FC/3RbY4sM/Kg4vnT89fvDnXz/SX",
-	"apVUAinb4sjzvWvIpDXC+oP+QN+uhS5NmTf1xv1Bf6xtOKqWqBVMsKoI2G+rhmdWTdWA5wV9UMqaUnyT",
-	"dDH7Yk8FZvyrMHBt7RUn63lcvP7CRMyqPUretZtv5S0HjR4Mt/69T9j64z3uLJqG7HGvK37f49af9rnJ",
-	"lZLvM3TRTGCPm13Pl9v3jUrk0WBwB+a+FWtvkzvD0d5A+GqCaQcYHvkI67Jd+hsysPo8xnK5iZlp2zjF",
-	"ig4qhdX4yPD+R2oFWvjQ+P6HyppdfGJy/xNFIah+YHRy/wPN8sBb3zvcZ2rVgic0B/PVimab4rxVZZxX",
-	"wrVRFry/9b0FtMSpXoPKM/5JkqCWubYOjdL2Y8jiUCtUGVntby3wEO//Wk8g7FrTH0P6tXSv0UAhYmZC",
-	"3wTJLxi/Cm1MPOARzWzCMoOEou6phI1NdJDDjSIpXQDphBkkXwee/iXwwu7UVC2VcXkMXlIeB9zYDLZ+",
-	"JozyTIos1MYTxL5+MRZ/SZFcQ0zogjIujbP19vVFTZuvLegfIVjaSzMWjas4WgqpLMoIYfo4zSV6XvWl",
-	"otmDcEd9B1YmZ4DgV+faGxu6cAANfoicOQsJ98+UmKC5Lua24ZEpqChcKalokiDqQvtaneEhkXpTrYfV",
-	"JYmQVltEgnOINPMYIwaJxZRtsbCw1QZ1dXDBpPpDGfyWysDfKvWkMgpJRySx5k+Elvi2rstusbZt8WSS",
-	"Dod1cVcDzavv2NEuAw93rW4UuPZt33kUn8FH37eEWNvyDZi0KDwqbk8AlozbkMtw4A8Gg1My1P/ZjbXc",
-	"1RcHxYt3Z8O1wlkfGlxL1Vvf9s63kj0p1ZZwKiQrCr24OanaE4ZrJnKJy/pKNk59Hfy1+ffB87+Kmxe/",
-	"Xg1fPHs++fHZ2frHy+e/zn/asQ9GbO1q6dIOHnyk8fCuCYLfu8TIpib2zVtayHyJa3dI9TaYeRVDvm8i",
-	"o4B5t4GqC5R0LZmBQOEGprcE7O4DfS2wrAbsiSWz2w3Y7rHDTKnUNmBiyyh76U6TmG8ZZ43iZM2VLWXj",
-	"QT4YjCN0Mv7L//vv/8v0xjNs97X9e4zl/xW1a0+ojULj+HORJGItTZzjyejJk+60otIxWGh1eofi4RZJ",
-	"rqBQ18bD9xEzMT55ckT+7/+e9Eddv11FF+o+4G9fXzSbg1VXVLLN1/swTW317rDOf2ojwr1F9f9ElvAj",
-	"LVptMtxnz6ZCthi0b0yC1ZbSmkCXKxQ1OqPQKx2MrpQlz+RH9s0pmQm1NIhtE+UwRlLAJSgMvncJ46YP",
-	"Q0a5pJEJpwJDxjZWclEsYZHxIrPRUtknZSLAwIADbk1nDCRvVRH4BVzYRaHwPlP+UwuLocHJpLbVlD5I",
-	"SqQ9g0a2AQ4xx9AQDq5cXYdhyDIehnEYW1UVcFYpa9FqaqvEitQrrMKPgZPJgTcNvFXg+YGXwYIJjj9A",
-	"Hni3YUmagJvQZvXF+iVbj3TLmFlxb7FLaZpsnOGPabjYBp36AS8qx3DJTBKaYCz/Cja1yufm8prxJ2QL",
-	"GyuTAe+EB4MDM0vbi/BgcFA+7y51K6VrJtyKhDK1+dKZA7aLFc4m4HZLMK7FuCm52K5Eq0UTpfl5O4jG",
-	"y8YFyCxntqnNtY2ISvarJaMLHRYnpuaZFW0KTF7HPoH+B2Z07D5OhmPXhcAhSzeGJ8UVVldrctjJbzfz",
-	"MrcX4WZLbKR12TmhQLZwYq2vwPOR+kUPS2yv4FIa5uqo8ahhD82dPDwYHlQ33t6HhRm0UYpuXjY5cPq9",
-	"+tZ6FU3ATRkNNm5g3PUSMk7dlodkUMXtPlJdvP2Izly5E5LO0efFSu2pC7yOJmQpcgTHuvuwAForxEb/",
-	"qyvYaF/dni38yWaNuhUJ5ggheIT+pWloUn+TkaZcrm0QNuAiYwvGaUJGg6EZ3LepjGoPi9eQJnQD8ZSo",
-	"LIfwtDa3rW4WAa+NMxmNTtFqMLlVlpgcBvouVSxkS0+v8h2Dk6ZBgETrlQCSnrbsnMFtLKTS4m405Njd",
-	"SfSwme5OqVKQ6Xf+t3dBcDMa9ILg5vj8/Z/+zdthpOOCvhHx5jezz/81bG7/Y2Vhhpv0JsZ58onrqlvx",
-	"LU1CNIdNWxrMVKrUjLlSBmJMzKjmG9vzHfCiIQVqAoc2MzYL6YQ/nv35wzdnl0+//3D+4vL18/M3pvrZ",
-	"CAdUB0wZ02IyHD8ATVuv7a63hS7cZvdDm3NSb2Z8u+WIDh8WxS6qKh4WxHZlHS3+0nnFpCtb55COyHzT",
-	"OhyFD4O42ZjHJ0sakxkA7zb8qjbp1+JnoTh0KXnMGxt55cSdMeia7YCUw3E40W1aFNWjCvrVrbEavNAS",
-	"pfm9uyd7xN2Llpf6geF4r0C96TKIDxzus5CWxkeYFhjt83CtndffL5vwM7bwK2TD/G4/7NY36cYD6SoI",
-	"W/MMtpDwUxKOtuNvghW3Yk7C786LlCxhPOC2iAuvSQVpWO+evV0tqAQJ3acHQu0GqiUpWmwb+yOhUrk3",
-	"u8ohudRbm3VNPYQpGKvX/IWzTdgnz4BLmNYK1rRUTjMwPhoPuC33BYMhQxvnV8iEq7ddYwWEqYMwLZI4",
-	"9Mn5DY3UlIRYoYYeCmY6cuvdBbxGz5QutOivUKthrzmSbrBhjk/gJkUMkHuLQxMGnCbsChADtfUwRjJh",
-	"bdBj4bPzi/PL82I4kSexrSZrzQu4stM/8gLbeYFdpbHWZzUGriuZ/rTW8WWB7P2t43d/c2CP4r+21QB3",
-	"Hi/JKF+A/9k/PXL8ZHyi/3fvp0c++9ruLZytNBYcmjRGpTOBNvmsREsRrYmSvb3Wtn3fsLT1AasqMxv4",
-	"0j2SG3X550JTnWpGyTeXyo8BNOvfEdIaXpviTJ4nSbdocWrfjeZVkpBOiLXPfv3uukXjSjnaKDLbtNo6",
-	"xddOio8B6GHarJ9HgyuKmve7KtPtX/bi+7LW/F3ZQuHd2B/4w9H7ooZ6eFhUJloXTW9XcftwNPBPnvjD",
-	"ybh8ZHw0LJ9BWKTp0glphbPcvcdHDzGkjTzfAQUxk/pnw3w80tpCw2gbQOrqUXYYW7biS/9tzandppeD",
-	"eBibowBYV3PB/dacvQO6eo/ODlZLm+4py3lI5MBlPMvIQLNcYDyolwfdOfgnJN4q1vp9ebezJHHEl03q",
-	"/65PxOdI5aQlKxVtJN1Pu3M5xiuvNum10UDZKF1jMelQW8BWDbnvynD4VfxLT6z1O0IWaw1TsqqN65fs",
-	"Exa9O+9E0u4O8L4qmit/YiDv414s/5A+tmUZ2heMxvzez/0D6XXftxPWVNoKhriZUBeGVjua2lFjNRr8",
-	"2roU1WEh5A8+svi20R6ovLgn+fb/ftjvPOrzGwdx/i7RGCM5ShHYLkGrhgDyyAPR3yjqjIFQtuJkiog1",
-	"l7vw3VVpVhMSk7t7NmLTNFNG9wca+Muhge/hmHvwwIi5s98LImdca9hKQ4byOwB+9eNNHOS2ipxs8893",
-	"oHYyz+APDXOvhvnDhaox/Heg7uf2T4wwolOQuqrwhkWvWbPEGrUWgPv1Uj+8p4f3mHK/7nZNuLFNzXtq",
-	"teEWGdNWG367ozjcD3j7Q8e3IVmyGMonKoXI5psT+IVKHpnCriW1Jc1WVhvAR1n3q41uTMw7mA12D3VA",
-	"C/vtikJ+0DsM9IB3alO2s+2WNvdprXir+LACJZPhYb9usNNkjSuJrymPQLaZ5ljy/1DLvLmPDanUFBbH",
-	"DxUApg/BXib5P4rAPL5DXg6nYxz76HAyHg0/o7zEb2vG/6xy81/DAEbhR6QwHYjuF/R5q1mDlfvNBKT5",
-	"5g2Py5YIU0JJWGfdsOyrUe0JQDpa4gbcStpuS4+ASAtALd0ThPxg54Gi9cKGiBWTEitpqs0DTO8AcikC",
-	"buR+tfsaTQQH33wR5h5Rd2cUxNTF+uTzR0ECfkcY5C2+5fOHQUxrkd80EvK7FLu76PB3EL12wD9E7z+w",
-	"6LVSc5/gw/XQFZ1XO5WgqV3tUfLu/a3Ja123w1svy9YjaC7iv+3H6MvGGOGKXgHJch6aBpDor5KlUun0",
-	"4GA4Ou4P+oP+cPpk8GSAWUJTk3+Atryd/8ddTT3EmlezMadGKtea01S639geJFsf6pctOfyLatsg+7kr",
-	"wjihSdITWc99nm1mvwdu1BLFTpFXsJFgCkWrgyHF20rPKh3+TZiF8QVIRTovLy9eHXx/efmqa8Brb579",
-	"QOAGOS4rGpqQpyJJIFIiq4wlVJJ6t+9v/38AAAD//w==",
+	"7H3rchs5suarIGrPRpNxihQvulhUdGyobXWPz6htjy2fPmddXhdYlSQxKgLsAiiK7VHE/t2n2H+7sa+x",
+	"8yb7JBuZAOpCFiXKl56eOd0xE6ZYFwCJRF6/TH4MEjVfKAnS6GD0MZgBTyGnj6/B5OvziYEc/0pBJ7lY",
+	"GKFkMAreQKJkqplRbMWFYWOYqBxYjo8IOe0GYQC3fL7IIBj1w0AnM5hzfM1E5XNuglEgpBkOgjAw6wXY",
+	"P2EKeXB3dxcGC57zORg3jwuZXok5bE/ipczWDKTJBWi2EmbGYiPmEDNumMr9nMxMaPZWiluGF5mQbC6y",
+	"TGi3gpaQSbbU4gbaZ0yqYimxNjw3H+iF9eWcnB4dDvvHPfwvDATO5Ocl5OsgDCTHeQYgU3ow2LXy48Om",
+	"lYfBpZpewg1k+6yV1hVneHt8xnJYADdMGDZROeNyzdSEabiBnGesFWdq+oFu/RbyXOXRstcbHJdfTrjh",
+	"WdwOkXJzpQ3rHxO1dJc9VfMFzyFlXDO6WTOeA9NG5ZCOWMI1dITUILUw4gZCxlmmplPIv9FMLyDLhJzi",
+	"s8JolnCppEh4Zt9Um9dP569fPH/xQ8y4TFnl+xXPpZDTmGnIIDEsxi/iM6YBWHypphfS5OvncrE0XUuL",
+	"dpdd8GTGhGY3PBMpe3v1fecJ0UwtDXvx9jJkfWTc4YAlM57zBBmNtcwM2ERAln6jmVpJli8zZAku12aG",
+	"a4BMA770sNdjks/xK3yk4NUak7wLiM5BGBBpg/d4bZGpFIKRyZfQzDfFqmuMIwzM6SA4htEmF3Ia3IXB",
+	"nN8+txf7xwU/8Tzna7yqzRqnQoyHf7/K1Z8hMc+fbXPXFS7EXv5GM5HW1hL0+qfD40kPOk+SAe+cjIfQ",
+	"OU0PJ50BPx4/SXppHwaTwK1owc2sXJBIgzDI4eelyCH1Ky9XtrGg6hz/RJS5b6JsNVMaijOBTDkHLs0Z",
+	"HoL5UhsGt0KbT1/Kxua4YT88ek1/eug00zriOWjNpxCzREnDhdT2hBu4NY5hB0fHFY4NmZhKhaPQIWTj",
+	"dSTfSpGoFJgWuF77/URlKd7Uiv/6P2I25yaZgWbxX/9PfMbiN1evz9+8uYhZqkCT+KMbUPrl/K//E/A0",
+	"PTdM6EhmwqAwGbH4P8chiz+4kxpFMZvxG2BS4XlPBM9oH1ALRLJG/BSSTEhIdxD45xrXz/ntJcipmQWj",
+	"wdFxGMyF9H/3wwYqv0Fx/Ul6gqOKe4Sa2NYGgye9e7RBqUgerQ/eLMfIc/ssCW55YrK1UwvaPhizlob8",
+	"BlI2XjMumZAp3LZHuwVjIf/D3uCQjdcG9KeKwCCZQXKtlmbHdrspBvcfnqucJ9AksmoUUBN3WPDuEUr2",
+	"GdzyFBIx5xlLxVQYHRJ78yxjv0CuzthysYDcHhF/KIxSXXb+aas9HE9OB5Ph0cnJeHiY8mM+TOB0cJr2",
+	"oAeHJ8PjHVSgGVuZ0sj7w0GN9fHPbSK91ZA/SKMGLllqyD+INH4cQ3xhVRksO4eDHdRxE7yXR+5QGuuF",
+	"khpIS37H09fw8xI0HRsUpiDpI18sMpFwpM3BIlfjDOb//GeNhPpYzgZJaLjIcGtmaNDSm3AxQhKRcOqo",
+	"2nUwele5mRTOGAp61YyLIAwWCs91HoyCg8GB1fF371FHc7PUwegQhYcRhgjyHU+ZX0Kp1sdqaUbjjMtr",
+	"Uu4FPf4ph0kwCv7TQWnIH9ir+uCVXaal0rYmraxuzjMUSJCS5ZwDv9aM08aesdguOMa9BM0ArSs1mYAk",
+	"vUKMgE9VtvcuDL5X+VikKcjP3gWh2TWsSw2VqBsvr9UCcnpVUCXlsCRlOYuvSsjzV88fniPRyBoRRKHn",
+	"8vtMTGefy6a82MbSLXiewnyhDMhk3fkjrC37sokdrkqq05JUT5WcZCL5iix3vjlTYJrPoWm22ogsY2NA",
+	"BptxmWaQnlnvkmXcs9gLZb5XS5l+JgG9PYn7NqH3VSl0WFLohTLse3fDV2QmP5+CmZwdi9pQqUueT+Gz",
+	"WWZMVt5MZakuRTyaMF5dVGnQH9a4BEdlV0oxO5WvSouxStd4bpBX7JyFZhmOi99xaZkITZyc8SSBhdGe",
+	"UD9yuXZSVH8mvVa5MMByboDBbQKQQo1HBpVThHTBkVkx9FelDwqdGddsqSFlywV52eVs/ZHxFi6wqbgB",
+	"SRYu6uDNYE+niPY0TcndfVCJC9Gs3kq+NDOVi1/gc48ivgikcY+wwsuqHsh+SezayF+Nzi+Ul+8hsqKS",
+	"UOW64pReS7XaIOpPP/3UOS+X1OCaxN8BzyGPawaR/e5+o8fS/YaLjI8z+AKWDgV08HQtK68t6X5U1apv",
+	"IL8RCbC3tVu/IpvbySVc2gAdy9EGgZTlqNCYVKvQCwm3K6hCZpCSgZIpvqk8vhzr465LF7X4zF1Y2pd5",
+	"+b/D0JSqDIAU+p7M0oqJ2TuoRCtqduZgUD0+i1wloDVuILuQRpj1V9T+hmXAtaEDhFpm7exJXizIzPim",
+	"2iMPZOO5b7R34IWOJM9y4KglstQrBZSCZTgrB9wRlCet+GB4YJ+MAjTNykdMNQIWyfIZNWEnLOVrHQXt",
+	"gss2LZaVF8EueEw7w1kqJhPIUV2iHjuLkH3JQcL7bQS1y5C/7UYTParq2CvjMxrUsgDTfK3ZTK3YHNXM",
+	"XOUQSTMDHBVy6EYyIMbUy8VC5QbSHyEV/Ir29LOFBKnjwtWpvIAerJoMR1U2K+bCaDKMZvP17QZh+YiC",
+	"A8DmNDSOSX+WZrnh1+jU/subly/OGGf4L5tDPkWHFS2OicrZq/Orp39od8nbdlPAGZ4bk4vx0ljPk6ep",
+	"wDfy7FWOrzdoR7kA4Ub6xOTLxCxzSFnKDfdTJO4eMSvlUeFQggW3mSZ1w7MlztRe1yGTy/mYIoFjpTLg",
+	"UoeRlMssCxkFgXXIFMVYdDu0b7uGhWE3kI+5EXPWSpWxgVMkUw5oOBiQ7S479zw4eGIf5IaYjBm1sLH7",
+	"0LuBTaHJs4KJjw/ZH8V3jOuqcAaZqBQ0EyaSLdxbnpj2GZOgkUUqHrTLN6QAizOKL1rCqJzsnjlfkwXL",
+	"Xry9ZK23/4zma7vL/pWoFMlEzdFmTK5xdA3SFPRiFMtLIWWtuD8YHh4dnzw57ZWfYqYNHjIKlrTPLAWK",
+	"10VSEy+HFP/kNBV8PTMr1InXAAub7chQaNGebQRCPwYzYxbdOZiZSoNR8MPFFWok/M4eoA8JJQqOeoMw",
+	"IL3lucjwKaqDYMHXc8rYhQEsg/d3xVlSPqZ225mqjvsSD2f3NV/9aCPM1asdfS0WHbWwbNspVAgOZ/NR",
+	"lF/ZNlzOnfximZpavu2yl+41NiSgrThHoUT8RTRCZlNzZDPKMSwq5+RjwGun6b7TXzl3d2Eg0qYEJbJa",
+	"h2stphI3aynFz0vYkQ045f1e5yQZpJ0nMJx0DvnR+Dg5SZ/A6SQIt/MuWXOODgXPVoprd57qrAjNOVI6",
+	"5eG4nghXvg6VnGVn7zyL3EYsa0vyaaftXJHb/Kp093zEKpH5rQcrlkTt2T1TKVvv0wsuPzRtWf+YZWoF",
+	"eYdistsB3I296016xyec98b8tDcYnzQOVYbPG8PSWw+YxvzBzqzAjkxAfzAMHw7vh2Xsd2tElH37k2KP",
+	"0PPWSn1ktUYaF4ndDjCX6a53NqdXS4bNC7nik5dEx/ebUqkiUOggNAWsoRQoKLc5SzKBHKpBpihWu+yc",
+	"zQHFOAkVtJhSRtaPcOpNSBaXkiRmS5lCHkmUyGhdk41lT+Wrl2+u2EGmphoPI7e5gBueCy7JauD2Znp7",
+	"K760pxbH4eyw17NC/ctIsB0CZTtNfVbVoyQ2NIuFnKiYrWaAli/Nb4zCtssui3x9JDcT9aS9nOAppExY",
+	"BuWUZHAD+ZoJOQVt0BaasdbLq8tXKHTao0gSh1qite5JPLatoqQXOzwAJWwSNZ8r6cACGjdbSYikM4W0",
+	"uGUvFyCvIIO5dd1oMaNIRvIv7I2d+F/YG9IqmrXQSsJh2+wvkfxLp9Oh/+O9MZ2zmBWfQhZPBFob+Amt",
+	"IaXxMt2bwng5pXvtJ3ev/zf391ma+w+h/RdPvFBy40+e4RdSGZEUwxCIgfkPof2XYA72OolxusF+CukD",
+	"/kOYjuI9FrjBik8hi5NcGNxL/xn/5Rnk9AHQsC0+oP+Cfyy4FAl+SO0nfHkkz+WaKfQsnCqrHLDq1sfn",
+	"y1SY2EZtlUOKxJy+bIdMK5YstVFzt4GRXKn8ust+QnYlkxJunXFg3SXNJrmasyImkbrhx7BWMvWDFnAR",
+	"e08kcVBHTBQM8YWlYGVKlpLt0B0SWoszTItzG0lLYGHWH3BicchWM5HMWKKW0qC+XfE8rT/DMjEXhvKk",
+	"97yoNPCt94cLJk2+ElJvZsq9Ft+dCOzfr+K3XO+qNd46PgqPhscum6cmNu9Xz2s3mQaV2RwfHQ2PHzQW",
+	"dse2S2KMIVMoEYz6EsCN/a0NCistnOe/ORXki/7x45LIKHcpAo3sVsrW2ml50ISpkLi/AXo4vt/Aqa/u",
+	"JzS9y5WRTlBL05zP9RzAWlKhM9W2QQmrqr7RrJiUPwUV2BSuVKDopqQyam+lIWdjtZSpVVY4hj0ieOMK",
+	"J+aRCKh4rAtXaBui2k4cQZU8vcHh51twVX36jba3kCJ1KvRrGXhIX7razH6tn4ZPGUEfGCVcbk1Y14Zt",
+	"5NDHwhwez6F7WJaPwirU7M5tiuDFCkESJRPIpf675FpnSz/EsRvGdaNdvcOQfgO5Mzsb3FC75EpcqYCA",
+	"KAk2KuGvTnO1XDjQbt2ctW9pNtPpGkPeGi+TazAh8hEF1vIUcnx3bC/oOnz23TDsvQ9LUOM+x2gD2GiU",
+	"4VnNc+kf7XUeadnNBLM2hsqZE6lnTC6zjGJ/VeqppWHc30NshHfE4/W3UskNoHChxfFNNkvjojj3soCd",
+	"ZOiJ75e7iwkMb9qhp8X++9mXO0X7joIOp49f78kNbjt3qFLDc2Nfi4PyZOZHa5Hwnet2aA27KrCaKVln",
+	"DpSxw9OBg9PZv44s1PozmUbvOC3IyzuJYENY5FogQSF1kmnGdWgZ3ULr7MMtyzIi16Z95oCGnjMK5JWS",
+	"JCiKpdznJJaHvGlBBhbNe7ESqZlZB9btwX1xi6FHsu9DVH/y6oP+wWcjPLMRoC5kBIKxEtJOpD7wyXG4",
+	"Fwqyejpo1WHBi8W+PnBM9NMcuIF0j7l7cITLz2wLxfJNxVIGj1+If82uCT+DDPadcEr3shzm6qZpymn5",
+	"rlJkfsKc/Xua5vzSZItzuf7XZhGLp6zIw7ikBddeZVBUweZd+GJhwcpCGnpXTHH+MaDYJYHZbggc45ko",
+	"Rq5fs0mTGo7+viNXW8bWqbtrWPhYqawY2111+Ri6jMZKcb2gOH7d5K+kajnOYPN9NnFBsW5HFryoJLyc",
+	"UHZ48zV7SMj3d2FwfZMJbb4c4f4IjyGcne3mUitasZHHijG2JnwN68YqiULr77/vTYP7jOO2dy3Z6++f",
+	"stPDoxPmEqksVcly7hyIzbNo86nVuOtOpOnWWjwioNHf8yoGDdZcyWlItp6LlqKO87MjlFsly9frUWIG",
+	"mQHSM+sA2cQyJSHo9pDFduoxo1AsqbdaGpqVWeiQQXfajWTcOj3t9exVN7jNydqh2rENfOzFYI7+3wvI",
+	"0iZ9KKQ2XCYbGQ4K7zZR0tF7py/irlM5DMkqSGbKeku4XfG/dRzCq/M8jZlHIDOLFDljPy+VASaMJWYO",
+	"C5UbqoTydPgymSifcK8s+XBTlzeW2RXp+SqxGoHHFd/agQg2M4FvXz9nORDSgRxabhyyw4EqiOfw4TMW",
+	"V5L9MdWJuMwwrcNiGwS5r3X6VDECDxnQxqELaH0FiUJ/8t7vPtuWt3YoL493JmiBBT23YpcwjdvoOhB4",
+	"vYRB42X/OW7vJwkegpFvB9z8CM1cTAkMp3jLJdiJEmTbzHbB8mtlK9vj+kzx5qikxt1V1kLBeHza67eZ",
+	"kEaxqqAjSIx1T+cLs/bJ/ZInVjOVWSRHfWIFgP4hRrh/w5sDZ+dFiLKOWXC5FmF2GoQf+EaicdAbHHf6",
+	"/c5geNXvjXr4v64FGfzXoHJCU26gs4vMe6S22du3z5/dnHyZcKmtu9g3XVqgpD6kfP2gAH/t736GN9+F",
+	"wXKRfiXCNaUsaWlhdbdqM9hazT1sU2QvmxE/E57pLcgPaeginYk2rUZXXJbwN4K42ISL09mVgN022/mt",
+	"akgZbhYKEgpKZmu2mglDYe8EuuwFyWgJkLq650aMRHP09eGSvM/kjo0dpMXesyOv0GV75I6cb0O9SF6d",
+	"DE+P29Z9djszKiOFzntBJWV1XDLjcgpo60QbK46CEQWRYocJ8v7aROXoE58x7vc5g4lhamkc7oiqpZnQ",
+	"XfZCRXInRzTknz+XJxp3vnMz+PU3f2uj67fs9opxuCqaswrIcsgCAdqXgB8f9c5YXN0lMyMDmbaoG8lz",
+	"6ZN2tkrX406r2FGJYwu51E6/eeio0GyqJIzI2qW0dwb8Bgj3hrtd5DnnilJt9actY2nW4ixTcgp55dqY",
+	"AIAODkQoK052dST1ChaGrcG0Q4pkJNfTHM13plcACxcpIP5CA57iQnJpkCAWzVYWhhDSTgJhbHOYELyV",
+	"jP7DwcClb0mWFlYtUjukJeJXwnJ0xcTzSZYUJnyZmUi24suXP3x4fXF18eLq+csXH56d//ubOPTEZ0uZ",
+	"gdYoJttnhRmd8cRPrPXq7VV7c8BI2hHtnlL6mbvnwBGZU4+EKRh7imksT5eUG76RjB32iPnFfDkPRsgw",
+	"xPv2z/7O4G41hKIhWebCrN8gt7tYKkH8z5dm1uhP+noyrll87kocCEswYrY4gP3x4t/jsCiQsOSpmCsz",
+	"rj1sUU7EdEkp8hZtn6RNJUdTLSzaM50LaW9HvZQqG7MjqPJZBZ7tQZcERXN4mkgW9pJMLUNASAxPX7jI",
+	"FBG9RGSjT2apTAKAIia+5sHRb2bMwoJ7hZwoD13m1mRz1aEvx7haPhaZMGui2ZwLqp1HY3kLF+xUhfZw",
+	"FJFXJYINVv7h6urVAaqFbiQjeUGhS/K5SfJKFu9CTceFy2+VyOnh0UnbF5uvFwQgIY+EMBzkksSRpAp6",
+	"51af2SJci0l2gHCepjSqL8AkZ9eJIq+JyMSv2/doM0fS+ihjBx4uTPLCZ7FOOou9PW2dmCZPYZdLE8mn",
+	"1pwRaBC5o5Twpaao5NHtLVHxhQO9b2K5NNMiA0kRi6m0YPjzrRHrWO2iOCCFJCNcU4uzudB6AZlhE5Hh",
+	"I3qZzOjo2GXZFE3RWyO2MH7OtJDTDDoUHkpJorjqqJVIIKQNj2SlhFmYEsnknRgvpB2wHxdA1K4B5avF",
+	"1S0fxqQzEUmLUbczkgx0whcEqpXA9DLP1ZTOk8eclVPRxYbmnAwE0kS2YJIjFSBth5bBPFzOFlvkFp3V",
+	"qQPBrOXndYI9HFb3slYcBWgqRkHsEfUxvis+i6RDyFXo1jDVdpe5o4dkwaNm+DVsm1R2VGsSRJKme1Y7",
+	"oaigbWubmkm0gffbxvZZUZOJBKSGivw4X/BkBp1Bt4euQJ45saNHBwer1arL6XJX5dMD96w+uHz+9OLF",
+	"mwt8pjsz86wSSNkWR0EY3ECunRHW7XV7eDsKXb4QwSgYdnvdIdpw3MxIK9hgVRGw31YNz5yaqlWrFPQh",
+	"KWv7d9iki90Xdyoo41+tHUFrrzhZz9Pi9Zc2YlZtwvSu2XwrbznYaNxyFz74hGtasMedRVekPe71HTP2",
+	"uPVP+9zk+0/sM3TRgWSPm31Tq7v3G+0LBr3ePYU6jQU6LrnTH+xdPVNNMO2ooCE+omYOPv0NOTh9nlKN",
+	"7aGdadM4xYoOKt0Y6JH+w4/UqjrpoeHDD5WF/vTE4cNPFNXj+MDg9OEHNmuK78LgaJ+pVaskyRxczuc8",
+	"XxfnrSrjgrLGg2TB+7swmEJDnOo1mGUuP0kS1DLXzqExaD/GIo1RoerEaX9ngcd0/7c4gbjtTH8K6dfS",
+	"vVYDxYSZiS2QOL4U8jp2MfFIJjx3CcscMk66pxI2ttFBCbeGLfgUWCvOIfs2CvCbKIjbI1vqWMblKXjJ",
+	"ZRpJazO4ors4WeZa5TEaT5CG+GKqGNUqu4GU8SkXUltn6+3ry5o2L4CZRrEWemnWovFlijOljUMZUW0P",
+	"TXNGnld9qWT2ENwR7yBgbA6EVPeuvbWh60BXNB6chUT7Z+vSyFxXE9fZzVZhFa6UNjzLCHWBvlarf8Q0",
+	"bqrzsNosU9ppi0RJCQkyjzViiFjCuL4sU1eiVFcHl0Kb35XBr6kMwq36cK6TmLVUliJ/ErQkdMWgbovR",
+	"tqWTyVoSVsVdG2hevGNHjx063LVic5Do274LOD1Dj75vCLE25RsoaVF4VNKdAOoz4UIu/V7Y6/XOWB//",
+	"2Y213NVMi8RLcG9HycJZ71tcS9Vb3/bOt5I9C46W8EJpUVSHSntS0ROGG6GWmpb1jd449XXw1/pfes//",
+	"rG5f/HLdf/Hs+eGPz85XP149/2Xypx37YMXWrj5QzeDBzzQe3m1WrOxdl+hSE/vmLV19S4lr90j1Jph5",
+	"FUO+byKjgHk3gaoLlHQtmUFA4Q1MbwnY3Qf6WmBZLdiT6uy3uzY+YIfZ+sptwMSWUfbSnyY12TLONjoa",
+	"IFc29JqIlr3eMCEn47/8v//+v2wTUMt237q/h9QzpKJ23Ql1UWgaf6KyTK20jXM8GTx50h5VVDoFC51O",
+	"b3E63CpbGijUtfXwQ8JMDE+fHLP/+78Pu4N22KyiC3UfybevLzfrJKorKtnm232YprZ6f1gnf2oiwoOd",
+	"OP6BLOHPtGjRZHjInl0o3WDQvrEJVld/bwNdvrrc6oxCr7QoulL2SWA/iu/O2FiZmSvFsR1qyUiKpAZD",
+	"wfc2E9I2b8m51Dyx4VQQxNjWSi6KJRwyXuUuWqq7rEwEWBhwJJ3pTIHkrSqCsIAL+ygU3WfLxWphMTI4",
+	"hUZbzeBBMmrRsWhkF+BQEwoN0eDG13VYhizjYRSHcVVNkRSVshZUU1v1kKxeDhl/jLxMjoJRFMyjIIyC",
+	"HKZCSfoCllFwV6nxiqQNbVZfjC/ZeqRS/bdZMEUNJNbe8Kc0XOqCTt1IFmWetGShGc8oln8N61q7hM3l",
+	"bcafiC1crExHshUf9A7sLF0D04PeQfm8v9Su1JnacCsRqlahxn3rO5pNJN2WUFxLSF+otlk2Wosmavv1",
+	"dhBNlt1OiFkuNzsvVyrD7ykxH7GyUK5en0elcm4X65tTr1sbMf8Cmse568h14yKzWvzittOHMIuTW/MQ",
+	"ix4rNr/kniA/iDJLbiaH/aGvgvcI17U9G+qaWkPgtjgibncitLcXYW+36bTnZduXAmEjmbMCoyAkLiga",
+	"8FJvGJ9asVcHG49aNsVTIuOD/kGVAd19VCDCN/po2JcdHng7o/rWejVPJG05D3WdEdI3QrPO5ZanZtHN",
+	"zb5aXcz+SE5luROaT8j3pjYTIx8AHhyymVoSSNffR3W2qJg3mvddwzqSraLCF79y2at2leUcIZRMyM+1",
+	"3Zjqb7JSXeqVCwZHUuViKiTP2KDXt4OHLqVSbcDzGhYZX0M6YiZfQnxWm9tWK55I1sY5HAzOyHqxOV6R",
+	"2VwK+VBVTGZDQ8LyHb3TTcOEiNYpgSwdtDC94W8ttdLy3+gmtLsN8tFm2n3BjYEc3/nf3kXR7aDXiaLb",
+	"k4v3//xPwQ5ngRb0nUrXv5qf8B/D9g8/VhZmuQk3MV1mn7iuujfR0OEIOWzU0B2rUi1nzaYyIGRjVzUf",
+	"3Z3vSBbddEgjedSbtZ1YK/7x/N8+fHd+9fQPHy5eXL1+fvHGtkywwoHUgTDWxDnsDx+B6q03hKj3tC/c",
+	"d/9Fk5NU78R+t+UQ9x8XTS+qOx4XTPflJQ1+20XFtCz7frGWykP7Ww0kfASkm13FQjbjKRsDyPaGf9ck",
+	"/Rr8PRKHHhpA+Wsrr7y4s4blZi8z4/EkXnTb/mr16Aa+ujFmRBcaokW/dTdpj/h/0a8XH+gP90oY2Bap",
+	"9MDRPgtp6NpG6YnBPg/XehH+7bIaP1H/0UI2TO73B+9Cm/Y80L6SsTHf4QoaPyXx6dqVZ1T5qyYs/uGi",
+	"SA0zISPpisnomjawiOut/7erFo1isf+NlxjdUTNjxe8DWPsj49r4N/sKJj3Drc3bti7DFq7Vaw/j8Tru",
+	"smcgNYxqhXMolRc5WF9RRtKVHYPFspGN8wvkytf9rqgSw9Zj2P5uErrs4pYnZsRiqpQjh4AyLkvnZUay",
+	"Rs8Fn6Lor1Brw17zJF1Tt6+Qwe2CsEj+LR7VGEmeiWsgLNbWwxRRhZVFscXPLi4vri6K4dQyS11VW2N+",
+	"wpe//p6f2M5P7CrRdb6zNXB96fan/e5FWaj78O9e7P7BlD2KEJtWA9J73izncgrhF/+Np5Mnw1P878Hf",
+	"ePria3uwgLfSFbVv0ymVDglo8jmJtiDUKEn25prf5n2jEttHrKrMsNBL90iy1OWfD5G1qpmt0F4qf8lk",
+	"sw6foLXxjS0Slcssaxf9md27ybzKMtaKqQY7rN9dt2h8SUkTRcbrRlun+Kmm4pdMcJgm6+ezQR5F7f19",
+	"FfLuL3fxfVnz/q5s5fBuGPbC/uB9UcvdPyoqJJ2LhttV3N4f9MLTJ2H/cFg+Mjzul88QPNO2GIZFhbP8",
+	"vSfHjzGkrTzfAUmxk/pHw558prVFhtE2kNXXxewwtlzlGf7tzKndppeHmlibowB6V3PS3UbsgAfcBp+d",
+	"payWWD1QHvSYyIHPvJaRgc2yhWGvXqZ07+CfkACsWOsP5f/Os8wTX29S/zd9Ir5ESmlRslLRA9d/tTun",
+	"ZL3yaodxFw3UGyV0ImUt7grpqqH/XZmWsIrD6agVviMWqW2551nV5RdK9omLxsP3Inp3B3hfFZ3hPzGQ",
+	"93Evln9ME+6yHO4rRmN+6+f+kfR66IdfVly7Sop0M7GvLK12NNfj1mq0OLpVKarjQsgffBTp3UabovLi",
+	"nuTb/8cPf+NRn185iPM3icZYyVGKwGYJWjUEiEceiUInUWcNhLJ/rzBMraTehTOvSrOakDi8v3ckNW+z",
+	"5Xy/o5K/Hir5AY55AJdM2D/3Y2fsXKKGrTSGKH/EJKz+8pwEva0iD7f55wcwO5mn97uGeVDD/O5C1Rj+",
+	"BzAPc/snRhjJKVj46vQNix5Zs8Q8NRaih/WSQ7qnQ/fYssP2dm26tU3te2o16g6h01SjfrejSD2MZPND",
+	"J3cxm4kUyicqBdH2B3Po53VlYgvMZtyVVjtZbQEfZf0xGt2UmPdwH+pi6oEW7od3CvnB7zHQI9mqTdnN",
+	"tl3a3Ge1IrLiV2E4O+wfdesGO89WtJL0hssEdJNpTq0HHmuZb+7jhlTaFBYnjxUAth/CXib534vAPLlH",
+	"XvZHQxr7+OhwOOh/QXlJPwyc/qPKzf8YBjAJP6aV7YT0sKBfNpo11EFgMwFpf7BLpmVrhhHjLK6zblz2",
+	"96j2JmAtlLiRdJK23dCrIEEBiNI9I8gPdUAoWkCsmZoLramip9rEwPYwYFcqklbuV7vA8UxJCO3PWT0g",
+	"6u6Ngtj63JB9+ShIJO8Jg7ylt3z5MIhtcfKrRkJ+k2J3Fx3+BqLXDfi76P07Fr1Oau4TfLjp++L3ascU",
+	"MrWrvVLevb+zea2bZnjrVdkChcxF+qwt/Kls0BHP+TWwfClj24iS/FU2M2YxOjjoD066vW6v2x896T3p",
+	"UZbQ9gY4IFvezf/jruYiaiWr2ZgzK5VrTXIqXXhcL5TyJBZk2U6aXlbbF7nf6mNCMp5lHZV3/G9LEuwG",
+	"tFNLnDpWXsNagy1YrQ5GFG8qgav97o6aav8jQPT7Pwd/uLp61bbgtTfP/sjgljguLxqrsKcqyyAxKq+M",
+	"pUy2CO7e3/3/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -5,6 +5,16 @@ import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
 import { Histogram, stepFor } from './chart.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
+// The API stores levels canonical: case-insensitive, these spellings of common loggers as one of
+// the six (openapi.yaml, LogEntry.level), any other text lower-cased. The page reads levels in
+// its URL the same way, so a link with level=WARNING shows the warn chip checked.
+const SYNONYMS = {
+  finest: 'trace', verbose: 'trace', fine: 'debug', finer: 'debug',
+  information: 'info', informational: 'info', notice: 'info', warning: 'warn',
+  err: 'error', severe: 'error', critical: 'fatal', crit: 'fatal', alert: 'fatal',
+  emerg: 'fatal', emergency: 'fatal', panic: 'fatal', dpanic: 'fatal',
+};
+const canonicalLevel = (l) => { const f = l.toLowerCase(); return SYNONYMS[f] || f; };
 const PRESETS = { '15m': 15 * 60e3, '1h': 3600e3, '24h': 86400e3, '7d': 7 * 86400e3 };
 const PAGE = 100;
 
@@ -55,7 +65,7 @@ function readURL() {
   state.user = p.get('user') || '';
   state.subject = p.get('subject') || '';
   state.trace = p.get('trace') || '';
-  state.levels = p.getAll('level').filter((l) => l);
+  state.levels = [...new Set(p.getAll('level').filter((l) => l).map(canonicalLevel))];
   state.live = p.get('live') === '1';
 }
 
@@ -104,6 +114,7 @@ function showState() {
   for (const f of document.querySelectorAll('.field.abs')) f.hidden = !abs;
   if (abs) { $('from').value = toLocalInput(state.from); $('to').value = toLocalInput(state.to); }
   for (const k of ['q', 'user', 'subject', 'trace']) $(k).value = state[k];
+  addLevelChips(state.levels);
   for (const c of document.querySelectorAll('#levels input')) c.checked = state.levels.includes(c.value);
   $('live').checked = state.live;
   const p = projects.find((x) => x.id === state.project);
@@ -126,9 +137,21 @@ function readForm() {
   state.live = $('live').checked;
 }
 
+// addLevelChips adds a chip for each level that has none yet: the six first, then any other
+// level a project uses (from the stats of the range, or the URL), so custom levels can be chosen
+// too. Chips are never removed while the page is open.
+function addLevelChips(levels) {
+  const have = new Set([...document.querySelectorAll('#levels input')].map((c) => c.value));
+  for (const l of levels) {
+    if (have.has(l)) continue;
+    have.add(l);
+    $('levels').append(el('label', { class: 'chip ' + (LEVELS.includes(l) ? 'lvl-' + l : 'lvl-other') },
+      el('input', { type: 'checkbox', name: 'level', value: l, checked: state.levels.includes(l) }), l));
+  }
+}
+
 function setupForm() {
-  $('levels').append(...LEVELS.map((l) => el('label', { class: 'chip lvl-' + l },
-    el('input', { type: 'checkbox', name: 'level', value: l }), l)));
+  addLevelChips(LEVELS);
   $('filters').addEventListener('submit', (e) => { e.preventDefault(); apply(); });
   for (const id of ['project', 'range', 'from', 'to']) $(id).addEventListener('change', () => {
     if (id === 'range' && $('range').value === 'abs' && state.range !== 'abs') {
@@ -263,6 +286,7 @@ async function loadStats(seq, startT, endT, signal) {
     const { body } = await getJSON('/logs/stats?' + q, signal);
     if (seq !== loadSeq) return;
     hist.draw(body);
+    addLevelChips(body.series.map((s) => s.value).filter((v) => typeof v === 'string'));
     $('hist-total').textContent = `· ${body.total.toLocaleString('en')} in range`;
     $('hist-total').dataset.total = String(body.total);
   } catch (err) {
@@ -362,7 +386,7 @@ function addRow(e, live) {
   seen.add(e.id);
   const tr = el('tr', { class: 'entry' + (live ? ' new' : ''), tabIndex: 0, 'aria-expanded': 'false' },
     el('td', {}, el('time', { dateTime: new Date(e.time).toISOString() }, fmtTime(e.time))),
-    el('td', { class: 'lvl lvl-' + e.level }, e.level),
+    el('td', { class: 'lvl ' + (LEVELS.includes(e.level) ? 'lvl-' + e.level : 'lvl-other') }, e.level),
     el('td', { title: e.subject || '' }, e.subject || ''),
     el('td', {}, e.user_id ? el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: (ev) => { ev.stopPropagation(); filterBy('user', e.user_id); } }, e.user_id) : ''),
     el('td', { title: e.message }, e.message));

@@ -108,6 +108,9 @@ export interface paths {
          *     (`/0/region` and `/0/attributes/region`). A member whose name differs from a field of the
          *     schema only in case (`Level`) is a 400 naming it, as is a name given twice in one entry.
          *
+         *     Levels are stored canonical (see `LogEntryInput.level`): `WARNING` is stored as `warn`
+         *     with the attribute `severity_text: WARNING`.
+         *
          *     A body over the size limit, or an array of more entries than the batch limit, is refused
          *     with 413 before any entry is looked at. A 400 names each offending entry field by pointer
          *     (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
@@ -256,7 +259,10 @@ export interface components {
             observedTimeUnixNano?: string;
             /** @example 9 */
             severityNumber?: number;
-            /** @example INFO */
+            /**
+             * @description The entry's level when severityNumber is absent, made canonical like `LogEntryInput.level`; kept as the attribute `severity_text` when it differs from the stored level beyond case.
+             * @example INFO
+             */
             severityText?: string;
             body?: components["schemas"]["OtlpAnyValue"];
             attributes?: components["schemas"]["OtlpKeyValue"][];
@@ -370,7 +376,25 @@ export interface components {
              */
             message: string;
             /**
-             * @description 1 to 32 characters; the server stores `info` when it is absent.
+             * @description 1 to 32 characters; the server stores `info` when it is absent. Levels are
+             *     case-insensitive and stored canonical, the same on every ingest path (OTLP too):
+             *     lower case (Unicode simple case folding), and the spellings of common loggers as one
+             *     of the six OpenTelemetry levels:
+             *
+             *     | Stored | Sent as (any case) |
+             *     |---|---|
+             *     | `trace` | `trace`, `finest`, `verbose` |
+             *     | `debug` | `debug`, `fine`, `finer` |
+             *     | `info` | `info`, `information`, `informational`, `notice` |
+             *     | `warn` | `warn`, `warning` |
+             *     | `error` | `error`, `err`, `severe` |
+             *     | `fatal` | `fatal`, `critical`, `crit`, `alert`, `emerg`, `emergency`, `panic`, `dpanic` |
+             *
+             *     Any other level is kept in lower case (`Audit` is stored as `audit`), so custom levels
+             *     work. When the text sent differs from the stored level beyond case (`WARNING` stored
+             *     as `warn`, not `Error` stored as `error`), it is kept as the attribute
+             *     `severity_text`, which counts toward the attribute limits; an attribute
+             *     `severity_text` the entry was sent with wins.
              * @example error
              */
             level?: string;
@@ -433,7 +457,10 @@ export interface components {
             project_id: string;
             /** @example payment declined */
             message: string;
-            /** @example error */
+            /**
+             * @description The canonical level (see `LogEntryInput.level`); entries stored before levels were canonical read back with theirs too.
+             * @example error
+             */
             level: string;
             /**
              * Format: int64
@@ -930,7 +957,7 @@ export interface components {
          */
         UserID: string;
         /**
-         * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+         * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
          * @example [
          *       "error",
          *       "fatal"
@@ -1252,7 +1279,7 @@ export interface operations {
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
                  * @example [
                  *       "error",
                  *       "fatal"
@@ -1438,7 +1465,7 @@ export interface operations {
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
                  * @example [
                  *       "error",
                  *       "fatal"
@@ -1573,7 +1600,7 @@ export interface operations {
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
                  * @example [
                  *       "error",
                  *       "fatal"
@@ -1685,7 +1712,7 @@ export interface operations {
                  */
                 user_id?: components["parameters"]["UserID"];
                 /**
-                 * @description Only entries with exactly this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
                  * @example [
                  *       "error",
                  *       "fatal"
