@@ -11,9 +11,9 @@ import (
 )
 
 // tailFake is an in-memory store that reads in ingest order, for the hub's unit tests only. It
-// orders batches as PostgreSQL does: each CreateLogs takes the next transaction id when it
-// begins, and batches may commit out of that order (see holdNext); the horizon is the oldest
-// transaction still running. foreign writes a batch as another instance would, unseen by the
+// allows more than the SQL stores do, so that the hub is shown right under the contract alone:
+// each CreateLogs takes the next batch number when it begins, and batches may commit out of that
+// order (see holdNext); the horizon is the oldest batch still running. foreign writes a batch as another instance would, unseen by the
 // service.
 type tailFake struct {
 	Store
