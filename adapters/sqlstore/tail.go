@@ -80,6 +80,12 @@ func (s *Store) TailHorizon(ctx context.Context, projectID string) (domain.TailP
 // batches of q.Skip are left out before their rows are visited. The statements are prepared
 // once per filter.
 func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {
+	query, args := s.readTailSQL(q)
+	return s.readTail(ctx, query, args)
+}
+
+// readTailSQL is ReadTail's statement and its arguments.
+func (s *Store) readTailSQL(q domain.TailQuery) (string, []any) {
 	f := q.LogFilter
 	f.Start, f.End = nil, nil
 	from, args := tailFrom(f)
@@ -95,7 +101,7 @@ func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.Tail
 		query += s.eng.tailSkip()
 		args = append(args, s.eng.tailSkipArg(q.Skip))
 	}
-	return s.readTail(ctx, query+" ORDER BY b.seq, l.tail_pos LIMIT ?", append(args, q.Limit))
+	return query + " ORDER BY b.seq, l.tail_pos LIMIT ?", append(args, q.Limit)
 }
 
 // ReplayTail implements domain.TailStore: the newest limit rows at or before upTo, read
