@@ -245,20 +245,6 @@ func either(a, b func(*http.Request) bool) func(*http.Request) bool {
 	return func(r *http.Request) bool { return a(r) || b(r) }
 }
 
-// except applies mw to every request but those skip selects, which go straight on.
-func except(skip func(*http.Request) bool, mw edge.Middleware) edge.Middleware {
-	return func(next http.Handler) http.Handler {
-		wrapped := mw(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if skip(r) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			wrapped.ServeHTTP(w, r)
-		})
-	}
-}
-
 // twirpPrefix is where every Twirp route lives; the Haberdasher is mounted below it.
 const twirpPrefix = "/twirp/"
 
