@@ -43,7 +43,7 @@ func BenchmarkTailPostgres(b *testing.B) {
 // benchTail runs the tail benchmarks on st; database, when not "", names the PostgreSQL database
 // st uses, whose backends' CPU the ingest rounds report.
 func benchTail(b *testing.B, st store, database string) {
-	e := newBenchEnv(b, st, func(c *config) { c.MaxTails, c.MaxTailsTotal = benchTails+10, benchTails+10 })
+	e := newBenchEnv(b, st, func(c *config) { c.MaxTails, c.MaxTailsTotal = benchTails+10, 2*(benchTails+10) }) // one key: under the share of keys holding tails
 	e.database = database
 	on := func(project, filter string) func(int) string {
 		return func(i int) string {

@@ -362,5 +362,6 @@ func (c config) limits() domain.Limits {
 func (c config) tailOptions() domain.TailOptions {
 	o := domain.DefaultTailOptions()
 	o.MaxPerKey, o.MaxTotal, o.Poll, o.Coalesce = c.MaxTails, c.MaxTailsTotal, c.TailPoll, c.TailCoalesce
+	o.ReadTimeout = c.RequestTimeout
 	return o
 }

@@ -18,6 +18,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
 )
 
 // Secrets of the API keys the tail edge tests serve with.
@@ -302,6 +303,7 @@ func TestTailEdges(t *testing.T) {
 			t.Run("TooManyTailsPerKeyAndInAll", func(t *testing.T) { e.t = t; e.tooMany() })
 			t.Run("StartTimeReplaysThenGoesLive", func(t *testing.T) { e.t = t; e.replay() })
 			t.Run("CursorAndLastEventID", func(t *testing.T) { e.t = t; e.cursor() })
+			t.Run("IDsAreTheProjectsOwn", func(t *testing.T) { e.t = t; e.ownIDs() })
 			t.Run("FiltersAreRespected", func(t *testing.T) { e.t = t; e.filters() })
 			t.Run("EventsRenderEntriesAsTheListDoes", func(t *testing.T) { e.t = t; e.rendering() })
 			t.Run("WriteTimeoutDoesNotCutAHealthyTail", func(t *testing.T) { e.t = t; e.writeTimeout() })
@@ -483,6 +485,49 @@ func (e *tailEdges) newProject(base string) string {
 		e.t.Fatalf("create project: %d %v", resp.StatusCode, err)
 	}
 	return p.Id
+}
+
+// ownIDs: the ids a tenant sees tell nothing of other tenants' writes. Two fresh projects get
+// the same batches, one of them with other projects written between its batches (through this
+// instance, and straight to the store as another instance would); the ids of their entries are
+// the same, and one resumes its own tail.
+func (e *tailEdges) ownIDs() {
+	base := e.serve(nil)
+	idsOf := func(noise bool) ([]string, string) {
+		p := e.newProject(base)
+		l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p, tailAdmin)
+		if l == nil {
+			e.t.Fatalf("tail: %d %s", status, body)
+		}
+		defer l.close()
+		e.post(base, tailAdmin, p, tailMessages("o1", "o2")...)
+		if noise {
+			for i := range 5 {
+				e.post(base, tailAdmin, e.b, tailMessages("noise")...)
+				if _, err := e.st.CreateLogs(e.t.Context(), []domain.LogEntry{{ID: newID(), ProjectID: e.a, Time: int64(i), Level: "info", Message: "elsewhere"}}, domain.LogWrite{}); err != nil {
+					e.t.Fatal(err)
+				}
+			}
+		}
+		e.post(base, tailAdmin, p, tailMessages("o3")...)
+		var ids []string
+		for _, en := range l.entries(3) {
+			ids = append(ids, en.eventID)
+		}
+		return ids, p
+	}
+	quiet, _ := idsOf(false)
+	busy, p := idsOf(true)
+	if !slices.Equal(quiet, busy) {
+		e.t.Fatalf("the ids of the same batches changed with other projects' writes: %q alone, %q with writes between", quiet, busy)
+	}
+	l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p, tailAdmin, "Last-Event-ID", busy[0])
+	if l == nil {
+		e.t.Fatalf("resume: %d %s", status, body)
+	}
+	if got := msgs(l.entries(2)); !slices.Equal(got, []string{"o2", "o3"}) {
+		e.t.Fatalf("resumed after o1: %q, want o2 o3", got)
+	}
 }
 
 func (e *tailEdges) cursor() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/obsvc/domain"
 )
 
 // TestHostileInput sends the requests found from outside, and their siblings, through the whole
@@ -54,6 +56,20 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		status       int
 		names        string // the pointer or parameter the answer must name ("" = none checked)
 	}{
+		// Tail positions: out of the stores' range (L1), of the first format, past the
+		// project's newest batch, and 100 KB of them (L2, never echoed).
+		{"Last-Event-ID at place 2^31", "GET", "/logs/tail?project_id=" + p, map[string]string{"Last-Event-ID": domain.EncodeTailToken(domain.TailPosition{Tx: 1, Pos: 1 << 31})}, "", 400, "Last-Event-ID"},
+		{"Last-Event-ID at batch 2^63", "GET", "/logs/tail?project_id=" + p, map[string]string{"Last-Event-ID": domain.EncodeTailToken(domain.TailPosition{Tx: 1 << 63})}, "", 400, "Last-Event-ID"},
+		{"cursor at place 2^31", "GET", "/logs/tail?project_id=" + p + "&cursor=" + domain.EncodeTailToken(domain.TailPosition{Tx: 1, Pos: 1 << 31}), nil, "", 400, "cursor"},
+		{"Last-Event-ID of the first format", "GET", "/logs/tail?project_id=" + p, map[string]string{"Last-Event-ID": "eyJ4IjoyMTQ3NDgzNjQ4LCJwIjowfQ"}, "", 400, "Last-Event-ID"},
+		{"Last-Event-ID past the project's newest batch", "GET", "/logs/tail?project_id=" + p, map[string]string{"Last-Event-ID": domain.EncodeTailToken(domain.TailPosition{Tx: 1000, Pos: 0})}, "", 400, "Last-Event-ID"},
+		{"Last-Event-ID of 100 KB", "GET", "/logs/tail?project_id=" + p, map[string]string{"Last-Event-ID": hostileValue}, "", 400, "Last-Event-ID"},
+		{"tail cursor of 100 KB", "GET", "/logs/tail?project_id=" + p + "&cursor=" + hostileValue, nil, "", 400, "cursor"},
+		{"project id of 100 KB", "GET", "/projects/" + hostileValue, nil, "", 404, ""},
+		{"tail of a project id of 100 KB", "GET", "/logs/tail?project_id=" + hostileValue, nil, "", 404, ""},
+		{"listing cursor of 100 KB", "GET", "/logs?project_id=" + p + "&cursor=" + hostileValue, nil, "", 400, "cursor"},
+		{"entry of a project id of 100 KB", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m"}]`, hostileValue), 422, "/0/project_id"},
+
 		// Input the store cannot keep: invalid UTF-8, NUL, lengths past what an index holds.
 		{"GET user_id NUL", "GET", "/logs?project_id=" + p + "&user_id=%00", nil, "", 400, "user_id"},
 		{"GET user_id invalid UTF-8", "GET", "/logs?project_id=" + p + "&user_id=%ff", nil, "", 400, "user_id"},
@@ -105,6 +121,9 @@ func testHostileInput(t *testing.T, open storeOpener) {
 			if len(body) > maxProblemBytes {
 				t.Errorf("answered %d bytes, more than %d", len(body), maxProblemBytes)
 			}
+			if bytes.Contains(body, []byte(hostileValue[:65])) {
+				t.Errorf("the answer echoes more than a short prefix of the request's value: %.400s", body)
+			}
 			if c.names != "" && !bytes.Contains(body, []byte(`"pointer":"`+c.names+`"`)) && !bytes.Contains(body, []byte(`"parameter":"`+c.names+`"`)) {
 				t.Errorf("the answer does not name %s: %.400s", c.names, body)
 			}
@@ -115,6 +134,51 @@ func testHostileInput(t *testing.T, open storeOpener) {
 				t.Errorf("stored %d entries, had %d", after, before)
 			}
 		})
+	}
+	t.Run("keys holding tails leave room for a new key's first (L3)", func(t *testing.T) { testTailsKeptForNewKeys(t, e.store, p) })
+}
+
+// hostileValue is 100 KB of one letter: no answer may hold more than a short prefix of it.
+var hostileValue = strings.Repeat("Z", 100_000)
+
+// testTailsKeptForNewKeys fills MAX_TAILS_TOTAL=8 with the tails of three keys at MAX_TAILS=3,
+// scaled down from a hundred keys holding ten each: the keys that hold tails stop at six (the
+// last quarter is kept), a new key's first tail still opens, and the instance stops at eight.
+func testTailsKeptForNewKeys(t *testing.T, st store, project string) {
+	cfg := defaultConfig()
+	keys := []string{"tail-a", "tail-b", "tail-c", "tail-new", "tail-new2", "tail-new3"}
+	var lines []string
+	for _, k := range keys {
+		lines = append(lines, keyLine("project "+project, k))
+	}
+	cfg.APIKeys = strings.Join(lines, ",")
+	cfg.MaxTails, cfg.MaxTailsTotal = 3, 8
+	_, srv := serve(t, cfg, st, nil)
+	url := srv.URL + "/logs/tail?project_id=" + project
+	open := func(key string) int {
+		t.Helper()
+		_, status, _, body := openTail(t, nil, url, key)
+		if status != 200 && status != http.StatusTooManyRequests {
+			t.Fatalf("tail with %s: %d %s", key, status, body)
+		}
+		return status
+	}
+	for _, k := range []string{"tail-a", "tail-a", "tail-a", "tail-b", "tail-b", "tail-b"} {
+		if status := open(k); status != 200 {
+			t.Fatalf("tail of %s = %d, want 200", k, status)
+		}
+	}
+	if status := open("tail-c"); status != 200 {
+		t.Fatalf("the first tail of tail-c = %d, want 200", status)
+	}
+	if status := open("tail-c"); status != http.StatusTooManyRequests {
+		t.Fatalf("a second tail of tail-c with 7 of 8 open = %d, want 429 (the rest is kept for first tails)", status)
+	}
+	if status := open("tail-new"); status != 200 {
+		t.Fatalf("a new key's first tail with 7 of 8 open = %d, want 200", status)
+	}
+	if status := open("tail-new2"); status != http.StatusTooManyRequests {
+		t.Fatalf("a tail past MAX_TAILS_TOTAL = %d, want 429", status)
 	}
 }
 

@@ -226,10 +226,10 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 		edge.Observe(log, m), // request id, access log, metrics: outermost, so refusals count too
 		edge.SecureHeaders,   // no-store, nosniff, no framing, on every answer
 		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)
-		except(isTail, edge.Shed(cfg.MaxInFlight, refuse)),                  // 503 past MAX_IN_FLIGHT, before any work; tails have MAX_TAILS
-		edge.Deadline(cfg.RequestTimeout, either(isTwirp, isTail)),          // REQUEST_TIMEOUT on every store call; a tail is open-ended
+		edge.Shed(cfg.MaxInFlight, refuse),                                  // 503 past MAX_IN_FLIGHT, before any work; a tail gives its slot back once started
+		edge.Deadline(cfg.RequestTimeout, either(isTwirp, isTail)),          // REQUEST_TIMEOUT on every store call; a tail bounds its reads itself
 		edge.Authenticate(keys, refuse),                                     // the principal, or 401
-		except(isTail, edge.ShedPerClient(cfg.MaxInFlightPer, refuse)),      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
+		edge.ShedPerClient(cfg.MaxInFlightPer, refuse),                      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
 		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
 		edge.NotePattern, // tells Observe the route that served
 	)
@@ -245,26 +245,12 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 // tailPath is the live tail's route: a stream held open for as long as the client reads.
 const tailPath = "/logs/tail"
 
-// isTail selects live tails, which MAX_TAILS bounds instead of MAX_IN_FLIGHT and which no
-// REQUEST_TIMEOUT ends.
+// isTail selects live tails, which MAX_TAILS bounds once they are open (MAX_IN_FLIGHT while they
+// start) and which REQUEST_TIMEOUT does not end: it bounds each of their reads instead.
 func isTail(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == tailPath }
 
 func either(a, b func(*http.Request) bool) func(*http.Request) bool {
 	return func(r *http.Request) bool { return a(r) || b(r) }
-}
-
-// except applies mw to every request but those skip selects, which go straight on.
-func except(skip func(*http.Request) bool, mw edge.Middleware) edge.Middleware {
-	return func(next http.Handler) http.Handler {
-		wrapped := mw(next)
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if skip(r) {
-				next.ServeHTTP(w, r)
-				return
-			}
-			wrapped.ServeHTTP(w, r)
-		})
-	}
 }
 
 // twirpPrefix is where every Twirp route lives; the Haberdasher is mounted below it.

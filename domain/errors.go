@@ -3,7 +3,9 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind classifies an error by what a caller can do about it. Transports map each kind to their own
@@ -144,7 +146,24 @@ type MissingProjectsError struct {
 
 func (e *MissingProjectsError) Error() string {
 	if len(e.IDs) == 1 {
-		return fmt.Sprintf("project %s does not exist", e.IDs[0])
+		return "project " + Brief(e.IDs[0]) + " does not exist"
 	}
 	return fmt.Sprintf("%d projects do not exist", len(e.IDs))
+}
+
+// maxBrief bounds how much of a client's value a message quotes.
+const maxBrief = 40
+
+// Brief quotes a value a client sent (an id, a header, a cursor) for a message or a log line:
+// whole when it is short, else its first maxBrief bytes (whole characters) and an ellipsis, so
+// that no client decides the size of an answer or of a log line, nor has its input echoed.
+func Brief(v string) string {
+	if len(v) <= maxBrief {
+		return strconv.Quote(v)
+	}
+	cut := maxBrief
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut--
+	}
+	return strconv.Quote(v[:cut]) + "…"
 }

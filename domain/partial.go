@@ -57,7 +57,7 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 	case who.Admin && project == "":
 		return PartialResult{}, ParamError("X-Project-Id", "is required with an admin key or an open service: it names the project the records belong to")
 	case !who.Admin && project != "" && project != who.ProjectID:
-		return PartialResult{}, Errorf(KindForbidden, "this key does not cover project %q", project)
+		return PartialResult{}, Errorf(KindForbidden, "this key does not cover project %s", Brief(project))
 	case !who.Admin:
 		project = who.ProjectID
 	}
@@ -140,7 +140,7 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 		res.Stored, res.Replayed = prior.Created, true
 		return res, nil
 	}
-	s.tails.written(w.Tx, entries)
+	s.tails.written(w.Batches, entries)
 	res.Stored = len(entries)
 	return res, nil
 }

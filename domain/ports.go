@@ -60,9 +60,6 @@ type LogWrite struct {
 	// with the retention of those that have one; an error from it stores nothing and is returned
 	// unchanged.
 	Admit AdmitFunc
-	// Placed asks a store that follows ingest order (TailStore) for the batch's place in it,
-	// Written.Tx, when that costs it more than the write itself does.
-	Placed bool
 }
 
 // Written is what CreateLogs did.
@@ -70,10 +67,10 @@ type Written struct {
 	// Prior is the record of the earlier batch with the same key (LogWrite.Record): nothing was
 	// stored.
 	Prior *IdempotencyRecord
-	// Tx, when not zero, is the batch's place in ingest order: entry i of the batch, as handed to
-	// CreateLogs, is at TailPosition{Tx, i}. A store that follows ingest order sets it when
-	// asked (LogWrite.Placed) and may set it when it knows it anyway.
-	Tx uint64
+	// Batches, set by a store that follows ingest order (TailStore), is the batch's number in
+	// each of its projects' ingest order: entry i of the batch, as handed to CreateLogs, is at
+	// TailPosition{Batches[its project], i}.
+	Batches map[string]uint64
 }
 
 // Store is everything the service needs from storage.

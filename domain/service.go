@@ -92,7 +92,7 @@ func validID(id string) bool {
 var errNoIDs = &Error{Kind: KindInternal, Msg: "the service has no id generator"}
 
 func projectNotFound(id string) error {
-	return Errorf(KindNotFound, "no project with id %q", id)
+	return Errorf(KindNotFound, "no project with id %s", Brief(id))
 }
 
 // CreateProject creates a project named in.Name.
@@ -280,15 +280,14 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		}
 		return Created{N: prior.Created, Replayed: true}, nil
 	}
-	s.tails.written(w.Tx, entries)
+	s.tails.written(w.Batches, entries)
 	return Created{N: len(entries)}, nil
 }
 
 // logWrite is how a batch is written: with its idempotency record, if any, under the retention
-// rule, and asking for its place in ingest order when a tail on this instance follows one of
-// its projects (see tails.written).
+// rule.
 func (s *Service) logWrite(entries []LogEntry, rec *IdempotencyRecord, now int64) LogWrite {
-	return LogWrite{Record: rec, Window: s.limits.IdempotencyWindow, Admit: s.admitFunc(entries, now), Placed: s.tails.followed(entries)}
+	return LogWrite{Record: rec, Window: s.limits.IdempotencyWindow, Admit: s.admitFunc(entries, now)}
 }
 
 // unknownProjects is the KindUnknownProject answer to a batch naming the given projects, which
@@ -308,7 +307,7 @@ func (s *Service) unknownProjects(entries []LogEntry, ids []string) error {
 		return err
 	}
 	// The store named projects no entry names: a fault of the store, not of the request.
-	return fmt.Errorf("create logs: the store reports unknown projects %q the batch does not name", ids)
+	return fmt.Errorf("create logs: the store reports %d unknown projects the batch does not name", len(ids))
 }
 
 // SweepIdempotency forgets idempotency keys older than the window and says how many.

@@ -1,9 +1,11 @@
 package domain
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
-	"encoding/json"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -14,7 +16,9 @@ import (
 
 // TailPosition is a place in a project's ingest order: the entry at position Pos of the batch
 // Tx. A tail resumes after it. Tx orders batches in commit order as the store guarantees it (see
-// TailStore); Pos orders the entries of one batch. Pos -1 stands before every entry of Tx.
+// TailStore); Pos orders the entries of one batch. Pos -1 stands before every entry of Tx. A
+// position is its project's own: the store numbers each project's batches apart, so that what
+// a client sees of positions tells nothing of other projects' writes.
 type TailPosition struct {
 	Tx  uint64
 	Pos int64
@@ -59,10 +63,10 @@ type TailStore interface {
 	// TailHead returns the position after which come the entries committed from now on (and
 	// possibly a few committed just before). KindNotFound if the project does not exist.
 	TailHead(ctx context.Context, projectID string) (TailPosition, error)
-	// TailHorizon is TailHead for every project at once, without looking the project up: every
-	// entry committed from now on comes after it, and every batch before it has committed or
-	// never will.
-	TailHorizon(ctx context.Context) (TailPosition, error)
+	// TailHorizon is TailHead without looking the project up: every entry of the project
+	// committed from now on comes after it, and every batch before it has committed or never
+	// will.
+	TailHorizon(ctx context.Context, projectID string) (TailPosition, error)
 	// ReadTail returns, in ingest order, up to q.Limit entries matching q after q.After whose
 	// place is final: no entry committed later may come before them. Entries written before
 	// ingest order was recorded are never returned.
@@ -72,37 +76,71 @@ type TailStore interface {
 	ReplayTail(ctx context.Context, f LogFilter, upTo TailPosition, limit int) ([]TailEntry, error)
 }
 
-type tokenWire struct {
-	X uint64 `json:"x"`
-	P int64  `json:"p"`
-}
+// tailTokenVersion opens every tail token: the tokens of the first format (JSON, with a position
+// that was a database-wide transaction number) do not decode, and are answered 400.
+const tailTokenVersion = 2
 
-// EncodeTailToken renders p as the opaque text a client resumes with (the SSE event id).
+// maxTailToken bounds the text of a tail token: a longer one is refused before it is decoded.
+const maxTailToken = 32
+
+// The bounds of a position the stores hold: batch numbers are 64-bit signed integers, places
+// in a batch 32-bit ones.
+const (
+	maxTailTx  = 1<<63 - 1
+	maxTailPos = 1<<31 - 1
+)
+
+// EncodeTailToken renders p as the opaque text a client resumes with (the SSE event id): a
+// version byte, then the batch number and the place in the batch plus one as unsigned varints,
+// in unpadded URL-safe base64.
 func EncodeTailToken(p TailPosition) string {
-	b, _ := json.Marshal(tokenWire{X: p.Tx, P: p.Pos}) // plain fields always marshal
+	b := make([]byte, 1, 1+2*binary.MaxVarintLen64)
+	b[0] = tailTokenVersion
+	b = binary.AppendUvarint(b, p.Tx)
+	b = binary.AppendUvarint(b, uint64(p.Pos+1))
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// DecodeTailToken parses text made by EncodeTailToken; anything else is KindInvalid on param.
+// DecodeTailToken parses text made by EncodeTailToken; anything else, a position out of the
+// stores' range included, is KindInvalid on param. The text is never echoed back.
 func DecodeTailToken(param, text string) (TailPosition, error) {
 	bad := ParamError(param, "is not a tail position this service issued")
+	if len(text) > maxTailToken {
+		return TailPosition{}, bad
+	}
 	b, err := base64.RawURLEncoding.DecodeString(text)
-	if err != nil {
+	if err != nil || len(b) < 3 || b[0] != tailTokenVersion {
 		return TailPosition{}, bad
 	}
-	var w tokenWire
-	if err := json.Unmarshal(b, &w); err != nil || w.P < -1 {
+	tx, n := binary.Uvarint(b[1:])
+	if n <= 0 || tx > maxTailTx {
 		return TailPosition{}, bad
 	}
-	return TailPosition{Tx: w.X, Pos: w.P}, nil
+	pos, m := binary.Uvarint(b[1+n:])
+	if m <= 0 || 1+n+m != len(b) || pos > maxTailPos+1 {
+		return TailPosition{}, bad
+	}
+	p := TailPosition{Tx: tx, Pos: int64(pos) - 1}
+	if EncodeTailToken(p) != text { // one text per position: no padding bits, no long varints
+		return TailPosition{}, bad
+	}
+	return p, nil
 }
 
 // TailOptions bound the live tail.
 type TailOptions struct {
 	// MaxPerKey bounds the open tails of one API key (of one client address when the service is
 	// open), MaxTotal those of the whole instance; beyond either a new tail is KindRateLimited.
+	// The last quarter of MaxTotal is kept for the first tail of a key: a key that holds a tail
+	// already may open another only while fewer than MaxTotal-MaxTotal/4 are open, so that keys
+	// holding many tails between them cannot take every one from a key that holds none.
 	MaxPerKey int
 	MaxTotal  int
+	// ReadTimeout, when positive, bounds each read of the store a tail makes, and a tail's
+	// start (the project's check, the replay, and the reads that catch up from a resumed
+	// position): a start that takes longer fails as KindUnavailable, or, once the stream is
+	// under way, ends it (the client resumes from the last entry it received).
+	ReadTimeout time.Duration
 	// Poll is how often an idle tail looks for entries written through other instances (entries
 	// written through this one wake it at once).
 	Poll time.Duration
@@ -196,7 +234,7 @@ type tails struct {
 // many tails are open.
 //
 // What this instance writes to the project the hub does not read back: each batch comes with
-// its place in ingest order (Written.Tx) and the hub holds its entries until the store's
+// its place in ingest order (Written.Batches) and the hub holds its entries until the store's
 // horizon passes them, then hands them on in order among the entries it reads of batches
 // written through other instances, which are the only ones it asks the store for.
 type tailHub struct {
@@ -228,7 +266,12 @@ type tailSub struct {
 func (t *tails) acquire(who string, o TailOptions) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if (o.MaxTotal > 0 && t.total >= o.MaxTotal) || (o.MaxPerKey > 0 && t.open[who] >= o.MaxPerKey) {
+	held := t.open[who]
+	total := o.MaxTotal
+	if held > 0 {
+		total -= o.MaxTotal / 4 // the rest is kept for the first tail of other keys
+	}
+	if (o.MaxTotal > 0 && t.total >= total) || (o.MaxPerKey > 0 && held >= o.MaxPerKey) {
 		return false
 	}
 	if t.open == nil {
@@ -263,35 +306,14 @@ func (t *tails) waiter(projectID string) <-chan struct{} {
 	return ch
 }
 
-// followed reports whether a tail on this instance follows a project of the batch through a hub,
-// which would take the batch's place in ingest order from the write (see written).
-func (t *tails) followed(entries []LogEntry) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.hubs) == 0 {
-		return false
-	}
-	last := ""
-	for _, e := range entries {
-		if e.ProjectID == last {
-			continue
-		}
-		last = e.ProjectID
-		if _, ok := t.hubs[e.ProjectID]; ok {
-			return true
-		}
-	}
-	return false
-}
-
 // written hands a committed batch to the hubs of its projects, which hold it (when its place in
-// ingest order, tx, is known and they have room) so as not to read it back, and wakes the tails
-// of its projects.
-func (t *tails) written(tx uint64, entries []LogEntry) {
+// each project's ingest order, batches, is known and they have room) so as not to read it
+// back, and wakes the tails of its projects.
+func (t *tails) written(batches map[string]uint64, entries []LogEntry) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if tx != 0 && len(t.hubs) > 0 {
-		t.hold(tx, entries)
+	if len(batches) > 0 && len(t.hubs) > 0 {
+		t.hold(batches, entries)
 	}
 	for _, e := range entries {
 		if ch, ok := t.wakeup[e.ProjectID]; ok {
@@ -301,12 +323,13 @@ func (t *tails) written(tx uint64, entries []LogEntry) {
 	}
 }
 
-// hold gives each hub of a project of the batch tx the batch's entries of its project that it
+// hold gives each hub of a project of the batch (numbered batches[project] in its project's
+// order) the batch's entries of its project that it
 // has not read yet, when it has room for them. A batch names few projects, usually one: the
 // entries are counted per hub first, so that each hub's share is made once, at its size: a
 // hub holds every entry of its project written through this instance, and growing its share
 // as it filled allocated about twice the batch. Called with t.mu held.
-func (t *tails) hold(tx uint64, entries []LogEntry) {
+func (t *tails) hold(batches map[string]uint64, entries []LogEntry) {
 	type share struct {
 		hub *tailHub
 		n   int
@@ -323,13 +346,13 @@ func (t *tails) hold(tx uint64, entries []LogEntry) {
 	}
 	// mine is the hub of entries[i], if it holds the entry. Entries of one project come
 	// together, so the last project's hub is kept.
-	lastProject, lastHub := "", (*tailHub)(nil)
+	lastProject, lastHub, lastTx := "", (*tailHub)(nil), uint64(0)
 	mine := func(i int) (*tailHub, TailPosition) {
 		if p := entries[i].ProjectID; p != lastProject || i == 0 {
-			lastProject, lastHub = p, t.hubs[p]
+			lastProject, lastHub, lastTx = p, t.hubs[p], batches[p]
 		}
-		at := TailPosition{Tx: tx, Pos: int64(i)}
-		if lastHub == nil || !lastHub.pos.Before(at) { // no hub, or it read the entry from the store already
+		at := TailPosition{Tx: lastTx, Pos: int64(i)}
+		if lastHub == nil || lastTx == 0 || !lastHub.pos.Before(at) { // no hub, no place, or the hub read the entry from the store already
 			return nil, at
 		}
 		return lastHub, at
@@ -364,7 +387,7 @@ func (t *tails) hold(tx uint64, entries []LogEntry) {
 		if h.held == nil {
 			h.held = map[uint64][]TailEntry{}
 		}
-		h.held[tx] = sh.es
+		h.held[sh.es[0].At.Tx] = sh.es
 		h.heldN += len(sh.es)
 	}
 }
@@ -531,7 +554,9 @@ func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, nee
 	t, o := &s.tails, s.tailOpts
 	// The horizon first: every batch before it has ended, so the read below, which comes later,
 	// sees every one that committed, and none after it is taken.
-	horizon, err := s.tailStore.TailHorizon(ctx)
+	rctx, cancel := s.readCtx(ctx)
+	defer cancel()
+	horizon, err := s.tailStore.TailHorizon(rctx, h.project)
 	if err != nil {
 		return nil, need, false, err
 	}
@@ -543,7 +568,7 @@ func (s *Service) hubRead(ctx context.Context, h *tailHub) (got []TailEntry, nee
 	}
 	t.mu.Unlock()
 	slices.Sort(skip)
-	read, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: LogFilter{ProjectID: h.project}, After: after, Before: horizon, Skip: skip, Limit: o.Batch})
+	read, err := s.tailStore.ReadTail(rctx, TailQuery{LogFilter: LogFilter{ProjectID: h.project}, After: after, Before: horizon, Skip: skip, Limit: o.Batch})
 	if err != nil {
 		return nil, need, false, err
 	}
@@ -642,15 +667,15 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 		return err
 	}
 	var start *TailPosition
+	param := ""
 	switch {
 	case r.Resume != "":
-		p, err := DecodeTailToken("Last-Event-ID", r.Resume)
-		if err != nil {
-			return err
-		}
-		start = &p
+		param = "Last-Event-ID"
 	case r.Cursor != "":
-		p, err := DecodeTailToken("cursor", r.Cursor)
+		param = "cursor"
+	}
+	if param != "" {
+		p, err := DecodeTailToken(param, cmp.Or(r.Resume, r.Cursor))
 		if err != nil {
 			return err
 		}
@@ -663,8 +688,17 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	case replay < 0 || replay > s.limits.MaxPageSize:
 		return ParamError("limit", fmt.Sprintf("must be between 1 and %d", s.limits.MaxPageSize))
 	}
-	if _, err := s.project(ctx, f.ProjectID); err != nil {
-		return err
+	o := s.tailOpts
+	// The start (the project's check, the replay, the catch-up from a resumed position) is
+	// bounded as a whole, and holds the request's share of the limits on requests in flight
+	// (see WithAdmission) until it is done.
+	sctx, startDone := context.WithCancel(ctx)
+	if o.ReadTimeout > 0 {
+		sctx, startDone = context.WithTimeout(ctx, o.ReadTimeout)
+	}
+	defer startDone()
+	if _, err := s.project(sctx, f.ProjectID); err != nil {
+		return s.startErr(ctx, sctx, err)
 	}
 	if s.tailStore == nil {
 		return Errorf(KindInternal, "the store cannot read in ingest order")
@@ -674,24 +708,27 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	if holder == "" {
 		holder = "client " + r.Client
 	}
-	o := s.tailOpts
 	if !s.tails.acquire(holder, o) {
-		return Errorf(KindRateLimited, "too many open tails (at most %d per key, %d in all); retry after the time in Retry-After", o.MaxPerKey, o.MaxTotal)
+		return Errorf(KindRateLimited, "too many open tails (at most %d per key, %d in all, of which the last quarter only for a key's first); retry after the time in Retry-After", o.MaxPerKey, o.MaxTotal)
 	}
 	defer s.tails.release(holder)
 
-	if start == nil {
-		head, err := s.tailStore.TailHead(ctx, f.ProjectID)
-		if err != nil {
-			return s.tailErr(ctx, f.ProjectID, err)
-		}
+	head, err := s.tailStore.TailHead(sctx, f.ProjectID)
+	if err != nil {
+		return s.startErr(ctx, sctx, s.tailErr(ctx, f.ProjectID, err))
+	}
+	switch {
+	case start != nil && start.Tx > head.Tx:
+		// Not a position of this project yet: a tail from there would skip what comes first.
+		return ParamError(param, "is not a tail position of this project")
+	case start == nil:
 		start = &head
 		if r.StartTime != nil {
 			rf := f
 			rf.Start = r.StartTime
-			old, err := s.tailStore.ReplayTail(ctx, rf, head, replay)
+			old, err := s.tailStore.ReplayTail(sctx, rf, head, replay)
 			if err != nil {
-				return s.tailErr(ctx, f.ProjectID, err)
+				return s.startErr(ctx, sctx, s.tailErr(ctx, f.ProjectID, err))
 			}
 			if len(old) > 0 {
 				if err := fn(old); err != nil {
@@ -704,7 +741,10 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	if err := fn(nil); err != nil {
 		return err
 	}
-	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now()}
+	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now(), start: sctx, started: func() {
+		startDone()
+		EndAdmission(ctx)
+	}}
 	defer func() {
 		if tl.sub != nil {
 			s.tails.leave(f.ProjectID, tl.sub)
@@ -713,6 +753,23 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 		}
 	}()
 	return tl.run(ctx)
+}
+
+// startErr is the answer to a tail whose start failed: KindUnavailable when it took longer than
+// TailOptions.ReadTimeout (ctx, the request's, still open; sctx, the start's, ended), err else.
+func (s *Service) startErr(ctx, sctx context.Context, err error) error {
+	if ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
+		return Errorf(KindUnavailable, "the tail's start took longer than %s; retry, or resume from a later position", s.tailOpts.ReadTimeout)
+	}
+	return err
+}
+
+// readCtx bounds one read of the store a tail makes by TailOptions.ReadTimeout.
+func (s *Service) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.tailOpts.ReadTimeout > 0 {
+		return context.WithTimeout(ctx, s.tailOpts.ReadTimeout)
+	}
+	return context.WithCancel(ctx)
 }
 
 // tailLoop is one open tail after its start.
@@ -724,6 +781,19 @@ type tailLoop struct {
 	after   TailPosition
 	sub     *tailSub // the tail's place at its hub; nil while it reads on its own
 	checked time.Time
+	// start bounds the reads of the tail's start, until it first catches up; started, nil
+	// from then on, ends the start.
+	start   context.Context
+	started func()
+}
+
+// readCtx is the context of one read of the store: the start's while the tail catches up, one
+// bounded by TailOptions.ReadTimeout after.
+func (l *tailLoop) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if l.started != nil {
+		return l.start, func() {}
+	}
+	return l.s.readCtx(ctx)
 }
 
 func (l *tailLoop) run(ctx context.Context) error {
@@ -736,16 +806,23 @@ func (l *tailLoop) run(ctx context.Context) error {
 			// past that since. The hub's place is taken before the read, so the read covers
 			// everything up to it (it was final then).
 			wake := s.tails.waiter(l.f.ProjectID)
+			rctx, cancel := l.readCtx(ctx)
 			head, ok := s.tails.hubPos(l.f.ProjectID)
 			if !ok {
 				var err error
-				if head, err = s.tailStore.TailHead(ctx, l.f.ProjectID); err != nil {
+				if head, err = s.tailStore.TailHead(rctx, l.f.ProjectID); err != nil {
+					cancel()
 					return s.tailErr(ctx, l.f.ProjectID, err)
 				}
 			}
-			got, err := s.tailStore.ReadTail(ctx, TailQuery{LogFilter: l.f, After: l.after, Limit: o.Batch})
+			got, err := s.tailStore.ReadTail(rctx, TailQuery{LogFilter: l.f, After: l.after, Limit: o.Batch})
+			cancel()
 			if err != nil {
 				return s.tailErr(ctx, l.f.ProjectID, err)
+			}
+			if len(got) < o.Batch && l.started != nil {
+				l.started() // caught up: the start is over
+				l.started = nil
 			}
 			if len(got) > 0 {
 				l.after = got[len(got)-1].At
@@ -912,7 +989,10 @@ func (l *tailLoop) take(r *tailRead) error {
 func (l *tailLoop) idle(ctx context.Context) error {
 	if time.Since(l.checked) >= l.s.tailOpts.CheckEvery {
 		l.checked = time.Now()
-		if _, err := l.s.project(ctx, l.f.ProjectID); err != nil {
+		rctx, cancel := l.readCtx(ctx)
+		_, err := l.s.project(rctx, l.f.ProjectID)
+		cancel()
+		if err != nil {
 			return l.s.tailErr(ctx, l.f.ProjectID, err)
 		}
 	}

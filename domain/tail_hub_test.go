@@ -11,9 +11,9 @@ import (
 )
 
 // tailFake is an in-memory store that reads in ingest order, for the hub's unit tests only. It
-// orders batches as PostgreSQL does: each CreateLogs takes the next transaction id when it
-// begins, and batches may commit out of that order (see holdNext); the horizon is the oldest
-// transaction still running. foreign writes a batch as another instance would, unseen by the
+// allows more than the SQL stores do, so that the hub is shown right under the contract alone:
+// each CreateLogs takes the next batch number when it begins, and batches may commit out of that
+// order (see holdNext); the horizon is the oldest batch still running. foreign writes a batch as another instance would, unseen by the
 // service.
 type tailFake struct {
 	Store
@@ -36,7 +36,7 @@ func (f *tailFake) GetProject(_ context.Context, id string) (Project, error) {
 	return f.project, nil
 }
 
-func (f *tailFake) CreateLogs(_ context.Context, es []LogEntry, w LogWrite) (Written, error) {
+func (f *tailFake) CreateLogs(_ context.Context, es []LogEntry, _ LogWrite) (Written, error) {
 	f.mu.Lock()
 	f.tx++
 	tx := f.tx
@@ -52,10 +52,11 @@ func (f *tailFake) CreateLogs(_ context.Context, es []LogEntry, w LogWrite) (Wri
 		<-hold
 	}
 	f.commit(tx, es)
-	if !w.Placed {
-		tx = 0
+	batches := map[string]uint64{}
+	for _, e := range es {
+		batches[e.ProjectID] = tx
 	}
-	return Written{Tx: tx}, nil
+	return Written{Batches: batches}, nil
 }
 
 func (f *tailFake) commit(tx uint64, es []LogEntry) {
@@ -85,10 +86,10 @@ func (f *tailFake) horizonLocked() TailPosition {
 }
 
 func (f *tailFake) TailHead(context.Context, string) (TailPosition, error) {
-	return f.TailHorizon(context.Background())
+	return f.TailHorizon(context.Background(), "")
 }
 
-func (f *tailFake) TailHorizon(context.Context) (TailPosition, error) {
+func (f *tailFake) TailHorizon(context.Context, string) (TailPosition, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.horizonLocked(), nil

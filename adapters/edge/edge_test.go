@@ -413,3 +413,54 @@ func TestReadiness(t *testing.T) {
 		}
 	}
 }
+
+// TestShedGivesSharesBackEarly: a request that ends its admission (a live tail once started)
+// no longer counts against Shed or ShedPerClient though it is still in flight, and ending it
+// twice, or again when the request ends, gives back no more than its share.
+func TestShedGivesSharesBackEarly(t *testing.T) {
+	for name, layer := range map[string]func(Refuse) Middleware{
+		"Shed":          func(f Refuse) Middleware { return Shed(1, f) },
+		"ShedPerClient": func(f Refuse) Middleware { return ShedPerClient(1, f) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var f refused
+			started, release := make(chan struct{}), make(chan struct{})
+			hold := newBlocker()
+			h := layer(f.refuse)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/tail":
+					domain.EndAdmission(r.Context())
+					domain.EndAdmission(r.Context())
+					close(started)
+					<-release
+				case "/hold":
+					hold.ServeHTTP(w, r)
+				}
+			}))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				h.ServeHTTP(httptest.NewRecorder(), asClient(httptest.NewRequest("GET", "/tail", nil), "a"))
+			}()
+			<-started
+			serve := func() int {
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, asClient(httptest.NewRequest("GET", "/x", nil), "a"))
+				return w.Code
+			}
+			if code := serve(); code != 200 {
+				t.Fatalf("a request beside a started tail = %d (%v), want 200", code, f.kinds)
+			}
+			close(release)
+			<-done
+			// The limit of one still holds: one request in flight refuses the next.
+			go h.ServeHTTP(httptest.NewRecorder(), asClient(httptest.NewRequest("GET", "/hold", nil), "a"))
+			<-hold.arrived
+			code := serve()
+			close(hold.release)
+			if code != 599 {
+				t.Fatalf("a second request past the limit of one = %d, want refused", code)
+			}
+		})
+	}
+}

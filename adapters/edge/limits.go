@@ -16,7 +16,8 @@ import (
 
 // Shed caps the requests in flight: past the cap a request is refused at once as
 // KindUnavailable (503 with Retry-After) instead of queueing without bound. Health checks are
-// never shed. A limit of zero or less turns it off.
+// never shed. A limit of zero or less turns it off. A long-lived request gives its slot back
+// early through domain.EndAdmission (a live tail, once its start is done).
 func Shed(limit int, refuse Refuse) Middleware {
 	return func(next http.Handler) http.Handler {
 		if limit <= 0 {
@@ -30,8 +31,9 @@ func Shed(limit int, refuse Refuse) Middleware {
 			}
 			select {
 			case slots <- struct{}{}:
-				defer func() { <-slots }()
-				next.ServeHTTP(w, r)
+				release := sync.OnceFunc(func() { <-slots })
+				defer release()
+				next.ServeHTTP(w, r.WithContext(domain.WithAdmission(r.Context(), release)))
 			default:
 				refuse(w, r, domain.Errorf(domain.KindUnavailable, "the server is at its limit of requests in flight; retry shortly"))
 			}
@@ -43,7 +45,7 @@ func Shed(limit int, refuse Refuse) Middleware {
 // has in flight, slow uploads and slow readers included, so that no single client can hold
 // every slot of Shed: past the cap its requests are refused as KindRateLimited (429 with
 // Retry-After) while other clients are served. It must run after Authenticate. A limit of zero
-// or less turns it off.
+// or less turns it off. A long-lived request gives its share back early, as with Shed.
 func ShedPerClient(limit int, refuse Refuse) Middleware {
 	return func(next http.Handler) http.Handler {
 		if limit <= 0 {
@@ -65,14 +67,15 @@ func ShedPerClient(limit int, refuse Refuse) Middleware {
 			}
 			inFlight[id]++
 			mu.Unlock()
-			defer func() {
+			release := sync.OnceFunc(func() {
 				mu.Lock()
 				if inFlight[id]--; inFlight[id] == 0 {
 					delete(inFlight, id)
 				}
 				mu.Unlock()
-			}()
-			next.ServeHTTP(w, r)
+			})
+			defer release()
+			next.ServeHTTP(w, r.WithContext(domain.WithAdmission(r.Context(), release)))
 		})
 	}
 }

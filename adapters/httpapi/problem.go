@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/domain"
@@ -79,7 +80,28 @@ func (p problemWriter) write(w http.ResponseWriter, r *http.Request, err error) 
 			detail = "the server failed to handle the request"
 		}
 	}
-	writeProblem(w, r, status, detail, fields)
+	writeProblem(w, r, status, bound(detail, maxDetail), fields)
+}
+
+// maxDetail bounds the detail of a problem document and of each of its fields, maxSegment each
+// segment of a field's pointer and its parameter name. The domain quotes no more than a short
+// prefix of a client's value (domain.Brief); this bounds every message whatever its source (a
+// parser's, a validator's naming a client's key), so that no client decides the size of an
+// answer or has its input echoed back whole.
+const (
+	maxDetail  = 300
+	maxSegment = 64
+)
+
+// bound cuts s to at most n bytes, at a character boundary, marking the cut with an ellipsis.
+func bound(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // writeProblem writes one problem document with the given status, naming the request's id.
@@ -114,11 +136,16 @@ func problemFields(fs []domain.FieldError) []rest.ProblemField {
 	}
 	out := make([]rest.ProblemField, len(fs))
 	for i, f := range fs {
-		out[i] = rest.ProblemField{Detail: f.Detail}
+		out[i] = rest.ProblemField{Detail: bound(f.Detail, maxDetail)}
 		if f.Param != "" {
-			out[i].Parameter = &fs[i].Param
+			param := bound(f.Param, maxSegment)
+			out[i].Parameter = &param
 		} else {
-			ptr := jsonPointer(f.Path)
+			path := make([]string, len(f.Path))
+			for j, seg := range f.Path {
+				path[j] = bound(seg, maxSegment)
+			}
+			ptr := jsonPointer(path)
 			out[i].Pointer = &ptr
 		}
 	}

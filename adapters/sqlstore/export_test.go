@@ -75,3 +75,9 @@ func PerProjectSQL(s *Store) []Statement {
 		{"idempotency insert", s.bind(idempotencyInsert), func(string) []any { return []any{scope, key, "f", 1, now} }},
 	}
 }
+
+// ReadTailSQL is the statement ReadTail sends for q, bound for the engine, and its arguments.
+func ReadTailSQL(s *Store, q domain.TailQuery) (string, []any) {
+	query, args := s.readTailSQL(q)
+	return s.bind(query), args
+}

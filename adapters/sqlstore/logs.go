@@ -43,7 +43,8 @@ const existenceChunk = 500
 
 // CreateLogs implements domain.LogStore: one transaction, the idempotency record first (so a
 // retry finds it or waits for it), the projects checked once per distinct id and their retention
-// handed to admit, then the engine's bulk insert.
+// handed to admit, then the engine's bulk insert, the rollup, and the batch's numbers in its
+// projects' ingest order (see numberBatch).
 func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, w domain.LogWrite) (written domain.Written, err error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
@@ -68,17 +69,22 @@ func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, w dom
 			return domain.Written{}, err
 		}
 	}
-	batch, err := s.eng.createLogs(ctx, tx, entries, w.Placed)
+	batch, err := s.eng.createLogs(ctx, tx, entries)
 	if err != nil {
 		return domain.Written{}, s.translate("create logs", err)
 	}
 	if err := addCounts(ctx, tx, s.bind, countEntries(entries), 1); err != nil {
 		return domain.Written{}, s.translate("count logs", err)
 	}
+	// Last: each project's row of tail_seq stays locked from here to the commit.
+	batches, err := s.numberBatch(ctx, tx, entries, batch)
+	if err != nil {
+		return domain.Written{}, s.translate("number batch", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return domain.Written{}, s.translate("commit logs", err)
 	}
-	return domain.Written{Tx: batch}, nil
+	return domain.Written{Batches: batches}, nil
 }
 
 // checkProjects answers *domain.MissingProjectsError, naming each missing project once, when any

@@ -604,3 +604,135 @@ func testHourlyCountsMigration(t *testing.T, engine, dsn string, timeArg func(ti
 		t.Fatalf("rollup rows left after the project's deletion: %d, %v", left, err)
 	}
 }
+
+// TestTailBatchesMigration upgrades a database at version 8, holding batches of two projects
+// written in ingest order (tail_tx, tail_pos) and entries from before ingest order was kept, to
+// migration 00009 (per-project batch numbers): each project's batches are numbered 1, 2, ... in
+// the order the tail read them, its entries read back in that order at (number, place in the
+// batch), the older entries stay history, and the next batch takes the next number of its
+// project, on both engines.
+func TestTailBatchesMigration(t *testing.T) {
+	t.Run("SQLite", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "test.db")
+		testTailBatchesMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
+		})
+	})
+	t.Run("PostgreSQL", func(t *testing.T) {
+		url := pg.NewDatabase(t)
+		testTailBatchesMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
+			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
+		})
+	})
+}
+
+func testTailBatchesMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+	ctx := t.Context()
+	raw, err := sql.Open(engine, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlstore.MigrateTo(ctx, raw, engine, 8); err != nil {
+		t.Fatalf("migrate to version 8: %v", err)
+	}
+	bind := func(q string) string {
+		if engine == "postgres" {
+			return sqlx.Rebind(sqlx.DOLLAR, q)
+		}
+		return q
+	}
+	created := time.Now().UTC().Truncate(time.Microsecond)
+	a, b := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
+	for _, id := range []string{a, b} {
+		if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, 'p', ?, ?)"), id, timeArg(created), timeArg(created)); err != nil {
+			t.Fatalf("write an old project: %v", err)
+		}
+	}
+	// An entry from before ingest order was kept (migration 00007 left it NULL): history.
+	if _, err := raw.ExecContext(ctx, bind("INSERT INTO logs (project_id, time, id, level, message, tail_tx) VALUES (?, 0, ?, 'info', 'history', NULL)"), a, uuid.Must(uuid.NewV7()).String()); err != nil {
+		t.Fatal(err)
+	}
+	// Batches as the previous release wrote them: one transaction each, tail_tx its id on
+	// PostgreSQL (the column's default), tail_clock's next number on SQLite.
+	batch := func(project string, msgs ...string) {
+		t.Helper()
+		tx, err := raw.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback() }()
+		insert, extra := "INSERT INTO logs (project_id, time, id, level, message, tail_pos) VALUES (?, ?, ?, 'info', ?, ?)", []any{}
+		if engine == "sqlite" {
+			var n int64
+			if err := tx.QueryRowContext(ctx, "UPDATE tail_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			insert, extra = "INSERT INTO logs (project_id, time, id, level, message, tail_pos, tail_tx) VALUES (?, ?, ?, 'info', ?, ?, ?)", []any{n}
+		}
+		for i, m := range msgs {
+			if _, err := tx.ExecContext(ctx, bind(insert), append([]any{project, int64(len(msgs) - i), uuid.Must(uuid.NewV7()).String(), m, i}, extra...)...); err != nil {
+				t.Fatalf("write an old entry: %v", err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(a, "a1", "a2")
+	batch(b, "b1")
+	batch(a, "a3")
+	batch(b, "b2")
+	batch(b, "b3")
+	batch(a, "a4", "a5", "a6")
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := open()
+	if err != nil {
+		t.Fatalf("open and migrate: %v", err)
+	}
+	defer s.Close()
+	type at struct {
+		msg      string
+		seq, pos int
+	}
+	read := func(project string) []at {
+		t.Helper()
+		got, err := s.ReadTail(ctx, domain.TailQuery{LogFilter: domain.LogFilter{ProjectID: project}, Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []at
+		for _, e := range got {
+			out = append(out, at{e.Message, int(e.At.Tx), int(e.At.Pos)})
+		}
+		return out
+	}
+	want := []at{{"a1", 1, 0}, {"a2", 1, 1}, {"a3", 2, 0}, {"a4", 3, 0}, {"a5", 3, 1}, {"a6", 3, 2}}
+	if got := read(a); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("project a after the upgrade: %v, want %v", got, want)
+	}
+	if got, want := read(b), []at{{"b1", 1, 0}, {"b2", 2, 0}, {"b3", 3, 0}}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("project b after the upgrade: %v, want %v", got, want)
+	}
+	w, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: a, Time: 1, Level: "info", Message: "a7"}}, domain.LogWrite{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Batches[a] != 4 {
+		t.Fatalf("the first batch after the upgrade placed at %v, want 4 for %s", w.Batches, a)
+	}
+	if got := read(a); len(got) != 7 || got[6] != (at{"a7", 4, 0}) {
+		t.Fatalf("project a after a new batch: %v", got)
+	}
+	if n := len(listAll(t, s, domain.LogFilter{ProjectID: a})); n != 8 {
+		t.Fatalf("%d entries of a listed after the upgrade, want 8", n)
+	}
+	// Deleting the project takes its numbers with it.
+	if err := s.DeleteProject(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.TailHorizon(ctx, a); err != nil || h.Tx != 0 {
+		t.Fatalf("horizon of a deleted project = %+v, %v; want 0", h, err)
+	}
+}

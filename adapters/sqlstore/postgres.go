@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -206,9 +205,9 @@ func (postgresEngine) trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, erro
 // (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
 // server rejects fails the whole COPY, and the caller rolls tx back. tail_tx is left to the
 // column's default, the writing transaction's id (see migration 00007), which the coordinator
-// fills in on Citus too; placed, it is read back in the same transaction, one more round trip.
-// (pq.CopyIn only builds this statement text and is deprecated in lib/pq 1.12.)
-func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, placed bool) (uint64, error) {
+// fills in on Citus too. (pq.CopyIn only builds this statement text and is deprecated in lib/pq
+// 1.12.)
+func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error) {
 	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")
 	if err != nil {
 		return 0, err
@@ -217,17 +216,8 @@ func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []dom
 	if err := writeRows(ctx, stmt, entries); err != nil {
 		return 0, err
 	}
-	if _, err = stmt.ExecContext(ctx); err != nil { // flush
-		return 0, err
-	}
-	if !placed {
-		return 0, nil
-	}
-	var text string
-	if err := tx.GetContext(ctx, &text, "SELECT CAST(pg_current_xact_id() AS TEXT)"); err != nil {
-		return 0, err
-	}
-	return strconv.ParseUint(text, 10, 64)
+	_, err = stmt.ExecContext(ctx) // flush
+	return 0, err
 }
 
 // pqCode is the SQLSTATE of a server error, or "" for any other error.

@@ -89,9 +89,8 @@ func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { retu
 
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
 // transaction, SQLite's cost is the B-tree work itself. The batch takes the next number of
-// tail_clock: the one writer makes that number commit order, which the live tail follows. The
-// number is known without asking, so it is returned placed or not.
-func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, _ bool) (uint64, error) {
+// tail_clock, which its rows carry as tail_tx and tail_batches records (see tail.go).
+func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error) {
 	var batch int64
 	if err := tx.GetContext(ctx, &batch, "UPDATE tail_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx"); err != nil {
 		return 0, err

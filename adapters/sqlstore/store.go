@@ -19,9 +19,9 @@ import (
 type engine interface {
 	// timeArg converts a timestamp to what the engine's time columns store.
 	timeArg(t time.Time) any
-	// createLogs writes entries inside tx as fast as the engine allows, and returns the batch's
-	// tail_tx, when placed or when it knows it anyway (else 0).
-	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, placed bool) (uint64, error)
+	// createLogs writes entries inside tx as fast as the engine allows, and returns the rows'
+	// tail_tx when it is a parameter of tail_batches (see tailTxValue), else 0.
+	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error)
 	// lockSuffix is appended to the project existence check of a batch so that no project can
 	// be deleted between that check and the insert.
 	lockSuffix() string
@@ -32,18 +32,12 @@ type engine interface {
 	// trySweepLock takes, for the rest of tx, the lock that lets one instance at a time sweep
 	// expired entries; false when another holds it.
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
-	// tailTxParam is the placeholder of a tail transaction number, tailTxArg its value;
-	// tailFinal restricts a tail read to rows whose place no later commit can precede;
-	// tailBounded builds a read bounded by q.Before that leaves out q.Skip from a filter's where
-	// clause and arguments (false: nothing can match);
-	// tailHeadQuery answers the current transaction number as text, which tailHead turns into
-	// the position a new tail starts after (see tail.go).
-	tailTxParam() string
-	tailTxArg(tx uint64) any
-	tailFinal() string
-	tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool)
-	tailHeadQuery() string
-	tailHead(tx uint64) domain.TailPosition
+	// tailTxValue is the value of tail_batches.tx for a batch: the rows' tail_tx (see tail.go),
+	// "?" when numberBatch passes it; tailSkip is the condition that leaves out the batches of
+	// a read's Skip (b.seq), tailSkipArg its parameter.
+	tailTxValue() string
+	tailSkip() string
+	tailSkipArg(skip []uint64) any
 	isForeignKeyViolation(err error) bool
 	isUniqueViolation(err error) bool
 	isUnavailable(err error) bool

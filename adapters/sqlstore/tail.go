@@ -2,50 +2,56 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
-	"strings"
+
+	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/domain"
 )
 
-// The live tail reads a project's entries in ingest order, (tail_tx, tail_pos) (migration 00007).
+// The live tail reads a project's entries in ingest order, (batch, position in the batch).
 //
-// On PostgreSQL tail_tx is the id of the writing transaction (pg_current_xact_id(), the column's
-// default) and tail_pos the entry's position in its batch. Transaction ids are taken in one
-// order and commit in another, so a reader cannot simply resume after the largest id it saw: a
-// smaller one may still be running. A read therefore only returns rows whose transaction is
-// older than the xmin of the statement's own snapshot (pg_snapshot_xmin(pg_current_snapshot())):
-// every transaction below xmin has ended, and every transaction that starts later gets a larger
-// id, so no row can ever appear before a position already handed on. The price is that a long
-// transaction anywhere in the database holds the tail back until it ends. Nothing is taken
-// from a shared counter on the insert path, and every statement names the project.
-//
-// On SQLite one connection writes, so the batch number each write takes from tail_clock inside
-// its transaction is commit order, and every committed row is final.
+// Each project numbers its own batches (migration 00009): a batch takes the next number of its
+// project's row of tail_seq last in its transaction, and tail_batches maps the number to the
+// batch's rows, logs.tail_tx (the writing transaction's id on PostgreSQL, migration 00007; a
+// tail_clock number on SQLite). The row of tail_seq stays locked until the batch commits, so the
+// project's batches commit in the order of their numbers, and a batch rolled back gives its
+// number back: every number up to the project's newest committed one is final, no later commit
+// can come before it, and no long transaction elsewhere holds a tail back. Nothing the client
+// sees of a position counts other projects' writes. Every statement names the project.
 
-// tailColumns are the columns of a tail read: an entry and its position (the transaction id as
-// text, since xid8 has no driver type, under another name: ORDER BY tail_tx would otherwise
-// sort by the text).
-const tailColumns = "id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id, CAST(tail_tx AS TEXT) AS tail_tx_text, tail_pos"
+// tailColumns are the columns of a tail read: an entry and its position, from the batches
+// (b) joined to the entries (l, a subquery over logs with the filter's conditions).
+const tailColumns = "l.id, l.project_id, l.time, l.level, l.message, l.subject, l.user_id, l.attributes, l.trace_id, l.span_id, b.seq AS tail_seq, l.tail_pos"
 
-// tailColumnNames are the names of tailColumns' results.
-var tailColumnNames = []string{"id", "project_id", "time", "level", "message", "subject", "user_id", "attributes", "trace_id", "span_id", "tail_tx_text", "tail_pos"}
+// tailEntryColumns are the columns of logs the subquery hands on.
+const tailEntryColumns = "id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id, tail_tx, tail_pos"
 
 type tailRow struct {
 	logRow
-	TailTx  string `db:"tail_tx_text"`
-	TailPos int64  `db:"tail_pos"`
+	TailSeq int64 `db:"tail_seq"`
+	TailPos int64 `db:"tail_pos"`
 }
 
-func (r *tailRow) entry() (domain.TailEntry, error) {
-	tx, err := strconv.ParseUint(r.TailTx, 10, 64)
-	if err != nil {
-		return domain.TailEntry{}, err
-	}
-	return domain.TailEntry{LogEntry: r.logRow.entry(), At: domain.TailPosition{Tx: tx, Pos: r.TailPos}}, nil
+func (r *tailRow) entry() domain.TailEntry {
+	return domain.TailEntry{LogEntry: r.logRow.entry(), At: domain.TailPosition{Tx: uint64(r.TailSeq), Pos: r.TailPos}}
 }
+
+// tailFrom is the FROM and WHERE of a tail read of the entries matching f: the project's batches
+// joined to their rows. The project is named for both tables, so the statement stays on one
+// shard on Citus.
+func tailFrom(f domain.LogFilter) (string, []any) {
+	w, args := where(f)
+	return " FROM tail_batches b JOIN (SELECT " + tailEntryColumns + " FROM logs" + w + ") l" +
+		" ON l.project_id = b.project_id AND l.tail_tx = b.tx WHERE b.project_id = ?", append(args, f.ProjectID)
+}
+
+// tailNumber is a batch number as a parameter: the stores hold them as 64-bit signed integers.
+func tailNumber(n uint64) int64 { return int64(min(n, math.MaxInt64)) }
 
 // TailHead implements domain.TailStore.
 func (s *Store) TailHead(ctx context.Context, projectID string) (domain.TailPosition, error) {
@@ -53,53 +59,58 @@ func (s *Store) TailHead(ctx context.Context, projectID string) (domain.TailPosi
 	if err := s.r.GetContext(ctx, &one, s.bind("SELECT 1 FROM projects WHERE id = ?"), projectID); err != nil {
 		return domain.TailPosition{}, s.translate("tail head: project", err)
 	}
-	return s.TailHorizon(ctx)
+	return s.TailHorizon(ctx, projectID)
 }
 
-// TailHorizon implements domain.TailStore. A project's hub asks it before each read, so the
-// statement is prepared once.
-func (s *Store) TailHorizon(ctx context.Context) (domain.TailPosition, error) {
-	stmt, err := s.listing(ctx, s.eng.tailHeadQuery())
+// TailHorizon implements domain.TailStore: after every entry of the project's newest committed
+// batch. A project's hub asks it before each read, so the statement is prepared once.
+func (s *Store) TailHorizon(ctx context.Context, projectID string) (domain.TailPosition, error) {
+	stmt, err := s.listing(ctx, s.bind("SELECT seq FROM tail_seq WHERE project_id = ?"))
 	if err != nil {
 		return domain.TailPosition{}, s.translate("tail horizon", err)
 	}
-	var text string
-	if err := stmt.GetContext(ctx, &text); err != nil {
+	var seq int64
+	if err := stmt.GetContext(ctx, &seq, projectID); err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return domain.TailPosition{}, s.translate("tail horizon", err)
 	}
-	tx, err := strconv.ParseUint(text, 10, 64)
-	if err != nil {
-		return domain.TailPosition{}, s.translate("tail horizon", err)
-	}
-	return s.eng.tailHead(tx), nil
+	return domain.TailPosition{Tx: uint64(seq), Pos: math.MaxInt32}, nil
 }
 
-// ReadTail implements domain.TailStore. With q.Before the read is bounded by that horizon instead
-// of its own snapshot's, and leaves out q.Skip (see the engines' tailBounded); the statements
-// are prepared once per filter.
+// ReadTail implements domain.TailStore. With q.Before the read is bounded by that horizon; the
+// batches of q.Skip are left out before their rows are visited. The statements are prepared
+// once per filter.
 func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {
+	query, args := s.readTailSQL(q)
+	return s.readTail(ctx, query, args)
+}
+
+// readTailSQL is ReadTail's statement and its arguments.
+func (s *Store) readTailSQL(q domain.TailQuery) (string, []any) {
 	f := q.LogFilter
 	f.Start, f.End = nil, nil
-	w, args := where(f)
+	from, args := tailFrom(f)
+	after := tailNumber(q.After.Tx)
+	query := "SELECT " + tailColumns + from + " AND b.seq >= ? AND (b.seq > ? OR l.tail_pos > ?)"
+	args = append(args, after, after, q.After.Pos)
 	if q.Before != (domain.TailPosition{}) {
-		query, args, ok := s.eng.tailBounded(w, args, q)
-		if !ok {
-			return nil, nil // nothing lies between After and Before but skipped batches
-		}
-		return s.readTail(ctx, query, args)
+		before := tailNumber(q.Before.Tx)
+		query += " AND b.seq <= ? AND (b.seq < ? OR l.tail_pos < ?)"
+		args = append(args, before, before, q.Before.Pos)
 	}
-	w += " AND (tail_tx, tail_pos) > (" + s.eng.tailTxParam() + ", ?)" + s.eng.tailFinal()
-	args = append(args, s.eng.tailTxArg(q.After.Tx), q.After.Pos, q.Limit)
-	return s.readTail(ctx, "SELECT "+tailColumns+" FROM logs"+w+" ORDER BY tail_tx, tail_pos LIMIT ?", args)
+	if len(q.Skip) > 0 {
+		query += s.eng.tailSkip()
+		args = append(args, s.eng.tailSkipArg(q.Skip))
+	}
+	return query + " ORDER BY b.seq, l.tail_pos LIMIT ?", append(args, q.Limit)
 }
 
 // ReplayTail implements domain.TailStore: the newest limit rows at or before upTo, read
-// backwards through the index and handed on oldest first.
+// backwards and handed on oldest first.
 func (s *Store) ReplayTail(ctx context.Context, f domain.LogFilter, upTo domain.TailPosition, limit int) ([]domain.TailEntry, error) {
-	w, args := where(f)
-	w += " AND (tail_tx, tail_pos) <= (" + s.eng.tailTxParam() + ", ?)" + s.eng.tailFinal()
-	args = append(args, s.eng.tailTxArg(upTo.Tx), upTo.Pos, limit)
-	out, err := s.readTail(ctx, "SELECT "+tailColumns+" FROM logs"+w+" ORDER BY tail_tx DESC, tail_pos DESC LIMIT ?", args)
+	from, args := tailFrom(f)
+	last := tailNumber(upTo.Tx)
+	args = append(args, last, last, upTo.Pos, limit)
+	out, err := s.readTail(ctx, "SELECT "+tailColumns+from+" AND b.seq <= ? AND (b.seq < ? OR l.tail_pos <= ?) ORDER BY b.seq DESC, l.tail_pos DESC LIMIT ?", args)
 	slices.Reverse(out)
 	return out, err
 }
@@ -120,91 +131,58 @@ func (s *Store) readTail(ctx context.Context, query string, args []any) ([]domai
 		if err := rows.StructScan(&row); err != nil {
 			return nil, s.translate("read tail", err)
 		}
-		e, err := row.entry()
-		if err != nil {
-			return nil, s.translate("read tail", err)
-		}
-		out = append(out, e)
+		out = append(out, row.entry())
 	}
 	return out, s.translate("read tail", rows.Err())
 }
 
-// PostgreSQL: positions are transaction ids (xid8).
-
-func (postgresEngine) tailTxParam() string     { return "CAST(? AS xid8)" }
-func (postgresEngine) tailTxArg(tx uint64) any { return strconv.FormatUint(tx, 10) }
-func (postgresEngine) tailFinal() string {
-	return " AND tail_tx < pg_snapshot_xmin(pg_current_snapshot())"
-}
-
-// tailBounded reads the gaps between the skipped batches, each an index range scan of its own
-// (a LATERAL subquery per gap, the gaps as arrays), so that the rows of a skipped batch (the
-// hub's instance wrote them, and it skips them because it holds them) are never visited: a
-// filter leaving them out would fetch each from the heap only to drop it. Every gap names the
-// project, so the statement stays on one shard.
-func (postgresEngine) tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool) {
-	var loTx, hiTx []uint64
-	var loPos, hiPos []int64
-	gap := func(lo, hi domain.TailPosition) {
-		if q.Before.Before(hi) {
-			hi = q.Before // a batch skipped past the bound does not widen the read
-		}
-		if lo.Before(hi) {
-			loTx, loPos, hiTx, hiPos = append(loTx, lo.Tx), append(loPos, lo.Pos), append(hiTx, hi.Tx), append(hiPos, hi.Pos)
+// numberBatch gives the batch, inside tx, its number in each of its projects' ingest order, last
+// before the commit (see above), and records where its rows are: batch is the rows' tail_tx on
+// SQLite (PostgreSQL's is the transaction's own id). The projects are numbered in order, so two
+// batches never wait for each other's rows of tail_seq in a cycle.
+func (s *Store) numberBatch(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, batch uint64) (map[string]uint64, error) {
+	projects := make([]string, 0, 1)
+	for _, e := range entries {
+		if len(projects) == 0 || projects[len(projects)-1] != e.ProjectID {
+			projects = append(projects, e.ProjectID)
 		}
 	}
-	lo := q.After
-	for _, tx := range q.Skip {
-		gap(lo, domain.TailPosition{Tx: tx, Pos: -1})
-		if past := (domain.TailPosition{Tx: tx, Pos: math.MaxInt32}); lo.Before(past) {
-			lo = past
+	slices.Sort(projects)
+	projects = slices.Compact(projects)
+	out := make(map[string]uint64, len(projects))
+	next := s.bind("INSERT INTO tail_seq (project_id, seq) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET seq = tail_seq.seq + 1 RETURNING seq")
+	record := s.bind("INSERT INTO tail_batches (project_id, seq, tx) VALUES (?, ?, " + s.eng.tailTxValue() + ")")
+	for _, p := range projects {
+		var seq int64
+		if err := tx.GetContext(ctx, &seq, next, p); err != nil {
+			return nil, err
 		}
+		args := []any{p, seq}
+		if batch != 0 {
+			args = append(args, tailNumber(batch))
+		}
+		if _, err := tx.ExecContext(ctx, record, args...); err != nil {
+			return nil, err
+		}
+		out[p] = uint64(seq)
 	}
-	gap(lo, q.Before)
-	if len(loTx) == 0 {
-		return "", nil, false
-	}
-	outer := make([]string, len(tailColumnNames))
-	for i, c := range tailColumnNames {
-		outer[i] = "l." + c
-	}
-	query := "SELECT " + strings.Join(outer, ", ") +
-		" FROM unnest(CAST(? AS xid8[]), CAST(? AS integer[]), CAST(? AS xid8[]), CAST(? AS integer[])) WITH ORDINALITY AS g(lo_tx, lo_pos, hi_tx, hi_pos, n)" +
-		" CROSS JOIN LATERAL (SELECT " + tailColumns + ", tail_tx AS tx FROM logs" + w +
-		" AND (tail_tx, tail_pos) > (g.lo_tx, g.lo_pos) AND (tail_tx, tail_pos) < (g.hi_tx, g.hi_pos)" +
-		" ORDER BY tail_tx, tail_pos LIMIT ?) AS l ORDER BY g.n, l.tx, l.tail_pos LIMIT ?"
-	all := append([]any{"{" + joinDecimal(loTx) + "}", "{" + joinDecimal(loPos) + "}", "{" + joinDecimal(hiTx) + "}", "{" + joinDecimal(hiPos) + "}"}, args...)
-	return query, append(all, q.Limit, q.Limit), true
-}
-func (postgresEngine) tailHeadQuery() string {
-	return "SELECT CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT)"
+	return out, nil
 }
 
-// tailHead: every transaction from xmin on may still commit; start before all of them.
-func (postgresEngine) tailHead(xmin uint64) domain.TailPosition {
-	return domain.TailPosition{Tx: xmin, Pos: -1}
+// PostgreSQL: the rows of a batch carry the writing transaction's id (the column's default).
+
+func (postgresEngine) tailTxValue() string { return "pg_current_xact_id()" }
+func (postgresEngine) tailSkip() string    { return " AND b.seq <> ALL (CAST(? AS bigint[]))" }
+func (postgresEngine) tailSkipArg(skip []uint64) any {
+	return "{" + joinDecimal(skip) + "}"
 }
 
-// SQLite: positions are tail_clock's batch numbers, below 2^63.
+// SQLite: the rows of a batch carry its tail_clock number, a parameter.
 
-func (sqliteEngine) tailTxParam() string     { return "?" }
-func (sqliteEngine) tailTxArg(tx uint64) any { return int64(min(tx, math.MaxInt64)) }
-func (sqliteEngine) tailFinal() string       { return "" }
-
-// tailBounded: one range, the skipped batches left out by a filter (one JSON array parameter).
-// SQLite reads its own pages in process, so visiting a skipped row costs little.
-func (sqliteEngine) tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool) {
-	w += " AND (tail_tx, tail_pos) > (?, ?) AND (tail_tx, tail_pos) < (?, ?) AND tail_tx NOT IN (SELECT value FROM json_each(?))"
-	args = append(args, sqliteEngine{}.tailTxArg(q.After.Tx), q.After.Pos, sqliteEngine{}.tailTxArg(q.Before.Tx), q.Before.Pos, "["+joinDecimal(q.Skip)+"]", q.Limit)
-	return "SELECT " + tailColumns + " FROM logs" + w + " ORDER BY tail_tx, tail_pos LIMIT ?", args, true
-}
-func (sqliteEngine) tailHeadQuery() string {
-	return "SELECT CAST(tx AS TEXT) FROM tail_clock WHERE id = 1"
-}
-
-// tailHead: after every entry of the last batch committed.
-func (sqliteEngine) tailHead(last uint64) domain.TailPosition {
-	return domain.TailPosition{Tx: last, Pos: math.MaxInt32}
+func (sqliteEngine) tailTxValue() string { return "?" }
+func (sqliteEngine) tailSkip() string    { return " AND b.seq NOT IN (SELECT value FROM json_each(?))" }
+func (sqliteEngine) tailSkipArg(skip []uint64) any {
+	return "[" + joinDecimal(skip) + "]"
 }
 
 // joinDecimal renders ns in decimal, separated by commas: the transaction ids (uint64) and

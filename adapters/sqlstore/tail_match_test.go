@@ -52,14 +52,7 @@ func TestTailFilterAgreesWithGo(t *testing.T) {
 					}
 				}
 			}
-			// On PostgreSQL a transaction of another test still running holds the tail back
-			// (the xmin rule); once all 600 are read, every later read sees them.
-			var all []domain.TailEntry
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
-				if all = readAll(t, ts, domain.LogFilter{ProjectID: p.ID}, head); len(all) == 600 || time.Now().After(deadline) {
-					break
-				}
-			}
+			all := readAll(t, ts, domain.LogFilter{ProjectID: p.ID}, head)
 			if len(all) != 600 {
 				t.Fatalf("the unfiltered tail read %d entries, want 600", len(all))
 			}
@@ -115,10 +108,12 @@ func readAll(t *testing.T, ts domain.TailStore, f domain.LogFilter, after domain
 }
 
 // TestTailPlacedBatches checks, on both stores, what a project's hub relies on to hand on the
-// batches written through its instance from memory: CreateLogs, asked to place a batch, returns
-// the place every entry of it is read at, (Tx, index in the batch), and the entry reads back
-// equal to what was written; a read bounded by a horizon stops before it, and a read that skips
-// batches returns every other one, in order.
+// batches written through its instance from memory: CreateLogs returns the place every entry of
+// a batch is read at, (its project's batch number, index in the batch), and the entry reads
+// back equal to what was written; a read bounded by a horizon stops before it, and a read that
+// skips batches returns every other one, in order. The numbers are the project's own: 1, 2, 3
+// however many batches other projects write between, a batch of two projects takes the next
+// number of each.
 func TestTailPlacedBatches(t *testing.T) {
 	for name, open := range map[string]func(*testing.T) domain.Store{"sqlite": openSQLite, "postgres": openPostgres} {
 		t.Run(name, func(t *testing.T) {
@@ -127,8 +122,11 @@ func TestTailPlacedBatches(t *testing.T) {
 			ts := s.(domain.TailStore)
 			now := time.Now().UTC()
 			p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "placed", CreatedAt: now, UpdatedAt: now}
-			if err := s.CreateProject(t.Context(), p); err != nil {
-				t.Fatal(err)
+			other := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "other", CreatedAt: now, UpdatedAt: now}
+			for _, pr := range []domain.Project{p, other} {
+				if err := s.CreateProject(t.Context(), pr); err != nil {
+					t.Fatal(err)
+				}
 			}
 			head, err := ts.TailHead(t.Context(), p.ID)
 			if err != nil {
@@ -149,24 +147,26 @@ func TestTailPlacedBatches(t *testing.T) {
 				for i := range 4 {
 					batches[b] = append(batches[b], entry(b*4+i))
 				}
-				w, err := s.CreateLogs(t.Context(), batches[b], domain.LogWrite{Placed: true})
+				w, err := s.CreateLogs(t.Context(), batches[b], domain.LogWrite{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if w.Tx == 0 || (b > 0 && w.Tx <= txs[b-1]) {
-					t.Fatalf("batch %d placed at %d after %v; want a place after the one before", b, w.Tx, txs[:b])
+				if w.Batches[p.ID] != uint64(b+1) || len(w.Batches) != 1 {
+					t.Fatalf("batch %d placed at %v; want %s: %d", b, w.Batches, p.ID, b+1)
 				}
-				txs[b] = w.Tx
+				txs[b] = w.Batches[p.ID]
+				for range b + 1 { // other projects' writes take none of p's numbers
+					if _, err := s.CreateLogs(t.Context(), []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: other.ID, Time: 1, Level: "info", Message: "m"}}, domain.LogWrite{}); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
-			// On PostgreSQL a transaction of another test may hold the horizon back a while.
-			var horizon domain.TailPosition
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
-				if horizon, err = ts.TailHorizon(t.Context()); err != nil {
-					t.Fatal(err)
-				}
-				if !horizon.Before(domain.TailPosition{Tx: txs[2], Pos: 3}) || time.Now().After(deadline) {
-					break
-				}
+			horizon, err := ts.TailHorizon(t.Context(), p.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if horizon.Tx != txs[2] {
+				t.Fatalf("horizon %+v after batch %d", horizon, txs[2])
 			}
 			read := func(q domain.TailQuery) []domain.TailEntry {
 				t.Helper()
@@ -199,6 +199,23 @@ func TestTailPlacedBatches(t *testing.T) {
 			check("bounded in the middle of batch 1", read(domain.TailQuery{Before: domain.TailPosition{Tx: txs[1], Pos: 2}, Skip: []uint64{txs[0], txs[2]}}), want(1)[:2])
 			check("skipping a batch between and one past the horizon", read(domain.TailQuery{Before: horizon, Skip: []uint64{txs[1], horizon.Tx + 10}}), want(0, 2))
 			check("filtered and skipping", read(domain.TailQuery{LogFilter: domain.LogFilter{UserID: ptr("u10")}, Before: horizon, Skip: []uint64{txs[0]}}), want(2)[2:3])
+			got, err := ts.ReplayTail(t.Context(), domain.LogFilter{ProjectID: p.ID}, domain.TailPosition{Tx: txs[1], Pos: 1}, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("replayed up to the middle of batch 1", got, append(want(0)[3:], want(1)[:2]...))
+
+			// A batch of both projects takes the next number of each; each project reads its own.
+			both := []domain.LogEntry{entry(12), {ID: uuid.Must(uuid.NewV7()).String(), ProjectID: other.ID, Time: 1, Level: "info", Message: "o"}, entry(13)}
+			w, err := s.CreateLogs(t.Context(), both, domain.LogWrite{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w.Batches[p.ID] != 4 || w.Batches[other.ID] != 7 {
+				t.Fatalf("a batch of both projects placed at %v; want 4 for %s, 7 for %s", w.Batches, p.ID, other.ID)
+			}
+			mixed := []domain.TailEntry{{LogEntry: both[0], At: domain.TailPosition{Tx: 4, Pos: 0}}, {LogEntry: both[2], At: domain.TailPosition{Tx: 4, Pos: 2}}}
+			check("the batch of both projects", read(domain.TailQuery{LogFilter: domain.LogFilter{}, After: domain.TailPosition{}}), append(want(0, 1, 2), mixed...))
 		})
 	}
 }

@@ -28,7 +28,9 @@ func sigtermTails(t *testing.T, name string, env []string) {
 	const tails = 20
 	const drainTimeout = 5 * time.Second
 	addr := freeAddr(t)
-	srv := start(t, addr, append(env, "SHUTDOWN_TIMEOUT="+drainTimeout.String(), fmt.Sprintf("MAX_TAILS=%d", tails))...)
+	// The tails start at once from one address, and count against its in-flight share while
+	// they start.
+	srv := start(t, addr, append(env, "SHUTDOWN_TIMEOUT="+drainTimeout.String(), fmt.Sprintf("MAX_TAILS=%d", tails), fmt.Sprintf("MAX_IN_FLIGHT_PER_CLIENT=%d", 2*tails))...)
 	exited := false
 	defer func() {
 		if !exited {

@@ -1,0 +1,163 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// slowReplay is a tailFake whose replay waits until its context ends.
+type slowReplay struct{ *tailFake }
+
+func (s slowReplay) ReplayTail(ctx context.Context, _ LogFilter, _ TailPosition, _ int) ([]TailEntry, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestTailStartHasADeadline: a tail whose start (here a replay) takes longer than ReadTimeout
+// fails as KindUnavailable at about ReadTimeout, before its stream starts, though the request's
+// own context has no deadline.
+func TestTailStartHasADeadline(t *testing.T) {
+	f := &tailFake{project: Project{ID: testID(), Name: "p"}}
+	svc := NewService(slowReplay{f}, opts(Options{Tail: TailOptions{MaxPerKey: 10, MaxTotal: 10, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour, ReadTimeout: 100 * time.Millisecond}}))
+	start := int64(0)
+	began := time.Now()
+	called := false
+	err := svc.Tail(admin(t), TailRequest{LogFilter: LogFilter{ProjectID: f.project.ID}, StartTime: &start}, func([]TailEntry) error {
+		called = true
+		return nil
+	})
+	if KindOf(err) != KindUnavailable || called {
+		t.Fatalf("Tail with a replay slower than ReadTimeout = %v (stream started: %v), want KindUnavailable before the stream", err, called)
+	}
+	if took := time.Since(began); took > 5*time.Second {
+		t.Fatalf("the start failed after %v, want about 100ms", took)
+	}
+}
+
+// TestTailGivesItsAdmissionBackOnceStarted: a tail holds the shares of the in-flight limits its
+// context carries while it starts, and gives each back once, when it has caught up, while it
+// stays open.
+func TestTailGivesItsAdmissionBackOnceStarted(t *testing.T) {
+	s := newTailSetup(t)
+	var released atomic.Int32
+	ctx := WithAdmission(WithAdmission(s.ctx, func() { released.Add(1) }), func() { released.Add(10) })
+	s.write(t, 0, 20) // a backlog of three reads (Batch 7) from the start
+	var got []string
+	opened := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.svc.Tail(ctx, TailRequest{LogFilter: LogFilter{ProjectID: s.store.project.ID}, Cursor: EncodeTailToken(TailPosition{})}, func(es []TailEntry) error {
+			if es == nil && opened != nil {
+				if n := released.Load(); n != 0 {
+					t.Errorf("released %d before the catch-up", n)
+				}
+				close(opened)
+				opened = nil
+			}
+			for _, e := range es {
+				got = append(got, e.Message)
+			}
+			return nil
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for released.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := released.Load(); n != 11 {
+		t.Fatalf("released %d, want each share once (11)", n)
+	}
+	s.cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 20 {
+		t.Fatalf("caught up with %d entries, want 20", len(got))
+	}
+}
+
+// TestTailsKeptForNewKeys: keys that hold a tail may fill MaxTotal only up to its last quarter;
+// a key with none still opens its first there.
+func TestTailsKeptForNewKeys(t *testing.T) {
+	var tl tails
+	o := TailOptions{MaxPerKey: 3, MaxTotal: 8} // 2 kept for first tails
+	for _, who := range []string{"a", "a", "a", "b", "b", "b"} {
+		if !tl.acquire(who, o) {
+			t.Fatalf("tail %d of %s refused", tl.open[who]+1, who)
+		}
+	}
+	if tl.acquire("a", o) || tl.acquire("b", o) {
+		t.Fatal("a key past MaxPerKey opened a tail")
+	}
+	tl.release("b")
+	if tl.acquire("a", o) {
+		t.Fatal("a's fourth tail opened past MaxPerKey")
+	}
+	if !tl.acquire("b", o) {
+		t.Fatal("b refused below its share")
+	}
+	if tl.acquire("b", o) {
+		t.Fatal("b took a tail kept for new keys")
+	}
+	if !tl.acquire("c", o) || !tl.acquire("d", o) {
+		t.Fatal("a new key's first tail refused")
+	}
+	if tl.acquire("e", o) {
+		t.Fatal("a tail past MaxTotal opened")
+	}
+}
+
+// TestTailTokens: a token decodes to the position it was made of, extremes included; anything
+// else (the first format, out of range, not canonical, too long) is KindInvalid naming the
+// parameter and not quoting the text.
+func TestTailTokens(t *testing.T) {
+	for _, p := range []TailPosition{{}, {Tx: 1, Pos: -1}, {Tx: 7, Pos: 3}, {Tx: math.MaxInt64, Pos: math.MaxInt32}} {
+		got, err := DecodeTailToken("cursor", EncodeTailToken(p))
+		if err != nil || got != p {
+			t.Errorf("round trip of %+v = %+v, %v", p, got, err)
+		}
+	}
+	bad := map[string]string{
+		"the first format":        "eyJ4Ijo3NDUsInAiOjB9", // {"x":745,"p":0}
+		"a place at 2^31":         EncodeTailToken(TailPosition{Tx: 1, Pos: math.MaxInt32 + 1}),
+		"a batch at 2^63":         EncodeTailToken(TailPosition{Tx: math.MaxInt64 + 1}),
+		"a place below -1":        EncodeTailToken(TailPosition{Tx: 1, Pos: -2}),
+		"trailing bytes":          EncodeTailToken(TailPosition{Tx: 1}) + "AA",
+		"a long varint":           "AoCAAAE", // 2, then 0 as a two-byte varint
+		"not base64":              "!!",
+		"empty after the version": "Ag",
+		"100 KB":                  strings.Repeat("A", 100_000),
+	}
+	for name, text := range bad {
+		_, err := DecodeTailToken("Last-Event-ID", text)
+		var de *Error
+		if !errors.As(err, &de) || de.Kind != KindInvalid || len(de.Fields) != 1 || de.Fields[0].Param != "Last-Event-ID" {
+			t.Errorf("%s: %v, want KindInvalid on Last-Event-ID", name, err)
+			continue
+		}
+		if len(text) > 8 && strings.Contains(de.Fields[0].Detail+de.Msg, text[:8]) {
+			t.Errorf("%s: the answer quotes the token: %v", name, de)
+		}
+	}
+}
+
+// TestBrief: a short value is quoted whole, a long one cut to maxBrief bytes of whole
+// characters.
+func TestBrief(t *testing.T) {
+	if got := Brief("abc"); got != `"abc"` {
+		t.Errorf("Brief(abc) = %s", got)
+	}
+	long := strings.Repeat("é", 100_000)
+	got := Brief(long)
+	if len(got) > maxBrief+8 || !strings.HasSuffix(got, "…") || strings.ContainsRune(got, '\uFFFD') {
+		t.Errorf("Brief of 200,000 bytes = %d bytes %q", len(got), got)
+	}
+	if err := projectNotFound(strings.Repeat("x", 100_000)); len(err.Error()) > 100 {
+		t.Errorf("a 100 KB project id answered with %d bytes", len(err.Error()))
+	}
+}
