@@ -607,7 +607,7 @@ func testHourlyCountsMigration(t *testing.T, engine, dsn string, timeArg func(ti
 
 // TestTailBatchesMigration upgrades a database at version 8, holding batches of two projects
 // written in ingest order (tail_tx, tail_pos) and entries from before ingest order was kept, to
-// migration 00009 (per-project batch numbers): each project's batches are numbered 1, 2, ... in
+// migration 00010 (per-project batch numbers): each project's batches are numbered 1, 2, ... in
 // the order the tail read them, its entries read back in that order at (number, place in the
 // batch), the older entries stay history, and the next batch takes the next number of its
 // project, on both engines.

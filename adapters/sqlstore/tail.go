@@ -15,7 +15,7 @@ import (
 
 // The live tail reads a project's entries in ingest order, (batch, position in the batch).
 //
-// Each project numbers its own batches (migration 00009): a batch takes the next number of its
+// Each project numbers its own batches (migration 00010): a batch takes the next number of its
 // project's row of tail_seq last in its transaction, and tail_batches maps the number to the
 // batch's rows, logs.tail_tx (the writing transaction's id on PostgreSQL, migration 00007; a
 // tail_clock number on SQLite). The row of tail_seq stays locked until the batch commits, so the
