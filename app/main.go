@@ -211,7 +211,10 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err := registerDocs(mux); err != nil {
 		return nil, err
 	}
-	mux.Handle("POST "+otlpapi.Path, otlpapi.NewHandler(core, otlpapi.Options{MaxBodyBytes: cfg.OTLPMaxBody, Logger: log, OnExport: m.OTLPExported})) // hand-written: protobuf and gzip bodies (see the package)
+	mux.Handle("POST "+otlpapi.Path, otlpapi.NewHandler(core, otlpapi.Options{ // hand-written: protobuf and gzip bodies (see the package)
+		MaxBodyBytes: cfg.OTLPMaxBody, MaxDecodes: cfg.OTLPMaxDecodes, MaxDecodesPerClient: cfg.OTLPMaxDecPer, ClientID: edge.ClientID,
+		Logger: log, OnExport: m.OTLPExported,
+	}))
 	mux.Handle("/", rest)
 
 	var handler http.Handler = edge.Chain(mux,
