@@ -110,10 +110,10 @@ func (s *slots) take(client string) (release func(), err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.total > 0 && s.inUse >= s.total:
-		return nil, domain.Errorf(domain.KindUnavailable, "the server is decoding %d OTLP requests, its limit (OTLP_MAX_DECODES); retry shortly", s.total)
 	case s.perClient > 0 && s.byClient[client] >= s.perClient:
 		return nil, domain.Errorf(domain.KindRateLimited, "this client has %d OTLP requests being decoded, its limit (OTLP_MAX_DECODES_PER_CLIENT); retry when one has finished", s.perClient)
+	case s.total > 0 && s.inUse >= s.total:
+		return nil, domain.Errorf(domain.KindUnavailable, "the server is decoding %d OTLP requests, its limit (OTLP_MAX_DECODES); retry shortly", s.total)
 	}
 	s.inUse++
 	s.byClient[client]++
