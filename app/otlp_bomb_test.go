@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
@@ -130,4 +131,111 @@ func TestOTLPBombsAreCountedNotDecoded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// bombBody is a body of one of the shapes that cost a few bytes per record or value, sized by n
+// and depth: many empty records (past the limit), a record of many attributes (past it), an
+// attribute array of n values, kvlists nested depth levels in an attribute or in a body, many
+// empty resourceLogs or scopeLogs (past the limit), n zero bytes.
+func bombBody(protobuf bool, shape uint8, n uint32, depth uint16) []byte {
+	const most = 2_000_000
+	count := int(n % most)
+	d := int(depth%2000) + 1
+	nestedPB := func() []byte { // a KeyValue of d nested kvlists: {2: {6: {1: {2: ...}}}}
+		var kv []byte
+		for range d {
+			kv = wrap(kv, 2, 6, 1)
+		}
+		return kv
+	}
+	nestedJSON := func() string {
+		return strings.Repeat(`{"key":"k","value":{"kvlistValue":{"values":[`, d) + strings.Repeat(`]}}}`, d)
+	}
+	records := func(json string) string { // one resourceLogs, one scopeLogs
+		return `{"resourceLogs":[{"scopeLogs":[{"logRecords":[` + json + `]}]}]}`
+	}
+	switch shape % 8 {
+	case 0:
+		if protobuf {
+			return wrap(repeatField(2, 10_001+count), 1, 2)
+		}
+		return []byte(records(strings.Repeat("{},", 10_000+count) + "{}"))
+	case 1:
+		if protobuf {
+			return wrap(repeatField(6, 129+count), 1, 2, 2)
+		}
+		return []byte(records(`{"attributes":[` + strings.Repeat("{},", 128+count) + "{}]}"))
+	case 2:
+		if protobuf {
+			return wrap(repeatField(1, count), 1, 2, 2, 6, 2, 5)
+		}
+		return []byte(records(`{"attributes":[{"key":"a","value":{"arrayValue":{"values":[` + strings.TrimSuffix(strings.Repeat("{},", count), ",") + `]}}}]}`))
+	case 3:
+		if protobuf {
+			return wrap(nestedPB(), 1, 2, 2, 6)
+		}
+		return []byte(records(`{"attributes":[` + nestedJSON() + `]}`))
+	case 4:
+		if protobuf {
+			return wrap(nestedPB(), 1, 2, 2, 5, 6, 1) // a body of a kvlist holding them
+		}
+		return []byte(records(`{"body":{"kvlistValue":{"values":[` + nestedJSON() + `]}}}`))
+	case 5:
+		return repeatField(1, 10_001+count)
+	case 6:
+		return wrap(repeatField(2, 10_001+count), 1)
+	}
+	return make([]byte, count*32)
+}
+
+// maxFuzzAlloc bounds what one fuzzed bomb may make the process allocate on one store.
+const maxFuzzAlloc = 48 << 20
+
+// FuzzOTLPBombs sends OTLP bodies of the shapes that cost a few bytes per record or value (see
+// bombBody), gzip-compressed, to both stores: never a 5xx or a panic, a refused request stores
+// nothing, both stores answer alike, and answering one allocates less than maxFuzzAlloc.
+func FuzzOTLPBombs(f *testing.F) {
+	servers := newFuzzServers(f)
+	for shape := range uint8(8) {
+		f.Add(true, shape, uint32(1_000_000), uint16(40))
+		f.Add(false, shape, uint32(0), uint16(31))
+	}
+	f.Fuzz(func(t *testing.T, protobuf bool, shape uint8, n uint32, depth uint16) {
+		body := bombBody(protobuf, shape, n, depth)
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		ct := ctJSON
+		if protobuf {
+			ct = ctProto
+		}
+		var codes []int
+		for _, s := range servers {
+			before := s.footprint(t)
+			req := httptest.NewRequestWithContext(t.Context(), "POST", "/v1/logs", bytes.NewReader(buf.Bytes()))
+			req.Host = "localhost"
+			req.Header.Set("Content-Type", ct)
+			req.Header.Set("Content-Encoding", "gzip")
+			req.Header.Set("X-Project-Id", s.project)
+			rec := httptest.NewRecorder()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			s.h.ServeHTTP(rec, req)
+			runtime.ReadMemStats(&m1)
+			if rec.Code >= 500 {
+				t.Fatalf("%s: shape %d of %d bytes answered %d: %.300s", s.name, shape%8, len(body), rec.Code, rec.Body.String())
+			}
+			if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > maxFuzzAlloc {
+				t.Fatalf("%s: shape %d of %d bytes (%d gzip) allocated %d MiB, want under %d", s.name, shape%8, len(body), buf.Len(), alloc>>20, maxFuzzAlloc>>20)
+			}
+			if rec.Code >= 400 && s.footprint(t) != before {
+				t.Fatalf("%s: shape %d answered %d but changed what is stored", s.name, shape%8, rec.Code)
+			}
+			codes = append(codes, rec.Code)
+		}
+		if codes[0] != codes[1] {
+			t.Fatalf("shape %d: %s answered %d, %s %d", shape%8, servers[0].name, codes[0], servers[1].name, codes[1])
+		}
+	})
 }
