@@ -48,8 +48,6 @@ const expandFactor = 4
 // attributes' depth limit does not apply); deeper rejects the record.
 const maxBodyDepth = 1000
 
-// maxJSONDepth bounds the nesting of OTLP JSON anywhere, as protojson's recursion limit does.
-const maxJSONDepth = 10_000
 
 // bounds are what one request may hold.
 type bounds struct {

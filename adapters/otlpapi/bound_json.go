@@ -2,11 +2,11 @@ package otlpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 
+	"github.com/go-json-experiment/json/jsontext"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
@@ -14,7 +14,9 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// OTLP JSON is walked with encoding/json's token reader, which holds one token at a time; each
+// OTLP JSON is walked with jsontext's streaming decoder (the JSON v2 proposal's token layer,
+// already a dependency through the OpenAPI tooling), which skips what the walk does not read
+// without allocating for it; each
 // log record and resource attribute that passes the walk is decoded from its own bytes by
 // protojson. A field has its JSON name or its proto name (protojson accepts both); unknown
 // fields are skipped; a field given twice is an error, as protojson has it.
@@ -22,42 +24,34 @@ import (
 var jsonUnmarshal = protojson.UnmarshalOptions{DiscardUnknown: true}
 
 type jsonWalker struct {
-	src   []byte
-	dec   *json.Decoder
-	depth int // objects and arrays open
-}
-
-// tok is the next token, kept track of in depth.
-func (j *jsonWalker) tok() (json.Token, error) {
-	t, err := j.dec.Token()
-	if err != nil {
-		return nil, jsonErr(err)
-	}
-	switch t {
-	case json.Delim('{'), json.Delim('['):
-		if j.depth++; j.depth > maxJSONDepth {
-			return nil, errors.New("nested too deeply")
-		}
-	case json.Delim('}'), json.Delim(']'):
-		j.depth--
-	}
-	return t, nil
-}
-
-// skipTo consumes tokens until depth is back at depth: it ends a value a walk stopped inside of.
-func (j *jsonWalker) skipTo(depth int) error {
-	for j.depth > depth {
-		if _, err := j.tok(); err != nil {
-			return err
-		}
-	}
-	return nil
+	src []byte
+	dec *jsontext.Decoder
 }
 
 func newJSONWalker(src []byte) *jsonWalker {
-	dec := json.NewDecoder(bytes.NewReader(src))
-	dec.UseNumber()
-	return &jsonWalker{src: src, dec: dec}
+	// Duplicate names are allowed here and refused for the fields the walk reads (object), as
+	// protojson has it. jsontext refuses invalid UTF-8 and nesting past 10,000 levels.
+	return &jsonWalker{src: src, dec: jsontext.NewDecoder(bytes.NewBuffer(src), jsontext.AllowDuplicateNames(true))}
+}
+
+// depth is how many objects and arrays are open.
+func (j *jsonWalker) depth() int { return j.dec.StackDepth() }
+
+// skipTo consumes the input until depth is back at depth: it ends a value a walk stopped inside.
+func (j *jsonWalker) skipTo(depth int) error {
+	for j.dec.StackDepth() > depth {
+		var err error
+		switch j.dec.PeekKind() {
+		case '}', ']':
+			_, err = j.dec.ReadToken()
+		default:
+			err = j.dec.SkipValue() // a value, or a member's name
+		}
+		if err != nil {
+			return jsonErr(err)
+		}
+	}
+	return nil
 }
 
 // valueStart is where the next value starts in src: after the last token, any space and the
@@ -88,13 +82,7 @@ func (j *jsonWalker) raw(fn func() error) ([]byte, error) {
 }
 
 // skip consumes the next value, whatever it is.
-func (j *jsonWalker) skip() error {
-	depth := j.depth
-	if _, err := j.tok(); err != nil {
-		return err
-	}
-	return j.skipTo(depth)
-}
+func (j *jsonWalker) skip() error { return jsonErr(j.dec.SkipValue()) }
 
 func jsonErr(err error) error {
 	if errors.Is(err, io.EOF) {
@@ -103,26 +91,35 @@ func jsonErr(err error) error {
 	return err
 }
 
-// object consumes an object (or null), calling fn with each key; fn consumes the value. Known
-// lists the fields by both names, each pair naming one field: a field seen twice is an error.
-func (j *jsonWalker) object(fn func(key string) error) error {
-	t, err := j.tok()
+// open consumes the start of an object or array (kind '{' or '['), false for null.
+func (j *jsonWalker) open(kind jsontext.Kind) (bool, error) {
+	t, err := j.dec.ReadToken()
 	if err != nil {
+		return false, jsonErr(err)
+	}
+	switch t.Kind() {
+	case 'n':
+		return false, nil
+	case kind:
+		return true, nil
+	}
+	return false, fmt.Errorf("want %v, not %v", kind, t.Kind())
+}
+
+// object consumes an object (or null), calling fn with each key; fn consumes the value. One of
+// the fields the walk reads given twice, under either of its names, is an error.
+func (j *jsonWalker) object(fn func(key string) error) error {
+	ok, err := j.open('{')
+	if !ok || err != nil {
 		return err
 	}
-	if t == nil {
-		return nil
-	}
-	if t != json.Delim('{') {
-		return fmt.Errorf("want an object, not %v", t)
-	}
 	var seen uint32 // the known fields seen, by fieldBit
-	for j.dec.More() {
-		t, err := j.tok()
+	for j.dec.PeekKind() != '}' {
+		t, err := j.dec.ReadToken()
 		if err != nil {
-			return err
+			return jsonErr(err)
 		}
-		key, _ := t.(string)
+		key := t.String()
 		if bit := fieldBit(key); bit != 0 {
 			if seen&bit != 0 {
 				return fmt.Errorf("duplicate field %q", key)
@@ -133,8 +130,8 @@ func (j *jsonWalker) object(fn func(key string) error) error {
 			return err
 		}
 	}
-	_, err = j.tok() // '}'
-	return err
+	_, err = j.dec.ReadToken() // '}'
+	return jsonErr(err)
 }
 
 // fieldName is the one name of a field the walk reads, under either of its names; "" for others.
@@ -174,38 +171,32 @@ var knownFields = [...]string{"resource_logs", "scope_logs", "log_records", "arr
 
 // array consumes an array (or null), calling fn for each element; fn consumes it.
 func (j *jsonWalker) array(fn func() error) error {
-	t, err := j.tok()
-	if err != nil {
+	ok, err := j.open('[')
+	if !ok || err != nil {
 		return err
 	}
-	if t == nil {
-		return nil
-	}
-	if t != json.Delim('[') {
-		return fmt.Errorf("want an array, not %v", t)
-	}
-	for j.dec.More() {
+	for j.dec.PeekKind() != ']' {
 		if err := fn(); err != nil {
 			return err
 		}
 	}
-	_, err = j.tok() // ']'
-	return err
+	_, err = j.dec.ReadToken() // ']'
+	return jsonErr(err)
 }
 
 // str consumes a string (or null).
 func (j *jsonWalker) str() (string, error) {
-	t, err := j.dec.Token()
+	t, err := j.dec.ReadToken()
 	if err != nil {
 		return "", jsonErr(err)
 	}
-	switch t := t.(type) {
-	case nil:
+	switch t.Kind() {
+	case 'n':
 		return "", nil
-	case string:
-		return t, nil
+	case '"':
+		return t.String(), nil
 	}
-	return "", fmt.Errorf("want a string, not %v", t)
+	return "", fmt.Errorf("want a string, not %v", t.Kind())
 }
 
 // decodeJSON decodes an ExportLogsServiceRequest in OTLP JSON within c's bounds.
@@ -233,7 +224,7 @@ func (c *counter) decodeJSON(src []byte) (*collogspb.ExportLogsServiceRequest, e
 	if err != nil {
 		return nil, err
 	}
-	if _, err := j.dec.Token(); !errors.Is(err, io.EOF) { // nothing after the object
+	if _, err := j.dec.ReadToken(); !errors.Is(err, io.EOF) { // nothing after the object
 		return nil, errors.New("data after the request object")
 	}
 	return req, nil
@@ -265,7 +256,7 @@ func (c *counter) jsonResourceLogs(j *jsonWalker, i int) (*logspb.ResourceLogs, 
 						over = w
 						return j.skip()
 					}
-					depth := j.depth
+					depth := j.depth()
 					raw, err := j.raw(func() error { return c.jsonKeyValue(j, w, 1) })
 					if errors.Is(err, errOver) {
 						over = w
@@ -372,7 +363,7 @@ func (c *counter) jsonRecord(j *jsonWalker, p [3]int, resOver *walk) (*logspb.Lo
 		attrWalk = c.attrWalk()
 		body     = c.bodyWalk()
 	)
-	depth := j.depth // outside the record's object, where the skip after a limit ends
+	depth := j.depth() // outside the record's object, where the skip after a limit ends
 	raw, err := j.raw(func() error {
 		return j.object(func(key string) error {
 			switch fieldName(key) {

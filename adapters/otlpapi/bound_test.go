@@ -262,3 +262,67 @@ func TestBoundedDecodersStopAtTheLimit(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkOTLPDecode compares the bounded decoders with decoding the whole body at once (the
+// baseline: proto.Unmarshal, protojson) on 1,000 records of a typical shape, in both encodings.
+func BenchmarkOTLPDecode(b *testing.B) {
+	records := make([]*logspb.LogRecord, 1000)
+	for i := range records {
+		records[i] = &logspb.LogRecord{
+			TimeUnixNano: uint64(1_700_000_000_000_000_000 + i), SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_INFO,
+			Body: sv("GET /api/orders/12345 200 in 12ms"),
+			Attributes: []*commonpb.KeyValue{
+				kvOf("http.request.method", sv("GET")), kvOf("url.path", sv("/api/orders/12345")),
+				kvOf("http.response.status_code", &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: 200}}),
+				kvOf("user.id", sv("u-42")), kvOf("labels", kvlist(kvOf("a", sv("1")), kvOf("b", sv("2")))),
+			},
+			TraceId: bytes.Repeat([]byte{0xab}, 16), SpanId: bytes.Repeat([]byte{0xcd}, 8),
+		}
+	}
+	req := &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		Resource:  &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kvOf("service.name", sv("checkout")), kvOf("host.name", sv("h1"))}},
+		ScopeLogs: []*logspb.ScopeLogs{{Scope: &commonpb.InstrumentationScope{Name: "app"}, LogRecords: records}},
+	}}}
+	pb, err := proto.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	js, err := protojson.Marshal(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("protobuf/baseline", func(b *testing.B) {
+		b.SetBytes(int64(len(pb)))
+		for b.Loop() {
+			var r collogspb.ExportLogsServiceRequest
+			if err := proto.Unmarshal(pb, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("protobuf/bounded", func(b *testing.B) {
+		b.SetBytes(int64(len(pb)))
+		for b.Loop() {
+			if _, err := testCounter().decodeProto(pb); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json/baseline", func(b *testing.B) {
+		b.SetBytes(int64(len(js)))
+		for b.Loop() {
+			var r collogspb.ExportLogsServiceRequest
+			if err := jsonUnmarshal.Unmarshal(js, &r); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("json/bounded", func(b *testing.B) {
+		b.SetBytes(int64(len(js)))
+		for b.Loop() {
+			if _, err := testCounter().decodeJSON(js); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
