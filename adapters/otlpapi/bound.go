@@ -48,7 +48,6 @@ const expandFactor = 4
 // attributes' depth limit does not apply); deeper rejects the record.
 const maxBodyDepth = 1000
 
-
 // bounds are what one request may hold.
 type bounds struct {
 	records    int // records, and resourceLogs and scopeLogs each

@@ -11,7 +11,6 @@
 package otlpapi
 
 import (
-	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +20,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -217,18 +217,42 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	default:
 		return nil, &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Encoding %q is not supported: send gzip or identity", enc)}
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength))
+	size := int64(64 << 10)
+	if r.ContentLength > 0 {
+		size = r.ContentLength
 	}
-	n, err := buf.ReadFrom(io.LimitReader(src, limit+1))
+	buf, err := readAtMost(src, limit+1, size)
 	if err != nil {
 		return nil, h.readError(err)
 	}
-	if n > limit {
+	if int64(len(buf)) > limit {
 		return nil, tooLarge(limit)
 	}
-	return buf.Bytes(), nil
+	return buf, nil
+}
+
+// readAtMost reads src to its end or to most bytes, into a buffer that starts at size and
+// doubles, never past most: a body that inflates without bound costs most bytes and the half
+// of it copied last, not twice the cap that bytes.Buffer's growth would reach.
+func readAtMost(src io.Reader, most, size int64) ([]byte, error) {
+	buf := make([]byte, 0, min(max(size, 512), most))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= most {
+				return buf, nil
+			}
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), most-int64(len(buf)))))
+			buf = buf[:len(buf):min(cap(buf), int(most))]
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (h *handler) readError(err error) error {
