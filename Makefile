@@ -104,6 +104,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app
 	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLPBombs$$' -fuzztime $(FUZZTIME) ./app
 
 ## test-faults: kill -9, database outage and drain tests against real server processes
 test-faults:

@@ -42,6 +42,8 @@ type config struct {
 	MaxInFlightPer  int
 	TwirpMaxBody    int64
 	OTLPMaxBody     int64
+	OTLPMaxDecodes  int
+	OTLPMaxDecPer   int
 	AllowOpen       bool
 	WriteRate       float64
 	WriteBurst      int
@@ -81,6 +83,8 @@ func defaultConfig() config {
 		MaxInFlightPer:  16,
 		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
 		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
+		OTLPMaxDecodes:  otlpapi.DefaultMaxDecodes,
+		OTLPMaxDecPer:   otlpapi.DefaultMaxDecodesPerClient,
 		WriteBurst:      20,
 		ReadHeaderTO:    10 * time.Second,
 		ReadTO:          time.Minute,
@@ -126,6 +130,8 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
 	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
 	num64(&c.OTLPMaxBody, "otlp-max-body-bytes", "largest OTLP request body (POST /v1/logs) in `bytes` after decompression (413 beyond)")
+	num(&c.OTLPMaxDecodes, "otlp-max-decodes", "OTLP requests read and decoded at once; more are refused with 503")
+	num(&c.OTLPMaxDecPer, "otlp-max-decodes-per-client", "OTLP requests one API key (one address without keys) may have read and decoded at once; more are refused with 429")
 	fs.BoolVar(&c.AllowOpen, "allow-open-network", c.AllowOpen, withEnv("allow-open-network", "without API keys, serve on a non-loopback ADDR and to any Host anyway (the service is then open to anyone who can reach it)"))
 	fs.Float64Var(&c.WriteRate, "write-rate", c.WriteRate, withEnv("write-rate", "writes per second per API key (per client address without keys), 429 beyond; 0 = off"))
 	num(&c.WriteBurst, "write-burst", "writes a key may make at once before WRITE_RATE applies")
@@ -217,6 +223,10 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid TWIRP_MAX_BODY_BYTES: must be positive")
 	case c.OTLPMaxBody <= 0:
 		return fmt.Errorf("invalid OTLP_MAX_BODY_BYTES: must be positive")
+	case c.OTLPMaxDecodes < 1:
+		return fmt.Errorf("invalid OTLP_MAX_DECODES: must be at least 1")
+	case c.OTLPMaxDecPer < 1:
+		return fmt.Errorf("invalid OTLP_MAX_DECODES_PER_CLIENT: must be at least 1")
 	case c.WriteRate < 0:
 		return fmt.Errorf("invalid WRITE_RATE: must not be negative")
 	case c.WriteBurst < 1:

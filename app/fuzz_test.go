@@ -191,6 +191,11 @@ func FuzzOTLP(f *testing.F) {
 	f.Add(false, true, []byte(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"m"},"traceId":"0102"}]}]}]}`))
 	f.Add(true, false, []byte{0x0a, 0x08, 0x12, 0x06, 0x12, 0x04, 0x2a, 0x02, 0x0a, 0x00})
 	f.Add(true, true, []byte{})
+	// Size-amplifying seeds (FuzzOTLPBombs has more): records and attributes past their limits,
+	// 2 bytes each, and kvlists nested past the attributes' depth.
+	f.Add(true, true, wrap(repeatField(2, 20_000), 1, 2))
+	f.Add(true, false, wrap(repeatField(6, 1000), 1, 2, 2))
+	f.Add(false, true, []byte(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"attributes":[`+strings.Repeat(`{"key":"k","value":{"kvlistValue":{"values":[`, 40)+strings.Repeat(`]}}}`, 40)+`]}]}]}]}`))
 	f.Fuzz(func(t *testing.T, protobuf, gz bool, body []byte) {
 		ct := "application/json"
 		if protobuf {

@@ -219,7 +219,10 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 		return nil, err
 	}
 	otlpRefuse := func(w http.ResponseWriter, r *http.Request, err error) { otlpapi.WriteError(w, r, err, log) }
-	mux.Handle("POST "+otlpapi.Path, params.Middleware(otlpRefuse)(otlpapi.NewHandler(core, otlpapi.Options{MaxBodyBytes: cfg.OTLPMaxBody, Logger: log, OnExport: m.OTLPExported})))
+	mux.Handle("POST "+otlpapi.Path, params.Middleware(otlpRefuse)(otlpapi.NewHandler(core, otlpapi.Options{
+		MaxBodyBytes: cfg.OTLPMaxBody, MaxDecodes: cfg.OTLPMaxDecodes, MaxDecodesPerClient: cfg.OTLPMaxDecPer, ClientID: edge.ClientID,
+		Logger: log, OnExport: m.OTLPExported,
+	})))
 	mux.Handle("/", rest)
 
 	var handler http.Handler = edge.Chain(mux,

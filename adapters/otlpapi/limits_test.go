@@ -3,16 +3,19 @@ package otlpapi_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"example.com/obsvc/adapters/otlpapi"
@@ -99,5 +102,69 @@ func TestOTLPUsesConfiguredLimits(t *testing.T) {
 	}
 	if e := got["a level"]; e.Level != "warn" {
 		t.Errorf("WARN: level %q, want warn", e.Level)
+	}
+}
+
+// blockingBody is a request body whose first Read says so on started and then waits for release.
+type blockingBody struct {
+	started chan<- struct{}
+	release <-chan struct{}
+	once    sync.Once
+}
+
+func (b *blockingBody) Read([]byte) (int, error) {
+	b.once.Do(func() { b.started <- struct{}{} })
+	<-b.release
+	return 0, io.ErrUnexpectedEOF
+}
+
+// TestOTLPDecodesAtOnceAreCapped: past MaxDecodesPerClient requests of one client being read and
+// decoded, its next is refused 429, and past MaxDecodes in all anyone's is refused 503, both
+// with Retry-After in the OTLP error format; a slot is free again once its request is answered.
+func TestOTLPDecodesAtOnceAreCapped(t *testing.T) {
+	ctx := context.Background()
+	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "otlp.db"), sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	svc := domain.NewService(st, domain.Options{NewID: func() string { return uuid.Must(uuid.NewV7()).String() }})
+	admin := domain.WithPrincipal(ctx, domain.Principal{Admin: true})
+	p, err := svc.CreateProject(admin, domain.ProjectInput{Name: "slots"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := otlpapi.NewHandler(svc, otlpapi.Options{MaxDecodes: 2, MaxDecodesPerClient: 1, ClientID: func(r *http.Request) string { return r.Header.Get("X-Client") }})
+	post := func(client string, body io.Reader) *httptest.ResponseRecorder {
+		r := httptest.NewRequestWithContext(admin, http.MethodPost, otlpapi.Path, body)
+		r.Header.Set("Content-Type", "application/x-protobuf")
+		r.Header.Set("X-Project-Id", p.ID)
+		r.Header.Set("X-Client", client)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	for _, client := range []string{"a", "b"} {
+		wg.Go(func() { post(client, &blockingBody{started: started, release: release}) })
+		<-started
+	}
+	refused := []struct {
+		client string
+		status int
+	}{{"a", http.StatusTooManyRequests}, {"c", http.StatusServiceUnavailable}}
+	for _, c := range refused {
+		w := post(c.client, bytes.NewReader(nil))
+		var st status.Status
+		if w.Code != c.status || w.Header().Get("Retry-After") == "" || proto.Unmarshal(w.Body.Bytes(), &st) != nil || !strings.Contains(st.GetMessage(), "OTLP_MAX_DECODES") {
+			t.Errorf("client %s with two requests being decoded: %d Retry-After %q %q, want %d with Retry-After naming the limit", c.client, w.Code, w.Header().Get("Retry-After"), w.Body.Bytes(), c.status)
+		}
+	}
+	close(release)
+	wg.Wait()
+	if w := post("a", bytes.NewReader(nil)); w.Code != http.StatusOK {
+		t.Errorf("after the slots were freed: %d %q, want 200", w.Code, w.Body.Bytes())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -35,6 +36,9 @@ type batch struct {
 	paths    [][3]int // resourceLogs, scopeLogs, logRecords index of each record
 	warnings []string
 	warned   int
+	// rejected are the records refused while decoding (see bounds), in path order: they are
+	// not among records.
+	rejected []rejection
 }
 
 func path(p [3]int) string {
@@ -63,11 +67,8 @@ var otlpField = map[string]string{
 // message is the partial_success error_message: the first rejected records by path and why,
 // then the mapping's warnings; "" when there is neither.
 func (b *batch) message(res domain.PartialResult) string {
-	var parts []string
-	for i, p := range res.Problems {
-		if i == maxNamed {
-			break
-		}
+	var named []rejection
+	for _, p := range res.Problems {
 		idx, err := strconv.Atoi(p.Path[0])
 		if err != nil || idx < 0 || idx >= len(b.paths) {
 			continue
@@ -76,9 +77,17 @@ func (b *batch) message(res domain.PartialResult) string {
 		if f, ok := otlpField[field]; ok {
 			field = f
 		}
-		parts = append(parts, path(b.paths[idx])+": "+field+" "+p.Detail)
+		named = append(named, rejection{path: b.paths[idx], field: field, detail: p.Detail})
 	}
-	if more := res.Rejected - min(res.Rejected, maxNamed); more > 0 {
+	// Both lists are in path order; the first of them together are named.
+	named = append(named, b.rejected...)
+	slices.SortStableFunc(named, func(x, y rejection) int { return slices.Compare(x.path[:], y.path[:]) })
+	var parts []string
+	for _, r := range named[:min(len(named), maxNamed)] {
+		parts = append(parts, r.text())
+	}
+	rejected := res.Rejected + len(b.rejected)
+	if more := rejected - min(rejected, maxNamed); more > 0 {
 		parts = append(parts, strconv.Itoa(more)+" more records rejected")
 	}
 	parts = append(parts, b.warnings...)
@@ -92,8 +101,9 @@ func (b *batch) message(res domain.PartialResult) string {
 // OpenTelemetry"). fromJSON says the ids were read by protojson, which decodes the hex of OTLP
 // JSON as if it were base64 (see hexID). limits are the service's own (Service.Limits, as
 // configured): a severity_text becomes the level only when the service would accept it as one.
-func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool, limits domain.Limits) *batch {
-	b := &batch{}
+// rejected are the records refused while decoding, in path order: they are left out.
+func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool, limits domain.Limits, rejected []rejection) *batch {
+	b := &batch{rejected: rejected}
 	n := 0
 	for _, rl := range req.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
@@ -115,6 +125,10 @@ func toBatch(req *collogspb.ExportLogsServiceRequest, fromJSON bool, limits doma
 			scope := sl.GetScope()
 			for k, lr := range sl.GetLogRecords() {
 				p := [3]int{i, j, k}
+				if len(rejected) > 0 && rejected[0].path == p {
+					rejected = rejected[1:]
+					continue
+				}
 				in := domain.LogInput{Subject: subject}
 				attrs := make(map[string]any, len(resAttrs)+len(lr.GetAttributes())+4)
 				putAll(attrs, resAttrs)

@@ -11,7 +11,6 @@
 package otlpapi
 
 import (
-	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,11 +20,11 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 
 	"example.com/obsvc/domain"
 )
@@ -33,8 +32,18 @@ import (
 // Path is where OTLP/HTTP exporters send logs.
 const Path = "/v1/logs"
 
-// DefaultMaxBodyBytes is the default cap on a request body after decompression, 64 MiB.
-const DefaultMaxBodyBytes = 64 << 20
+// DefaultMaxBodyBytes is the default cap on a request body after decompression, 4 MiB: the
+// default largest message of gRPC, and so of the OTLP/gRPC receivers exporters already batch
+// for. A decode costs a small multiple of it (see bounds), and DefaultMaxDecodes of them must
+// fit in a service of 100 MiB.
+const DefaultMaxBodyBytes = 4 << 20
+
+// DefaultMaxDecodes and DefaultMaxDecodesPerClient are how many requests are read and decoded
+// at once, in all and for one client.
+const (
+	DefaultMaxDecodes          = 4
+	DefaultMaxDecodesPerClient = 2
+)
 
 // The two content types of OTLP/HTTP.
 const (
@@ -46,7 +55,15 @@ const (
 type Options struct {
 	// MaxBodyBytes caps a body after decompression (DefaultMaxBodyBytes when zero).
 	MaxBodyBytes int64
-	Logger       *slog.Logger
+	// MaxDecodes and MaxDecodesPerClient cap the requests being read, decoded and stored at once,
+	// in all (503 beyond) and per client as ClientID names it (429 beyond); zero is the default
+	// and below zero no cap.
+	MaxDecodes          int
+	MaxDecodesPerClient int
+	// ClientID names whom a request counts against for MaxDecodesPerClient; nil counts every
+	// request against one client.
+	ClientID func(*http.Request) string
+	Logger   *slog.Logger
 	// OnExport, when set, is told of each export the handler answered 200: how many records it
 	// stored (0 when it replays an earlier request) and how many it rejected.
 	OnExport func(stored, rejected int)
@@ -60,12 +77,54 @@ func NewHandler(svc *domain.Service, opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &handler{svc: svc, opts: opts}
+	if opts.MaxDecodes == 0 {
+		opts.MaxDecodes = DefaultMaxDecodes
+	}
+	if opts.MaxDecodesPerClient == 0 {
+		opts.MaxDecodesPerClient = DefaultMaxDecodesPerClient
+	}
+	if opts.ClientID == nil {
+		opts.ClientID = func(*http.Request) string { return "" }
+	}
+	// The body cap is never more than a request within the service's limits can take.
+	opts.MaxBodyBytes = min(opts.MaxBodyBytes, derivedBodyCap(svc.Limits()))
+	return &handler{svc: svc, opts: opts, slots: slots{total: opts.MaxDecodes, perClient: opts.MaxDecodesPerClient, byClient: map[string]int{}}}
 }
 
 type handler struct {
-	svc  *domain.Service
-	opts Options
+	svc   *domain.Service
+	opts  Options
+	slots slots
+}
+
+// slots count the requests being decoded, in all and per client.
+type slots struct {
+	total, perClient int
+	mu               sync.Mutex
+	inUse            int
+	byClient         map[string]int // only clients with a request in a slot
+}
+
+// take claims a slot for client, or says why there is none: release gives it back.
+func (s *slots) take(client string) (release func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.perClient > 0 && s.byClient[client] >= s.perClient:
+		return nil, domain.Errorf(domain.KindRateLimited, "this client has %d OTLP requests being decoded, its limit (OTLP_MAX_DECODES_PER_CLIENT); retry when one has finished", s.perClient)
+	case s.total > 0 && s.inUse >= s.total:
+		return nil, domain.Errorf(domain.KindUnavailable, "the server is decoding %d OTLP requests, its limit (OTLP_MAX_DECODES); retry shortly", s.total)
+	}
+	s.inUse++
+	s.byClient[client]++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.inUse--
+		if s.byClient[client]--; s.byClient[client] == 0 {
+			delete(s.byClient, client)
+		}
+	}, nil
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,22 +133,34 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, &statusError{status: http.StatusUnsupportedMediaType, msg: "Content-Type must be application/x-protobuf or application/json"})
 		return
 	}
+	// The slot is held from the first byte read to the answer: the body, its decoding and the
+	// entries made of it are what a request costs.
+	release, err := h.slots.take(h.opts.ClientID(r))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	defer release()
 	body, err := h.readBody(w, r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
-	req := &collogspb.ExportLogsServiceRequest{}
+	c := &counter{b: newBounds(h.svc.Limits(), h.opts.MaxBodyBytes)}
+	var req *collogspb.ExportLogsServiceRequest
 	if ct == contentProtobuf {
-		err = proto.Unmarshal(body, req)
+		req, err = c.decodeProto(body)
 	} else {
-		err = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal(body, req)
+		req, err = c.decodeJSON(body)
 	}
 	if err != nil {
-		h.fail(w, r, domain.Errorf(domain.KindInvalid, "the body is not an ExportLogsServiceRequest in %s: %v", ct, err))
+		if domain.KindOf(err) != domain.KindTooLarge {
+			err = domain.Errorf(domain.KindInvalid, "the body is not an ExportLogsServiceRequest in %s: %v", ct, err)
+		}
+		h.fail(w, r, err)
 		return
 	}
-	batch := toBatch(req, ct == contentJSON, h.svc.Limits())
+	batch := toBatch(req, ct == contentJSON, h.svc.Limits(), c.rejected)
 	sum := sha256.Sum256(body)
 	res, err := h.svc.CreateLogsPartial(r.Context(), domain.PartialBatch{
 		ProjectID:      r.Header.Get("X-Project-Id"),
@@ -106,11 +177,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if res.Replayed {
 			stored = 0
 		}
-		h.opts.OnExport(stored, res.Rejected)
+		h.opts.OnExport(stored, res.Rejected+len(c.rejected))
 	}
 	resp := &collogspb.ExportLogsServiceResponse{}
-	if msg := batch.message(res); msg != "" || res.Rejected > 0 {
-		resp.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: int64(res.Rejected), ErrorMessage: validUTF8(msg)}
+	if msg := batch.message(res); msg != "" || res.Rejected+len(c.rejected) > 0 {
+		resp.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: int64(res.Rejected + len(c.rejected)), ErrorMessage: validUTF8(msg)}
 	}
 	write(w, ct, http.StatusOK, resp)
 }
@@ -146,18 +217,42 @@ func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, erro
 	default:
 		return nil, &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Encoding %q is not supported: send gzip or identity", enc)}
 	}
-	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
-		buf.Grow(int(r.ContentLength))
+	size := int64(64 << 10)
+	if r.ContentLength > 0 {
+		size = r.ContentLength
 	}
-	n, err := buf.ReadFrom(io.LimitReader(src, limit+1))
+	buf, err := readAtMost(src, limit+1, size)
 	if err != nil {
 		return nil, h.readError(err)
 	}
-	if n > limit {
+	if int64(len(buf)) > limit {
 		return nil, tooLarge(limit)
 	}
-	return buf.Bytes(), nil
+	return buf, nil
+}
+
+// readAtMost reads src to its end or to most bytes, into a buffer that starts at size and
+// doubles, never past most: a body that inflates without bound costs most bytes and the half
+// of it copied last, not twice the cap that bytes.Buffer's growth would reach.
+func readAtMost(src io.Reader, most, size int64) ([]byte, error) {
+	buf := make([]byte, 0, min(max(size, 512), most))
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) >= most {
+				return buf, nil
+			}
+			buf = slices.Grow(buf, int(min(int64(cap(buf)), most-int64(len(buf)))))
+			buf = buf[:len(buf):min(cap(buf), int(most))]
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (h *handler) readError(err error) error {

@@ -143,8 +143,10 @@ export interface paths {
          *     `ExportLogsServiceRequest` as protobuf (`application/x-protobuf`) or in the OTLP JSON
          *     mapping (`application/json`: hex `traceId`/`spanId`, integer enums, lowerCamelCase keys,
          *     64-bit integers as strings or numbers, unknown fields ignored), identity or
-         *     `Content-Encoding: gzip`. The body is at most 64 MiB after decompression (a server
-         *     setting); an OTLP request holds at most as many records as a `POST /logs` batch.
+         *     `Content-Encoding: gzip`. The body is at most 4 MiB after decompression (a server
+         *     setting); an OTLP request holds at most as many records as a `POST /logs` batch, counted
+         *     while decoding (413 beyond). A record with more attributes than an entry may have is
+         *     rejected in `partialSuccess` without being decoded.
          *
          *     Each log record becomes one entry (the mapping is in the README, "Sending logs with
          *     OpenTelemetry"); a record without a body gets the empty message. Records that cannot be
