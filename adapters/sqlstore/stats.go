@@ -201,7 +201,7 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 	if !rollupAnswers(q) {
 		f := q.LogFilter
 		f.Start, f.End = nil, &hi // lo, the later of start and the retention, is added below
-		w, args := where(f)
+		w, args := where(s.eng, f)
 		query := statsCut + " SELECT (time - ?) / ? AS bucket, " + groupColumn(q.By) + " AS grp, count(*) AS n FROM logs" +
 			w + " AND time >= (SELECT lo FROM cut) GROUP BY bucket, grp" + statsFound
 		args = append(append(head, start, q.Step), args...)

@@ -44,6 +44,10 @@ type engine interface {
 	tailBounded(w string, args []any, q domain.TailQuery) (string, []any, bool)
 	tailHeadQuery() string
 	tailHead(tx uint64) domain.TailPosition
+	// containsText renders "column contains term" (term already folded) as a condition with one
+	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
+	// term's length times them (see README, Searching and counting).
+	containsText(column, term string) (string, any)
 	isForeignKeyViolation(err error) bool
 	isUniqueViolation(err error) bool
 	isUnavailable(err error) bool

@@ -80,7 +80,7 @@ func (s *Store) TailHorizon(ctx context.Context) (domain.TailPosition, error) {
 func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {
 	f := q.LogFilter
 	f.Start, f.End = nil, nil
-	w, args := where(f)
+	w, args := where(s.eng, f)
 	if q.Before != (domain.TailPosition{}) {
 		query, args, ok := s.eng.tailBounded(w, args, q)
 		if !ok {
@@ -96,7 +96,7 @@ func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.Tail
 // ReplayTail implements domain.TailStore: the newest limit rows at or before upTo, read
 // backwards through the index and handed on oldest first.
 func (s *Store) ReplayTail(ctx context.Context, f domain.LogFilter, upTo domain.TailPosition, limit int) ([]domain.TailEntry, error) {
-	w, args := where(f)
+	w, args := where(s.eng, f)
 	w += " AND (tail_tx, tail_pos) <= (" + s.eng.tailTxParam() + ", ?)" + s.eng.tailFinal()
 	args = append(args, s.eng.tailTxArg(upTo.Tx), upTo.Pos, limit)
 	out, err := s.readTail(ctx, "SELECT "+tailColumns+" FROM logs"+w+" ORDER BY tail_tx DESC, tail_pos DESC LIMIT ?", args)
