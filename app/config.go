@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"flag"
 	"fmt"
 	"io"
@@ -40,6 +41,9 @@ type config struct {
 	APIKeysFile     string
 	MaxInFlight     int
 	MaxInFlightPer  int
+	MaxReadsPerKey  int
+	ReadShareWait   time.Duration
+	MaxStatsSeries  int
 	TwirpMaxBody    int64
 	OTLPMaxBody     int64
 	OTLPMaxDecodes  int
@@ -81,6 +85,8 @@ func defaultConfig() config {
 		MemoryLimit:     100 << 20,
 		MaxInFlight:     64,
 		MaxInFlightPer:  16,
+		ReadShareWait:   domain.DefaultLimits().ReadShareWait,
+		MaxStatsSeries:  domain.DefaultLimits().MaxStatsSeries,
 		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
 		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
 		OTLPMaxDecodes:  otlpapi.DefaultMaxDecodes,
@@ -128,6 +134,9 @@ func (c *config) flags() *flag.FlagSet {
 	num64(&c.MemoryLimit, "memory-limit", "soft limit of the Go heap in `bytes` (the garbage collector works harder near it; 0 = none; GOMEMLIMIT, when set, wins)")
 	num(&c.MaxInFlight, "max-in-flight", "requests served at once; more are refused with 503 (0 = no cap)")
 	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
+	num(&c.MaxReadsPerKey, "max-reads-per-key", "store reads (listings, searches, stats, filtered deletes) one API key (one project without keys) runs at once; more wait READ_SHARE_WAIT for one to finish, then are refused with 429 (0 = half the store's read connections: 2 on SQLite, 8 on PostgreSQL)")
+	dur(&c.ReadShareWait, "read-share-wait", "how long a read past MAX_READS_PER_KEY waits for one of its key's reads to finish before 429 (a `duration`)")
+	num(&c.MaxStatsSeries, "max-stats-series", "most series (values of by) in one GET /logs/stats answer; a question with more is refused with 400 naming by")
 	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
 	num64(&c.OTLPMaxBody, "otlp-max-body-bytes", "largest OTLP request body (POST /v1/logs) in `bytes` after decompression (413 beyond)")
 	num(&c.OTLPMaxDecodes, "otlp-max-decodes", "OTLP requests read and decoded at once; more are refused with 503")
@@ -219,6 +228,12 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_IN_FLIGHT: must not be negative")
 	case c.MaxInFlightPer < 0:
 		return fmt.Errorf("invalid MAX_IN_FLIGHT_PER_CLIENT: must not be negative")
+	case c.MaxReadsPerKey < 0:
+		return fmt.Errorf("invalid MAX_READS_PER_KEY: must not be negative")
+	case c.ReadShareWait < 0:
+		return fmt.Errorf("invalid READ_SHARE_WAIT: must not be negative")
+	case c.MaxStatsSeries < 1:
+		return fmt.Errorf("invalid MAX_STATS_SERIES: must be at least 1")
 	case c.TwirpMaxBody <= 0:
 		return fmt.Errorf("invalid TWIRP_MAX_BODY_BYTES: must be positive")
 	case c.OTLPMaxBody <= 0:
@@ -365,7 +380,27 @@ func (c config) limits() domain.Limits {
 	l.MaxAttributesBytes = c.MaxAttrBytes
 	l.IdempotencyWindow = c.IdemWindow
 	l.DefaultRetentionDays = c.RetentionDays
+	l.MaxReadsPerKey = c.MaxReadsPerKey
+	l.ReadShareWait = c.ReadShareWait
+	l.MaxStatsSeries = c.MaxStatsSeries
 	return l
+}
+
+// readShare is MAX_READS_PER_KEY, or when it is 0 half the read connections of the store's
+// pools (the reader pool, or the one pool where reads and writes share it), at least one; no
+// share (0) when that pool has no bound.
+func (c config) readShare(pools map[string]*sql.DB) int {
+	if c.MaxReadsPerKey > 0 {
+		return c.MaxReadsPerKey
+	}
+	readers := pools["reader"]
+	if readers == nil {
+		readers = pools["main"]
+	}
+	if readers == nil || readers.Stats().MaxOpenConnections <= 0 {
+		return 0
+	}
+	return max(readers.Stats().MaxOpenConnections/2, 1)
 }
 
 // tailOptions are the bounds of the live tail.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net"
@@ -26,13 +28,28 @@ func TestHostileInput(t *testing.T) {
 }
 
 func testHostileInput(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
+	const maxSeries = 3
+	e := newEnv(t, open, func(c *config) { c.MaxStatsSeries = maxSeries })
 	p := e.project("target").Id
 	other := e.project("other").Id
 	seedResp, _ := e.do("POST", "/logs", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"kept","user_id":"u","level":"info"}]`, p))
 	if seedResp.StatusCode != 201 {
 		t.Fatalf("seed = %d", seedResp.StatusCode)
 	}
+	// One subject more than MAX_STATS_SERIES, in another project so the cases' counts hold.
+	var subjects []string
+	for i := range maxSeries + 1 {
+		subjects = append(subjects, fmt.Sprintf(`{"project_id":%q,"message":"s","time":1000,"subject":"s%d"}`, other, i))
+	}
+	if resp, body := e.do("POST", "/logs", "application/json", "["+strings.Join(subjects, ",")+"]"); resp.StatusCode != 201 {
+		t.Fatalf("seed subjects = %d: %s", resp.StatusCode, body)
+	}
+	// lateEnv serves the cases (their names end in pastDeadline) whose statement must outlast REQUEST_TIMEOUT: each runs while
+	// holdLogs keeps the logs table locked, so the statement waits in the database until the
+	// deadline cancels it.
+	lateEnv := newEnv(t, open, func(c *config) { c.RequestTimeout = time.Second })
+	pl := lateEnv.project("late").Id
+	const pastDeadline = "past REQUEST_TIMEOUT" // the end of the names of late's cases
 
 	valid := fmt.Sprintf(`{"project_id":%q,"message":"m"}`, p)
 	fourByte := strings.Repeat("\U0001F600", 1024) // 1,024 characters, 4,096 bytes
@@ -97,10 +114,24 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		{"a limit out of range", "GET", "/logs?project_id=" + p + "&limit=9223372036854775808", nil, "", 400, "limit"},
 		{"a start_time out of range", "GET", "/logs?project_id=" + p + "&start_time=9223372036854775808", nil, "", 400, "start_time"},
 		{"a valid entry beside one of no project", "POST", "/logs", nil, fmt.Sprintf(`[%s,{"project_id":%q,"message":"m"}]`, valid, newID()), 422, "/1/project_id"},
+		{"stats of more subjects than MAX_STATS_SERIES", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=60000&by=subject", nil, "", 400, "by"},
+		{"stats of more subjects than MAX_STATS_SERIES, one bucket a second", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=1000&by=subject", nil, "", 400, "by"},
+
+		// A statement the request's deadline cancels is a 503 with Retry-After on every store
+		// (PostgreSQL's query_canceled was a 500).
+		{"a delete " + pastDeadline, "DELETE", "/logs?project_id=" + pl + "&q=" + strings.Repeat("a", 255), nil, "", 503, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			e, late := e, strings.HasSuffix(c.name, pastDeadline)
+			if late {
+				e = lateEnv
+			}
 			before := countEntries(t, e.store, p) + countEntries(t, e.store, other)
+			release := func() {}
+			if late {
+				release = holdLogs(t, e.store)
+			}
 			req, _ := http.NewRequestWithContext(t.Context(), c.method, e.url+c.path, strings.NewReader(c.body))
 			if c.body != "" {
 				req.Header.Set("Content-Type", "application/json")
@@ -115,8 +146,12 @@ func testHostileInput(t *testing.T, open storeOpener) {
 			}
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 10<<20))
 			resp.Body.Close()
+			release()
 			if resp.StatusCode != c.status {
 				t.Fatalf("status %d, want %d: %.400s", resp.StatusCode, c.status, body)
+			}
+			if (c.status == 503 || c.status == 429) && resp.Header.Get("Retry-After") == "" {
+				t.Errorf("%d without Retry-After", c.status)
 			}
 			if len(body) > maxProblemBytes {
 				t.Errorf("answered %d bytes, more than %d", len(body), maxProblemBytes)
@@ -317,4 +352,45 @@ func TestSlowReadersDoNotExhaustTheService(t *testing.T) {
 
 func entriesOf(n int, entry string) string {
 	return "[" + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + "]"
+}
+
+// holdLogs keeps st's logs table locked against writes, and on PostgreSQL against reads too,
+// from another connection until the returned function is called: a statement on it then waits
+// in the database.
+func holdLogs(t *testing.T, st store) func() {
+	t.Helper()
+	ctx := t.Context()
+	pools := st.Pools()
+	if db := pools["main"]; db != nil { // PostgreSQL: a lock on the table, from a pool connection
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, stmt := range []string{"BEGIN", "LOCK TABLE logs IN ACCESS EXCLUSIVE MODE"} {
+			if _, err := conn.ExecContext(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return func() {
+			_, _ = conn.ExecContext(context.Background(), "ROLLBACK")
+			_ = conn.Close()
+		}
+	}
+	// SQLite: the database's write lock, from a connection of its own.
+	var file string
+	if err := pools["reader"].QueryRowContext(ctx, "SELECT file FROM pragma_database_list WHERE name = 'main'").Scan(&file); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		_, _ = db.ExecContext(context.Background(), "ROLLBACK")
+		_ = db.Close()
+	}
 }

@@ -184,7 +184,9 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	if err != nil {
 		return nil, err
 	}
-	core := domain.NewService(st, domain.Options{Limits: cfg.limits(), NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions()})
+	limits := cfg.limits()
+	limits.MaxReadsPerKey = cfg.readShare(st.Pools())
+	core := domain.NewService(st, domain.Options{Limits: limits, NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions()})
 	// Closed when the server starts to shut down: open tails end at once, so they never hold
 	// the drain, and their clients resume on another instance.
 	stopTails := make(chan struct{})

@@ -38,6 +38,14 @@ type Limits struct {
 	// DefaultRetentionDays is the retention of a project created without one; 0 keeps its
 	// entries forever.
 	DefaultRetentionDays int
+	// MaxReadsPerKey is how many store reads (listings, searches, stats, filtered deletes) one
+	// key runs at once; past it a read waits up to ReadShareWait for one of them to finish,
+	// then is KindRateLimited. Zero or less: no share.
+	MaxReadsPerKey int
+	ReadShareWait  time.Duration
+	// MaxStatsSeries is the most series (values of by) one stats answer holds; a question
+	// whose answer would hold more is KindInvalid, found before the answer is built.
+	MaxStatsSeries int
 }
 
 // DefaultLimits returns the limits the API contract documents.
@@ -60,5 +68,9 @@ func DefaultLimits() Limits {
 		MaxFieldErrors:  100,
 
 		IdempotencyWindow: 24 * time.Hour,
+
+		MaxReadsPerKey: 2,
+		ReadShareWait:  5 * time.Second,
+		MaxStatsSeries: 1000,
 	}
 }

@@ -99,7 +99,14 @@ type StatsQuery struct {
 	By   string
 	// Now is the time of the question (Unix ms), as for a listing; the service sets it.
 	Now int64
+	// MaxSeries is the most values of By the answer may hold (zero: no bound; the service sets
+	// it): a store that finds more stops reading and answers ErrTooManySeries.
+	MaxSeries int
 }
+
+// ErrTooManySeries is a store's answer to a stats question with more than MaxSeries values of
+// its grouping.
+var ErrTooManySeries = errors.New("more series than the stats question allows")
 
 // BucketCount is how many matching entries of one bucket (0-based) have one value of the
 // grouping (nil: no subject, or the one series of ByNone). Stores answer with these.
@@ -184,9 +191,19 @@ func (s *Service) LogStats(ctx context.Context, q StatsQuery) (Stats, error) {
 		return Stats{}, projectNotFound(q.ProjectID)
 	}
 	q.Now = s.now().UnixMilli()
+	q.MaxSeries = s.limits.MaxStatsSeries
+	release, err := s.acquireRead(ctx, q.ProjectID)
+	if err != nil {
+		return Stats{}, err
+	}
+	defer release()
 	counts, err := s.store.LogStats(ctx, q)
 	if KindOf(err) == KindNotFound {
 		return Stats{}, projectNotFound(q.ProjectID)
+	}
+	if errors.Is(err, ErrTooManySeries) {
+		return Stats{}, &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: []FieldError{{Param: "by",
+			Detail: fmt.Sprintf("makes more than %d series with this filter; narrow the filter or the time range, or group by less", q.MaxSeries)}}}
 	}
 	if err != nil {
 		return Stats{}, fmt.Errorf("log stats: %w", err)

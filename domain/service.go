@@ -39,6 +39,9 @@ type Service struct {
 	tailStore TailStore
 	tailOpts  TailOptions
 	tails     tails
+
+	// shares bounds each key's store reads (see acquireRead).
+	shares shares
 }
 
 // NewService returns a Service over store.
@@ -358,6 +361,11 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 	// Entries past the project's retention are gone to readers from the moment it changes: the
 	// store compares them with now in the listing's own statement.
 	q.Now = s.now().UnixMilli()
+	release, err := s.acquireRead(ctx, q.ProjectID)
+	if err != nil {
+		return err
+	}
+	defer release() // after the page has been streamed: the rows hold a connection till then
 	// The store tells a missing project apart itself, and only for an empty page: a listing
 	// costs one round trip, not two.
 	err = s.store.ListLogs(ctx, q, fn)
@@ -383,6 +391,12 @@ func (s *Service) DeleteLogs(ctx context.Context, f LogFilter) (int64, error) {
 	if _, err := s.project(ctx, f.ProjectID); err != nil {
 		return 0, err
 	}
+	// A filtered delete reads every entry its filter selects, as a search does.
+	release, err := s.acquireRead(ctx, f.ProjectID)
+	if err != nil {
+		return 0, err
+	}
+	defer release()
 	n, err := s.store.DeleteLogs(ctx, f)
 	if err != nil {
 		return 0, fmt.Errorf("delete logs: %w", err)

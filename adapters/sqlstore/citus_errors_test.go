@@ -20,6 +20,10 @@ func TestCitusWorkerErrorsAreUnavailable(t *testing.T) {
 		{"XX000", "connection to the remote node postgres@127.0.0.1:5433 failed with the following error: Connection refused", true},
 		{"58030", "failed to COPY to shard 102034 on 127.0.0.1:44077", true},
 		{"XX000", "server closed the connection unexpectedly\n\tThis probably means the server terminated abnormally", true},
+		// A statement the deadline cancelled, on the coordinator or relayed from a worker.
+		{"57014", "canceling statement due to user request", true},
+		{"57014", "canceling statement due to statement timeout", true},
+		{"XX000", "canceling statement due to user request", true},
 		{"58030", "could not read file \"base/1/2\": read only 0 of 8192 bytes", false},
 		{"XX000", "cache lookup failed for relation 1", false},
 	} {

@@ -273,6 +273,7 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 	start, end := ptr[int64](10), ptr[int64](90_000)
 	filters := map[string]domain.LogFilter{
 		"project+q":                      {ProjectID: p, Q: ptr("message 1")},
+		"project+long q":                 {ProjectID: p, Q: ptr(strings.Repeat("message 1 ", 10))}, // a regular expression
 		"project+subject":                {ProjectID: p, Subject: ptr("s")},
 		"project+levels":                 {ProjectID: p, Levels: []string{"info", "warn"}},
 		"project+q+subject+levels+range": {ProjectID: p, Q: ptr("1"), Subject: ptr("s"), Levels: []string{"info", "error"}, Start: start, End: end},

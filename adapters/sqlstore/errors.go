@@ -40,6 +40,7 @@ func isConnectionError(err error) bool {
 	return errors.Is(err, sql.ErrConnDone) ||
 		errors.Is(err, driver.ErrBadConn) ||
 		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, context.Canceled) || // the request ended first: no answer is owed, but never a 500
 		errors.Is(err, syscall.ECONNREFUSED) ||
 		errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, net.ErrClosed) ||

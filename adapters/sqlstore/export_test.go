@@ -12,13 +12,13 @@ import (
 
 // ListSQL is the exact statement ListLogs runs for q, for plan tests.
 func ListSQL(s *Store, q domain.LogQuery) (string, []any) {
-	query, args := listQuery(q)
+	query, args := listQuery(s.eng, q)
 	return s.bind(query), args
 }
 
 // DeleteSQL is the exact statement DeleteLogs runs for f.
 func DeleteSQL(s *Store, f domain.LogFilter) (string, []any) {
-	w, args := where(f)
+	w, args := where(s.eng, f)
 	return s.bind("DELETE FROM logs" + w), args
 }
 

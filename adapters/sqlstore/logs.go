@@ -151,8 +151,8 @@ func chunks(ids []string, n int) iter.Seq[[]string] {
 const projectCondition = " WHERE project_id = ?"
 
 // where renders f as a WHERE clause with ? placeholders: every filter of a listing, delete or
-// count, in one place. It is the same SQL on both engines.
-func where(f domain.LogFilter) (string, []any) {
+// count, in one place. It is the same SQL on both engines but for q's operator.
+func where(e engine, f domain.LogFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.ProjectID}
 	b.WriteString(projectCondition)
@@ -184,11 +184,12 @@ func where(f domain.LogFilter) (string, []any) {
 		args = append(args, *f.TraceID)
 	}
 	if f.Q != nil {
-		// The folded message (NULL when folding leaves it as it is) against the folded term,
-		// every LIKE metacharacter of the term escaped: a literal substring. Folded text has no
-		// ASCII capitals, so SQLite's ASCII-insensitive LIKE and PostgreSQL's LIKE agree.
-		b.WriteString(` AND COALESCE(message_fold, message) LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+likeEscaper.Replace(domain.FoldCase(*f.Q))+"%")
+		// The folded message (NULL when folding leaves it as it is) against the folded term, a
+		// literal substring, with the engine's operator (see containsText): not LIKE, whose
+		// backtracking cost every start position the term's length.
+		cond, arg := e.containsText("COALESCE(message_fold, message)", domain.FoldCase(*f.Q))
+		b.WriteString(" AND " + cond)
+		args = append(args, arg)
 	}
 	if f.Start != nil {
 		b.WriteString(" AND time >= ?")
@@ -200,8 +201,6 @@ func where(f domain.LogFilter) (string, []any) {
 	}
 	return b.String(), args
 }
-
-var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 // foldedMessage is what message_fold holds for a message: its folded form, or NULL (nil) when
 // folding leaves it unchanged.
@@ -224,7 +223,7 @@ func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, er
 			_ = tx.Rollback() // nothing of this delete stays; a rollback error adds nothing
 		}
 	}()
-	w, args := where(f)
+	w, args := where(s.eng, f)
 	n, err = deleteCounted(ctx, tx, s.bind, "DELETE FROM logs"+w, args...)
 	if err != nil {
 		return 0, s.translate("delete logs", err)
@@ -307,8 +306,8 @@ const leastID = "00000000-0000-0000-0000-000000000000"
 // listQuery renders one page of q (its columns in logRow.scan's order). The inner query reads at most limit+1 rows in index order; the
 // window functions add the count and the key of row number limit to every row. Entries older
 // than the project's retention at q.Now are not read at all.
-func listQuery(q domain.LogQuery) (string, []any) {
-	w, args := where(q.LogFilter)
+func listQuery(e engine, q domain.LogQuery) (string, []any) {
+	w, args := where(e, q.LogFilter)
 	dir, cmp := "ASC", ">"
 	if q.Desc {
 		dir, cmp = "DESC", "<"
@@ -356,7 +355,7 @@ func (s *Store) listing(ctx context.Context, query string) (*sqlx.Stmt, error) {
 // ListLogs implements domain.LogStore. The rows are scanned and handed on one at a time; nothing
 // holds a whole page in memory.
 func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageFunc) error {
-	query, args := listQuery(q)
+	query, args := listQuery(s.eng, q)
 	stmt, err := s.listing(ctx, s.bind(query))
 	if err != nil {
 		return s.translate("list logs", err)

@@ -245,10 +245,11 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 		{"project+rare user+q", domain.LogFilter{ProjectID: p, UserID: ptr("u1"), Q: ptr("zz")}, byUser, false},
 		{"project+trace+q", domain.LogFilter{ProjectID: p, TraceID: trace, Q: ptr("%")}, byTrace, false},
 		// q alone may read the project's range, nothing more. PostgreSQL has no statistics for
-		// the folded-message expression and guesses a LIKE matches 0.5% of rows, so it may read
+		// the folded-message expression and guesses a match of 0.5% of rows, so it may read
 		// the range as a bitmap and sort the matches instead of reading in order.
 		{"project+q", domain.LogFilter{ProjectID: p, Q: ptr("MESSAGE 1")}, pkey, false},
 		{"project+q+time", domain.LogFilter{ProjectID: p, Q: ptr("nothing"), Start: start, End: end}, pkey, false},
+		{"project+long q", domain.LogFilter{ProjectID: p, Q: ptr(strings.Repeat("message 1 ", 10))}, pkey, false}, // a regular expression
 		{"project+levels", domain.LogFilter{ProjectID: p, Levels: []string{"warn", "error"}}, slices.Concat(pkey, byLevel), false},
 	}
 	for _, c := range cases {

@@ -106,6 +106,15 @@ func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domai
 	return uint64(batch), nil
 }
 
+// containsText uses instr, which at each start position whose first byte matches compares the
+// rest with memcmp: LIKE's pattern matcher instead decodes and compares character by character
+// from every such position, 2 ns a character, so a 255-character term over 64 KiB messages of
+// the term's own prefix took 33 ms a message, against 0.5 ms with instr. Folded text has no
+// ASCII capitals, so instr's case-sensitive comparison is the search's.
+func (sqliteEngine) containsText(column, term string) (string, any) {
+	return "instr(" + column + ", ?) > 0", term
+}
+
 func (sqliteEngine) isForeignKeyViolation(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY

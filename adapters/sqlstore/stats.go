@@ -201,12 +201,12 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 	if !rollupAnswers(q) {
 		f := q.LogFilter
 		f.Start, f.End = nil, &hi // lo, the later of start and the retention, is added below
-		w, args := where(f)
+		w, args := where(s.eng, f)
 		query := statsCut + " SELECT (time - ?) / ? AS bucket, " + groupColumn(q.By) + " AS grp, count(*) AS n FROM logs" +
 			w + " AND time >= (SELECT lo FROM cut) GROUP BY bucket, grp" + statsFound
 		args = append(append(head, start, q.Step), args...)
 		rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
-		return s.scanStats(rows, err)
+		return s.scanStats(rows, err, q.MaxSeries)
 	}
 	// The rollup counts the whole minutes [a, b), a from the statement: the whole hours [h, B)
 	// of them from log_counts_hour when the buckets are whole hours from a whole hour, the
@@ -255,7 +255,7 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 		return nil, s.translate("stats", err)
 	}
 	rows, err := stmt.QueryContext(ctx, args...)
-	return s.scanStats(rows, err)
+	return s.scanStats(rows, err, q.MaxSeries)
 }
 
 // groupColumn is the column a stats query groups by, or a constant for none.
@@ -270,14 +270,17 @@ func groupColumn(by string) string {
 }
 
 // scanStats reads the answer of a stats statement: counts per bucket and group, and the row of
-// bucket -1 that says the project exists (KindNotFound without it).
-func (s *Store) scanStats(rows *sql.Rows, err error) ([]domain.BucketCount, error) {
+// bucket -1 that says the project exists (KindNotFound without it). It stops at the first row
+// of a group past maxSeries distinct ones (zero: no bound) with domain.ErrTooManySeries, so
+// what it holds stays within maxSeries groups of every bucket.
+func (s *Store) scanStats(rows *sql.Rows, err error, maxSeries int) ([]domain.BucketCount, error) {
 	if err != nil {
 		return nil, s.translate("stats", err)
 	}
 	defer rows.Close()
 	var out []domain.BucketCount
 	found := false
+	groups := map[sql.NullString]struct{}{}
 	for rows.Next() {
 		var bucket, n int64
 		var grp sql.NullString
@@ -290,6 +293,12 @@ func (s *Store) scanStats(rows *sql.Rows, err error) ([]domain.BucketCount, erro
 		}
 		if bucket < 0 || bucket > math.MaxInt32 {
 			return nil, fmt.Errorf("stats: bucket %d out of range", bucket)
+		}
+		if _, ok := groups[grp]; !ok && maxSeries > 0 {
+			if len(groups) == maxSeries {
+				return nil, fmt.Errorf("stats: %w", domain.ErrTooManySeries)
+			}
+			groups[grp] = struct{}{}
 		}
 		c := domain.BucketCount{Bucket: int(bucket), N: n}
 		if grp.Valid {

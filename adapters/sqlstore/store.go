@@ -38,6 +38,10 @@ type engine interface {
 	tailTxValue() string
 	tailSkip() string
 	tailSkipArg(skip []uint64) any
+	// containsText renders "column contains term" (term already folded) as a condition with one
+	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
+	// term's length times them (see README, Searching and counting).
+	containsText(column, term string) (string, any)
 	isForeignKeyViolation(err error) bool
 	isUniqueViolation(err error) bool
 	isUnavailable(err error) bool

@@ -44,8 +44,8 @@ func (r *tailRow) entry() domain.TailEntry {
 // tailFrom is the FROM and WHERE of a tail read of the entries matching f: the project's batches
 // joined to their rows. The project is named for both tables, so the statement stays on one
 // shard on Citus.
-func tailFrom(f domain.LogFilter) (string, []any) {
-	w, args := where(f)
+func tailFrom(e engine, f domain.LogFilter) (string, []any) {
+	w, args := where(e, f)
 	return " FROM tail_batches b JOIN (SELECT " + tailEntryColumns + " FROM logs" + w + ") l" +
 		" ON l.project_id = b.project_id AND l.tail_tx = b.tx WHERE b.project_id = ?", append(args, f.ProjectID)
 }
@@ -88,7 +88,7 @@ func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.Tail
 func (s *Store) readTailSQL(q domain.TailQuery) (string, []any) {
 	f := q.LogFilter
 	f.Start, f.End = nil, nil
-	from, args := tailFrom(f)
+	from, args := tailFrom(s.eng, f)
 	after := tailNumber(q.After.Tx)
 	query := "SELECT " + tailColumns + from + " AND b.seq >= ? AND (b.seq > ? OR l.tail_pos > ?)"
 	args = append(args, after, after, q.After.Pos)
@@ -107,7 +107,7 @@ func (s *Store) readTailSQL(q domain.TailQuery) (string, []any) {
 // ReplayTail implements domain.TailStore: the newest limit rows at or before upTo, read
 // backwards and handed on oldest first.
 func (s *Store) ReplayTail(ctx context.Context, f domain.LogFilter, upTo domain.TailPosition, limit int) ([]domain.TailEntry, error) {
-	from, args := tailFrom(f)
+	from, args := tailFrom(s.eng, f)
 	last := tailNumber(upTo.Tx)
 	args = append(args, last, last, upTo.Pos, limit)
 	out, err := s.readTail(ctx, "SELECT "+tailColumns+from+" AND b.seq <= ? AND (b.seq < ? OR l.tail_pos <= ?) ORDER BY b.seq DESC, l.tail_pos DESC LIMIT ?", args)
