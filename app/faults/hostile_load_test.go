@@ -85,6 +85,8 @@ var pathologicalQ = strings.Repeat("a", 254) + "b"
 //   - H2: sixteen searches with a pathological 255-character q over 200 of the attacker's 64 KiB
 //     messages, and six tails replaying with it from the epoch, for 15 s: the victim's 10-entry
 //     page keeps its p99 within 2x its unloaded p99 plus 10 ms, and none of its requests fails.
+//     Likewise the victim's one-entry writes while the attacker deletes with that q, one DELETE
+//     after another, for 15 s (none matches, so nothing is deleted).
 //
 // Each attack runs on a fresh server process, so that each peak is its own. Every figure is
 // printed on a line starting with "FAULTS HOSTILE".
@@ -99,6 +101,7 @@ func TestHostileLoad(t *testing.T) {
 			t.Run("M3-gzip-parallel", h.gzipBombs)
 			t.Run("H3-stats", h.stats)
 			t.Run("H2-search", h.search)
+			t.Run("H2-delete", h.deleteAttack)
 		})
 	}
 }
@@ -547,8 +550,10 @@ func (h *hostile) stats(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+h.secrets["stats"])
 	resp, err := (&http.Client{Timeout: 3 * time.Minute}).Do(req)
 	if err != nil {
-		m.finish()
-		t.Fatalf("H3: stats of %d subjects: %v", statsSubjects, err)
+		peak := m.finish()
+		fmt.Printf("FAULTS HOSTILE store=%s finding=H3-stats subjects=%d buckets=1000 status=error rss_base=%s rss_peak=%s growth=%s bound=%s took=%s\n",
+			h.store, statsSubjects, mib(m.base), mib(peak), mib(peak-m.base), mib(rssGrowthBound), time.Since(began).Round(time.Millisecond))
+		t.Fatalf("H3: stats by subject of %d subjects got no answer: %v", statsSubjects, err)
 	}
 	// Count the answer without keeping it; keep its start, for a 400's reason.
 	var head bytes.Buffer
@@ -761,5 +766,88 @@ func pause(ctx context.Context, hdr http.Header) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
+	}
+}
+
+// deleteAttack runs the H2 attack on the writer: DELETE with the pathological q, one after
+// another for attackWindow, while the victim writes one entry at a time.
+func (h *hostile) deleteAttack(t *testing.T) {
+	_, base := h.serve(t)
+	victimClient := &http.Client{Timeout: victimTimeout}
+	n := 0
+	victimWrite := func() (time.Duration, string) {
+		n++
+		body := fmt.Sprintf(`[{"project_id":%q,"message":"victim write %d","time":%d}]`, h.projects["victim"], n, h.t0+500_000+int64(n))
+		began := time.Now()
+		code, _, _, err := h.do(context.Background(), victimClient, "victim", "POST", base+"/logs", []byte(body), map[string]string{"Content-Type": "application/json"})
+		if err != nil {
+			return time.Since(began), "error"
+		}
+		return time.Since(began), strconv.Itoa(code)
+	}
+	for range 20 {
+		if _, code := victimWrite(); code != "201" {
+			t.Fatalf("warm-up victim write: %s", code)
+		}
+	}
+	var unloaded []time.Duration
+	for range unloadedPages / 2 {
+		d, code := victimWrite()
+		if code != "201" {
+			t.Fatalf("unloaded victim write: %s", code)
+		}
+		unloaded = append(unloaded, d)
+	}
+	base99 := p99(unloaded)
+	bound := latencyRatio*base99 + latencyFloor
+
+	ctx, cancel := context.WithTimeout(t.Context(), attackWindow)
+	defer cancel()
+	var deletes tally
+	var slowest time.Duration
+	del := base + "/logs?q=" + url.QueryEscape(pathologicalQ) + "&project_id=" + url.QueryEscape(h.projects["search"])
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			began := time.Now()
+			code, raw, hdr, err := h.do(ctx, http.DefaultClient, "search", "DELETE", del, nil, nil)
+			slowest = max(slowest, time.Since(began))
+			switch {
+			case err != nil && ctx.Err() != nil:
+				deletes.add("cut at the window's end")
+			case err != nil:
+				deletes.add("error")
+			default:
+				deletes.add(strconv.Itoa(code))
+				if code == http.StatusOK && !bytes.Contains(raw, []byte(`"deleted":0`)) {
+					t.Errorf("H2-delete: the pathological q deleted entries: %.200q", raw)
+				}
+			}
+			if err == nil && code != http.StatusOK {
+				pause(ctx, hdr)
+			}
+		}
+	})
+	time.Sleep(500 * time.Millisecond)
+	var loaded []time.Duration
+	victim := map[string]int{}
+	for ctx.Err() == nil {
+		d, code := victimWrite()
+		loaded = append(loaded, d)
+		victim[code]++
+	}
+	cancel()
+	wg.Wait()
+	loaded99 := p99(loaded)
+	failed := len(loaded) - victim["201"]
+	fmt.Printf("FAULTS HOSTILE store=%s finding=H2-delete victim_write_p99_unloaded=%s victim_write_p99_loaded=%s bound=%s victim_max=%s victim_requests=%d victim_answers=%v deletes=%v slowest_delete=%s window=%s\n",
+		h.store, base99.Round(10*time.Microsecond), loaded99.Round(10*time.Microsecond), bound.Round(10*time.Microsecond), slices.Max(loaded).Round(time.Millisecond),
+		len(loaded), victim, &deletes, slowest.Round(time.Millisecond), attackWindow)
+	if loaded99 > bound {
+		t.Errorf("H2-delete: the victim's one-entry write took %v at p99 (slowest %v, %d requests) while the attacker deleted with a pathological q for %v, want at most %d x its unloaded p99 %v + %v = %v",
+			loaded99, slices.Max(loaded), len(loaded), attackWindow, latencyRatio, base99, latencyFloor, bound)
+	}
+	if failed != 0 {
+		t.Errorf("H2-delete: %d of the victim's %d writes during the attack did not answer 201: %v", failed, len(loaded), victim)
 	}
 }
