@@ -97,27 +97,40 @@ func TestAuthorizationByPrincipal(t *testing.T) {
 		},
 		"delete own logs": func(ctx context.Context) error { _, err := s.DeleteLogs(ctx, LogFilter{ProjectID: own.ID}); return err },
 	}
-	want := map[string][3]Kind{ // anonymous, project key, admin; KindInternal stands for success
-		"create project":  {KindUnauthenticated, KindForbidden, KindInternal},
-		"list projects":   {KindUnauthenticated, KindForbidden, KindInternal},
-		"get own":         {KindUnauthenticated, KindInternal, KindInternal},
-		"get other":       {KindUnauthenticated, KindForbidden, KindInternal},
-		"update own":      {KindUnauthenticated, KindForbidden, KindInternal},
-		"write own logs":  {KindUnauthenticated, KindInternal, KindInternal},
-		"write mixed":     {KindUnauthenticated, KindForbidden, KindInternal},
-		"make hat":        {KindUnauthenticated, KindInternal, KindInternal},
-		"list other logs": {KindUnauthenticated, KindForbidden, KindInternal},
-		"delete own logs": {KindUnauthenticated, KindInternal, KindInternal},
+	// The outcome of a call is "ok" or the kind of its error: success has a name of its own, so a
+	// call that fails for any other reason (an internal error included) cannot pass for allowed.
+	const (
+		ok     = "ok"
+		unauth = "unauthenticated"
+		denied = "forbidden"
+	)
+	if KindUnauthenticated.String() != unauth || KindForbidden.String() != denied {
+		t.Fatalf("kind names changed: %q, %q", KindUnauthenticated, KindForbidden)
+	}
+	want := map[string][3]string{ // anonymous, project key, admin
+		"create project":  {unauth, denied, ok},
+		"list projects":   {unauth, denied, ok},
+		"get own":         {unauth, ok, ok},
+		"get other":       {unauth, denied, ok},
+		"update own":      {unauth, denied, ok},
+		"write own logs":  {unauth, ok, ok},
+		"write mixed":     {unauth, denied, ok},
+		"make hat":        {unauth, ok, ok},
+		"list other logs": {unauth, denied, ok},
+		"delete own logs": {unauth, ok, ok},
+	}
+	if len(want) != len(calls) {
+		t.Fatalf("%d calls but %d expectations", len(calls), len(want))
 	}
 	for name, c := range calls {
 		for i, ctx := range []context.Context{anon, key, adm} {
 			err := c(ctx)
-			got := KindInternal
+			got := ok
 			if err != nil {
-				got = KindOf(err)
+				got = KindOf(err).String()
 			}
 			if w := want[name][i]; got != w {
-				t.Errorf("%s as %s: %v (kind %v), want kind %v", name, []string{"anonymous", "project key", "admin"}[i], err, got, w)
+				t.Errorf("%s as %s: %v (%s), want %s", name, []string{"anonymous", "project key", "admin"}[i], err, got, w)
 			}
 		}
 	}
