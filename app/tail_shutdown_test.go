@@ -19,7 +19,10 @@ func TestShutdownEndsOpenTails(t *testing.T) {
 	defer cancel()
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
-	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db"), "SHUTDOWN_TIMEOUT": "5s", "MAX_TAILS": "20"}
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db"), "SHUTDOWN_TIMEOUT": "5s", "MAX_TAILS": "20",
+		// A tail's start counts against the in-flight limits, and the 20 start at once from one
+		// address: room for all of them.
+		"MAX_IN_FLIGHT_PER_CLIENT": "40"}
 	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(env), &stdout, &stderr) }()
 	base := "http://" + listeningAddr(t, &stdout, done)
 
