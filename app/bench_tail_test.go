@@ -43,7 +43,12 @@ func BenchmarkTailPostgres(b *testing.B) {
 // benchTail runs the tail benchmarks on st; database, when not "", names the PostgreSQL database
 // st uses, whose backends' CPU the ingest rounds report.
 func benchTail(b *testing.B, st store, database string) {
-	e := newBenchEnv(b, st, func(c *config) { c.MaxTails, c.MaxTailsTotal = benchTails+10, 2*(benchTails+10) }) // one key: under the share of keys holding tails
+	// One key opens every tail, at once: room for them under the per-key tail limit, under the
+	// three quarters of the total that a key holding tails may take, and under the in-flight
+	// limit that each tail's start counts against.
+	e := newBenchEnv(b, st, func(c *config) {
+		c.MaxTails, c.MaxTailsTotal, c.MaxInFlightPer = benchTails+10, 2*(benchTails+10), 0
+	})
 	e.database = database
 	on := func(project, filter string) func(int) string {
 		return func(i int) string {
