@@ -29,19 +29,49 @@ func (anyKey) BearerAuth(context.Context, oas.OperationName) (oas.BearerAuth, er
 
 // tailWatch is the client's HTTP client: it closes connected when the answer to a tail request
 // has arrived, that is when the server has fixed the tail's start, so that the entries written
-// after it are streamed. ogen's client reads an event stream to its end before it returns, so
-// the tail is followed in a goroutine and the stream ends when the project is deleted.
+// after it are streamed, and delivered when the stream has carried an event naming the entry
+// the program writes live. ogen's client reads an event stream to its end before it returns, so
+// the tail is followed in a goroutine and the stream ends when the project is deleted. The
+// program waits for delivered before it deletes the live entry: the contract does not order a
+// tail's delivery against a later delete, so without the wait a slow machine could see the
+// entry deleted before the tail read it.
 type tailWatch struct {
 	once      sync.Once
 	connected chan struct{}
+	delivered chan struct{}
 }
 
 func (w *tailWatch) Do(r *http.Request) (*http.Response, error) {
 	resp, err := http.DefaultClient.Do(r)
 	if err == nil && r.URL.Path == "/logs/tail" {
 		w.once.Do(func() { close(w.connected) })
+		resp.Body = &watchedBody{ReadCloser: resp.Body, want: []byte(`"message":"live"`), seen: w.delivered}
 	}
 	return resp, err
+}
+
+// watchedBody closes seen once the bytes read through it hold want.
+type watchedBody struct {
+	io.ReadCloser
+	want []byte
+	buf  []byte
+	seen chan struct{}
+	done bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if !b.done && n > 0 {
+		b.buf = append(b.buf, p[:n]...)
+		if bytes.Contains(b.buf, b.want) {
+			b.done = true
+			b.buf = nil
+			close(b.seen)
+		} else if keep := len(b.want) - 1; len(b.buf) > keep {
+			b.buf = b.buf[len(b.buf)-keep:]
+		}
+	}
+	return n, err
 }
 
 type tailResult struct {
@@ -78,7 +108,7 @@ func run(ctx context.Context, base string) error {
 	if base == "" {
 		return errors.New("OBSVC_URL must name a running server")
 	}
-	watch := &tailWatch{connected: make(chan struct{})}
+	watch := &tailWatch{connected: make(chan struct{}), delivered: make(chan struct{})}
 	c, err := oas.NewClient(base, anyKey{}, oas.WithClient(watch))
 	if err != nil {
 		return err
@@ -254,6 +284,13 @@ func run(ctx context.Context, base string) error {
 		return fmt.Errorf("listLogs (otlp): %+v", otlpOnly.Response)
 	}
 
+	select {
+	case <-watch.delivered:
+	case r := <-tailed:
+		return fmt.Errorf("tailLogs: ended before the live entry: %T %+v %v", r.res, r.res, r.err)
+	case <-ctx.Done():
+		return fmt.Errorf("tailLogs: the live entry did not arrive: %w", ctx.Err())
+	}
 	deleted, err := as[*oas.LogsDeleted]("deleteLogs")(c.DeleteLogs(ctx, oas.DeleteLogsParams{ProjectID: p.ID, EndTime: oas.NewOptInt64(2000)}))
 	if err != nil {
 		return err
