@@ -134,7 +134,7 @@ func (c *config) flags() *flag.FlagSet {
 	num64(&c.MemoryLimit, "memory-limit", "soft limit of the Go heap in `bytes` (the garbage collector works harder near it; 0 = none; GOMEMLIMIT, when set, wins)")
 	num(&c.MaxInFlight, "max-in-flight", "requests served at once; more are refused with 503 (0 = no cap)")
 	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
-	num(&c.MaxReadsPerKey, "max-reads-per-key", "store reads (listings, searches, stats, filtered deletes) one API key (one project without keys) runs at once; more wait READ_SHARE_WAIT for one to finish, then are refused with 429 (0 = half the store's read connections: 2 on SQLite, 8 on PostgreSQL)")
+	num(&c.MaxReadsPerKey, "max-reads-per-key", "store reads (listings, searches, stats, filtered deletes, a tail's replay and catch-up) one API key (one project without keys) runs at once; more wait READ_SHARE_WAIT for one to finish, then are refused with 429 (0 = half the store's read connections and at most half of GOMAXPROCS, at least 1)")
 	dur(&c.ReadShareWait, "read-share-wait", "how long a read past MAX_READS_PER_KEY waits for one of its key's reads to finish before 429 (a `duration`)")
 	num(&c.MaxStatsSeries, "max-stats-series", "most series (values of by) in one GET /logs/stats answer; a question with more is refused with 400 naming by")
 	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
@@ -387,9 +387,13 @@ func (c config) limits() domain.Limits {
 }
 
 // readShare is MAX_READS_PER_KEY, or when it is 0 half the read connections of the store's
-// pools (the reader pool, or the one pool where reads and writes share it), at least one; no
-// share (0) when that pool has no bound.
-func (c config) readShare(pools map[string]*sql.DB) int {
+// pools (the reader pool, or the one pool where reads and writes share it) and at most half
+// the CPUs the process may use (cpus, GOMAXPROCS), at least one; no share (0) when that pool
+// has no bound. The CPUs bound it because an expensive read is CPU work in the database: on a
+// machine with two CPUs, eight such reads of one key leave another key's page a ninth of them,
+// one leaves it the other CPU. A database on its own, larger machine can take more: set
+// MAX_READS_PER_KEY.
+func (c config) readShare(pools map[string]*sql.DB, cpus int) int {
 	if c.MaxReadsPerKey > 0 {
 		return c.MaxReadsPerKey
 	}
@@ -400,7 +404,7 @@ func (c config) readShare(pools map[string]*sql.DB) int {
 	if readers == nil || readers.Stats().MaxOpenConnections <= 0 {
 		return 0
 	}
-	return max(readers.Stats().MaxOpenConnections/2, 1)
+	return max(min(readers.Stats().MaxOpenConnections/2, cpus/2), 1)
 }
 
 // tailOptions are the bounds of the live tail.

@@ -22,6 +22,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -185,7 +186,7 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 		return nil, err
 	}
 	limits := cfg.limits()
-	limits.MaxReadsPerKey = cfg.readShare(st.Pools())
+	limits.MaxReadsPerKey = cfg.readShare(st.Pools(), runtime.GOMAXPROCS(0))
 	core := domain.NewService(st, domain.Options{Limits: limits, NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions()})
 	// Closed when the server starts to shut down: open tails end at once, so they never hold
 	// the drain, and their clients resume on another instance.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"runtime"
 	"testing"
 
 	"example.com/obsvc/domain"
@@ -25,7 +26,7 @@ func testReadShare(t *testing.T, open storeOpener) {
 	cfg := defaultConfig()
 	cfg.ReadShareWait = 0 // refuse at once past the share: the test waits for nothing
 	limits := cfg.limits()
-	limits.MaxReadsPerKey = cfg.readShare(st.Pools())
+	limits.MaxReadsPerKey = cfg.readShare(st.Pools(), runtime.GOMAXPROCS(0))
 	if limits.MaxReadsPerKey < 1 {
 		t.Fatalf("share %d", limits.MaxReadsPerKey)
 	}

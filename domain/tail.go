@@ -712,6 +712,20 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 		return Errorf(KindRateLimited, "too many open tails (at most %d per key, %d in all, of which the last quarter only for a key's first); retry after the time in Retry-After", o.MaxPerKey, o.MaxTotal)
 	}
 	defer s.tails.release(holder)
+	// The start's reads (the replay, the catch-up) are reads like a listing's, and can cost as
+	// much: they hold one of the key's read shares (see acquireRead) until the tail has caught
+	// up, so a key's tails cannot crowd another key's reads out of the store.
+	releaseRead, err := s.acquireRead(sctx, f.ProjectID)
+	if err != nil {
+		return s.startErr(ctx, sctx, err)
+	}
+	endRead := func() {
+		if releaseRead != nil {
+			releaseRead()
+			releaseRead = nil
+		}
+	}
+	defer endRead()
 
 	head, err := s.tailStore.TailHead(sctx, f.ProjectID)
 	if err != nil {
@@ -742,6 +756,7 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 		return err
 	}
 	tl := tailLoop{s: s, f: f, fn: fn, after: *start, checked: time.Now(), start: sctx, started: func() {
+		endRead()
 		startDone()
 		EndAdmission(ctx)
 	}}

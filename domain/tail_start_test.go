@@ -161,3 +161,65 @@ func TestBrief(t *testing.T) {
 		t.Errorf("a 100 KB project id answered with %d bytes", len(err.Error()))
 	}
 }
+
+// heldReplay is a tailFake whose replay closes entered and waits for release.
+type heldReplay struct {
+	*tailFake
+	entered, release chan struct{}
+}
+
+func (s heldReplay) ReplayTail(ctx context.Context, _ LogFilter, _ TailPosition, _ int) ([]TailEntry, error) {
+	close(s.entered)
+	select {
+	case <-s.release:
+		return nil, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestTailStartHoldsAReadShare: a tail's start reads the store like a listing and holds one of
+// its key's read shares while it does: with a share of one, the key's next read is refused
+// while the replay runs, and served once the tail has caught up (the tail still open).
+func TestTailStartHoldsAReadShare(t *testing.T) {
+	f := &tailFake{project: Project{ID: testID(), Name: "p"}}
+	hr := heldReplay{f, make(chan struct{}), make(chan struct{})}
+	limits := DefaultLimits()
+	limits.MaxReadsPerKey, limits.ReadShareWait = 1, 0
+	svc := NewService(hr, opts(Options{Limits: limits, Tail: TailOptions{MaxPerKey: 10, MaxTotal: 10, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour, ReadTimeout: time.Minute}}))
+	ctx, cancel := context.WithCancel(WithPrincipal(t.Context(), Principal{ProjectID: f.project.ID, KeyID: "k"}))
+	defer cancel()
+	opened := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		start := int64(0)
+		done <- svc.Tail(ctx, TailRequest{LogFilter: LogFilter{ProjectID: f.project.ID}, StartTime: &start}, func(es []TailEntry) error {
+			if es == nil {
+				close(opened)
+			}
+			return nil
+		})
+	}()
+	<-hr.entered
+	if _, err := svc.acquireRead(ctx, f.project.ID); KindOf(err) != KindRateLimited {
+		t.Fatalf("a read of the key while its tail replays: %v, want KindRateLimited", err)
+	}
+	close(hr.release)
+	<-opened
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		release, err := svc.acquireRead(ctx, f.project.ID)
+		if err == nil {
+			release()
+			break
+		}
+		if KindOf(err) != KindRateLimited || time.Now().After(deadline) {
+			t.Fatalf("a read of the key once its tail caught up: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
