@@ -36,7 +36,9 @@ import (
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi"
 	"example.com/obsvc/adapters/otlpapi"
+	"example.com/obsvc/adapters/readshare"
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/tailhub"
 	"example.com/obsvc/adapters/twirpapi"
 	"example.com/obsvc/adapters/ui"
 	"example.com/obsvc/api/rest"
@@ -90,6 +92,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	defer svc.closeTails() // after the drain, before the store closes
 	switch {
 	case !svc.keys.Enabled() && cfg.AllowOpen:
 		log.Warn("no API keys configured and ALLOW_OPEN_NETWORK=true: the service is open to anyone who can reach it")
@@ -169,6 +172,9 @@ type service struct {
 	log     *slog.Logger
 	// stopTails ends every open live tail; run calls it when the drain starts.
 	stopTails func()
+	// closeTails ends the live tail's readers and waits for them; run calls it before the
+	// store closes.
+	closeTails func()
 	// sweepPace paces the retention sweep for the store (see retentionPace).
 	sweepPace domain.SweepPace
 }
@@ -187,7 +193,14 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	}
 	limits := cfg.limits()
 	limits.MaxReadsPerKey = cfg.readShare(st.Pools(), runtime.GOMAXPROCS(0))
-	core := domain.NewService(st, domain.Options{Limits: limits, NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions()})
+	opts := domain.Options{Limits: limits, NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions(),
+		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait)}
+	closeTails := func() {}
+	if ts, ok := st.(domain.TailStore); ok {
+		hub := tailhub.New(ts, opts.Tail)
+		opts.Tailer, closeTails = hub, hub.Close
+	}
+	core := domain.NewService(st, opts)
 	// Closed when the server starts to shut down: open tails end at once, so they never hold
 	// the drain, and their clients resume on another instance.
 	stopTails := make(chan struct{})
@@ -245,7 +258,7 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	}
 	var once sync.Once
 	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log,
-		stopTails: func() { once.Do(func() { close(stopTails) }) }, sweepPace: cfg.retentionPace(st)}, nil
+		stopTails: func() { once.Do(func() { close(stopTails) }) }, closeTails: closeTails, sweepPace: cfg.retentionPace(st)}, nil
 }
 
 // tailPath is the live tail's route: a stream held open for as long as the client reads.

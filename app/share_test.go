@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"example.com/obsvc/adapters/readshare"
 	"example.com/obsvc/domain"
 )
 
@@ -30,7 +31,7 @@ func testReadShare(t *testing.T, open storeOpener) {
 	if limits.MaxReadsPerKey < 1 {
 		t.Fatalf("share %d", limits.MaxReadsPerKey)
 	}
-	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
+	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID, ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait)})
 	admin := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
 	key := func(name string) (context.Context, string) {
 		p, err := svc.CreateProject(admin, domain.ProjectInput{Name: name})

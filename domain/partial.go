@@ -140,7 +140,9 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 		res.Stored, res.Replayed = prior.Created, true
 		return res, nil
 	}
-	s.tails.written(w.Batches, entries)
+	if s.tailer != nil {
+		s.tailer.Written(w.Batches, entries)
+	}
 	res.Stored = len(entries)
 	return res, nil
 }

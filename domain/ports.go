@@ -78,3 +78,43 @@ type Store interface {
 	ProjectStore
 	LogStore
 }
+
+// ReadShares bounds how many store reads (listings, searches, stats, filtered deletes, a tail's
+// start) each key runs at once, so that one key's expensive reads cannot hold every connection
+// of the store while another key waits (see Limits.MaxReadsPerKey).
+type ReadShares interface {
+	// Acquire takes one of key's read shares, waiting a while for one when all are taken, and
+	// returns its release: KindRateLimited when none frees in time, KindUnavailable when ctx
+	// ends first.
+	Acquire(ctx context.Context, key string) (release func(), err error)
+}
+
+// Tailer follows projects' entries live once a tail has started (see Service.Tail), and hears
+// of every batch committed through this instance.
+type Tailer interface {
+	// Follow hands f.Fn, in ingest order and once each, every entry of f.Filter's project that
+	// matches the filter and comes after f.After, whichever instance wrote it, until ctx ends
+	// (nil), f.Fn fails (its error, unchanged) or a read or f.Check fails (that error).
+	Follow(ctx context.Context, f TailFollow) error
+	// Written tells of a batch committed through this instance: its entries, and the batch's
+	// number in each of its projects' ingest order (Written.Batches; nil when the store does
+	// not follow ingest order).
+	Written(batches map[string]uint64, entries []LogEntry)
+}
+
+// TailFollow is one tail as Service.Tail hands it to its Tailer once its start is fixed.
+type TailFollow struct {
+	// Filter is the tail's, validated, without time bounds.
+	Filter LogFilter
+	// After is the place up to which every matching entry has been handed on.
+	After TailPosition
+	// Fn receives the entries (see TailFunc).
+	Fn TailFunc
+	// Start bounds the reads of the tail until it first catches up; Started is called once
+	// then, and the reads that follow are bounded by TailOptions.ReadTimeout each.
+	Start   context.Context
+	Started func()
+	// Check says whether the project still exists; an open tail calls it now and then
+	// (TailOptions.CheckEvery).
+	Check func(ctx context.Context) error
+}

@@ -22,6 +22,11 @@ type Options struct {
 	Rand   Random
 	// Tail bounds the live tail; the zero value means DefaultTailOptions.
 	Tail TailOptions
+	// Tailer follows tails once started; without it (or without a TailStore) Tail is
+	// unavailable.
+	Tailer Tailer
+	// ReadShares bounds each key's store reads; without it they are not bounded.
+	ReadShares ReadShares
 }
 
 // Service carries out the use cases of projects, logs and hats.
@@ -39,19 +44,19 @@ type Service struct {
 	tailStore TailStore
 	tailOpts  TailOptions
 	tails     tails
+	tailer    Tailer
 
 	// shares bounds each key's store reads (see acquireRead).
-	shares shares
+	shares ReadShares
 }
 
 // NewService returns a Service over store.
 func NewService(store Store, opts Options) *Service {
-	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailOpts: opts.Tail}
+	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailOpts: opts.Tail, tailer: opts.Tailer, shares: opts.ReadShares}
 	s.tailStore, _ = store.(TailStore)
 	if s.tailOpts == (TailOptions{}) {
 		s.tailOpts = DefaultTailOptions()
 	}
-	s.tails.batch = s.tailOpts.Batch
 	if s.limits == (Limits{}) {
 		s.limits = DefaultLimits()
 	}
@@ -283,7 +288,9 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		}
 		return Created{N: prior.Created, Replayed: true}, nil
 	}
-	s.tails.written(w.Batches, entries)
+	if s.tailer != nil {
+		s.tailer.Written(w.Batches, entries)
+	}
 	return Created{N: len(entries)}, nil
 }
 

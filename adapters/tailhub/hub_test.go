@@ -1,4 +1,4 @@
-package domain
+package tailhub
 
 import (
 	"context"
@@ -6,9 +6,22 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"example.com/obsvc/domain"
+	"github.com/google/uuid"
 )
+
+func ptr[T any](v T) *T { return &v }
+
+// admin is a context acting for an admin, as transports make in an open deployment.
+func admin(t *testing.T) context.Context {
+	return domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
+}
+
+func testID() string { return uuid.Must(uuid.NewV7()).String() }
 
 // tailFake is an in-memory store that reads in ingest order, for the hub's unit tests only. It
 // allows more than the SQL stores do, so that the hub is shown right under the contract alone:
@@ -16,10 +29,10 @@ import (
 // order (see holdNext); the horizon is the oldest batch still running. foreign writes a batch as another instance would, unseen by the
 // service.
 type tailFake struct {
-	Store
+	domain.Store
 	mu      sync.Mutex
-	project Project
-	entries []TailEntry
+	project domain.Project
+	entries []domain.TailEntry
 	tx      uint64
 	running map[uint64]bool
 	reads   int
@@ -29,14 +42,14 @@ type tailFake struct {
 	holdNext, entered chan struct{}
 }
 
-func (f *tailFake) GetProject(_ context.Context, id string) (Project, error) {
+func (f *tailFake) GetProject(_ context.Context, id string) (domain.Project, error) {
 	if id != f.project.ID {
-		return Project{}, Errorf(KindNotFound, "not found")
+		return domain.Project{}, domain.Errorf(domain.KindNotFound, "not found")
 	}
 	return f.project, nil
 }
 
-func (f *tailFake) CreateLogs(_ context.Context, es []LogEntry, _ LogWrite) (Written, error) {
+func (f *tailFake) CreateLogs(_ context.Context, es []domain.LogEntry, _ domain.LogWrite) (domain.Written, error) {
 	f.mu.Lock()
 	f.tx++
 	tx := f.tx
@@ -56,20 +69,20 @@ func (f *tailFake) CreateLogs(_ context.Context, es []LogEntry, _ LogWrite) (Wri
 	for _, e := range es {
 		batches[e.ProjectID] = tx
 	}
-	return Written{Batches: batches}, nil
+	return domain.Written{Batches: batches}, nil
 }
 
-func (f *tailFake) commit(tx uint64, es []LogEntry) {
+func (f *tailFake) commit(tx uint64, es []domain.LogEntry) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, e := range es {
-		f.entries = append(f.entries, TailEntry{LogEntry: e, At: TailPosition{Tx: tx, Pos: int64(i)}})
+		f.entries = append(f.entries, domain.TailEntry{LogEntry: e, At: domain.TailPosition{Tx: tx, Pos: int64(i)}})
 	}
 	delete(f.running, tx)
 }
 
 // foreign commits a batch written through another instance.
-func (f *tailFake) foreign(es []LogEntry) {
+func (f *tailFake) foreign(es []domain.LogEntry) {
 	f.mu.Lock()
 	f.tx++
 	tx := f.tx
@@ -77,38 +90,38 @@ func (f *tailFake) foreign(es []LogEntry) {
 	f.commit(tx, es)
 }
 
-func (f *tailFake) horizonLocked() TailPosition {
+func (f *tailFake) horizonLocked() domain.TailPosition {
 	xmin := f.tx + 1
 	for tx := range f.running {
 		xmin = min(xmin, tx)
 	}
-	return TailPosition{Tx: xmin, Pos: -1}
+	return domain.TailPosition{Tx: xmin, Pos: -1}
 }
 
-func (f *tailFake) TailHead(context.Context, string) (TailPosition, error) {
+func (f *tailFake) TailHead(context.Context, string) (domain.TailPosition, error) {
 	return f.TailHorizon(context.Background(), "")
 }
 
-func (f *tailFake) TailHorizon(context.Context, string) (TailPosition, error) {
+func (f *tailFake) TailHorizon(context.Context, string) (domain.TailPosition, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.horizonLocked(), nil
 }
 
-func (f *tailFake) ReadTail(_ context.Context, q TailQuery) ([]TailEntry, error) {
+func (f *tailFake) ReadTail(_ context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	before := q.Before
-	if before == (TailPosition{}) {
+	if before == (domain.TailPosition{}) {
 		before = f.horizonLocked()
 	}
-	var out []TailEntry
+	var out []domain.TailEntry
 	for _, e := range f.entries {
 		if q.After.Before(e.At) && e.At.Before(before) && !slices.Contains(q.Skip, e.At.Tx) && q.Matches(e.LogEntry) {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b TailEntry) int {
+	slices.SortFunc(out, func(a, b domain.TailEntry) int {
 		if a.At.Before(b.At) {
 			return -1
 		}
@@ -120,7 +133,7 @@ func (f *tailFake) ReadTail(_ context.Context, q TailQuery) ([]TailEntry, error)
 	return out, nil
 }
 
-func (f *tailFake) ReplayTail(context.Context, LogFilter, TailPosition, int) ([]TailEntry, error) {
+func (f *tailFake) ReplayTail(context.Context, domain.LogFilter, domain.TailPosition, int) ([]domain.TailEntry, error) {
 	return nil, nil
 }
 
@@ -144,7 +157,7 @@ type tailRecorder struct {
 	held chan struct{}
 }
 
-func (r *tailRecorder) fn(entries []TailEntry) error {
+func (r *tailRecorder) fn(entries []domain.TailEntry) error {
 	if len(entries) > 0 && r.hold != nil {
 		close(r.held)
 		<-r.hold
@@ -173,7 +186,8 @@ func (r *tailRecorder) wait(t *testing.T, n int) []string {
 }
 
 type tailSetup struct {
-	svc    *Service
+	svc    *domain.Service
+	hub    *Hub
 	store  *tailFake
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -181,22 +195,24 @@ type tailSetup struct {
 }
 
 func newTailSetup(t *testing.T) *tailSetup {
-	f := &tailFake{project: Project{ID: testID(), Name: "p"}}
+	f := &tailFake{project: domain.Project{ID: testID(), Name: "p"}}
 	// Polls are rare: only writes through this instance wake the tails.
-	svc := NewService(f, opts(Options{Tail: TailOptions{MaxPerKey: 100, MaxTotal: 100, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour}}))
+	o := domain.TailOptions{MaxPerKey: 100, MaxTotal: 100, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour}
+	hub := New(f, o)
+	svc := domain.NewService(f, domain.Options{NewID: testID, Tail: o, Tailer: hub})
 	ctx, cancel := context.WithCancel(admin(t))
-	s := &tailSetup{svc: svc, store: f, ctx: ctx, cancel: cancel}
-	t.Cleanup(func() { cancel(); s.wg.Wait() })
+	s := &tailSetup{svc: svc, hub: hub, store: f, ctx: ctx, cancel: cancel}
+	t.Cleanup(func() { cancel(); s.wg.Wait(); hub.Close() })
 	return s
 }
 
 // open starts a tail with filter f and returns once it is open.
-func (s *tailSetup) open(t *testing.T, f LogFilter, r *tailRecorder) {
+func (s *tailSetup) open(t *testing.T, f domain.LogFilter, r *tailRecorder) {
 	opened := make(chan struct{})
 	f.ProjectID = s.store.project.ID
 	s.wg.Go(func() {
 		first := true
-		err := s.svc.Tail(s.ctx, TailRequest{LogFilter: f}, func(es []TailEntry) error {
+		err := s.svc.Tail(s.ctx, domain.TailRequest{LogFilter: f}, func(es []domain.TailEntry) error {
 			if first {
 				first = false
 				close(opened)
@@ -212,9 +228,9 @@ func (s *tailSetup) open(t *testing.T, f LogFilter, r *tailRecorder) {
 
 // write posts one batch of n entries, messages from m on, users alternating u0 and u1.
 func (s *tailSetup) write(t *testing.T, m, n int) {
-	var es []LogInput
+	var es []domain.LogInput
 	for i := range n {
-		es = append(es, LogInput{ProjectID: s.store.project.ID, Time: ptr(time.Now().UnixMilli()), Level: ptr("info"), Message: ptr(fmt.Sprint(m + i)), UserID: ptr(fmt.Sprintf("u%d", (m+i)%2))})
+		es = append(es, domain.LogInput{ProjectID: s.store.project.ID, Time: ptr(time.Now().UnixMilli()), Level: ptr("info"), Message: ptr(fmt.Sprint(m + i)), UserID: ptr(fmt.Sprintf("u%d", (m+i)%2))})
 	}
 	if _, err := s.svc.CreateLogs(s.ctx, es, ""); err != nil {
 		t.Fatal(err)
@@ -243,7 +259,7 @@ func forCoalesce(t *testing.T, test func(*testing.T, *tailSetup)) {
 	for _, c := range []time.Duration{0, 20 * time.Millisecond} {
 		t.Run(fmt.Sprint("coalesce=", c), func(t *testing.T) {
 			s := newTailSetup(t)
-			s.svc.tailOpts.Coalesce = c
+			s.hub.opts.Coalesce = c
 			test(t, s)
 		})
 	}
@@ -252,8 +268,8 @@ func forCoalesce(t *testing.T, test func(*testing.T, *tailSetup)) {
 func testTailHubReadsOncePerWrite(t *testing.T, s *tailSetup) {
 	var all, odd [10]tailRecorder
 	for i := range all {
-		s.open(t, LogFilter{}, &all[i])
-		s.open(t, LogFilter{UserID: ptr("u1")}, &odd[i])
+		s.open(t, domain.LogFilter{}, &all[i])
+		s.open(t, domain.LogFilter{UserID: ptr("u1")}, &odd[i])
 	}
 	before := s.store.readCount()
 	const writes, per = 50, 3
@@ -286,8 +302,8 @@ func TestTailBehindHubReadsAlone(t *testing.T) {
 func testTailBehindHubReadsAlone(t *testing.T, s *tailSetup) {
 	var fast tailRecorder
 	slow := tailRecorder{hold: make(chan struct{}), held: make(chan struct{})}
-	s.open(t, LogFilter{}, &fast)
-	s.open(t, LogFilter{}, &slow)
+	s.open(t, domain.LogFilter{}, &fast)
+	s.open(t, domain.LogFilter{}, &slow)
 	s.write(t, 0, 2)
 	<-slow.held
 	// Each write is one hub read (wait for it), so the slow tail's queue fills.
@@ -303,9 +319,9 @@ func testTailBehindHubReadsAlone(t *testing.T, s *tailSetup) {
 	if got := fast.wait(t, n); !equalStrings(got, sequence(0, n, 1)) {
 		t.Fatalf("the fast tail received %v", got)
 	}
-	s.svc.tails.mu.Lock()
-	subs := len(s.svc.tails.hubs[s.store.project.ID].subs)
-	s.svc.tails.mu.Unlock()
+	s.hub.mu.Lock()
+	subs := len(s.hub.hubs[s.store.project.ID].subs)
+	s.hub.mu.Unlock()
 	if subs != 1 {
 		t.Fatalf("the hub holds %d tails, want 1: the one behind should be let go", subs)
 	}
@@ -332,7 +348,7 @@ func TestTailsLeaveNothingBehind(t *testing.T) {
 		opened := make(chan struct{})
 		wg.Go(func() {
 			first := true
-			err := s.svc.Tail(ctx, TailRequest{LogFilter: LogFilter{ProjectID: s.store.project.ID}}, func(es []TailEntry) error {
+			err := s.svc.Tail(ctx, domain.TailRequest{LogFilter: domain.LogFilter{ProjectID: s.store.project.ID}}, func(es []domain.TailEntry) error {
 				if first {
 					first = false
 					close(opened)
@@ -356,9 +372,9 @@ func TestTailsLeaveNothingBehind(t *testing.T) {
 	// The hub's goroutine ends on its own after the last tail left: wait for it to let go.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.svc.tails.mu.Lock()
-		hubs, wakeups := len(s.svc.tails.hubs), len(s.svc.tails.wakeup)
-		s.svc.tails.mu.Unlock()
+		s.hub.mu.Lock()
+		hubs, wakeups := len(s.hub.hubs), len(s.hub.wakeup)
+		s.hub.mu.Unlock()
 		if hubs == 0 && wakeups == 0 {
 			return
 		}
@@ -374,13 +390,13 @@ func (s *tailSetup) joined(t *testing.T, n int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		s.svc.tails.mu.Lock()
-		h := s.svc.tails.hubs[s.store.project.ID]
+		s.hub.mu.Lock()
+		h := s.hub.hubs[s.store.project.ID]
 		got := 0
 		if h != nil {
 			got = len(h.subs)
 		}
-		s.svc.tails.mu.Unlock()
+		s.hub.mu.Unlock()
 		if got == n {
 			return
 		}
@@ -409,9 +425,9 @@ func (s *tailSetup) writeHeld(t *testing.T, m, n int) (commit func()) {
 
 // foreign commits n entries from message m as another instance would write them.
 func (s *tailSetup) foreign(m, n int) {
-	var es []LogEntry
+	var es []domain.LogEntry
 	for i := range n {
-		es = append(es, LogEntry{ID: testID(), ProjectID: s.store.project.ID, Time: time.Now().UnixMilli(), Level: "info", Message: fmt.Sprint(m + i), UserID: ptr(fmt.Sprintf("u%d", (m+i)%2))})
+		es = append(es, domain.LogEntry{ID: testID(), ProjectID: s.store.project.ID, Time: time.Now().UnixMilli(), Level: "info", Message: fmt.Sprint(m + i), UserID: ptr(fmt.Sprintf("u%d", (m+i)%2))})
 	}
 	s.store.foreign(es)
 }
@@ -423,8 +439,8 @@ func (s *tailSetup) foreign(m, n int) {
 func TestTailHubHandsOnOwnBatchesFromMemory(t *testing.T) {
 	s := newTailSetup(t)
 	var all, odd tailRecorder
-	s.open(t, LogFilter{}, &all)
-	s.open(t, LogFilter{UserID: ptr("u1")}, &odd)
+	s.open(t, domain.LogFilter{}, &all)
+	s.open(t, domain.LogFilter{UserID: ptr("u1")}, &odd)
 	s.joined(t, 2)
 	rows, reads := s.store.rowCount(), s.store.readCount()
 
@@ -457,9 +473,9 @@ func TestTailHubPacesReads(t *testing.T) {
 	// has received a first write of n entries (messages 0 to n-1).
 	paced := func(t *testing.T, coalesce time.Duration, n int) (*tailSetup, *tailRecorder) {
 		s := newTailSetup(t)
-		s.svc.tailOpts.Coalesce = coalesce
+		s.hub.opts.Coalesce = coalesce
 		r := &tailRecorder{}
-		s.open(t, LogFilter{}, r)
+		s.open(t, domain.LogFilter{}, r)
 		s.joined(t, 1)
 		s.write(t, 0, n)
 		if got := r.wait(t, n); !equalStrings(got, sequence(0, n, 1)) {
@@ -497,20 +513,20 @@ func TestTailHubPacesReads(t *testing.T) {
 func TestTailHubHoldsBoundedBatches(t *testing.T) {
 	s := newTailSetup(t)
 	var all tailRecorder
-	s.open(t, LogFilter{}, &all)
+	s.open(t, domain.LogFilter{}, &all)
 	s.joined(t, 1)
 	rows := s.store.rowCount()
 	commit := s.writeHeld(t, 0, 1)
-	batch := s.svc.tailOpts.Batch
+	batch := s.hub.opts.Batch
 	limit := tailHeldReads * batch
 	n := 1
 	for n <= limit+3*batch {
 		s.write(t, n, batch)
 		n += batch
 	}
-	s.svc.tails.mu.Lock()
-	held := s.svc.tails.hubs[s.store.project.ID].heldN
-	s.svc.tails.mu.Unlock()
+	s.hub.mu.Lock()
+	held := s.hub.hubs[s.store.project.ID].heldN
+	s.hub.mu.Unlock()
 	if held > limit || held < limit-batch {
 		t.Fatalf("the hub holds %d entries; want at most %d, and about that many", held, limit)
 	}
@@ -521,9 +537,9 @@ func TestTailHubHoldsBoundedBatches(t *testing.T) {
 	if read := s.store.rowCount() - rows; read < n-limit || read >= n {
 		t.Errorf("the store handed the tail %d of %d entries; want those the hub could not hold (%d or more) and not all", read, n, n-limit)
 	}
-	s.svc.tails.mu.Lock()
-	held = s.svc.tails.hubs[s.store.project.ID].heldN
-	s.svc.tails.mu.Unlock()
+	s.hub.mu.Lock()
+	held = s.hub.hubs[s.store.project.ID].heldN
+	s.hub.mu.Unlock()
 	if held != 0 {
 		t.Errorf("after handing every entry on the hub still holds %d", held)
 	}
@@ -535,14 +551,14 @@ func TestTailHubHoldsBoundedBatches(t *testing.T) {
 func TestTailWokenByPartialWrites(t *testing.T) {
 	s := newTailSetup(t)
 	var all tailRecorder
-	s.open(t, LogFilter{}, &all)
+	s.open(t, domain.LogFilter{}, &all)
 	s.joined(t, 1)
 	rows := s.store.rowCount()
-	var in []LogInput
+	var in []domain.LogInput
 	for i := range 3 {
-		in = append(in, LogInput{Level: ptr("info"), Message: ptr(fmt.Sprint(i))})
+		in = append(in, domain.LogInput{Level: ptr("info"), Message: ptr(fmt.Sprint(i))})
 	}
-	if res, err := s.svc.CreateLogsPartial(s.ctx, PartialBatch{ProjectID: s.store.project.ID, Records: in}); err != nil || res.Stored != 3 {
+	if res, err := s.svc.CreateLogsPartial(s.ctx, domain.PartialBatch{ProjectID: s.store.project.ID, Records: in}); err != nil || res.Stored != 3 {
 		t.Fatalf("CreateLogsPartial = %+v, %v", res, err)
 	}
 	if got := all.wait(t, 3); !equalStrings(got, sequence(0, 3, 1)) {
@@ -567,13 +583,13 @@ func TestTailTakeAgreesWithMatches(t *testing.T) {
 	for round := range 500 {
 		read := &tailRead{}
 		for i := range r.IntN(40) {
-			read.entries = append(read.entries, TailEntry{At: TailPosition{Tx: uint64(10 + i/5), Pos: int64(i % 5)}, LogEntry: LogEntry{
+			read.entries = append(read.entries, domain.TailEntry{At: domain.TailPosition{Tx: uint64(10 + i/5), Pos: int64(i % 5)}, LogEntry: domain.LogEntry{
 				ProjectID: "p", Level: []string{"info", "warn"}[r.IntN(2)], Message: fmt.Sprint("m", i),
 				UserID: pick("u1", "u2"), TraceID: pick("t1", "t2"), Subject: pick("s1", "s2"),
 			}})
 		}
-		f := LogFilter{ProjectID: "p", UserID: pick("u1", "u2", "u3"), TraceID: pick("t1", "t2"), Subject: pick("s1", "s2"), Level: pick("info")}
-		after := TailPosition{Tx: uint64(9 + r.IntN(10)), Pos: int64(r.IntN(6) - 1)}
+		f := domain.LogFilter{ProjectID: "p", UserID: pick("u1", "u2", "u3"), TraceID: pick("t1", "t2"), Subject: pick("s1", "s2"), Level: pick("info")}
+		after := domain.TailPosition{Tx: uint64(9 + r.IntN(10)), Pos: int64(r.IntN(6) - 1)}
 		var want []string
 		for _, e := range read.entries {
 			if after.Before(e.At) && f.Matches(e.LogEntry) {
@@ -581,7 +597,7 @@ func TestTailTakeAgreesWithMatches(t *testing.T) {
 			}
 		}
 		var got []string
-		l := tailLoop{f: f, after: after, fn: func(es []TailEntry) error {
+		l := tailLoop{f: f, after: after, fn: func(es []domain.TailEntry) error {
 			for _, e := range es {
 				got = append(got, e.Message)
 			}
@@ -593,5 +609,47 @@ func TestTailTakeAgreesWithMatches(t *testing.T) {
 		if !equalStrings(got, want) {
 			t.Fatalf("round %d, filter %+v after %+v: took %v, want %v", round, f, after, got, want)
 		}
+	}
+}
+
+// TestTailGivesItsAdmissionBackOnceStarted: a tail holds the shares of the in-flight limits its
+// context carries while it starts, and gives each back once, when it has caught up, while it
+// stays open.
+func TestTailGivesItsAdmissionBackOnceStarted(t *testing.T) {
+	s := newTailSetup(t)
+	var released atomic.Int32
+	ctx := domain.WithAdmission(domain.WithAdmission(s.ctx, func() { released.Add(1) }), func() { released.Add(10) })
+	s.write(t, 0, 20) // a backlog of three reads (Batch 7) from the start
+	var got []string
+	opened := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.svc.Tail(ctx, domain.TailRequest{LogFilter: domain.LogFilter{ProjectID: s.store.project.ID}, Cursor: domain.EncodeTailToken(domain.TailPosition{})}, func(es []domain.TailEntry) error {
+			if es == nil && opened != nil {
+				if n := released.Load(); n != 0 {
+					t.Errorf("released %d before the catch-up", n)
+				}
+				close(opened)
+				opened = nil
+			}
+			for _, e := range es {
+				got = append(got, e.Message)
+			}
+			return nil
+		})
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for released.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := released.Load(); n != 11 {
+		t.Fatalf("released %d, want each share once (11)", n)
+	}
+	s.cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 20 {
+		t.Fatalf("caught up with %d entries, want 20", len(got))
 	}
 }
