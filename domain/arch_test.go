@@ -27,6 +27,9 @@ type listedPackage struct {
 //  2. No adapter imports another adapter: packages under adapters/X import nothing under
 //     adapters/Y. (Their tests may: a real store is a real part, not a dependency of the code.)
 //  3. Only app imports adapters: neither domain nor api does.
+//  4. The adapters that hold the domain's own machinery behind its ports (tailhub, the live
+//     tail's fan-out; readshare, the per-key read semaphore) import only domain and the
+//     standard library.
 func TestArchitecture(t *testing.T) {
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = ".."
@@ -64,6 +67,9 @@ func TestArchitecture(t *testing.T) {
 				if l, other := layerOf(imp); l == "adapters" && other != adapter {
 					t.Errorf("adapter %s imports adapter %s", p.ImportPath, imp)
 				}
+				if domainOnly[adapter] && !std[imp] && imp != module+"/domain" {
+					t.Errorf("%s imports %s: it may import only domain and the standard library", p.ImportPath, imp)
+				}
 			}
 		case "app":
 		default:
@@ -78,6 +84,9 @@ func TestArchitecture(t *testing.T) {
 		t.Fatal("go list did not list the domain package")
 	}
 }
+
+// domainOnly are the adapters that import only domain and the standard library (rule 4).
+var domainOnly = map[string]bool{"tailhub": true, "readshare": true}
 
 // layerOf names the top-level folder of a package of this module ("" outside it) and, under
 // adapters/, which adapter.
