@@ -49,27 +49,6 @@ type LogInput struct {
 	SeverityText *string
 }
 
-// LogFilter selects a project's entries; every non-nil field must match (AND). Start and End are
-// inclusive bounds on Time.
-type LogFilter struct {
-	ProjectID string
-	UserID    *string
-	// Level and Levels together match entries whose level is any of them; one value behaves as
-	// Level alone always did. The service moves Level into Levels before a store sees the filter.
-	// Both compare as stored levels do: by CanonicalLevel ("WARNING" matches "warn").
-	Level  *string
-	Levels []string
-	// Subject matches the subject exactly.
-	Subject *string
-	// Q matches entries whose message holds it as a literal substring under Unicode simple case
-	// folding; stores compare FoldCase(Q) with FoldCase(message).
-	Q *string
-	// TraceID matches the entries of one trace; upper-case hex digits match too.
-	TraceID *string
-	Start   *int64
-	End     *int64
-}
-
 // LogQuery is one page of a listing: the filter, the order, the page size and where to start.
 type LogQuery struct {
 	LogFilter
@@ -93,63 +72,6 @@ type Page struct {
 
 // PageFunc consumes one page. Its error is returned by ListLogs unchanged.
 type PageFunc func(Page) error
-
-// validateFilter checks a filter by the rules of the fields it matches: a user_id, log_level or
-// trace_id that no entry could hold is KindInvalid on its parameter, not an empty answer, and
-// every string reaching a store is one both stores can keep. All problems are named at once. It
-// returns the filter as stores match it (a trace id in lower case).
-func (l Limits) validateFilter(f LogFilter) (LogFilter, error) {
-	var fields []FieldError
-	if f.UserID != nil {
-		if d := checkBytes(*f.UserID, l.MaxUserIDBytes); d != "" {
-			fields = append(fields, FieldError{Param: "user_id", Detail: d})
-		}
-	}
-	if f.Level != nil {
-		f.Levels = append([]string{*f.Level}, f.Levels...)
-		f.Level = nil
-	}
-	if len(f.Levels) > MaxLevelFilters {
-		fields = append(fields, FieldError{Param: "log_level", Detail: "may be given at most " + strconv.Itoa(MaxLevelFilters) + " times"})
-	} else {
-		for _, lv := range f.Levels {
-			if d := checkChars(lv, 1, l.MaxLevelChars); d != "" {
-				fields = append(fields, FieldError{Param: "log_level", Detail: d})
-				break
-			}
-		}
-	}
-	if f.Subject != nil {
-		if d := checkBytes(*f.Subject, l.MaxSubjectBytes); d != "" {
-			fields = append(fields, FieldError{Param: "subject", Detail: d})
-		}
-	}
-	if f.Q != nil {
-		if d := checkChars(*f.Q, 1, MaxQueryChars); d != "" {
-			fields = append(fields, FieldError{Param: "q", Detail: d})
-		}
-	}
-	if f.TraceID != nil {
-		if d := hexIDProblem(*f.TraceID, TraceIDLen); d != "" {
-			fields = append(fields, FieldError{Param: "trace_id", Detail: d})
-		}
-	}
-	if f.Start != nil && f.End != nil && *f.Start > *f.End {
-		fields = append(fields, FieldError{Param: "start_time", Detail: "must not be after end_time"})
-	}
-	if len(fields) > 0 {
-		return f, &Error{Kind: KindInvalid, Msg: "invalid parameter", Fields: fields}
-	}
-	f.TraceID = lowerHex(f.TraceID)
-	if len(f.Levels) > 0 {
-		levels := make([]string, len(f.Levels))
-		for i, lv := range f.Levels {
-			levels[i] = CanonicalLevel(lv)
-		}
-		f.Levels = dedupe(levels)
-	}
-	return f, nil
-}
 
 // fieldErrors collects per-field problems up to a cap, counting the rest.
 type fieldErrors struct {

@@ -6,83 +6,15 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
-// The fixed bounds of the search and stats parameters (the API contract states them).
+// The fixed bounds of the stats parameters (the API contract states them).
 const (
-	// MaxQueryChars is the longest q in characters.
-	MaxQueryChars = 256
-	// MaxLevelFilters is how many times log_level may repeat: it bounds the shapes of the
-	// statements stores prepare.
-	MaxLevelFilters = 16
 	// MinStatsStep is the narrowest stats bucket in milliseconds; MaxStatsBuckets the most
 	// buckets one stats request may ask for.
 	MinStatsStep    = 1000
 	MaxStatsBuckets = 1000
 )
-
-// FoldCase maps s to its form under Unicode simple case folding: two strings are equal under
-// simple folding exactly when their FoldCase forms are equal, and since it maps rune by rune, a
-// string contains another under folding exactly when their forms do. Each rune becomes one
-// fixed member of its folding orbit (the least lower-case one, else the least): "É" and "é"
-// become "é", "K" (Kelvin sign) becomes "k", and "ß" stays "ß" (full folding to "ss" is not
-// simple folding). It is computed here, not by a database, so both stores agree whatever their
-// locale or Unicode version.
-func FoldCase(s string) string {
-	i := 0
-	for i < len(s) {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if foldRune(r) != r {
-			break
-		}
-		i += n
-	}
-	if i == len(s) {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	b.WriteString(s[:i])
-	for _, r := range s[i:] {
-		b.WriteRune(foldRune(r))
-	}
-	return b.String()
-}
-
-func foldRune(r rune) rune {
-	if r < utf8.RuneSelf {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}
-	least, leastLower := r, rune(-1)
-	if unicode.IsLower(r) {
-		leastLower = r
-	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		least = min(least, f)
-		if unicode.IsLower(f) && (leastLower < 0 || f < leastLower) {
-			leastLower = f
-		}
-	}
-	if leastLower >= 0 {
-		return leastLower
-	}
-	return least
-}
-
-func dedupe(levels []string) []string {
-	if len(levels) < 2 {
-		return levels
-	}
-	out := slices.Clone(levels)
-	slices.Sort(out)
-	return slices.Compact(out)
-}
 
 // Stats groupings: what one series of a stats answer stands for.
 const (

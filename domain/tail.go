@@ -7,8 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -185,24 +183,6 @@ type TailFunc func(entries []TailEntry) error
 // Before reports whether p comes before q in ingest order.
 func (p TailPosition) Before(q TailPosition) bool {
 	return p.Tx < q.Tx || (p.Tx == q.Tx && p.Pos < q.Pos)
-}
-
-// Matches reports whether e matches f as every store's filter matches it: the project, every
-// filter given (ANDed; Level and Levels together as one set), time bounds inclusive, q a literal
-// substring of the message under simple case folding. f is a filter as the service hands it
-// to a store (a trace id in lower case).
-func (f LogFilter) Matches(e LogEntry) bool {
-	eq := func(want, got *string) bool { return want == nil || (got != nil && *got == *want) }
-	if e.ProjectID != f.ProjectID || !eq(f.UserID, e.UserID) || !eq(f.Subject, e.Subject) || !eq(f.TraceID, e.TraceID) {
-		return false
-	}
-	if (f.Level != nil || len(f.Levels) > 0) && (f.Level == nil || *f.Level != e.Level) && !slices.Contains(f.Levels, e.Level) {
-		return false
-	}
-	if (f.Start != nil && e.Time < *f.Start) || (f.End != nil && e.Time > *f.End) {
-		return false
-	}
-	return f.Q == nil || strings.Contains(FoldCase(e.Message), FoldCase(*f.Q))
 }
 
 // tails counts the open tails of this instance, in all and per holder (TailOptions.MaxPerKey,
