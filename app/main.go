@@ -193,8 +193,10 @@ func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error
 	}
 	limits := cfg.limits()
 	limits.MaxReadsPerKey = cfg.readShare(st.Pools(), runtime.GOMAXPROCS(0))
+	names := httpapi.Names()
+	names.Project = otlpapi.ProjectHeader
 	opts := domain.Options{Limits: limits, NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions(),
-		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait)}
+		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait), Names: names}
 	closeTails := func() {}
 	if ts, ok := st.(domain.TailStore); ok {
 		hub := tailhub.New(ts, opts.Tail)

@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// MaxIdempotencyKeyLen is the longest Idempotency-Key a client may send.
+// MaxIdempotencyKeyLen is the longest idempotency key a client may send.
 const MaxIdempotencyKeyLen = 255
 
-// IdempotencyRecord is what a store keeps of a batch written under an Idempotency-Key, in the
+// IdempotencyRecord is what a store keeps of a batch written under an idempotency key, in the
 // same transaction as its entries: enough to answer a retry exactly as the first time.
 type IdempotencyRecord struct {
 	// Scope is whose key it is: the API key and the batch's projects, as 64 hex digits (see

@@ -33,7 +33,7 @@ type Limits struct {
 	// MaxFieldErrors caps how many offending fields one error lists, so a bad 10,000-entry batch
 	// does not answer with a 10,000-member error list.
 	MaxFieldErrors int
-	// IdempotencyWindow is how long an Idempotency-Key is remembered.
+	// IdempotencyWindow is how long an idempotency key is remembered.
 	IdempotencyWindow time.Duration
 	// DefaultRetentionDays is the retention of a project created without one; 0 keeps its
 	// entries forever.

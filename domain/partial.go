@@ -43,7 +43,7 @@ const fingerprintKeyPrefix = "request-digest:"
 
 // CreateLogsPartial validates each record of b on its own, stores the valid ones in one
 // transaction and reports the others. Whole-request failures are errors: no project named by an
-// admin key KindInvalid (parameter X-Project-Id), another project than a project key's
+// admin key KindInvalid (on Names.Project), another project than a project key's
 // KindForbidden, an unknown project KindNotFound, more records than Limits.MaxBatchEntries
 // KindTooLarge, an idempotency key reused for another request KindKeyReused, the same one
 // still in flight KindConflict.
@@ -55,14 +55,14 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 	project := b.ProjectID
 	switch {
 	case who.Admin && project == "":
-		return PartialResult{}, ParamError("X-Project-Id", "is required with an admin key or an open service: it names the project the records belong to")
+		return PartialResult{}, ParamError(s.names.Project, "is required with an admin key or an open service: it names the project the records belong to")
 	case !who.Admin && project != "" && project != who.ProjectID:
 		return PartialResult{}, Errorf(KindForbidden, "this key does not cover project %s", Brief(project))
 	case !who.Admin:
 		project = who.ProjectID
 	}
 	if b.IdempotencyKey != "" && !validIdempotencyKey(b.IdempotencyKey) {
-		return PartialResult{}, ParamError("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+		return PartialResult{}, ParamError(s.names.IdempotencyKey, "must be 1 to 255 printable ASCII characters")
 	}
 	if len(b.Fingerprint) > 128 || (b.Fingerprint != "" && !validIdempotencyKey(b.Fingerprint)) {
 		return PartialResult{}, fmt.Errorf("create logs: a request fingerprint of %d bytes is not printable ASCII of at most 128", len(b.Fingerprint))
@@ -135,7 +135,7 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 	}
 	if prior := w.Prior; prior != nil {
 		if prior.Fingerprint != rec.Fingerprint {
-			return PartialResult{}, Errorf(KindKeyReused, "this Idempotency-Key was used for a different request")
+			return PartialResult{}, Errorf(KindKeyReused, "this %s was used for a different request", s.names.IdempotencyKey)
 		}
 		res.Stored, res.Replayed = prior.Created, true
 		return res, nil

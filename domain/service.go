@@ -4,6 +4,7 @@
 package domain
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,30 @@ type Options struct {
 	Tailer Tailer
 	// ReadShares bounds each key's store reads; without it they are not bounded.
 	ReadShares ReadShares
+	// Names are what the transports call the parts of a request the answers name; zero fields
+	// take plain words.
+	Names Names
+}
+
+// Names are what the transports call the parts of a request that the service's answers name:
+// the composition root sets them from the transports, so that the domain knows none of them.
+type Names struct {
+	// IdempotencyKey carries a write's idempotency key.
+	IdempotencyKey string
+	// Project names the project of a partial batch (CreateLogsPartial) sent by an admin key.
+	Project string
+	// Resume is the position a tail resumes after (TailRequest.Resume).
+	Resume string
+	// RetryAfter, when set, is where a refusal tells a client when to retry.
+	RetryAfter string
+}
+
+// withDefaults fills the zero fields of n with plain words.
+func (n Names) withDefaults() Names {
+	n.IdempotencyKey = cmp.Or(n.IdempotencyKey, "idempotency key")
+	n.Project = cmp.Or(n.Project, "project")
+	n.Resume = cmp.Or(n.Resume, "resume")
+	return n
 }
 
 // Service carries out the use cases of projects, logs and hats.
@@ -48,11 +73,12 @@ type Service struct {
 
 	// shares bounds each key's store reads (see acquireRead).
 	shares ReadShares
+	names  Names
 }
 
 // NewService returns a Service over store.
 func NewService(store Store, opts Options) *Service {
-	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailOpts: opts.Tail, tailer: opts.Tailer, shares: opts.ReadShares}
+	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailOpts: opts.Tail, tailer: opts.Tailer, shares: opts.ReadShares, names: opts.Names.withDefaults()}
 	s.tailStore, _ = store.(TailStore)
 	if s.tailOpts == (TailOptions{}) {
 		s.tailOpts = DefaultTailOptions()
@@ -229,7 +255,7 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		return Created{}, Errorf(KindUnauthenticated, "authentication required")
 	}
 	if idempotencyKey != "" && !validIdempotencyKey(idempotencyKey) {
-		return Created{}, ParamError("Idempotency-Key", "must be 1 to 255 printable ASCII characters")
+		return Created{}, ParamError(s.names.IdempotencyKey, "must be 1 to 255 printable ASCII characters")
 	}
 	entries, err := s.buildEntries(in)
 	if err != nil {
@@ -265,7 +291,7 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 		rec = &IdempotencyRecord{Scope: idempotencyScope(who, entries), Key: idempotencyKey, Fingerprint: fingerprint(in), Created: len(entries), CreatedAt: storeTime(s.now())}
 		claim := rec.Scope + "\x00" + rec.Key
 		if !s.inflight.claim(claim) {
-			return Created{}, Errorf(KindConflict, "a request with this Idempotency-Key is still being handled; retry later")
+			return Created{}, Errorf(KindConflict, "a request with this %s is still being handled; retry later", s.names.IdempotencyKey)
 		}
 		defer s.inflight.release(claim)
 	}
@@ -284,7 +310,7 @@ func (s *Service) CreateLogs(ctx context.Context, in []LogInput, idempotencyKey 
 	}
 	if prior := w.Prior; prior != nil {
 		if prior.Fingerprint != rec.Fingerprint {
-			return Created{}, Errorf(KindKeyReused, "this Idempotency-Key was used for a different batch")
+			return Created{}, Errorf(KindKeyReused, "this %s was used for a different batch", s.names.IdempotencyKey)
 		}
 		return Created{N: prior.Created, Replayed: true}, nil
 	}

@@ -242,7 +242,7 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	param := ""
 	switch {
 	case r.Resume != "":
-		param = "Last-Event-ID"
+		param = s.names.Resume
 	case r.Cursor != "":
 		param = "cursor"
 	}
@@ -281,7 +281,7 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 		holder = "client " + r.Client
 	}
 	if !s.tails.acquire(holder, o) {
-		return Errorf(KindRateLimited, "too many open tails (at most %d per key, %d in all, of which the last quarter only for a key's first); retry after the time in Retry-After", o.MaxPerKey, o.MaxTotal)
+		return Errorf(KindRateLimited, "too many open tails (at most %d per key, %d in all, of which the last quarter only for a key's first); %s", o.MaxPerKey, o.MaxTotal, s.retryHint())
 	}
 	defer s.tails.release(holder)
 	// The start's reads (the replay, the catch-up) are reads like a listing's, and can cost as
@@ -349,6 +349,15 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 		return err
 	}
 	return s.tailErr(ctx, f.ProjectID, err)
+}
+
+// retryHint tells a refused client when to retry: the transport's answer says (Names.RetryAfter),
+// or later.
+func (s *Service) retryHint() string {
+	if s.names.RetryAfter == "" {
+		return "retry later"
+	}
+	return "retry after the time in " + s.names.RetryAfter
 }
 
 // startErr is the answer to a tail whose start failed: KindUnavailable when it took longer than

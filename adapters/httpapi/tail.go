@@ -81,7 +81,7 @@ func tailRequest(r *http.Request) (domain.TailRequest, error) {
 	}
 	req := domain.TailRequest{
 		LogFilter: domain.LogFilter{ProjectID: q.Get("project_id")},
-		Resume:    r.Header.Get("Last-Event-ID"),
+		Resume:    r.Header.Get(ResumeHeader),
 		Cursor:    q.Get("cursor"),
 	}
 	if q.Has("user_id") {

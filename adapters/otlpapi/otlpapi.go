@@ -32,6 +32,9 @@ import (
 // Path is where OTLP/HTTP exporters send logs.
 const Path = "/v1/logs"
 
+// ProjectHeader names the project of an export sent with an admin key (domain.Names.Project).
+const ProjectHeader = "X-Project-Id"
+
 // DefaultMaxBodyBytes is the default cap on a request body after decompression, 4 MiB: the
 // default largest message of gRPC, and so of the OTLP/gRPC receivers exporters already batch
 // for. A decode costs a small multiple of it (see bounds), and DefaultMaxDecodes of them must
@@ -163,7 +166,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	batch := toBatch(req, ct == contentJSON, h.svc.Limits(), c.rejected)
 	sum := sha256.Sum256(body)
 	res, err := h.svc.CreateLogsPartial(r.Context(), domain.PartialBatch{
-		ProjectID:      r.Header.Get("X-Project-Id"),
+		ProjectID:      r.Header.Get(ProjectHeader),
 		Records:        batch.records,
 		IdempotencyKey: r.Header.Get("Idempotency-Key"),
 		Fingerprint:    "otlp-logs-sha256:" + hex.EncodeToString(sum[:]),
