@@ -92,6 +92,10 @@ type ReadShares interface {
 // Tailer follows projects' entries live once a tail has started (see Service.Tail), and hears
 // of every batch committed through this instance.
 type Tailer interface {
+	// Open counts a tail of holder (an API key, or a client) in, and returns its close: not ok,
+	// and nothing counted, past TailOptions.MaxPerKey tails of holder or MaxTotal in all, of
+	// which the last quarter is kept for a holder's first tail.
+	Open(holder string) (close func(), ok bool)
 	// Follow hands f.Fn, in ingest order and once each, every entry of f.Filter's project that
 	// matches the filter and comes after f.After, whichever instance wrote it, until ctx ends
 	// (nil), f.Fn fails (its error, unchanged) or a read or f.Check fails (that error).

@@ -68,7 +68,6 @@ type Service struct {
 	// tailStore is the store when it can read in ingest order (nil: Tail is unavailable).
 	tailStore TailStore
 	tailOpts  TailOptions
-	tails     tails
 	tailer    Tailer
 
 	// shares bounds each key's store reads (see acquireRead).

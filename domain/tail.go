@@ -185,42 +185,6 @@ func (p TailPosition) Before(q TailPosition) bool {
 	return p.Tx < q.Tx || (p.Tx == q.Tx && p.Pos < q.Pos)
 }
 
-// tails counts the open tails of this instance, in all and per holder (TailOptions.MaxPerKey,
-// MaxTotal).
-type tails struct {
-	mu    sync.Mutex
-	open  map[string]int
-	total int
-}
-
-func (t *tails) acquire(who string, o TailOptions) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	held := t.open[who]
-	total := o.MaxTotal
-	if held > 0 {
-		total -= o.MaxTotal / 4 // the rest is kept for the first tail of other keys
-	}
-	if (o.MaxTotal > 0 && t.total >= total) || (o.MaxPerKey > 0 && held >= o.MaxPerKey) {
-		return false
-	}
-	if t.open == nil {
-		t.open = map[string]int{}
-	}
-	t.open[who]++
-	t.total++
-	return true
-}
-
-func (t *tails) release(who string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.total--
-	if t.open[who]--; t.open[who] <= 0 {
-		delete(t.open, who)
-	}
-}
-
 // Tail follows the project's entries matching r in ingest order, handing them to fn, until
 // ctx ends (nil then), the project is deleted (KindNotFound) or fn fails. Every entry matching
 // the filter after the start position is handed on exactly once, in order, whichever instance
@@ -280,10 +244,11 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	if holder == "" {
 		holder = "client " + r.Client
 	}
-	if !s.tails.acquire(holder, o) {
+	closeTail, ok := s.tailer.Open(holder)
+	if !ok {
 		return Errorf(KindRateLimited, "too many open tails (at most %d per key, %d in all, of which the last quarter only for a key's first); %s", o.MaxPerKey, o.MaxTotal, s.retryHint())
 	}
-	defer s.tails.release(holder)
+	defer closeTail()
 	// The start's reads (the replay, the catch-up) are reads like a listing's, and can cost as
 	// much: they hold one of the key's read shares (see acquireRead) until the tail has caught
 	// up, so a key's tails cannot crowd another key's reads out of the store.

@@ -49,6 +49,8 @@ func (caughtUp) Follow(ctx context.Context, f TailFollow) error {
 
 func (caughtUp) Written(map[string]uint64, []LogEntry) {}
 
+func (caughtUp) Open(string) (func(), bool) { return func() {}, true }
+
 // oneShare is ReadShares of one read per key, past which a read is refused at once.
 type oneShare struct {
 	mu   sync.Mutex
@@ -98,37 +100,6 @@ func TestTailStartHasADeadline(t *testing.T) {
 	}
 	if took := time.Since(began); took > 5*time.Second {
 		t.Fatalf("the start failed after %v, want about 100ms", took)
-	}
-}
-
-// TestTailsKeptForNewKeys: keys that hold a tail may fill MaxTotal only up to its last quarter;
-// a key with none still opens its first there.
-func TestTailsKeptForNewKeys(t *testing.T) {
-	var tl tails
-	o := TailOptions{MaxPerKey: 3, MaxTotal: 8} // 2 kept for first tails
-	for _, who := range []string{"a", "a", "a", "b", "b", "b"} {
-		if !tl.acquire(who, o) {
-			t.Fatalf("tail %d of %s refused", tl.open[who]+1, who)
-		}
-	}
-	if tl.acquire("a", o) || tl.acquire("b", o) {
-		t.Fatal("a key past MaxPerKey opened a tail")
-	}
-	tl.release("b")
-	if tl.acquire("a", o) {
-		t.Fatal("a's fourth tail opened past MaxPerKey")
-	}
-	if !tl.acquire("b", o) {
-		t.Fatal("b refused below its share")
-	}
-	if tl.acquire("b", o) {
-		t.Fatal("b took a tail kept for new keys")
-	}
-	if !tl.acquire("c", o) || !tl.acquire("d", o) {
-		t.Fatal("a new key's first tail refused")
-	}
-	if tl.acquire("e", o) {
-		t.Fatal("a tail past MaxTotal opened")
 	}
 }
 

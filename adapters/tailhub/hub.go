@@ -37,6 +37,8 @@ type Hub struct {
 
 	mu     sync.Mutex
 	closed bool
+	open   map[string]int // holder -> its open tails
+	total  int
 	wakeup map[string]chan struct{} // project id -> closed on the next write
 	hubs   map[string]*tailHub      // project id -> the hub of its tails on this instance
 }
@@ -64,6 +66,43 @@ func (t *Hub) Close() {
 	t.mu.Unlock()
 	t.cancel()
 	t.wg.Wait()
+}
+
+// Open counts a tail of holder in (see domain.Tailer).
+func (t *Hub) Open(holder string) (func(), bool) {
+	if !t.acquire(holder, t.opts) {
+		return nil, false
+	}
+	var once sync.Once
+	return func() { once.Do(func() { t.release(holder) }) }, true
+}
+
+func (t *Hub) acquire(who string, o domain.TailOptions) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	held := t.open[who]
+	total := o.MaxTotal
+	if held > 0 {
+		total -= o.MaxTotal / 4 // the rest is kept for the first tail of other keys
+	}
+	if (o.MaxTotal > 0 && t.total >= total) || (o.MaxPerKey > 0 && held >= o.MaxPerKey) {
+		return false
+	}
+	if t.open == nil {
+		t.open = map[string]int{}
+	}
+	t.open[who]++
+	t.total++
+	return true
+}
+
+func (t *Hub) release(who string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.total--
+	if t.open[who]--; t.open[who] <= 0 {
+		delete(t.open, who)
+	}
 }
 
 // Follow hands f.Fn what the tail's filter matches after f.After (see domain.Tailer). A tail
