@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -27,19 +26,13 @@ type TailEntry struct {
 	At TailPosition
 	// Memo, when not nil, is shared by every tail of this instance that hands the entry on: a
 	// transport may keep its rendering of the entry there, made once for all of them.
-	Memo *TailMemo
+	Memo TailMemo
 }
 
 // TailMemo holds bytes made once, on first use.
-type TailMemo struct {
-	once sync.Once
-	b    []byte
-}
-
-// Bytes returns the bytes make returned at the first call of Bytes on m.
-func (m *TailMemo) Bytes(make func() []byte) []byte {
-	m.once.Do(func() { m.b = make() })
-	return m.b
+type TailMemo interface {
+	// Bytes returns the bytes make returned at the first call of Bytes on the memo.
+	Bytes(make func() []byte) []byte
 }
 
 // TailQuery asks for the entries of a project matching the filter (its Start and End are not

@@ -129,6 +129,18 @@ func (t *Hub) Follow(ctx context.Context, f domain.TailFollow) error {
 	return l.run(ctx)
 }
 
+// memo is the hub's domain.TailMemo: one per entry of a read, shared by every tail it hands the
+// read to.
+type memo struct {
+	once sync.Once
+	b    []byte
+}
+
+func (m *memo) Bytes(make func() []byte) []byte {
+	m.once.Do(func() { m.b = make() })
+	return m.b
+}
+
 // tailErr is the answer to a failed read: nothing when the tail was ended.
 func tailErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
@@ -378,7 +390,7 @@ func (t *Hub) runHub(ctx context.Context, h *tailHub) {
 		var read *tailRead
 		if err == nil && len(got) > 0 {
 			handed = time.Now()
-			memos := make([]domain.TailMemo, len(got))
+			memos := make([]memo, len(got))
 			for i := range got {
 				got[i].Memo = &memos[i] // the hub's own: taken out of held, not handed on yet
 			}
