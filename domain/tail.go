@@ -138,13 +138,8 @@ type TailOptions struct {
 	Batch int
 	// CheckEvery is how often an open tail checks that its project still exists.
 	CheckEvery time.Duration
-	// Coalesce is the least time between two reads of a project's hub that hand entries on:
-	// what is written sooner waits, and is read with whatever else comes, when Coalesce has
-	// passed. A hub that has handed nothing on for Coalesce reads at once, so a quiet project's
-	// entries are not delayed. Under a steady stream the hub asks the store and wakes its tails
-	// at most once per Coalesce (more often only while a read of the store stops at Batch), and
-	// each tail following it sends (one write, one flush, one wake-up of its client) once per
-	// read of the hub, instead of once per write to the project. 0 reads at once.
+	// Coalesce is the least time between two reads that hand a project's entries on to its
+	// tails (the Tailer's pacing); 0 reads at once.
 	Coalesce time.Duration
 }
 

@@ -2,6 +2,14 @@
 // this instance, whose reads every tail of the project that has caught up shares. Its
 // goroutines belong to the Hub: each project's reader ends when its last tail leaves, and Close
 // ends them all and waits for them.
+//
+// Pacing (domain.TailOptions.Coalesce): what is written to a project sooner than Coalesce after
+// its hub last handed entries on waits, and is read with whatever else comes, when Coalesce has
+// passed. A hub that has handed nothing on for Coalesce reads at once, so a quiet project's
+// entries are not delayed. Under a steady stream the hub asks the store and wakes its tails at
+// most once per Coalesce (more often only while a read of the store stops at Batch), and each
+// tail following it sends (one write, one flush, one wake-up of its client) once per read of
+// the hub, instead of once per write to the project.
 package tailhub
 
 import (
