@@ -1,5 +1,11 @@
 SHELL := /bin/bash
-# Every target works on a fresh clone with only Go installed; generators are pinned in go.mod.
+# On a fresh clone with only Go installed, help, run, build, quick, vet, staticcheck, fmt-check,
+# arch-check, fuzz, contract-check, baseline, generate and check-generated work as they are (the
+# generators and checkers are pinned in go.mod; without npm, generate leaves the TypeScript clients).
+# The rest say loudly what they lack: test, test-faults and bench skip what needs PostgreSQL's server
+# binaries (postgresql), Chromium (chromium) or node and npm, and fail instead under CI=true;
+# test-citus and bench-citus also need the citus extension; bench-e2e needs PostgreSQL; lint, and
+# the TypeScript clients of generate, need npm.
 GO ?= go
 ADDR ?= :8080
 
