@@ -1,7 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"flag"
 	"fmt"
 	"io"
@@ -364,11 +366,62 @@ func (c config) loadKeys() (*domain.Keys, error) {
 		}
 		text += "\n" + string(b)
 	}
-	keys, err := domain.ParseKeys(text)
+	keys, err := parseKeys(text)
 	if err != nil {
 		return nil, fmt.Errorf("invalid API_KEYS / API_KEYS_FILE: %w", err)
 	}
 	return keys, nil
+}
+
+// emptyDigest is the SHA-256 of the empty string: the digest a key recipe yields when its secret
+// variable is unset. A key with it would let an empty secret in, so parseKeys refuses it.
+const emptyDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// parseKeys reads key lines: "admin sha256:HEX" or "project PROJECT_ID sha256:HEX", separated by
+// newlines or commas; blank lines and lines starting with # are skipped. HEX is the SHA-256 of
+// the secret a client sends as "Authorization: Bearer SECRET". It refuses the digest of the empty
+// secret and a digest listed twice (which line would win is not something to leave to order).
+func parseKeys(text string) (*domain.Keys, error) {
+	var keys []domain.Key
+	seen := map[string]int{}
+	for i, line := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == ',' }) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		var p domain.Principal
+		var digest string
+		switch {
+		case len(f) == 2 && f[0] == "admin":
+			p, digest = domain.Principal{Admin: true}, f[1]
+		case len(f) == 3 && f[0] == "project":
+			if !domain.ValidID(f[1]) {
+				return nil, fmt.Errorf("key %d: %q is not a project id", i+1, f[1])
+			}
+			p, digest = domain.Principal{ProjectID: f[1]}, f[2]
+		default:
+			return nil, fmt.Errorf("key %d: want \"admin sha256:HEX\" or \"project ID sha256:HEX\"", i+1)
+		}
+		hexDigest, ok := strings.CutPrefix(digest, "sha256:")
+		b, err := hex.DecodeString(hexDigest)
+		if !ok || err != nil || len(b) != sha256.Size {
+			return nil, fmt.Errorf("key %d: the digest must be sha256: and 64 hex digits", i+1)
+		}
+		hexDigest = strings.ToLower(hexDigest)
+		if hexDigest == emptyDigest {
+			return nil, fmt.Errorf("key %d: the digest is that of an empty secret (was the secret's variable unset?)", i+1)
+		}
+		if first, dup := seen[hexDigest]; dup {
+			return nil, fmt.Errorf("key %d: the same digest as key %d; every key needs a secret of its own", i+1, first)
+		}
+		seen[hexDigest] = i + 1
+		p.KeyID = hexDigest[:16]
+		k := domain.Key{Principal: p}
+		copy(k.Digest[:], b)
+		keys = append(keys, k)
+	}
+	return domain.NewKeys(keys...), nil
 }
 
 // limits are the domain limits this configuration sets.

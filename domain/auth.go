@@ -4,9 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/hex"
-	"fmt"
-	"strings"
 )
 
 // Principal is who a request acts for: an admin, who may do everything, or a project key, which
@@ -62,57 +59,6 @@ func (k *Keys) Authenticate(secret string) (Principal, bool) {
 		}
 	}
 	return found, ok == 1
-}
-
-// emptyDigest is the SHA-256 of the empty string: the digest a key recipe yields when its secret
-// variable is unset. A key with it would let an empty secret in, so ParseKeys refuses it.
-const emptyDigest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-// ParseKeys reads key lines: "admin sha256:HEX" or "project PROJECT_ID sha256:HEX", separated by
-// newlines or commas; blank lines and lines starting with # are skipped. HEX is the SHA-256 of
-// the secret a client sends as "Authorization: Bearer SECRET". It refuses the digest of the empty
-// secret and a digest listed twice (which line would win is not something to leave to order).
-func ParseKeys(text string) (*Keys, error) {
-	var keys []Key
-	seen := map[string]int{}
-	for i, line := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == ',' }) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Fields(line)
-		var p Principal
-		var digest string
-		switch {
-		case len(f) == 2 && f[0] == "admin":
-			p, digest = Principal{Admin: true}, f[1]
-		case len(f) == 3 && f[0] == "project":
-			if !validID(f[1]) {
-				return nil, fmt.Errorf("key %d: %q is not a project id", i+1, f[1])
-			}
-			p, digest = Principal{ProjectID: f[1]}, f[2]
-		default:
-			return nil, fmt.Errorf("key %d: want \"admin sha256:HEX\" or \"project ID sha256:HEX\"", i+1)
-		}
-		hexDigest, ok := strings.CutPrefix(digest, "sha256:")
-		b, err := hex.DecodeString(hexDigest)
-		if !ok || err != nil || len(b) != sha256.Size {
-			return nil, fmt.Errorf("key %d: the digest must be sha256: and 64 hex digits", i+1)
-		}
-		hexDigest = strings.ToLower(hexDigest)
-		if hexDigest == emptyDigest {
-			return nil, fmt.Errorf("key %d: the digest is that of an empty secret (was the secret's variable unset?)", i+1)
-		}
-		if first, dup := seen[hexDigest]; dup {
-			return nil, fmt.Errorf("key %d: the same digest as key %d; every key needs a secret of its own", i+1, first)
-		}
-		seen[hexDigest] = i + 1
-		p.KeyID = hexDigest[:16]
-		k := Key{Principal: p}
-		copy(k.Digest[:], b)
-		keys = append(keys, k)
-	}
-	return NewKeys(keys...), nil
 }
 
 // RequireAdmin answers KindUnauthenticated or KindForbidden unless ctx acts for an admin: for

@@ -100,6 +100,10 @@ func NewService(store Store, opts Options) *Service {
 // Limits returns the limits the service enforces.
 func (s *Service) Limits() Limits { return s.limits }
 
+// ValidID reports whether id has the form of the ids this service issues (a UUID in lower case).
+// Adapters use it to check ids they read from configuration before the service sees them.
+func ValidID(id string) bool { return validID(id) }
+
 // validID reports whether id has the form of the ids this service issues. An id of any other
 // form cannot name anything, so lookups answer KindNotFound without asking the store.
 func validID(id string) bool {

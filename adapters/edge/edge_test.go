@@ -39,17 +39,16 @@ var principalEcho = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request
 	fmt.Fprintf(w, "%v admin=%v project=%s", ok, p.Admin, p.ProjectID)
 })
 
-func digestLine(kind, secret string) string {
+// key is the configured API key of secret acting for p, with the key id the configuration gives it.
+func key(secret string, p domain.Principal) domain.Key {
 	d := sha256.Sum256([]byte(secret))
-	return kind + " sha256:" + hex.EncodeToString(d[:])
+	p.KeyID = hex.EncodeToString(d[:8])
+	return domain.Key{Digest: d, Principal: p}
 }
 
 func TestAuthenticate(t *testing.T) {
 	const project = "01938b6e-7c4a-7c2e-9d41-6a1f4f1d2e3a"
-	keys, err := domain.ParseKeys(digestLine("admin", "root") + "\n" + digestLine("project "+project, "p-key"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys := domain.NewKeys(key("root", domain.Principal{Admin: true}), key("p-key", domain.Principal{ProjectID: project}))
 	cases := []struct {
 		name    string
 		keys    *domain.Keys

@@ -1,14 +1,12 @@
 package edge
 
 import (
-	"encoding/binary"
+	"context"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"os"
-	"time"
 
-	"github.com/google/uuid"
+	"example.com/obsvc/domain"
 )
 
 // NewLogger logs JSON when out is not a terminal (a log pipeline reads it), text otherwise, and
@@ -37,15 +35,21 @@ func isTerminal(f *os.File) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// newRequestID makes the id of a request that brought none: a UUIDv7 (RFC 9562), time-ordered to
-// the millisecond, its 74 other bits from math/rand/v2's generator (ChaCha8, per thread, seeded by
-// the system). An id names a request in the log; it is no secret and needs no system entropy,
-// whereas uuid.NewV7 reads crypto/rand and takes a process-wide lock for each one.
-func newRequestID() string {
-	var u uuid.UUID
-	ms := uint64(time.Now().UnixMilli())
-	hi, lo := rand.Uint64(), rand.Uint64()
-	binary.BigEndian.PutUint64(u[0:8], ms<<16|0x7000|hi&0x0fff)  // 48 bits of time, version 7, 12 random
-	binary.BigEndian.PutUint64(u[8:16], lo&^(0b11<<62)|0b10<<62) // variant 10, 62 random
-	return u.String()
+// ContextHandler adds the request id a context carries to every log record made with it, so the
+// store's and adapters' logs name the request they served.
+type ContextHandler struct{ slog.Handler }
+
+func (h ContextHandler) Handle(ctx context.Context, r slog.Record) error {
+	if id := domain.RequestID(ctx); id != "" {
+		r.AddAttrs(slog.String("request_id", id))
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h ContextHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return ContextHandler{h.Handler.WithAttrs(as)}
+}
+
+func (h ContextHandler) WithGroup(name string) slog.Handler {
+	return ContextHandler{h.Handler.WithGroup(name)}
 }

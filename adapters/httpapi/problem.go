@@ -75,7 +75,13 @@ func (p problemWriter) write(w http.ResponseWriter, r *http.Request, err error) 
 		status = http.StatusInternalServerError
 	}
 	if status >= 500 {
-		p.log.ErrorContext(r.Context(), "request failed", "method", clip(r.Method), "path", clip(r.URL.Path), "status", status, "err", err)
+		// A 503 is a refusal (shed load, a store that does not answer, a deadline): the client is
+		// told to retry, and the operator sees it at WARN. ERROR is for what the service got wrong.
+		level := slog.LevelError
+		if status == http.StatusServiceUnavailable {
+			level = slog.LevelWarn
+		}
+		p.log.Log(r.Context(), level, "request failed", "method", clip(r.Method), "path", clip(r.URL.Path), "status", status, "err", err)
 		if status == http.StatusInternalServerError || detail == "" {
 			detail = "the server failed to handle the request"
 		}

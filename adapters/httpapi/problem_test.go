@@ -76,3 +76,40 @@ func TestWriteErrorMapsEveryKind(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusalsLogAtWarn: a 503 (shed load, a store that does not answer) is a refusal the client
+// retries, logged at WARN; a 429 (the client over its own share) has only its access log line;
+// only what the service got wrong (500) is logged at ERROR.
+func TestRefusalsLogAtWarn(t *testing.T) {
+	cases := []struct {
+		name  string
+		err   error
+		level string // of the one record, or "" for none
+	}{
+		{"shed", domain.Errorf(domain.KindUnavailable, "busy"), "WARN"},
+		{"store down", domain.Unavailable(errors.New("connection refused")), "WARN"},
+		{"rate limited", domain.Errorf(domain.KindRateLimited, "slow down"), ""},
+		{"internal", errors.New("bug"), "ERROR"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			WriteError(httptest.NewRecorder(), httptest.NewRequest("GET", "/logs", nil), c.err, slog.New(slog.NewJSONHandler(&logs, nil)))
+			var got []string
+			for line := range strings.Lines(logs.String()) {
+				var rec struct{ Level string }
+				if err := json.Unmarshal([]byte(line), &rec); err != nil {
+					t.Fatalf("log line %q: %v", line, err)
+				}
+				got = append(got, rec.Level)
+			}
+			want := []string{c.level}
+			if c.level == "" {
+				want = nil
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("levels logged %v, want %v", got, want)
+			}
+		})
+	}
+}
