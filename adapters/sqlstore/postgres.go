@@ -16,6 +16,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -89,7 +90,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	}
 	s.eng = postgresEngine{citus: citus}
 	if !citus {
-		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+		if err := migrations.Up(ctx, db.DB, migrations.Postgres, goose.WithSessionLocker(locker)); err != nil {
 			_ = s.Close()
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
@@ -98,7 +99,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	// On a Citus coordinator the migrations and the distribution of what they made run under one
 	// more lock, so that no instance distributes while another migrates.
 	err = withCitusLock(ctx, db.DB, 5*time.Minute, func() error {
-		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+		if err := migrations.Up(ctx, db.DB, migrations.Postgres, goose.WithSessionLocker(locker)); err != nil {
 			return err
 		}
 		left, err := distributeSchema(ctx, db.DB)

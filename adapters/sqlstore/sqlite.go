@@ -13,6 +13,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -69,7 +70,7 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 
-	if err := migrate(ctx, w.DB, sqliteProvider); err != nil {
+	if err := migrations.Up(ctx, w.DB, migrations.SQLite); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
