@@ -63,7 +63,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	db.SetMaxIdleConns(opts.MaxIdleConns)
 	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
-	s := &Store{w: db, r: db, eng: postgresEngine{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }}
+	s := &Store{w: db, r: db, eng: postgresEngine{}, tail: postgresTail{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }}
 	// Readiness has a connection of its own (one more per instance on the server), retired like
 	// the pool's so that it follows a failover too.
 	if s.ping, err = pingPool("postgres", dsn); err != nil {
@@ -206,19 +206,19 @@ func (postgresEngine) trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, erro
 // (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
 // server rejects fails the whole COPY, and the caller rolls tx back. tail_tx is left to the
 // column's default, the writing transaction's id (see migration 00007), which the coordinator
-// fills in on Citus too. (pq.CopyIn only builds this statement text and is deprecated in lib/pq
-// 1.12.)
-func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error) {
+// fills in on Citus too, so tailTx is unused. (pq.CopyIn only builds this statement text and is
+// deprecated in lib/pq 1.12.)
+func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, _ uint64) error {
 	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer stmt.Close()
 	if err := writeRows(ctx, stmt, entries); err != nil {
-		return 0, err
+		return err
 	}
 	_, err = stmt.ExecContext(ctx) // flush
-	return 0, err
+	return err
 }
 
 // strposBytes is the longest term (in bytes) PostgreSQL matches with strpos; longer ones go

@@ -64,7 +64,7 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
-	s := &Store{w: w, r: r, eng: sqliteEngine{}, bind: func(q string) string { return q }}
+	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }}
 	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -89,22 +89,15 @@ func (sqliteEngine) projectLock(bool) string { return "" } // likewise
 func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { return true, nil }
 
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
-// transaction, SQLite's cost is the B-tree work itself. The batch takes the next number of
-// tail_clock, which its rows carry as tail_tx and tail_batches records (see tail.go).
-func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error) {
-	var batch int64
-	if err := tx.GetContext(ctx, &batch, "UPDATE tail_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx"); err != nil {
-		return 0, err
-	}
+// transaction, SQLite's cost is the B-tree work itself. The rows carry the batch's tail_clock
+// number as tail_tx (see tail_sqlite.go).
+func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, tailTx uint64) error {
 	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+", tail_tx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer stmt.Close()
-	if err := writeRows(ctx, stmt, entries, batch); err != nil {
-		return 0, err
-	}
-	return uint64(batch), nil
+	return writeRows(ctx, stmt, entries, int64(tailTx))
 }
 
 // containsText uses instr, which at each start position whose first byte matches compares the

@@ -15,13 +15,14 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// engine is what differs between the SQL engines.
+// engine is what differs between the SQL engines, but for the live tail's SQL, which has a
+// seam of its own (tailSQL in tail.go, one file per engine).
 type engine interface {
 	// timeArg converts a timestamp to what the engine's time columns store.
 	timeArg(t time.Time) any
-	// createLogs writes entries inside tx as fast as the engine allows, and returns the rows'
-	// tail_tx when it is a parameter of tail_batches (see tailTxValue), else 0.
-	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error)
+	// createLogs writes entries inside tx as fast as the engine allows; tailTx is the rows'
+	// tail_tx where the store numbers batches itself (tailSQL.clock), else 0 and unused.
+	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, tailTx uint64) error
 	// lockSuffix is appended to the project existence check of a batch so that no project can
 	// be deleted between that check and the insert.
 	lockSuffix() string
@@ -32,12 +33,6 @@ type engine interface {
 	// trySweepLock takes, for the rest of tx, the lock that lets one instance at a time sweep
 	// expired entries; false when another holds it.
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
-	// tailTxValue is the value of tail_batches.tx for a batch: the rows' tail_tx (see tail.go),
-	// "?" when numberBatch passes it; tailSkip is the condition that leaves out the batches of
-	// a read's Skip (b.seq), tailSkipArg its parameter.
-	tailTxValue() string
-	tailSkip() string
-	tailSkipArg(skip []uint64) any
 	// containsText renders "column contains term" (term already folded) as a condition with one
 	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
 	// term's length times them (see README, Searching and counting).
@@ -56,6 +51,7 @@ type Store struct {
 	// behind slow readers or a long write holding every connection of w and r.
 	ping *sql.DB
 	eng  engine
+	tail tailSQL
 	bind func(query string) string
 
 	// listings caches a prepared statement per listing shape (filters x order x cursor, at most
