@@ -248,12 +248,17 @@ func pqCode(err error) pqerror.Code {
 	return pe.Code
 }
 
-func (postgresEngine) isForeignKeyViolation(err error) bool {
-	return pqCode(err) == "23503" // foreign_key_violation
-}
-
-func (postgresEngine) isUniqueViolation(err error) bool {
-	return pqCode(err) == "23505" // unique_violation
+// classify reads the SQLSTATE of a server error.
+func (e postgresEngine) classify(err error) dbError {
+	switch code := pqCode(err); {
+	case code == "23503": // foreign_key_violation
+		return errForeignKey
+	case code == "23505": // unique_violation
+		return errUnique
+	case e.isUnavailable(err):
+		return errUnavailable
+	}
+	return errOther
 }
 
 // isUnavailable covers the server going away or refusing work: connection exceptions (class

@@ -109,24 +109,22 @@ func (sqliteEngine) containsText(column, term string) (string, any) {
 	return "instr(" + column + ", ?) > 0", term
 }
 
-func (sqliteEngine) isForeignKeyViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
-}
-
-func (sqliteEngine) isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
-}
-
-func (sqliteEngine) isUnavailable(err error) bool {
+// classify reads SQLite's extended result code: the constraint that failed, or a primary code
+// that says the database is busy, locked, full or unreadable.
+func (sqliteEngine) classify(err error) dbError {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return false
+		return errOther
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return errForeignKey
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		return errUnique
 	}
 	switch se.Code() & 0xff { // primary result code
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
-		return true
+		return errUnavailable
 	}
-	return false
+	return errOther
 }

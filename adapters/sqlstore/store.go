@@ -1,6 +1,16 @@
 // Package sqlstore implements the domain's storage ports on SQL databases with sqlx: an embedded
 // SQLite store (the zero-set-up default) and a PostgreSQL store. Both share the queries that are
 // truly the same and differ where the engines do (DDL, bulk insert, error codes, time columns).
+//
+// What differs sits behind two seams, each implemented once per engine:
+//
+//   - engine (this file; sqlite.go, postgres.go): time columns, the bulk insert, the locks of a
+//     batch, a retention change and the sweep, text search, and what a driver error means;
+//   - tailSQL (tail.go; tail_sqlite.go, tail_postgres.go): how a batch's rows are tied to its
+//     number in the live tail's order, and how a tail read leaves batches out.
+//
+// The schema's history, the SQL and the Go migrations of both engines, is the migrations
+// package; on a Citus coordinator the migrated schema is then distributed (citus.go).
 package sqlstore
 
 import (
@@ -37,10 +47,19 @@ type engine interface {
 	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
 	// term's length times them (see README, Searching and counting).
 	containsText(column, term string) (string, any)
-	isForeignKeyViolation(err error) bool
-	isUniqueViolation(err error) bool
-	isUnavailable(err error) bool
+	// classify says what a driver error means by the engine's codes, for translate.
+	classify(err error) dbError
 }
+
+// dbError is what an engine makes of a driver error.
+type dbError uint8
+
+const (
+	errOther       dbError = iota
+	errForeignKey          // a foreign key violated: a project that does not exist
+	errUnique              // a primary or unique key violated
+	errUnavailable         // the database refused or lost the work; a retry later may succeed
+)
 
 // Store is a domain.Store on a SQL database. It is safe for concurrent use.
 type Store struct {
