@@ -102,8 +102,7 @@ func OpenRecorded(ctx context.Context, rawURL string, rec *Recorder) (*Store, er
 // CopyLogs runs the store's own bulk insert of entries inside tx, for the test that shows
 // where Citus sends its rows.
 func CopyLogs(ctx context.Context, s *Store, tx *sqlx.Tx, entries []domain.LogEntry) error {
-	_, err := s.eng.createLogs(ctx, tx, entries)
-	return err
+	return s.eng.createLogs(ctx, tx, entries, 0)
 }
 
 // recConnector, recConn and recStmt pass everything to lib/pq, telling the recorder each

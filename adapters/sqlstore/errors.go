@@ -25,9 +25,9 @@ func (s *Store) translate(op string, err error) error {
 		return err
 	case errors.Is(err, sql.ErrNoRows):
 		return &domain.Error{Kind: domain.KindNotFound, Msg: "not found", Err: err}
-	case s.eng.isForeignKeyViolation(err):
+	case s.eng.classify(err) == errForeignKey:
 		return &domain.Error{Kind: domain.KindUnknownProject, Msg: "unknown project", Err: fmt.Errorf("%s: %w", op, err)}
-	case isConnectionError(err) || s.eng.isUnavailable(err):
+	case isConnectionError(err) || s.eng.classify(err) == errUnavailable:
 		return domain.Unavailable(fmt.Errorf("%s: %w", op, err))
 	}
 	return fmt.Errorf("%s: %w", op, err)

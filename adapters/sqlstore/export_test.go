@@ -7,6 +7,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -31,9 +32,9 @@ func WriteDB(s *Store) *sqlx.DB { return s.w }
 // MigrateTo applies the migrations of engine ("sqlite" or "postgres") to db up to version only,
 // leaving the schema as an older release made it.
 func MigrateTo(ctx context.Context, db *sql.DB, engine string, version int64) error {
-	newProvider := sqliteProvider
+	newProvider := migrations.SQLite
 	if engine == "postgres" {
-		newProvider = postgresProvider
+		newProvider = migrations.Postgres
 	}
 	p, err := newProvider(db)
 	if err != nil {

@@ -39,7 +39,7 @@ func (s *Store) claimKey(ctx context.Context, tx *sqlx.Tx, rec *domain.Idempoten
 	}
 	_, err = tx.ExecContext(ctx, s.bind(idempotencyInsert),
 		rec.Scope, rec.Key, rec.Fingerprint, rec.Created, s.eng.timeArg(rec.CreatedAt))
-	if err != nil && s.eng.isUniqueViolation(err) {
+	if err != nil && s.eng.classify(err) == errUnique {
 		// Another instance wrote the same key between our look-up and insert.
 		return nil, domain.Errorf(domain.KindConflict, "a request with this Idempotency-Key is still being handled; retry later")
 	}

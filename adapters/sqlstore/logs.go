@@ -69,8 +69,11 @@ func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, w dom
 			return domain.Written{}, err
 		}
 	}
-	batch, err := s.eng.createLogs(ctx, tx, entries)
+	batch, err := s.tail.clock(ctx, tx)
 	if err != nil {
+		return domain.Written{}, s.translate("create logs", err)
+	}
+	if err := s.eng.createLogs(ctx, tx, entries, batch); err != nil {
 		return domain.Written{}, s.translate("create logs", err)
 	}
 	if err := addCounts(ctx, tx, s.bind, countEntries(entries), 1); err != nil {

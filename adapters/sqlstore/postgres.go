@@ -16,6 +16,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -62,7 +63,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	db.SetMaxIdleConns(opts.MaxIdleConns)
 	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
-	s := &Store{w: db, r: db, eng: postgresEngine{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }}
+	s := &Store{w: db, r: db, eng: postgresEngine{}, tail: postgresTail{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }}
 	// Readiness has a connection of its own (one more per instance on the server), retired like
 	// the pool's so that it follows a failover too.
 	if s.ping, err = pingPool("postgres", dsn); err != nil {
@@ -89,7 +90,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	}
 	s.eng = postgresEngine{citus: citus}
 	if !citus {
-		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+		if err := migrations.Up(ctx, db.DB, migrations.Postgres, goose.WithSessionLocker(locker)); err != nil {
 			_ = s.Close()
 			return nil, fmt.Errorf("postgres: %w", err)
 		}
@@ -98,7 +99,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	// On a Citus coordinator the migrations and the distribution of what they made run under one
 	// more lock, so that no instance distributes while another migrates.
 	err = withCitusLock(ctx, db.DB, 5*time.Minute, func() error {
-		if err := migrate(ctx, db.DB, postgresProvider, goose.WithSessionLocker(locker)); err != nil {
+		if err := migrations.Up(ctx, db.DB, migrations.Postgres, goose.WithSessionLocker(locker)); err != nil {
 			return err
 		}
 		left, err := distributeSchema(ctx, db.DB)
@@ -205,19 +206,19 @@ func (postgresEngine) trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, erro
 // (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
 // server rejects fails the whole COPY, and the caller rolls tx back. tail_tx is left to the
 // column's default, the writing transaction's id (see migration 00007), which the coordinator
-// fills in on Citus too. (pq.CopyIn only builds this statement text and is deprecated in lib/pq
-// 1.12.)
-func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error) {
+// fills in on Citus too, so tailTx is unused. (pq.CopyIn only builds this statement text and is
+// deprecated in lib/pq 1.12.)
+func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, _ uint64) error {
 	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer stmt.Close()
 	if err := writeRows(ctx, stmt, entries); err != nil {
-		return 0, err
+		return err
 	}
 	_, err = stmt.ExecContext(ctx) // flush
-	return 0, err
+	return err
 }
 
 // strposBytes is the longest term (in bytes) PostgreSQL matches with strpos; longer ones go
@@ -247,12 +248,17 @@ func pqCode(err error) pqerror.Code {
 	return pe.Code
 }
 
-func (postgresEngine) isForeignKeyViolation(err error) bool {
-	return pqCode(err) == "23503" // foreign_key_violation
-}
-
-func (postgresEngine) isUniqueViolation(err error) bool {
-	return pqCode(err) == "23505" // unique_violation
+// classify reads the SQLSTATE of a server error.
+func (e postgresEngine) classify(err error) dbError {
+	switch code := pqCode(err); {
+	case code == "23503": // foreign_key_violation
+		return errForeignKey
+	case code == "23505": // unique_violation
+		return errUnique
+	case e.isUnavailable(err):
+		return errUnavailable
+	}
+	return errOther
 }
 
 // isUnavailable covers the server going away or refusing work: connection exceptions (class

@@ -13,6 +13,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -63,13 +64,13 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
-	s := &Store{w: w, r: r, eng: sqliteEngine{}, bind: func(q string) string { return q }}
+	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }}
 	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 
-	if err := migrate(ctx, w.DB, sqliteProvider); err != nil {
+	if err := migrations.Up(ctx, w.DB, migrations.SQLite); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
@@ -88,22 +89,15 @@ func (sqliteEngine) projectLock(bool) string { return "" } // likewise
 func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { return true, nil }
 
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
-// transaction, SQLite's cost is the B-tree work itself. The batch takes the next number of
-// tail_clock, which its rows carry as tail_tx and tail_batches records (see tail.go).
-func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error) {
-	var batch int64
-	if err := tx.GetContext(ctx, &batch, "UPDATE tail_clock SET tx = tx + 1 WHERE id = 1 RETURNING tx"); err != nil {
-		return 0, err
-	}
+// transaction, SQLite's cost is the B-tree work itself. The rows carry the batch's tail_clock
+// number as tail_tx (see tail_sqlite.go).
+func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, tailTx uint64) error {
 	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+", tail_tx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer stmt.Close()
-	if err := writeRows(ctx, stmt, entries, batch); err != nil {
-		return 0, err
-	}
-	return uint64(batch), nil
+	return writeRows(ctx, stmt, entries, int64(tailTx))
 }
 
 // containsText uses instr, which at each start position whose first byte matches compares the
@@ -115,24 +109,22 @@ func (sqliteEngine) containsText(column, term string) (string, any) {
 	return "instr(" + column + ", ?) > 0", term
 }
 
-func (sqliteEngine) isForeignKeyViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY
-}
-
-func (sqliteEngine) isUniqueViolation(err error) bool {
-	var se *sqlite.Error
-	return errors.As(err, &se) && (se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
-}
-
-func (sqliteEngine) isUnavailable(err error) bool {
+// classify reads SQLite's extended result code: the constraint that failed, or a primary code
+// that says the database is busy, locked, full or unreadable.
+func (sqliteEngine) classify(err error) dbError {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return false
+		return errOther
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return errForeignKey
+	case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		return errUnique
 	}
 	switch se.Code() & 0xff { // primary result code
 	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR:
-		return true
+		return errUnavailable
 	}
-	return false
+	return errOther
 }

@@ -1,6 +1,16 @@
 // Package sqlstore implements the domain's storage ports on SQL databases with sqlx: an embedded
 // SQLite store (the zero-set-up default) and a PostgreSQL store. Both share the queries that are
 // truly the same and differ where the engines do (DDL, bulk insert, error codes, time columns).
+//
+// What differs sits behind two seams, each implemented once per engine:
+//
+//   - engine (this file; sqlite.go, postgres.go): time columns, the bulk insert, the locks of a
+//     batch, a retention change and the sweep, text search, and what a driver error means;
+//   - tailSQL (tail.go; tail_sqlite.go, tail_postgres.go): how a batch's rows are tied to its
+//     number in the live tail's order, and how a tail read leaves batches out.
+//
+// The schema's history, the SQL and the Go migrations of both engines, is the migrations
+// package; on a Citus coordinator the migrated schema is then distributed (citus.go).
 package sqlstore
 
 import (
@@ -15,13 +25,14 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// engine is what differs between the SQL engines.
+// engine is what differs between the SQL engines, but for the live tail's SQL, which has a
+// seam of its own (tailSQL in tail.go, one file per engine).
 type engine interface {
 	// timeArg converts a timestamp to what the engine's time columns store.
 	timeArg(t time.Time) any
-	// createLogs writes entries inside tx as fast as the engine allows, and returns the rows'
-	// tail_tx when it is a parameter of tail_batches (see tailTxValue), else 0.
-	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry) (uint64, error)
+	// createLogs writes entries inside tx as fast as the engine allows; tailTx is the rows'
+	// tail_tx where the store numbers batches itself (tailSQL.clock), else 0 and unused.
+	createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, tailTx uint64) error
 	// lockSuffix is appended to the project existence check of a batch so that no project can
 	// be deleted between that check and the insert.
 	lockSuffix() string
@@ -32,20 +43,23 @@ type engine interface {
 	// trySweepLock takes, for the rest of tx, the lock that lets one instance at a time sweep
 	// expired entries; false when another holds it.
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
-	// tailTxValue is the value of tail_batches.tx for a batch: the rows' tail_tx (see tail.go),
-	// "?" when numberBatch passes it; tailSkip is the condition that leaves out the batches of
-	// a read's Skip (b.seq), tailSkipArg its parameter.
-	tailTxValue() string
-	tailSkip() string
-	tailSkipArg(skip []uint64) any
 	// containsText renders "column contains term" (term already folded) as a condition with one
 	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
 	// term's length times them (see README, Searching and counting).
 	containsText(column, term string) (string, any)
-	isForeignKeyViolation(err error) bool
-	isUniqueViolation(err error) bool
-	isUnavailable(err error) bool
+	// classify says what a driver error means by the engine's codes, for translate.
+	classify(err error) dbError
 }
+
+// dbError is what an engine makes of a driver error.
+type dbError uint8
+
+const (
+	errOther       dbError = iota
+	errForeignKey          // a foreign key violated: a project that does not exist
+	errUnique              // a primary or unique key violated
+	errUnavailable         // the database refused or lost the work; a retry later may succeed
+)
 
 // Store is a domain.Store on a SQL database. It is safe for concurrent use.
 type Store struct {
@@ -56,6 +70,7 @@ type Store struct {
 	// behind slow readers or a long write holding every connection of w and r.
 	ping *sql.DB
 	eng  engine
+	tail tailSQL
 	bind func(query string) string
 
 	// listings caches a prepared statement per listing shape (filters x order x cursor, at most

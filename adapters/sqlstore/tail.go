@@ -24,6 +24,21 @@ import (
 // can come before it, and no long transaction elsewhere holds a tail back. Nothing the client
 // sees of a position counts other projects' writes. Every statement names the project.
 
+// tailSQL is where the tail's SQL differs between the engines, a seam beside engine (store.go)
+// with one implementation per engine: tail_sqlite.go, tail_postgres.go.
+type tailSQL interface {
+	// clock takes, inside the batch's transaction and before its rows are written, the number
+	// the rows carry as tail_tx where the store numbers transactions itself; 0 where the
+	// database does (the column's default).
+	clock(ctx context.Context, tx *sqlx.Tx) (uint64, error)
+	// txValue is the value of tail_batches.tx for a batch: the rows' tail_tx, "?" when
+	// numberBatch passes clock's number.
+	txValue() string
+	// skip is the condition that leaves out the batches of a read's Skip (b.seq), with one ?
+	// placeholder, and its argument.
+	skip(seqs []uint64) (string, any)
+}
+
 // tailColumns are the columns of a tail read: an entry and its position, from the batches
 // (b) joined to the entries (l, a subquery over logs with the filter's conditions).
 const tailColumns = "l.id, l.project_id, l.time, l.level, l.message, l.subject, l.user_id, l.attributes, l.trace_id, l.span_id, b.seq AS tail_seq, l.tail_pos"
@@ -98,8 +113,9 @@ func (s *Store) readTailSQL(q domain.TailQuery) (string, []any) {
 		args = append(args, before, before, q.Before.Pos)
 	}
 	if len(q.Skip) > 0 {
-		query += s.eng.tailSkip()
-		args = append(args, s.eng.tailSkipArg(q.Skip))
+		cond, arg := s.tail.skip(q.Skip)
+		query += cond
+		args = append(args, arg)
 	}
 	return query + " ORDER BY b.seq, l.tail_pos LIMIT ?", append(args, q.Limit)
 }
@@ -151,7 +167,7 @@ func (s *Store) numberBatch(ctx context.Context, tx *sqlx.Tx, entries []domain.L
 	projects = slices.Compact(projects)
 	out := make(map[string]uint64, len(projects))
 	next := s.bind("INSERT INTO tail_seq (project_id, seq) VALUES (?, 1) ON CONFLICT (project_id) DO UPDATE SET seq = tail_seq.seq + 1 RETURNING seq")
-	record := s.bind("INSERT INTO tail_batches (project_id, seq, tx) VALUES (?, ?, " + s.eng.tailTxValue() + ")")
+	record := s.bind("INSERT INTO tail_batches (project_id, seq, tx) VALUES (?, ?, " + s.tail.txValue() + ")")
 	for _, p := range projects {
 		var seq int64
 		if err := tx.GetContext(ctx, &seq, next, p); err != nil {
@@ -167,22 +183,6 @@ func (s *Store) numberBatch(ctx context.Context, tx *sqlx.Tx, entries []domain.L
 		out[p] = uint64(seq)
 	}
 	return out, nil
-}
-
-// PostgreSQL: the rows of a batch carry the writing transaction's id (the column's default).
-
-func (postgresEngine) tailTxValue() string { return "pg_current_xact_id()" }
-func (postgresEngine) tailSkip() string    { return " AND b.seq <> ALL (CAST(? AS bigint[]))" }
-func (postgresEngine) tailSkipArg(skip []uint64) any {
-	return "{" + joinDecimal(skip) + "}"
-}
-
-// SQLite: the rows of a batch carry its tail_clock number, a parameter.
-
-func (sqliteEngine) tailTxValue() string { return "?" }
-func (sqliteEngine) tailSkip() string    { return " AND b.seq NOT IN (SELECT value FROM json_each(?))" }
-func (sqliteEngine) tailSkipArg(skip []uint64) any {
-	return "[" + joinDecimal(skip) + "]"
 }
 
 // joinDecimal renders ns in decimal, separated by commas: the transaction ids (uint64) and

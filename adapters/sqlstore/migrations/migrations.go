@@ -1,4 +1,15 @@
-package sqlstore
+// Package migrations is the schema history of both engines of sqlstore, in one place: the
+// embedded SQL files of each engine (sqlite/, postgres/) and, in Go, the migrations whose
+// work SQL cannot do, because it needs a rule of the domain or a function the engine lacks:
+//
+//	00003  SQLite only: idempotency scopes hashed (SQLite has no SHA-256; PostgreSQL's 00003 is SQL)
+//	00006  both: messages folded by domain.FoldCase, the subject index, the per-minute rollup
+//	00009  both: levels made canonical by domain.CanonicalLevel
+//
+// A migration, once released, never changes: its version and its text are what databases written
+// by earlier releases were migrated with, so they migrate exactly as before. A change to the
+// schema is a new version, in both engines where both need it; TestVersions lists them.
+package migrations
 
 import (
 	"context"
@@ -13,17 +24,21 @@ import (
 	"github.com/pressly/goose/v3"
 )
 
-//go:embed migrations/sqlite/*.sql
+//go:embed sqlite/*.sql
 var sqliteMigrations embed.FS
 
-//go:embed migrations/postgres/*.sql
+//go:embed postgres/*.sql
 var postgresMigrations embed.FS
 
-// sqliteProvider is the SQLite store's migrations on db: the embedded SQL files, and in Go what
+// leastID sorts before every id the service issues, in text (SQLite) and as a uuid
+// (PostgreSQL): where the batched walks of 00006 and 00009 start.
+const leastID = "00000000-0000-0000-0000-000000000000"
+
+// SQLite is the SQLite store's migrations on db: the embedded SQL files, and in Go what
 // SQLite's SQL cannot do (it has no SHA-256, no Unicode case folding), 00009 among them, which
 // makes stored levels canonical by the domain's rule.
-func sqliteProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
-	files, err := fs.Sub(sqliteMigrations, "migrations/sqlite")
+func SQLite(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	files, err := fs.Sub(sqliteMigrations, "sqlite")
 	if err != nil {
 		return nil, err
 	}
@@ -42,11 +57,11 @@ func sqliteProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, 
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }
 
-// postgresProvider is the PostgreSQL store's migrations on db: the embedded SQL files, and in Go
+// Postgres is the PostgreSQL store's migrations on db: the embedded SQL files, and in Go
 // 00006, whose backfill folds messages with the domain's own case folding, and 00009, which
 // makes stored levels canonical by the domain's rule.
-func postgresProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
-	files, err := fs.Sub(postgresMigrations, "migrations/postgres")
+func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
+	files, err := fs.Sub(postgresMigrations, "postgres")
 	if err != nil {
 		return nil, err
 	}
@@ -60,8 +75,9 @@ func postgresProvider(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 
-// migrate applies the migrations that newProvider gives on db and are not applied yet.
-func migrate(ctx context.Context, db *sql.DB, newProvider func(*sql.DB, ...goose.ProviderOption) (*goose.Provider, error), opts ...goose.ProviderOption) error {
+// Up applies the migrations that newProvider (SQLite or Postgres) gives on db and are not
+// applied yet.
+func Up(ctx context.Context, db *sql.DB, newProvider func(*sql.DB, ...goose.ProviderOption) (*goose.Provider, error), opts ...goose.ProviderOption) error {
 	p, err := newProvider(db, opts...)
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
@@ -76,7 +92,7 @@ func migrate(ctx context.Context, db *sql.DB, newProvider func(*sql.DB, ...goose
 const scopeBatch = 1000
 
 // hashIdempotencyScopes is SQLite's migration 00003, the twin of
-// migrations/postgres/00003_hash_idempotency_scope.sql: the first release stored an idempotency
+// postgres/00003_hash_idempotency_scope.sql: the first release stored an idempotency
 // scope as its text, "KEYID|PROJECT,PROJECT,...", which overflows an index entry for a batch
 // naming hundreds of projects; the domain now names a scope by the hex SHA-256 of that same
 // text. Hashing the rows written before keeps their keys answering retries after an upgrade.

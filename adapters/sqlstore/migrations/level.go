@@ -1,4 +1,4 @@
-package sqlstore
+package migrations
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"example.com/obsvc/domain"
@@ -55,6 +56,38 @@ const (
 	levelWriteBatch = "UPDATE logs SET level = $1, attributes = v.a::json FROM unnest($3::bigint[], $4::uuid[], $5::text[]) AS v(t, i, a)" +
 		" WHERE logs.project_id = $2 AND logs.time = v.t AND logs.id = v.i"
 )
+
+// Statement is one statement of a migration as it runs on PostgreSQL, with the arguments it
+// runs with for a project.
+type Statement struct {
+	Name  string
+	Query string
+	Args  func(projectID string) []any
+}
+
+// LevelStatements is every per-project statement of 00009 as it runs on PostgreSQL, with
+// arguments for a project: the Citus routing test EXPLAINs each, so that none of them leaves
+// the project's shard.
+func LevelStatements() []Statement {
+	bind := func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }
+	out := []Statement{
+		{"levels of logs", bind(fmt.Sprintf(levelsOf, "logs")), func(p string) []any { return []any{p, "", levelBatch} }},
+		{"case-only level", bind(levelSet), func(p string) []any { return []any{"error", p, "ERROR"} }},
+		{"level of entries without attributes", bind(levelSetBare), func(p string) []any { return []any{"warn", `{"severity_text":"WARNING"}`, p, "WARNING"} }},
+		{"entries with attributes", bind(levelReadAttrs), func(p string) []any { return []any{p, "WARNING", int64(math.MinInt64), leastID, levelBatch} }},
+		{"a batch of entries", levelWriteBatch, func(p string) []any {
+			return []any{"warn", p, pq.Array([]int64{1, 2}), pq.Array([]string{leastID, leastID}), pq.Array([]string{"{}", "{}"})}
+		}},
+	}
+	for _, r := range levelRollups {
+		merge, drop := rollupMerge(r.table, r.column)
+		out = append(out,
+			Statement{"levels of " + r.table, bind(fmt.Sprintf(levelsOf, r.table)), func(p string) []any { return []any{p, "", levelBatch} }},
+			Statement{"merge " + r.table, bind(merge), func(p string) []any { return []any{"warn", p, "WARNING"} }},
+			Statement{"drop from " + r.table, bind(drop), func(p string) []any { return []any{p, "WARNING"} }})
+	}
+	return out
+}
 
 // levelRow is an entry whose attributes the migration rewrites.
 type levelRow struct {
