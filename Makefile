@@ -93,7 +93,8 @@ fmt-check:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
 
 ## arch-check: the dependency rules (domain on the standard library only; no adapter imports another;
-## only app imports adapters), as TestArchitecture states them
+## only app imports adapters; nothing but app and the tests of app/... imports app/server), as
+## TestArchitecture states them
 arch-check:
 	$(GO) test -count=1 -run '^TestArchitecture$$' ./domain
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -30,7 +31,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 	st := open(t)
 	a, b := seedProjects(t, st)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.APIKeys = strings.Join([]string{keyLine("admin", "admin-secret"), keyLine("project "+a.ID, "key-a"), keyLine("project "+b.ID, "key-b")}, ",")
 	svc, srv := serve(t, cfg, st, nil)
 	adminCtx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
@@ -45,7 +46,7 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 		{"other project's key", "Bearer key-b"},
 	}
 	newProject := func() string {
-		p, err := svc.core.CreateProject(adminCtx, domain.ProjectInput{Name: "throwaway"})
+		p, err := svc.Core.CreateProject(adminCtx, domain.ProjectInput{Name: "throwaway"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +119,7 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 func TestProjectKeyBatchNamingAnotherProjectIsForbiddenWithPointers(t *testing.T) {
 	st := openSQLiteStore(t)
 	a, b := seedProjects(t, st)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.APIKeys = keyLine("project "+a.ID, "key-a")
 	_, srv := serve(t, cfg, st, nil)
 	body := fmt.Sprintf(`[{"project_id":%[1]q,"message":"ok"},{"project_id":%[2]q,"message":"not mine"},{"project_id":%[1]q,"message":"ok"}]`, a.ID, b.ID)

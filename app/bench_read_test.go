@@ -24,6 +24,7 @@ import (
 	"github.com/twitchtv/twirp"
 
 	"example.com/obsvc/api/haberdasher"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -218,7 +219,7 @@ func (stockHaberdasher) MakeHat(_ context.Context, s *haberdasher.Size) (*haberd
 // rate limit, request ids) against a stock Twirp server of the same generated code with no
 // hooks, with the same client, in JSON and in protobuf.
 func BenchmarkMakeHat(b *testing.B) {
-	ours := newBenchEnv(b, benchSQLite(b), func(c *config) {
+	ours := newBenchEnv(b, benchSQLite(b), func(c *server.Config) {
 		c.APIKeys = keyLine("admin", "bench-secret")
 		c.MaxInFlight = 64
 		c.WriteRate = 1e9

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/obsvc/app/server"
 )
 
 // BenchmarkRejectedBatch compares what refusing a bad POST /logs body costs with storing a valid
@@ -17,7 +19,7 @@ import (
 // capped). Targets: each costs no more than the valid batch, and answers under 64 KiB.
 func BenchmarkRejectedBatch(b *testing.B) {
 	e := newBenchEnv(b, benchSQLite(b), nil)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	size := int(cfg.MaxBodyBytes) - 64
 
 	empties := padArray(size, func(int) string { return "{}" })

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -34,18 +35,18 @@ func BenchmarkIngestDuringSweep(b *testing.B) {
 // sweepWindow is how long each window of the benchmark ingests, with the sweep or without it.
 const sweepWindow = 2 * time.Second
 
-func ingestDuringSweep(b *testing.B, st store) {
+func ingestDuringSweep(b *testing.B, st server.Store) {
 	expired := min(benchRows(), 500_000)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.MaxInFlight = 0
 	cfg.LogLevel = "warn"
 	svc, srv := serve(b, cfg, st, nil)
 	admin := domain.WithPrincipal(context.Background(), domain.Principal{Admin: true})
-	ingest, err := svc.core.CreateProject(admin, domain.ProjectInput{Name: "ingest"})
+	ingest, err := svc.Core.CreateProject(admin, domain.ProjectInput{Name: "ingest"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	old, err := svc.core.CreateProject(admin, domain.ProjectInput{Name: "old"})
+	old, err := svc.Core.CreateProject(admin, domain.ProjectInput{Name: "old"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func ingestDuringSweep(b *testing.B, st store) {
 		}
 	}
 	seven := 7
-	if _, err := svc.core.PatchProject(admin, old.ID, domain.ProjectPatch{RetentionDays: domain.Optional[int]{Set: true, Value: &seven}}); err != nil {
+	if _, err := svc.Core.PatchProject(admin, old.ID, domain.ProjectPatch{RetentionDays: domain.Optional[int]{Set: true, Value: &seven}}); err != nil {
 		b.Fatal(err)
 	}
 	// A ring of recent batches, reused: the server gives every entry its own id.
@@ -133,7 +134,7 @@ func ingestDuringSweep(b *testing.B, st store) {
 		go func() {
 			defer close(stop)
 			start := time.Now()
-			res, sweepErr = svc.core.SweepRetention(ctx, svc.sweepPace, nil)
+			res, sweepErr = svc.Core.SweepRetention(ctx, svc.SweepPace, nil)
 			sweepTook += time.Since(start)
 		}()
 		end := time.AfterFunc(sweepWindow, cancel)
@@ -158,5 +159,5 @@ func ingestDuringSweep(b *testing.B, st store) {
 	b.ReportMetric(during/base, "ratio")
 	b.ReportMetric(float64(expired)/sweepTook.Seconds(), "swept_rows/s")
 	b.Logf("swept %d expired entries in %v (%d per transaction, duty %v, %d windows) while ingesting %d rows; without a sweep %d rows in %v",
-		expired, sweepTook.Round(time.Millisecond), svc.sweepPace.Batch, svc.sweepPace.Duty, windows, withRows, withoutRows, without.Round(time.Millisecond))
+		expired, sweepTook.Round(time.Millisecond), svc.SweepPace.Batch, svc.SweepPace.Duty, windows, withRows, withoutRows, without.Round(time.Millisecond))
 }

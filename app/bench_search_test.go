@@ -16,6 +16,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -75,7 +76,7 @@ func searchEntries(project string, k, n int, from, step int64) []domain.LogEntry
 	return out
 }
 
-func benchSearch(b *testing.B, st store, read, write *sql.DB, bindType int) {
+func benchSearch(b *testing.B, st server.Store, read, write *sql.DB, bindType int) {
 	e := newBenchEnv(b, st, nil)
 	n := benchRows()
 	const chunk = 20_000
@@ -192,7 +193,7 @@ func reportP50(b *testing.B, oursName string, ours time.Duration, baseName strin
 // batches are live traffic: each spans a second, consecutive ones follow each other, so the two
 // workers add to the same rollup rows, as two clients of one project do. Rows: BENCH_ROWS / 5,
 // 200,000 at most.
-func benchIngestRollup(b *testing.B, e *benchEnv, st store, write *sql.DB, bindType int) {
+func benchIngestRollup(b *testing.B, e *benchEnv, st server.Store, write *sql.DB, bindType int) {
 	const phaseBatches = 2 * createClients // one phase: two batches per worker
 	batches := max(min(benchRows()/5, 200_000)/createBatch, 4*phaseBatches) / (4 * phaseBatches) * (4 * phaseBatches)
 	now := time.Now().UnixMilli()

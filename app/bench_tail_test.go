@@ -20,6 +20,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 )
 
 // benchTails is how many live tails stay open on the project while the ingest benchmark posts.
@@ -42,11 +43,11 @@ func BenchmarkTailPostgres(b *testing.B) {
 
 // benchTail runs the tail benchmarks on st; database, when not "", names the PostgreSQL database
 // st uses, whose backends' CPU the ingest rounds report.
-func benchTail(b *testing.B, st store, database string) {
+func benchTail(b *testing.B, st server.Store, database string) {
 	// One key opens every tail, at once: room for them under the per-key tail limit, under the
 	// three quarters of the total that a key holding tails may take, and under the in-flight
 	// limit that each tail's start counts against.
-	e := newBenchEnv(b, st, func(c *config) {
+	e := newBenchEnv(b, st, func(c *server.Config) {
 		c.MaxTails, c.MaxTailsTotal, c.MaxInFlightPer = benchTails+10, 2*(benchTails+10), 0
 	})
 	e.database = database

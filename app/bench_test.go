@@ -24,6 +24,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -37,9 +38,9 @@ func benchRows() int {
 // benchEnv is the real wiring over a store, served on loopback.
 type benchEnv struct {
 	url     string
-	st      store
-	svc     *service
-	cfg     config
+	st      server.Store
+	svc     *server.Server
+	cfg     server.Config
 	project string
 	// database names the PostgreSQL database of st, for benchmarks that count what its backends
 	// spend; "" on SQLite (in this process) and where the benchmark does not set it.
@@ -49,16 +50,16 @@ type benchEnv struct {
 // newProject creates a project named name through the service's use case and returns its id.
 func (e *benchEnv) newProject(b *testing.B, name string) string {
 	b.Helper()
-	p, err := e.svc.core.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: name})
+	p, err := e.svc.Core.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: name})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return p.ID
 }
 
-func newBenchEnv(b *testing.B, st store, tweak func(*config)) *benchEnv {
+func newBenchEnv(b *testing.B, st server.Store, tweak func(*server.Config)) *benchEnv {
 	b.Helper()
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.MaxInFlight = 0
 	cfg.LogLevel = "warn"
 	if tweak != nil {
@@ -70,7 +71,7 @@ func newBenchEnv(b *testing.B, st store, tweak func(*config)) *benchEnv {
 	return e
 }
 
-func benchSQLite(b *testing.B) store {
+func benchSQLite(b *testing.B) server.Store {
 	b.Helper()
 	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlstore.DefaultSQLiteOptions())
 	if err != nil {
@@ -80,7 +81,7 @@ func benchSQLite(b *testing.B) store {
 	return st
 }
 
-func benchPostgres(b *testing.B) (store, string) {
+func benchPostgres(b *testing.B) (server.Store, string) {
 	b.Helper()
 	url := pg.NewDatabase(b)
 	st, err := sqlstore.OpenPostgres(context.Background(), url, sqlstore.DefaultPostgresOptions())

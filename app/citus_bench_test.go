@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/app/server"
 )
 
-func benchCitus(b *testing.B) store {
+func benchCitus(b *testing.B) server.Store {
 	b.Helper()
 	st, err := sqlstore.OpenPostgres(context.Background(), citus.NewDatabase(b), sqlstore.DefaultPostgresOptions())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/app/server"
 )
 
 // citus is the Citus cluster of this test binary (make test-citus).
@@ -18,7 +19,7 @@ func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&cit
 // distributes the schema itself when it opens the store.
 func citusStores() []namedStore { return []namedStore{{"citus", openCitusStore}} }
 
-func openCitusStore(t *testing.T) store {
+func openCitusStore(t *testing.T) server.Store {
 	t.Helper()
 	s, err := sqlstore.OpenPostgres(t.Context(), citus.NewDatabase(t), sqlstore.DefaultPostgresOptions())
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -113,7 +114,7 @@ func testBadBatches(t *testing.T, open storeOpener) {
 	e := newEnv(t, open, nil)
 	p := e.project("p")
 	ok := fmt.Sprintf(`{"project_id":%q,"message":"fine"}`, p.Id)
-	ghost := newID()
+	ghost := server.NewID()
 	cases := []struct {
 		name, contentType, body string
 		status                  int
@@ -191,7 +192,7 @@ func testBatchLimits(t *testing.T, open storeOpener) {
 	}
 
 	// Both limits are configuration.
-	small := newEnv(t, open, func(c *config) { c.MaxBatchEntries = 3; c.MaxBodyBytes = 1000 })
+	small := newEnv(t, open, func(c *server.Config) { c.MaxBatchEntries = 3; c.MaxBodyBytes = 1000 })
 	sp := small.project("p")
 	entry = fmt.Sprintf(`{"project_id":%q,"message":"m"}`, sp.Id)
 	if resp, _ := small.do("POST", "/logs", "application/json", "["+strings.Repeat(entry+",", 3)+entry+"]"); resp.StatusCode != 413 {
@@ -205,7 +206,7 @@ func testBatchLimits(t *testing.T, open storeOpener) {
 	}
 
 	// So are the attribute limits.
-	tight := newEnv(t, open, func(c *config) { c.MaxAttributes = 2; c.MaxAttrKeyChars = 3; c.MaxAttrBytes = 40 })
+	tight := newEnv(t, open, func(c *server.Config) { c.MaxAttributes = 2; c.MaxAttrKeyChars = 3; c.MaxAttrBytes = 40 })
 	tp := tight.project("p")
 	attrs := func(a string) string {
 		return fmt.Sprintf(`[{"project_id":%q,"message":"m"},{"project_id":%q,"message":"m","attributes":%s}]`, tp.Id, tp.Id, a)
@@ -303,7 +304,7 @@ func testListLogsParameterErrors(t *testing.T, open storeOpener) {
 		fields      []string
 	}{
 		{"missing project_id", "/logs", 400, []string{"?project_id"}},
-		{"unknown project", "/logs?project_id=" + newID(), 404, nil},
+		{"unknown project", "/logs?project_id=" + server.NewID(), 404, nil},
 		{"malformed project id", "/logs?project_id=nope", 404, nil},
 		{"start after end", q + "&start_time=5&end_time=4", 400, []string{"?start_time"}},
 		{"start not a number", q + "&start_time=yesterday", 400, []string{"?start_time"}},
@@ -315,7 +316,7 @@ func testListLogsParameterErrors(t *testing.T, open storeOpener) {
 		{"unknown order", q + "&order=sideways", 400, []string{"?order"}},
 		{"cursor not ours", q + "&cursor=bm90LWEtY3Vyc29y", 400, []string{"?cursor"}},
 		{"cursor not base64", q + "&cursor=%25%25%25", 400, []string{"?cursor"}},
-		{"cursor of the other order", q + "&order=desc&cursor=" + domain.EncodeCursor(domain.Cursor{Time: 1, ID: newID()}), 400, []string{"?cursor"}},
+		{"cursor of the other order", q + "&order=desc&cursor=" + domain.EncodeCursor(domain.Cursor{Time: 1, ID: server.NewID()}), 400, []string{"?cursor"}},
 	}
 	listingOnly := func(query string) bool {
 		return strings.Contains(query, "limit=") || strings.Contains(query, "order=") || strings.Contains(query, "cursor=")
@@ -373,7 +374,7 @@ func testDeleteLogs(t *testing.T, open storeOpener) {
 	if n := e.logCount(other.Id); n != 12 {
 		t.Errorf("the other project has %d entries, want 12", n)
 	}
-	r, _ := e.client.DeleteLogsWithResponse(t.Context(), &rest.DeleteLogsParams{ProjectId: newID()})
+	r, _ := e.client.DeleteLogsWithResponse(t.Context(), &rest.DeleteLogsParams{ProjectId: server.NewID()})
 	if r.StatusCode() != 404 {
 		t.Errorf("delete in an unknown project = %d, want 404", r.StatusCode())
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 )
 
 const (
@@ -152,7 +153,7 @@ func TestOTLPIngest(t *testing.T) {
 // testOTLPIngest: both encodings, gzip and identity, the mapping, partial success, the
 // project rules, exactly-once and every failure status, on one store.
 func testOTLPIngest(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, func(c *config) { c.OTLPMaxBody = 1 << 20 })
+	e := newEnv(t, open, func(c *server.Config) { c.OTLPMaxBody = 1 << 20 })
 	p := e.project("otlp")
 	hc := http.DefaultClient
 	hdr := map[string]string{"X-Project-Id": p.Id}
@@ -377,7 +378,7 @@ const specExampleJSON = `{
 func TestOTLPKeysAndEdgeRefusals(t *testing.T) {
 	st := openSQLiteStore(t)
 	a, b := seedProjects(t, st)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.APIKeys = strings.Join([]string{keyLine("admin", "admin-secret"), keyLine("project "+a.ID, "key-a"), keyLine("project "+b.ID, "key-b")}, ",")
 	cfg.WriteRate, cfg.WriteBurst = 0.001, 2 // the third write of one key is refused
 	_, srv := serve(t, cfg, st, nil)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 )
 
 func testProjectsLifecycle(t *testing.T, open storeOpener) {
@@ -104,7 +105,7 @@ func testProjectsLifecycle(t *testing.T, open storeOpener) {
 }
 
 func testProjectInputErrors(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, func(c *config) { c.MaxBodyBytes = 4096 })
+	e := newEnv(t, open, func(c *server.Config) { c.MaxBodyBytes = 4096 })
 	p := e.project("target")
 	cases := []struct {
 		name, contentType, body string
@@ -162,7 +163,7 @@ func testProjectInputErrors(t *testing.T, open storeOpener) {
 
 func testProjectIDsThatDoNotResolve(t *testing.T, open storeOpener) {
 	e := newEnv(t, open, nil)
-	for _, id := range []string{newID(), "not-a-uuid", "01936F0E-8C2A-7B3E-9D4F-2A6B8C0D1E2F", "' OR 1=1 --", "..%2F..%2Fetc%2Fpasswd", "%00", strings.Repeat("a", 300)} {
+	for _, id := range []string{server.NewID(), "not-a-uuid", "01936F0E-8C2A-7B3E-9D4F-2A6B8C0D1E2F", "' OR 1=1 --", "..%2F..%2Fetc%2Fpasswd", "%00", strings.Repeat("a", 300)} {
 		for _, method := range []string{"GET", "PUT", "DELETE"} {
 			resp, body := e.do(method, "/projects/"+id, "application/json", `{"name":"x"}`)
 			if resp.StatusCode != 404 {

@@ -15,6 +15,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -132,7 +133,7 @@ func testRetentionMergePatch(t *testing.T, open storeOpener) {
 			t.Errorf("read back %s, patched %s", got, body)
 		}
 	}
-	if resp, body := e.do("PATCH", "/projects/"+newID(), mp, `{}`); resp.StatusCode != 404 {
+	if resp, body := e.do("PATCH", "/projects/"+server.NewID(), mp, `{}`); resp.StatusCode != 404 {
 		t.Errorf("PATCH of no project = %d %s, want 404", resp.StatusCode, body)
 	}
 	// Every way of reading projects shows the field.
@@ -202,7 +203,7 @@ func TestRunSweepsExpiredEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := domain.NewService(st, domain.Options{NewID: newID})
+	svc := domain.NewService(st, domain.Options{NewID: server.NewID})
 	admin := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
 	one := 1
 	p, err := svc.CreateProject(admin, domain.ProjectInput{Name: "p", RetentionDays: domain.Optional[int]{Set: true}})

@@ -18,6 +18,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -32,25 +33,25 @@ const (
 // tailEdges is one store with projects a and b, served under the tail tests' keys.
 type tailEdges struct {
 	t    *testing.T
-	st   store
+	st   server.Store
 	a, b string
 }
 
 // serve starts a server over the store with the tail tests' keys, a short poll and the tweak;
 // like run, its http.Server applies WRITE_TIMEOUT, READ_TIMEOUT and READ_HEADER_TIMEOUT.
-func (e *tailEdges) serve(tweak func(*config)) string {
+func (e *tailEdges) serve(tweak func(*server.Config)) string {
 	e.t.Helper()
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.APIKeys = strings.Join([]string{keyLine("admin", tailAdmin), keyLine("project "+e.a, tailKeyA), keyLine("project "+e.a, tailKeyA2), keyLine("project "+e.b, tailKeyB)}, ",")
 	cfg.TailPoll = 50 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	svc, err := newService(cfg, e.st, slog.New(slog.DiscardHandler), deps{})
+	svc, err := server.New(cfg, e.st, slog.New(slog.DiscardHandler), server.Deps{})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(svc.handler)
+	srv := httptest.NewUnstartedServer(svc.Handler)
 	srv.Config.WriteTimeout, srv.Config.ReadTimeout, srv.Config.ReadHeaderTimeout = cfg.WriteTO, cfg.ReadTO, cfg.ReadHeaderTO
 	srv.Start()
 	e.t.Cleanup(srv.Close)
@@ -314,7 +315,7 @@ func TestTailEdges(t *testing.T) {
 }
 
 func (e *tailEdges) retryAndHeartbeat() {
-	base := e.serve(func(c *config) { c.TailHeartbeat = 200 * time.Millisecond })
+	base := e.serve(func(c *server.Config) { c.TailHeartbeat = 200 * time.Millisecond })
 	l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+e.a, tailKeyA)
 	if l == nil {
 		e.t.Fatalf("tail: %d %s", status, body)
@@ -358,7 +359,7 @@ func (e *tailEdges) badRequests() {
 		{"start_time not a number", tail + "&start_time=soon", tailKeyA, nil, 400, "start_time"},
 		{"no project_id", base + "/logs/tail", tailAdmin, nil, 400, "project_id"},
 		{"bad trace_id", tail + "&trace_id=xyz", tailKeyA, nil, 400, "trace_id"},
-		{"unknown project", base + "/logs/tail?project_id=" + newID(), tailAdmin, nil, 404, ""},
+		{"unknown project", base + "/logs/tail?project_id=" + server.NewID(), tailAdmin, nil, 404, ""},
 		{"no key", tail, "", nil, 401, ""},
 		{"another project's key", tail, tailKeyB, nil, 403, ""},
 	}
@@ -380,7 +381,7 @@ func (e *tailEdges) badRequests() {
 }
 
 func (e *tailEdges) tooMany() {
-	base := e.serve(func(c *config) { c.MaxTails, c.MaxTailsTotal = 2, 3 })
+	base := e.serve(func(c *server.Config) { c.MaxTails, c.MaxTailsTotal = 2, 3 })
 	tail := base + "/logs/tail?project_id=" + e.a
 	open := func(key string) *liveTail {
 		e.t.Helper()
@@ -504,7 +505,7 @@ func (e *tailEdges) ownIDs() {
 		if noise {
 			for i := range 5 {
 				e.post(base, tailAdmin, e.b, tailMessages("noise")...)
-				if _, err := e.st.CreateLogs(e.t.Context(), []domain.LogEntry{{ID: newID(), ProjectID: e.a, Time: int64(i), Level: "info", Message: "elsewhere"}}, domain.LogWrite{}); err != nil {
+				if _, err := e.st.CreateLogs(e.t.Context(), []domain.LogEntry{{ID: server.NewID(), ProjectID: e.a, Time: int64(i), Level: "info", Message: "elsewhere"}}, domain.LogWrite{}); err != nil {
 					e.t.Fatal(err)
 				}
 			}
@@ -724,7 +725,7 @@ func (e *tailEdges) filters() {
 
 func (e *tailEdges) writeTimeout() {
 	const writeTO = 300 * time.Millisecond
-	base := e.serve(func(c *config) { c.WriteTO, c.TailHeartbeat = writeTO, 100*time.Millisecond })
+	base := e.serve(func(c *server.Config) { c.WriteTO, c.TailHeartbeat = writeTO, 100*time.Millisecond })
 	p := e.newProject(base)
 	l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p, tailAdmin)
 	if l == nil {
@@ -756,7 +757,7 @@ func (e *tailEdges) writeTimeout() {
 // and resuming from the last whole event it got loses nothing and repeats nothing.
 func (e *tailEdges) stalled() {
 	const stall = 300 * time.Millisecond
-	base := e.serve(func(c *config) { c.StallTO = stall })
+	base := e.serve(func(c *server.Config) { c.StallTO = stall })
 	p := e.newProject(base)
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()

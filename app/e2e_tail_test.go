@@ -14,6 +14,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -177,7 +178,7 @@ func (g *group) Wait() error {
 func TestTailExactlyOnce(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
-			var a, b store
+			var a, b server.Store
 			if kind == "sqlite" {
 				a = openSQLiteStore(t)
 				b = a
@@ -186,7 +187,7 @@ func TestTailExactlyOnce(t *testing.T) {
 					t.Skip("-short: PostgreSQL")
 				}
 				url := pg.NewDatabase(t)
-				for _, p := range []*store{&a, &b} {
+				for _, p := range []*server.Store{&a, &b} {
 					s, err := sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
 					if err != nil {
 						t.Fatal(err)
@@ -195,7 +196,7 @@ func TestTailExactlyOnce(t *testing.T) {
 					*p = s
 				}
 			}
-			cfg := defaultConfig()
+			cfg := server.DefaultConfig()
 			cfg.TailPoll = 100 * time.Millisecond
 			_, srvA := serve(t, cfg, a, nil)
 			_, srvB := serve(t, cfg, b, nil)

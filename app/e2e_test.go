@@ -11,13 +11,14 @@ import (
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
 // storeOpener opens a fresh, empty store for one test.
-type storeOpener func(t *testing.T) store
+type storeOpener func(t *testing.T) server.Store
 
-func openSQLiteStore(t *testing.T) store {
+func openSQLiteStore(t *testing.T) server.Store {
 	t.Helper()
 	s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "e2e.db"), sqlstore.DefaultSQLiteOptions())
 	if err != nil {
@@ -32,15 +33,15 @@ func openSQLiteStore(t *testing.T) store {
 type env struct {
 	t      *testing.T
 	url    string
-	store  store
+	store  server.Store
 	client *rest.ClientWithResponses
 	http   *http.Client
 	tr     *apitest.Transport
 }
 
-func newEnv(t *testing.T, open storeOpener, tweak func(*config)) *env {
+func newEnv(t *testing.T, open storeOpener, tweak func(*server.Config)) *env {
 	t.Helper()
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	if tweak != nil {
 		tweak(&cfg)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 )
 
 // exampleServer starts the real service on an embedded store for the example and returns its
@@ -20,11 +21,11 @@ func exampleServer() (string, func()) {
 	if err != nil {
 		panic(err)
 	}
-	svc, err := newService(defaultConfig(), st, slog.New(slog.DiscardHandler), deps{})
+	svc, err := server.New(server.DefaultConfig(), st, slog.New(slog.DiscardHandler), server.Deps{})
 	if err != nil {
 		panic(err)
 	}
-	srv := httptest.NewServer(svc.handler)
+	srv := httptest.NewServer(svc.Handler)
 	return srv.URL, func() { srv.Close(); _ = st.Close(); _ = os.RemoveAll(dir) }
 }
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -20,7 +21,7 @@ import (
 type fuzzServer struct {
 	name    string
 	h       http.Handler
-	st      store
+	st      server.Store
 	project string
 }
 
@@ -41,19 +42,19 @@ func newFuzzServers(f *testing.F) []*fuzzServer {
 	var out []*fuzzServer
 	for _, st := range []struct {
 		name string
-		st   store
+		st   server.Store
 	}{{"sqlite", sqlite}, {"postgres", postgres}} {
-		cfg := defaultConfig()
+		cfg := server.DefaultConfig()
 		cfg.MaxInFlight, cfg.MaxInFlightPer = 0, 0
-		svc, err := newService(cfg, st.st, slog.New(slog.DiscardHandler), deps{})
+		svc, err := server.New(cfg, st.st, slog.New(slog.DiscardHandler), server.Deps{})
 		if err != nil {
 			f.Fatal(err)
 		}
-		p, err := svc.core.CreateProject(domain.WithPrincipal(f.Context(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "fuzz"})
+		p, err := svc.Core.CreateProject(domain.WithPrincipal(f.Context(), domain.Principal{Admin: true}), domain.ProjectInput{Name: "fuzz"})
 		if err != nil {
 			f.Fatal(err)
 		}
-		out = append(out, &fuzzServer{name: st.name, h: svc.handler, st: st.st, project: p.ID})
+		out = append(out, &fuzzServer{name: st.name, h: svc.Handler, st: st.st, project: p.ID})
 	}
 	return out
 }

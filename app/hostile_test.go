@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -29,7 +30,7 @@ func TestHostileInput(t *testing.T) {
 
 func testHostileInput(t *testing.T, open storeOpener) {
 	const maxSeries = 3
-	e := newEnv(t, open, func(c *config) { c.MaxStatsSeries = maxSeries })
+	e := newEnv(t, open, func(c *server.Config) { c.MaxStatsSeries = maxSeries })
 	p := e.project("target").Id
 	other := e.project("other").Id
 	seedResp, _ := e.do("POST", "/logs", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"kept","user_id":"u","level":"info"}]`, p))
@@ -47,7 +48,7 @@ func testHostileInput(t *testing.T, open storeOpener) {
 	// lateEnv serves the cases (their names end in pastDeadline) whose statement must outlast REQUEST_TIMEOUT: each runs while
 	// holdLogs keeps the logs table locked, so the statement waits in the database until the
 	// deadline cancels it.
-	lateEnv := newEnv(t, open, func(c *config) { c.RequestTimeout = time.Second })
+	lateEnv := newEnv(t, open, func(c *server.Config) { c.RequestTimeout = time.Second })
 	pl := lateEnv.project("late").Id
 	const pastDeadline = "past REQUEST_TIMEOUT" // the end of the names of late's cases
 
@@ -60,7 +61,7 @@ func testHostileInput(t *testing.T, open storeOpener) {
 			if i > 0 {
 				b.WriteString(",")
 			}
-			fmt.Fprintf(&b, `{"project_id":%q,"message":"m"}`, newID())
+			fmt.Fprintf(&b, `{"project_id":%q,"message":"m"}`, server.NewID())
 		}
 		return b.String() + "]"
 	}
@@ -113,7 +114,7 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		{"a negative time out of range", "POST", "/logs", nil, fmt.Sprintf(`[{"project_id":%q,"message":"m","time":-9223372036854775809}]`, p), 400, "/0/time"},
 		{"a limit out of range", "GET", "/logs?project_id=" + p + "&limit=9223372036854775808", nil, "", 400, "limit"},
 		{"a start_time out of range", "GET", "/logs?project_id=" + p + "&start_time=9223372036854775808", nil, "", 400, "start_time"},
-		{"a valid entry beside one of no project", "POST", "/logs", nil, fmt.Sprintf(`[%s,{"project_id":%q,"message":"m"}]`, valid, newID()), 422, "/1/project_id"},
+		{"a valid entry beside one of no project", "POST", "/logs", nil, fmt.Sprintf(`[%s,{"project_id":%q,"message":"m"}]`, valid, server.NewID()), 422, "/1/project_id"},
 		{"stats of more subjects than MAX_STATS_SERIES", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=60000&by=subject", nil, "", 400, "by"},
 		{"stats of more subjects than MAX_STATS_SERIES, one bucket a second", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=1000&by=subject", nil, "", 400, "by"},
 
@@ -179,8 +180,8 @@ var hostileValue = strings.Repeat("Z", 100_000)
 // testTailsKeptForNewKeys fills MAX_TAILS_TOTAL=8 with the tails of three keys at MAX_TAILS=3,
 // scaled down from a hundred keys holding ten each: the keys that hold tails stop at six (the
 // last quarter is kept), a new key's first tail still opens, and the instance stops at eight.
-func testTailsKeptForNewKeys(t *testing.T, st store, project string) {
-	cfg := defaultConfig()
+func testTailsKeptForNewKeys(t *testing.T, st server.Store, project string) {
+	cfg := server.DefaultConfig()
 	keys := []string{"tail-a", "tail-b", "tail-c", "tail-new", "tail-new2", "tail-new3"}
 	var lines []string
 	for _, k := range keys {
@@ -306,7 +307,7 @@ func TestMakeHatRefusesALargeBody(t *testing.T) {
 // hold every SQLite reader connection for a while, but readiness still answers 200 at once, and
 // once STALL_TIMEOUT passes their streams are cut and other reads are served again.
 func TestSlowReadersDoNotExhaustTheService(t *testing.T) {
-	e := newEnv(t, openSQLiteStore, func(c *config) { c.StallTO = time.Second })
+	e := newEnv(t, openSQLiteStore, func(c *server.Config) { c.StallTO = time.Second })
 	p := e.project("big").Id
 	msg := strings.Repeat("m", 1000)
 	for range 4 {
@@ -376,7 +377,7 @@ func entriesOf(n int, entry string) string {
 // holdLogs keeps st's logs table locked against writes, and on PostgreSQL against reads too,
 // from another connection until the returned function is called: a statement on it then waits
 // in the database.
-func holdLogs(t *testing.T, st store) func() {
+func holdLogs(t *testing.T, st server.Store) func() {
 	t.Helper()
 	ctx := t.Context()
 	pools := st.Pools()

@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"example.com/obsvc/app/server"
 )
 
 func TestInFlightCapShedsWith503(t *testing.T) {
-	e := newEnv(t, openSQLiteStore, func(c *config) { c.MaxInFlight = 1 })
+	e := newEnv(t, openSQLiteStore, func(c *server.Config) { c.MaxInFlight = 1 })
 	p := e.project("p")
 
 	// Hold one request in flight: its body arrives slowly.
@@ -80,7 +82,7 @@ func TestInFlightCapShedsWith503(t *testing.T) {
 }
 
 func TestWriteRateLimitAnswers429(t *testing.T) {
-	e := newEnv(t, openSQLiteStore, func(c *config) { c.WriteRate = 0.01; c.WriteBurst = 2 })
+	e := newEnv(t, openSQLiteStore, func(c *server.Config) { c.WriteRate = 0.01; c.WriteBurst = 2 })
 	for i := range 2 {
 		if r, _ := e.do("POST", "/projects", "application/json", fmt.Sprintf(`{"name":"p%d"}`, i)); r.StatusCode != 201 {
 			t.Fatalf("write %d within the burst = %d", i, r.StatusCode)

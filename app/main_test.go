@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"example.com/obsvc/app/server"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's log writes and the test's reads.
@@ -118,7 +120,7 @@ func TestCleanShutdownWritesEveryAccessLogLine(t *testing.T) {
 	base := "http://" + listeningAddr(t, &stdout, done)
 	const requests = 200
 	for i := range requests {
-		req, _ := http.NewRequest("GET", base+"/projects/"+newID(), nil)
+		req, _ := http.NewRequest("GET", base+"/projects/"+server.NewID(), nil)
 		req.Header.Set("X-Request-Id", fmt.Sprintf("line-%d", i))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -199,7 +201,7 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"open on a non-loopback address", []string{"-addr", "0.0.0.0:0"}, nil, "ALLOW_OPEN_NETWORK"},
 		{"open on a host name", nil, map[string]string{"ADDR": "example.com:0"}, "not a loopback address"},
 		{"key of the empty secret", nil, map[string]string{"API_KEYS": "admin sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, "empty secret"},
-		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+newID(), "s")}, "same digest"},
+		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+server.NewID(), "s")}, "same digest"},
 		{"bad allow-open value", nil, map[string]string{"ALLOW_OPEN_NETWORK": "maybe"}, "ALLOW_OPEN_NETWORK"},
 		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
 		{"profiles on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},

@@ -19,18 +19,19 @@ import (
 
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/api/haberdasher"
+	"example.com/obsvc/app/server"
 )
 
 // bootForOps starts the real wiring with a JSON logger writing to logs.
-func bootForOps(t *testing.T, open storeOpener, logs io.Writer, tweak func(*config)) (string, store) {
+func bootForOps(t *testing.T, open storeOpener, logs io.Writer, tweak func(*server.Config)) (string, server.Store) {
 	t.Helper()
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.LogLevel = "debug"
 	if tweak != nil {
 		tweak(&cfg)
 	}
 	st := open(t)
-	_, srv := serve(t, cfg, st, edge.NewLogger(logs, cfg.level()))
+	_, srv := serve(t, cfg, st, edge.NewLogger(logs, cfg.Level()))
 	return srv.URL, st
 }
 
@@ -115,9 +116,9 @@ func TestMetricsCountRequestsByRouteStatusAndTwirpCode(t *testing.T) {
 		resp.Body.Close()
 	}
 	send(t, "POST", base+"/projects", `{"name":""}`)
-	get(t, base+"/projects/"+newID())
+	get(t, base+"/projects/"+server.NewID())
 	send(t, "POST", base+"/logs", fmt.Sprintf(`[{"project_id":%[1]q,"message":"a"},{"project_id":%[1]q,"message":"b"},{"project_id":%[1]q,"message":"c"}]`, created.ID))
-	send(t, "POST", base+"/logs", fmt.Sprintf(`[{"project_id":%q,"message":"a"}]`, newID()))
+	send(t, "POST", base+"/logs", fmt.Sprintf(`[{"project_id":%q,"message":"a"}]`, server.NewID()))
 	send(t, "DELETE", base+"/logs?project_id="+created.ID+"&log_level=info", "")
 	js := haberdasher.NewHaberdasherJSONClient(base, http.DefaultClient)
 	pb := haberdasher.NewHaberdasherProtobufClient(base, http.DefaultClient)
@@ -224,9 +225,9 @@ func TestReadinessFailsWhenTheStoreIsGone(t *testing.T) {
 
 func TestAccessLogAndRequestID(t *testing.T) {
 	var logs syncBuffer
-	base, _ := bootForOps(t, openSQLiteStore, &logs, func(c *config) { c.LogLevel = "info" })
+	base, _ := bootForOps(t, openSQLiteStore, &logs, func(c *server.Config) { c.LogLevel = "info" })
 
-	req, _ := http.NewRequest("GET", base+"/projects/"+newID(), nil)
+	req, _ := http.NewRequest("GET", base+"/projects/"+server.NewID(), nil)
 	req.Header.Set("X-Request-Id", "trace-42.a_b:c")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 )
 
 var otlpNode = nodePackage{dir: "testdata/otlp-node", what: "OpenTelemetry JS exporter"}
@@ -56,7 +57,7 @@ func TestOTLPNodeExporters(t *testing.T) {
 func testOTLPNodeExporters(t *testing.T, open storeOpener) {
 	st := open(t)
 	a, b := seedProjects(t, st)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.APIKeys = strings.Join([]string{keyLine("project "+a.ID, "node-key-a"), keyLine("project "+b.ID, "node-key-b")}, ",")
 	_, srv := serve(t, cfg, st, nil)
 

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 )
 
 // sdkExporter is the OpenTelemetry Go SDK's OTLP/HTTP log exporter pointed at url, gzip on, with
@@ -117,7 +118,7 @@ func TestOTLPGoSDK(t *testing.T) {
 func TestOTLPGoSDKRetries(t *testing.T) {
 	st := openSQLiteStore(t)
 	a, _ := seedProjects(t, st)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	svc, _ := serve(t, cfg, st, nil)
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -127,7 +128,7 @@ func TestOTLPGoSDKRetries(t *testing.T) {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			return
 		}
-		svc.handler.ServeHTTP(w, r)
+		svc.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	retry := otlploghttp.RetryConfig{Enabled: true, InitialInterval: 100 * time.Millisecond, MaxInterval: time.Second, MaxElapsedTime: 20 * time.Second}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -69,7 +70,7 @@ func TestSearchDifferential(t *testing.T) {
 				t.Fatalf("%s: seed: %v", o.name, err)
 			}
 		}
-		_, srv := serve(t, defaultConfig(), st, nil)
+		_, srv := serve(t, server.DefaultConfig(), st, nil)
 		targets = append(targets, diffTarget{name: o.name, url: srv.URL})
 	}
 	client := &http.Client{}

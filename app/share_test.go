@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -23,14 +24,14 @@ func TestOneKeysReadsLeaveOthersTheirShare(t *testing.T) {
 
 func testReadShare(t *testing.T, open storeOpener) {
 	st := open(t)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.ReadShareWait = 0 // refuse at once past the share: the test waits for nothing
-	limits := cfg.limits()
-	limits.MaxReadsPerKey = cfg.readShare(st.Pools(), runtime.GOMAXPROCS(0))
+	limits := cfg.Limits()
+	limits.MaxReadsPerKey = cfg.ReadShare(st.Pools(), runtime.GOMAXPROCS(0))
 	if limits.MaxReadsPerKey < 1 {
 		t.Fatalf("share %d", limits.MaxReadsPerKey)
 	}
-	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: newID})
+	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: server.NewID})
 	admin := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
 	key := func(name string) (context.Context, string) {
 		p, err := svc.CreateProject(admin, domain.ProjectInput{Name: name})

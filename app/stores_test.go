@@ -6,6 +6,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/app/server"
 )
 
 // pg is the PostgreSQL server of this test binary (see pgtest.Run).
@@ -14,7 +15,7 @@ var pg *pgtest.Server
 // TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
 
-func openPostgresStore(t *testing.T) store {
+func openPostgresStore(t *testing.T) server.Store {
 	t.Helper()
 	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
 	if err != nil {

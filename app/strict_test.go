@@ -14,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -40,7 +41,7 @@ type snapshot struct {
 	entries  map[string][]domain.LogEntry
 }
 
-func takeSnapshot(t *testing.T, st store) snapshot {
+func takeSnapshot(t *testing.T, st server.Store) snapshot {
 	t.Helper()
 	ctx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
 	ps, err := st.ListProjects(ctx)

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"example.com/obsvc/app/server"
 )
 
 var tailNode = nodePackage{dir: "testdata/tail-node", what: "EventSource tail"}
@@ -46,10 +48,10 @@ func testTailWithNodeEventSource(t *testing.T, open storeOpener, node, dir strin
 	)
 	st := open(t)
 	proj, _ := seedProjects(t, st)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.APIKeys = keyLine("project "+proj.ID, key)
 	cfg.TailPoll = 100 * time.Millisecond
-	svc, err := newService(cfg, st, slog.New(slog.DiscardHandler), deps{})
+	svc, err := server.New(cfg, st, slog.New(slog.DiscardHandler), server.Deps{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +59,12 @@ func testTailWithNodeEventSource(t *testing.T, open storeOpener, node, dir strin
 	var mu sync.Mutex
 	var resumes []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == tailPath {
+		if r.URL.Path == server.TailPath {
 			mu.Lock()
 			resumes = append(resumes, r.Header.Get("Last-Event-ID"))
 			mu.Unlock()
 		}
-		svc.handler.ServeHTTP(w, r)
+		svc.Handler.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)
 	proxy := newCuttingProxy(t, srv.Listener.Addr().String(), cutEvery)
@@ -72,7 +74,7 @@ func testTailWithNodeEventSource(t *testing.T, open storeOpener, node, dir strin
 	cmd := exec.CommandContext(ctx, node, "tail.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
-		"TAIL_URL="+proxy.url+tailPath+"?project_id="+proj.ID,
+		"TAIL_URL="+proxy.url+server.TailPath+"?project_id="+proj.ID,
 		"OBSVC_KEY="+key, "END_MESSAGE=end", "TAIL_TIMEOUT_MS=90000")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -12,6 +12,7 @@ import (
 	"github.com/twitchtv/twirp"
 
 	"example.com/obsvc/api/haberdasher"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -77,11 +78,11 @@ type fixedRandom struct{ n int }
 func (f fixedRandom) IntN(n int) int { return f.n % n }
 
 func TestMakeHatIsDeterministicWithAFixedSource(t *testing.T) {
-	svc, err := newService(defaultConfig(), openSQLiteStore(t), slog.New(slog.DiscardHandler), deps{rand: fixedRandom{n: 1}})
+	svc, err := server.New(server.DefaultConfig(), openSQLiteStore(t), slog.New(slog.DiscardHandler), server.Deps{Rand: fixedRandom{n: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(svc.handler)
+	srv := httptest.NewServer(svc.Handler)
 	defer srv.Close()
 	hat, err := haberdasher.NewHaberdasherProtobufClient(srv.URL, srv.Client()).MakeHat(t.Context(), &haberdasher.Size{Inches: 7})
 	if err != nil {

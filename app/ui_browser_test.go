@@ -26,6 +26,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"example.com/obsvc/adapters/ui"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -185,7 +186,7 @@ func apiGet(t *testing.T, url string, v any) {
 func testExplorer(t *testing.T, browser string, s namedStore) {
 	st := s.open(t)
 	a, _ := seedProjects(t, st)
-	cfg := defaultConfig()
+	cfg := server.DefaultConfig()
 	cfg.APIKeys = keyLine("admin", explorerKey) + "," + keyLine("project "+a.ID, projectKey)
 	_, srv := serve(t, cfg, st, nil)
 	const n = 250
@@ -564,7 +565,7 @@ func newDropProxy(t *testing.T, target string) (*dropProxy, string) {
 		FlushInterval: -1, // each event at once
 		ErrorLog:      log.New(io.Discard, "", 0),
 		ModifyResponse: func(resp *http.Response) error {
-			if resp.Request.URL.Path == tailPath {
+			if resp.Request.URL.Path == server.TailPath {
 				resp.Body = &idRecorder{ReadCloser: resp.Body, p: p}
 			}
 			return nil
@@ -576,7 +577,7 @@ func newDropProxy(t *testing.T, target string) (*dropProxy, string) {
 }
 
 func (p *dropProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != tailPath {
+	if r.URL.Path != server.TailPath {
 		p.proxy.ServeHTTP(w, r)
 		return
 	}

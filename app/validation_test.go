@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
@@ -80,7 +81,7 @@ func testOversizeBatchOfEmptyEntries(t *testing.T, open storeOpener) {
 		}
 	}
 	// The limit is configuration, and a batch at it is validated entry by entry.
-	small := newEnv(t, open, func(c *config) { c.MaxBatchEntries = 3 })
+	small := newEnv(t, open, func(c *server.Config) { c.MaxBatchEntries = 3 })
 	if resp, body := small.do("POST", "/logs", "application/json", emptyEntries(4)); resp.StatusCode != 413 {
 		t.Errorf("4 empty entries over a limit of 3: %d, want 413: %s", resp.StatusCode, body)
 	}
@@ -226,7 +227,7 @@ func testParameterRangeErrors(t *testing.T, open storeOpener) {
 
 func testLinkIsRelative(t *testing.T, open storeOpener) {
 	// Served to any Host, as a service with keys or on an allowed open network is.
-	e := newEnv(t, open, func(c *config) { c.AllowOpen = true })
+	e := newEnv(t, open, func(c *server.Config) { c.AllowOpen = true })
 	p := e.project("p")
 	seed(t, e, p.Id, 5)
 	const evil = "evil.example:666"

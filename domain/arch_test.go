@@ -5,18 +5,25 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "example.com/obsvc"
 
+// appServer is the one constructor of the service.
+const appServer = module + "/app/server"
+
 // listedPackage is what the architecture rules need of `go list -json`.
 type listedPackage struct {
-	ImportPath string
-	Standard   bool
-	Deps       []string
-	Imports    []string
+	ImportPath  string
+	Standard    bool
+	Deps        []string
+	Imports     []string
+	TestImports []string
+	// XTestImports are the imports of the package's external tests (package x_test).
+	XTestImports []string
 }
 
 // TestArchitecture enforces the dependency rules of the hexagonal layout (make arch-check runs
@@ -27,6 +34,8 @@ type listedPackage struct {
 //  2. No adapter imports another adapter: packages under adapters/X import nothing under
 //     adapters/Y. (Their tests may: a real store is a real part, not a dependency of the code.)
 //  3. Only app imports adapters: neither domain nor api does.
+//  4. Nothing imports app/server, the one constructor, but the command (app) and the tests under
+//     app/ (its own, the end-to-end tests, the benchmarks and the fault tests).
 func TestArchitecture(t *testing.T) {
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = ".."
@@ -71,6 +80,18 @@ func TestArchitecture(t *testing.T) {
 				if l, _ := layerOf(imp); l == "adapters" || l == "app" {
 					t.Errorf("%s imports %s: only app may import adapters", p.ImportPath, imp)
 				}
+			}
+		}
+	}
+	for _, p := range pkgs {
+		for _, imp := range p.Imports {
+			if imp == appServer && p.ImportPath != module+"/app" {
+				t.Errorf("%s imports %s: only app may", p.ImportPath, imp)
+			}
+		}
+		for _, imp := range append(slices.Clone(p.TestImports), p.XTestImports...) {
+			if l, _ := layerOf(p.ImportPath); imp == appServer && l != "app" {
+				t.Errorf("the tests of %s import %s: only the tests under app/ may", p.ImportPath, imp)
 			}
 		}
 	}
