@@ -134,12 +134,12 @@ lint: vet staticcheck fmt-check
 ## bench: the benchmark suite (starts its own PostgreSQL like the tests); each benchmark prints our
 ## figure, the baseline's and their ratio. CI runs it with BENCHTIME=1x BENCH_ROWS=20000.
 bench:
-	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app
+	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app/bench/
 
 ## bench-citus: ingest and reads through the service on a Citus coordinator with two workers beside
 ## plain PostgreSQL, same run (build tag citus; needs the citus extension)
 bench-citus:
-	$(GO) test -tags citus -run '^$$' -bench '^BenchmarkCitusVersusPostgres$$' -benchtime $(BENCHTIME) -timeout 60m ./app
+	$(GO) test -tags citus -run '^$$' -bench '^BenchmarkCitusVersusPostgres$$' -benchtime $(BENCHTIME) -timeout 60m ./app/bench/
 
 ## bench-e2e: the outside harness: builds the service binary, starts its own PostgreSQL, runs the
 ## service with default settings and load from separate processes, and prints each figure beside
@@ -147,4 +147,4 @@ bench-citus:
 ## writes perf(1) CPU profiles of the service under the ingest and read loads; PPROF_DIR=dir saves
 ## Go CPU and allocation profiles of the service, via its PPROF_ADDR, and their top entries)
 bench-e2e:
-	$(GO) run ./app/benchharness -rows $(ROWS) $(if $(PERF_DIR),-perf $(PERF_DIR)) $(if $(PPROF_DIR),-pprof $(PPROF_DIR))
+	$(GO) run ./app/bench/harness -rows $(ROWS) $(if $(PERF_DIR),-perf $(PERF_DIR)) $(if $(PPROF_DIR),-pprof $(PPROF_DIR))

@@ -1,4 +1,4 @@
-package main
+package bench
 
 // The benchmark suite of `make bench`. Each benchmark runs our service and a baseline in the same
 // run on the same machine and reports both and their ratio with b.ReportMetric, so a noisy
@@ -6,15 +6,21 @@ package main
 // 1,000,000; CI runs everything once on a small table only to keep the suite working).
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,11 +28,35 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
+
+// pg is the PostgreSQL server of this test binary (see pgtest.Run).
+var pg *pgtest.Server
+
+// TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
+
+// serve builds the service over st with the one constructor, server.New, and serves it on a
+// loopback port until the benchmark ends. A nil log discards.
+func serve(tb testing.TB, cfg server.Config, st server.Store, log *slog.Logger) (*server.Server, *httptest.Server) {
+	tb.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	svc, err := server.New(cfg, st, log, server.Deps{})
+	if err != nil {
+		tb.Fatalf("server.New: %v", err)
+	}
+	srv := httptest.NewServer(svc.Handler)
+	tb.Cleanup(srv.Close)
+	return svc, srv
+}
 
 func benchRows() int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {
@@ -289,4 +319,75 @@ func reportRatio(b *testing.B, rows int, api, direct time.Duration) {
 	b.ReportMetric(apiRate, "api_rows/s")
 	b.ReportMetric(rawRate, "raw_rows/s")
 	b.ReportMetric(apiRate/rawRate, "ratio")
+}
+
+func str(s string) *commonpb.AnyValue {
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
+}
+
+func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: v}
+}
+
+func keyLine(kind, secret string) string {
+	d := sha256.Sum256([]byte(secret))
+	return kind + " sha256:" + hex.EncodeToString(d[:])
+}
+
+// sseEvent is one event of a text/event-stream, as the WHATWG parsing rules read it.
+type sseEvent struct {
+	id, event, data string
+}
+
+// readEvents connects to url (with Last-Event-ID when lastID is set) and hands each event to fn
+// until fn returns false, the stream ends or ctx ends. It returns the status of the response.
+func readEvents(ctx context.Context, url, lastID string, fn func(sseEvent) bool) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	if lastID != "" {
+		req.Header.Set("Last-Event-ID", lastID)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		return resp.StatusCode, fmt.Errorf("content type %q", ct)
+	}
+	if !fn(sseEvent{event: "open"}) { // not an event of the stream: the response has begun
+		return resp.StatusCode, nil
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var ev sseEvent
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			if ev.data != "" || ev.id != "" {
+				if !fn(ev) {
+					return resp.StatusCode, nil
+				}
+			}
+			ev = sseEvent{}
+			continue
+		}
+		field, value, _ := strings.Cut(line, ":")
+		value = strings.TrimPrefix(value, " ")
+		switch field {
+		case "id":
+			ev.id = value
+		case "event":
+			ev.event = value
+		case "data":
+			ev.data = value
+		}
+	}
+	return resp.StatusCode, sc.Err()
 }

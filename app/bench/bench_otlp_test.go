@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -128,7 +128,7 @@ const (
 // so this is the previous release's table as it stands today, every later migration included.
 func undoEntryAttributes(b *testing.B, db *sql.DB, engine string) {
 	b.Helper()
-	src, err := os.ReadFile(filepath.Join("..", "adapters", "sqlstore", "migrations", engine, "00004_entry_attributes_trace.sql"))
+	src, err := os.ReadFile(filepath.Join("..", "..", "adapters", "sqlstore", "migrations", engine, "00004_entry_attributes_trace.sql"))
 	if err != nil {
 		b.Fatal(err)
 	}

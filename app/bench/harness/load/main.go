@@ -1,4 +1,4 @@
-// Command load is the load generator of the outside harness (go run ./app/benchharness): a process
+// Command load is the load generator of the outside harness (go run ./app/bench/harness): a process
 // of its own, so the servers it measures share no runtime with it. Each mode runs one measurement
 // and prints its result as one JSON object on stdout; anything wrong exits non-zero.
 //

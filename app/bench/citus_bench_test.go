@@ -1,6 +1,6 @@
 //go:build citus
 
-package main
+package bench
 
 import (
 	"context"
@@ -11,8 +11,14 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/app/server"
 )
+
+// citus is the Citus cluster of this test binary (make bench-citus).
+var citus *pgtest.Citus
+
+func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&citus)} }
 
 func benchCitus(b *testing.B) server.Store {
 	b.Helper()

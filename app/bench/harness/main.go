@@ -16,7 +16,7 @@
 // and MakeHat loads with perf(1) and writes their reports there; with -pprof DIR it starts the
 // service with PPROF_ADDR and saves Go's CPU and allocation profiles of the same loads there.
 //
-//	go run ./app/benchharness -rows 1000000
+//	go run ./app/bench/harness -rows 1000000
 package main
 
 import (
@@ -154,7 +154,7 @@ func (h *harness) setUp(ctx context.Context) error {
 	h.logf("building into %s", h.dir)
 	for _, argv := range [][]string{
 		{goTool, "build", "-o", h.bin("obsvc"), "./app"},
-		{goTool, "build", "-o", h.bin("") + "/", "./app/benchharness/load", "./app/benchharness/thin", "./app/benchharness/stock"},
+		{goTool, "build", "-o", h.bin("") + "/", "./app/bench/harness/load", "./app/bench/harness/thin", "./app/bench/harness/stock"},
 	} {
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = root
