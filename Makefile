@@ -35,9 +35,10 @@ test:
 quick:
 	$(GO) test -short -count=1 ./...
 
-## race: the race detector over the packages with concurrency (domain, stores, HTTP, Twirp, edge, app)
+## race: the race detector over the packages with concurrency (domain, stores, HTTP, Twirp, edge, app,
+## its server and the end-to-end tests)
 race:
-	$(GO) test -race -count=1 ./domain/ ./adapters/... ./app/
+	$(GO) test -race -count=1 ./domain/ ./adapters/... ./app/ ./app/server/ ./app/e2e/
 
 ## build: compile every package
 build:
@@ -72,7 +73,7 @@ contract-check:
 
 ## baseline: make openapi.yaml the released baseline (api/baseline/openapi-BASELINE_VERSION.yaml); only
 ## for the release of BASELINE_VERSION itself, or of a new major after raising BASELINE_VERSION. The
-## clients of the baseline are generated from it at test time (app/baseline_sdk_test.go).
+## clients of the baseline are generated from it at test time (app/e2e/baseline_sdk_test.go).
 baseline:
 	@v=$$(awk '/^info:/ {i=1; next} i && /^[^ ]/ {exit} i && /^  version:/ {print $$2; exit}' openapi.yaml); \
 	if [ "$$v" != "$(BASELINE_VERSION)" ]; then \
@@ -102,10 +103,10 @@ arch-check:
 ## for a long run; CI uses a count: before Go 1.27 a duration can end in a spurious "context
 ## deadline exceeded" on a busy machine, go.dev/issue/75804)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app
-	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app
-	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app
-	$(GO) test -run '^$$' -fuzz '^FuzzOTLPBombs$$' -fuzztime $(FUZZTIME) ./app
+	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app/e2e
+	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app/e2e
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app/e2e
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLPBombs$$' -fuzztime $(FUZZTIME) ./app/e2e
 
 ## test-faults: kill -9, database outage, drain and hostile-load tests against real server processes
 test-faults:
@@ -119,7 +120,7 @@ test-faults:
 ## (../shared/citus/build.sh); skips loudly without it, fails under CI=true.
 test-citus:
 	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestCitus' ./adapters/sqlstore/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
-	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestE2E$$/^citus$$' ./app/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestE2E$$/^citus$$' ./app/e2e/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
 	$(GO) test -tags faults,citus -count=1 -v -timeout 30m -run '^(TestKillNineLosesNoAcknowledgedBatch|TestKillNineWithRetriesStoresEveryBatchOnce|TestDrainCompletesInFlightRequests|TestCitusWorkerStoppedMidLoad|TestHostileLoad)$$/^citus$$' ./app/faults/ 2>&1 | grep -E '^(FAULTS|=== RUN|--- |PASS|FAIL|ok)|_test.go'; exit $${PIPESTATUS[0]}
 
 ## lint: Redocly (recommended) and Spectral (spectral:oas) on openapi.yaml with zero errors and
