@@ -31,14 +31,14 @@ var otlpSeverity = map[string]logspb.SeverityNumber{"debug": 5, "info": 9, "warn
 
 // batchOTLP is rows as one protobuf ExportLogsServiceRequest: the entries it maps to are those
 // of batchJSONWithAttributes.
-func batchOTLP(rows []row) []byte {
+func batchOTLP(rows []Row) []byte {
 	recs := make([]*logspb.LogRecord, len(rows))
 	for i, r := range rows {
 		recs[i] = &logspb.LogRecord{
-			TimeUnixNano:   uint64(r.time) * 1e6,
-			SeverityNumber: otlpSeverity[r.level],
-			Body:           str(r.message),
-			Attributes:     []*commonpb.KeyValue{kv("user.id", str(r.user))},
+			TimeUnixNano:   uint64(r.Time) * 1e6,
+			SeverityNumber: otlpSeverity[r.Level],
+			Body:           str(r.Message),
+			Attributes:     []*commonpb.KeyValue{kv("user.id", str(r.User))},
 		}
 	}
 	req := &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
@@ -52,10 +52,10 @@ func batchOTLP(rows []row) []byte {
 	return b
 }
 
-func r0subject(rows []row) string { return rows[0].subject }
+func r0subject(rows []Row) string { return rows[0].Subject }
 
 // batchJSONWithAttributes is rows as a POST /logs body holding the entries batchOTLP maps to.
-func batchJSONWithAttributes(projectID string, rows []row) []byte {
+func batchJSONWithAttributes(projectID string, rows []Row) []byte {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	for i, r := range rows {
@@ -63,7 +63,7 @@ func batchJSONWithAttributes(projectID string, rows []row) []byte {
 			buf.WriteByte(',')
 		}
 		fmt.Fprintf(&buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q,"attributes":{"service.name":%q,"user.id":%q}}`,
-			projectID, r.time, r.level, r.message, r.subject, r.user, r.subject, r.user)
+			projectID, r.Time, r.Level, r.Message, r.Subject, r.User, r.Subject, r.User)
 	}
 	buf.WriteByte(']')
 	return buf.Bytes()
@@ -98,7 +98,7 @@ func BenchmarkOTLPIngestPostgres(b *testing.B) {
 	otlpBodies := make([][]byte, batches)
 	jsonBodies := make([][]byte, batches)
 	for i := range batches {
-		otlpRows, jsonRows := benchBatch(2*i, createBatch), benchBatch(2*i+1, createBatch)
+		otlpRows, jsonRows := Batch(2*i, createBatch), Batch(2*i+1, createBatch)
 		otlpBodies[i] = batchOTLP(otlpRows)
 		jsonBodies[i] = batchJSONWithAttributes(e.project, jsonRows)
 	}
@@ -154,23 +154,23 @@ func undoEntryAttributes(b *testing.B, db *sql.DB, engine string) {
 
 // plainValues are the values of one plain entry (none of the OpenTelemetry fields) in the order
 // of columnsNow, or of columnsBefore when before.
-func plainValues(projectID string, r row, pos int, before bool) []any {
+func plainValues(projectID string, r Row, pos int, before bool) []any {
 	var fold any
-	if f := domain.FoldCase(r.message); f != r.message {
+	if f := domain.FoldCase(r.Message); f != r.Message {
 		fold = f
 	}
 	id := uuid.Must(uuid.NewV7()).String()
 	if before {
-		return []any{projectID, r.time, id, r.level, r.message, r.subject, r.user, fold, pos}
+		return []any{projectID, r.Time, id, r.Level, r.Message, r.Subject, r.User, fold, pos}
 	}
-	return []any{projectID, r.time, id, r.level, r.message, r.subject, r.user, nil, nil, nil, fold, pos}
+	return []any{projectID, r.Time, id, r.Level, r.Message, r.Subject, r.User, nil, nil, nil, fold, pos}
 }
 
 // rawPlain is one raw database of a columns benchmark: its project and a function that writes
 // one batch of plain entries the way the store does, with the driver alone.
 type rawPlain struct {
 	project string
-	write   func(rows []row) error
+	write   func(rows []Row) error
 }
 
 func newRawPlainPostgres(b *testing.B, before bool) rawPlain {
@@ -191,7 +191,7 @@ func newRawPlainPostgres(b *testing.B, before bool) rawPlain {
 		cols = columnsBefore
 	}
 	copyIn := "COPY logs (" + cols + ") FROM STDIN"
-	return rawPlain{project: project, write: func(rows []row) error {
+	return rawPlain{project: project, write: func(rows []Row) error {
 		tx, err := db.Begin()
 		if err != nil {
 			return err
@@ -240,7 +240,7 @@ func newRawPlainSQLite(b *testing.B, before bool) rawPlain {
 		cols, n = columnsBefore, 9
 	}
 	insert := "INSERT INTO logs (" + cols + ", tail_tx) VALUES (" + strings.Repeat("?, ", n) + "?)"
-	return rawPlain{project: project, write: func(rows []row) error {
+	return rawPlain{project: project, write: func(rows []Row) error {
 		tx, err := db.Begin()
 		if err != nil {
 			return err
@@ -295,11 +295,11 @@ func benchColumns(b *testing.B, e *benchEnv, rawNew, rawBefore rawPlain) {
 	b.Helper()
 	batches := max(b.N, 4) * 4
 	rounds := batches / createClients // each variant's clients send one batch each per round
-	rows := make([][]row, batches)
+	rows := make([][]Row, batches)
 	bodies := make([][]byte, batches)
 	for i := range batches {
-		rows[i] = benchBatch(i, createBatch)
-		bodies[i] = batchJSON(e.project, rows[i])
+		rows[i] = Batch(i, createBatch)
+		bodies[i] = BatchJSON(e.project, rows[i])
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	runs := []func(i int) error{

@@ -45,11 +45,11 @@ func newReadTable(b *testing.B) *readTable {
 		n := benchRows()
 		const batch = 10_000
 		for i := 0; i < n; i += batch {
-			rows := benchBatch(i/batch, min(batch, n-i))
+			rows := Batch(i/batch, min(batch, n-i))
 			entries := make([]domain.LogEntry, len(rows))
 			for j, r := range rows {
-				subject, user := r.subject, r.user
-				entries[j] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: e.project, Time: r.time, Level: r.level, Message: r.message, Subject: &subject, UserID: &user}
+				subject, user := r.Subject, r.User
+				entries[j] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: e.project, Time: r.Time, Level: r.Level, Message: r.Message, Subject: &subject, UserID: &user}
 			}
 			if _, err := st.CreateLogs(context.Background(), entries, domain.LogWrite{}); err != nil {
 				b.Fatal(err)
@@ -299,7 +299,7 @@ func BenchmarkCreateLogsRSS(b *testing.B) {
 	}
 	bodies := make([][]byte, 16)
 	for i := range bodies {
-		bodies[i] = batchJSON(projectID, benchBatch(i, 10_000))
+		bodies[i] = BatchJSON(projectID, Batch(i, 10_000))
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
 	for range min(max(b.N, 2), 4) {

@@ -72,11 +72,11 @@ func ingestDuringSweep(b *testing.B, st server.Store) {
 	bodies := make([][]byte, 64)
 	now := time.Now().UnixMilli()
 	for i := range bodies {
-		rows := benchBatch(i, createBatch)
+		rows := Batch(i, createBatch)
 		for j := range rows {
-			rows[j].time = now - int64(len(bodies)*createBatch) + int64(i*createBatch+j)
+			rows[j].Time = now - int64(len(bodies)*createBatch) + int64(i*createBatch+j)
 		}
-		bodies[i] = batchJSON(ingest.ID, rows)
+		bodies[i] = BatchJSON(ingest.ID, rows)
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	// ingestUntil posts batches from 2 clients until stop closes, and says how many rows went in.

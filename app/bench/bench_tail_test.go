@@ -98,7 +98,7 @@ func benchTailIngest(b *testing.B, e *benchEnv, tailURL func(i int) string, want
 	bodies := func() [][]byte {
 		out := make([][]byte, perRound)
 		for i := range out {
-			out[i] = batchJSON(e.project, benchBatch(seed, createBatch))
+			out[i] = BatchJSON(e.project, Batch(seed, createBatch))
 			seed++
 		}
 		return out

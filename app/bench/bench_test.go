@@ -122,42 +122,6 @@ func benchPostgres(b *testing.B) (server.Store, string) {
 	return st, url
 }
 
-// row is one realistic log entry of a benchmark.
-type row struct {
-	time           int64
-	level, message string
-	subject, user  string
-}
-
-func benchBatch(seed, n int) []row {
-	levels := []string{"debug", "info", "info", "info", "warn", "error"}
-	out := make([]row, n)
-	for i := range out {
-		k := seed*n + i
-		out[i] = row{
-			time:    1_795_000_000_000 + int64(k),
-			level:   levels[k%len(levels)],
-			message: fmt.Sprintf("GET /api/v1/orders/%d completed in %d ms with status %d for tenant %d", k, k%900, 200+k%5, k%37),
-			subject: "checkout",
-			user:    "user-" + strconv.Itoa(k%1000),
-		}
-	}
-	return out
-}
-
-func batchJSON(projectID string, rows []row) []byte {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, r := range rows {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q}`, projectID, r.time, r.level, r.message, r.subject, r.user)
-	}
-	buf.WriteByte(']')
-	return buf.Bytes()
-}
-
 // runConcurrent sends n jobs over workers goroutines and returns the elapsed time.
 func runConcurrent(b *testing.B, workers, n int, job func(i int) error) time.Duration {
 	b.Helper()
@@ -225,19 +189,19 @@ func BenchmarkCreateLogsPostgres(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer raw.Close()
-	createLogsVersus(b, e, func(rows []row) error { return copyRaw(raw.DB, rawProject, rows) })
+	createLogsVersus(b, e, func(rows []Row) error { return copyRaw(raw.DB, rawProject, rows) })
 }
 
 // createLogsVersus sends the same batches through the API and through raw, 2 clients each, and
 // reports both rates and their ratio.
-func createLogsVersus(b *testing.B, e *benchEnv, raw func([]row) error) {
+func createLogsVersus(b *testing.B, e *benchEnv, raw func([]Row) error) {
 	b.Helper()
 	batches := max(b.N, 4) * 4
 	bodies := make([][]byte, batches)
-	rows := make([][]row, batches)
+	rows := make([][]Row, batches)
 	for i := range bodies {
-		rows[i] = benchBatch(i, createBatch)
-		bodies[i] = batchJSON(e.project, rows[i])
+		rows[i] = Batch(i, createBatch)
+		bodies[i] = BatchJSON(e.project, rows[i])
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	b.ResetTimer()
@@ -247,7 +211,7 @@ func createLogsVersus(b *testing.B, e *benchEnv, raw func([]row) error) {
 	reportRatio(b, batches*createBatch, api, direct)
 }
 
-func copyRaw(db *sql.DB, projectID string, rows []row) error {
+func copyRaw(db *sql.DB, projectID string, rows []Row) error {
 	tx, err := db.Begin()
 	if err != nil {
 		return err
@@ -258,7 +222,7 @@ func copyRaw(db *sql.DB, projectID string, rows []row) error {
 		return err
 	}
 	for _, r := range rows {
-		if _, err := stmt.Exec(projectID, r.time, uuid.Must(uuid.NewV7()).String(), r.level, r.message, r.subject, r.user); err != nil {
+		if _, err := stmt.Exec(projectID, r.Time, uuid.Must(uuid.NewV7()).String(), r.Level, r.Message, r.Subject, r.User); err != nil {
 			return err
 		}
 	}
@@ -291,10 +255,10 @@ func BenchmarkCreateLogsSQLite(b *testing.B) {
 	}
 	raw.SetMaxOpenConns(1)
 	defer raw.Close()
-	createLogsVersus(b, e, func(rows []row) error { return insertRawSQLite(raw, rawProject, rows) })
+	createLogsVersus(b, e, func(rows []Row) error { return insertRawSQLite(raw, rawProject, rows) })
 }
 
-func insertRawSQLite(db *sql.DB, projectID string, rows []row) error {
+func insertRawSQLite(db *sql.DB, projectID string, rows []Row) error {
 	tx, err := db.Begin()
 	if err != nil {
 		return err
@@ -305,7 +269,7 @@ func insertRawSQLite(db *sql.DB, projectID string, rows []row) error {
 		return err
 	}
 	for _, r := range rows {
-		if _, err := stmt.Exec(projectID, r.time, uuid.Must(uuid.NewV7()).String(), r.level, r.message, r.subject, r.user); err != nil {
+		if _, err := stmt.Exec(projectID, r.Time, uuid.Must(uuid.NewV7()).String(), r.Level, r.Message, r.Subject, r.User); err != nil {
 			return err
 		}
 	}

@@ -44,7 +44,7 @@ func BenchmarkCitusVersusPostgres(b *testing.B) {
 	bodies := func(e *benchEnv) [][]byte {
 		out := make([][]byte, batches)
 		for i := range out {
-			out[i] = batchJSON(e.project, benchBatch(i, createBatch))
+			out[i] = BatchJSON(e.project, Batch(i, createBatch))
 		}
 		return out
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/app/bench"
 	"example.com/obsvc/domain"
 )
 
@@ -175,7 +176,7 @@ func copyChunk(ctx context.Context, db *sql.DB, projects []string, rows, from, t
 		t := seedStart + int64(float64(j)*step)
 		// A UUIDv7 layout: the time in the first 48 bits, k in the last 48, so ids are unique.
 		id := fmt.Sprintf("%08x-%04x-7000-8000-%012x", t>>16, t&0xffff, k)
-		msg := fmt.Sprintf("GET /api/v1/orders/%d completed in %d ms with status %d for tenant %d", k, k%900, 200+k%5, k%37)
+		msg := bench.Message(k)
 		user := "user-" + strconv.Itoa((j*37+p)%seedUsers)
 		if _, err := stmt.ExecContext(ctx, projects[p], t, id, seedLevels[j%len(seedLevels)], msg, "checkout", user); err != nil {
 			return err

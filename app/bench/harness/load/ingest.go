@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,50 +16,14 @@ import (
 	"github.com/google/uuid"
 	_ "github.com/lib/pq"  // the COPY baseline
 	_ "modernc.org/sqlite" // the SQLite baseline: the driver the service uses
+
+	"example.com/obsvc/app/bench"
 )
 
 // ingestResult is what an ingest mode prints.
 type ingestResult struct {
 	Rows    int     `json:"rows"`
 	Seconds float64 `json:"seconds"`
-}
-
-// row is one log entry as every ingest mode sends it.
-type row struct {
-	time           int64
-	level, message string
-	subject, user  string
-}
-
-// rows makes batch number seed of n entries; every mode sends the same rows for the same seed.
-func rows(seed, n int) []row {
-	levels := []string{"debug", "info", "info", "info", "warn", "error"}
-	out := make([]row, n)
-	for i := range out {
-		k := seed*n + i
-		out[i] = row{
-			time:    1_795_000_000_000 + int64(k),
-			level:   levels[k%len(levels)],
-			message: fmt.Sprintf("GET /api/v1/orders/%d completed in %d ms with status %d for tenant %d", k, k%900, 200+k%5, k%37),
-			subject: "checkout",
-			user:    "user-" + strconv.Itoa(k%1000),
-		}
-	}
-	return out
-}
-
-// batchJSON is the body of POST /logs for rs.
-func batchJSON(projectID string, rs []row) []byte {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, r := range rs {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q}`, projectID, r.time, r.level, r.message, r.subject, r.user)
-	}
-	buf.WriteByte(']')
-	return buf.Bytes()
 }
 
 // concurrently runs job(0..n-1) over workers goroutines and returns the elapsed time; the first
@@ -101,7 +64,7 @@ func ingestHTTP(ctx context.Context, base, project string, seed, batches, size, 
 	}
 	bodies := make([][]byte, batches)
 	for i := range bodies {
-		bodies[i] = batchJSON(project, rows(seed+i, size))
+		bodies[i] = bench.BatchJSON(project, bench.Batch(seed+i, size))
 	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: time.Minute}
 	elapsed, err := concurrently(ctx, clients, batches, func(ctx context.Context, i int) error {
@@ -154,9 +117,9 @@ func ingestSQL(ctx context.Context, driver, dsn string, workers int, stmtText st
 	if driver == "sqlite" {
 		db.SetMaxOpenConns(1)
 	}
-	batchRows := make([][]row, batches)
+	batchRows := make([][]bench.Row, batches)
 	for i := range batchRows {
-		batchRows[i] = rows(seed+i, size)
+		batchRows[i] = bench.Batch(seed+i, size)
 	}
 	elapsed, err := concurrently(ctx, workers, batches, func(ctx context.Context, i int) error {
 		return insertBatch(ctx, db, stmtText, flush, project, batchRows[i])
@@ -166,7 +129,7 @@ func ingestSQL(ctx context.Context, driver, dsn string, workers int, stmtText st
 
 // insertBatch writes rs in one transaction through one prepared statement; ids are made as the
 // service makes them (UUIDv7).
-func insertBatch(ctx context.Context, db *sql.DB, stmtText string, flush bool, project string, rs []row) error {
+func insertBatch(ctx context.Context, db *sql.DB, stmtText string, flush bool, project string, rs []bench.Row) error {
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -177,7 +140,7 @@ func insertBatch(ctx context.Context, db *sql.DB, stmtText string, flush bool, p
 		return err
 	}
 	for _, r := range rs {
-		if _, err := stmt.ExecContext(ctx, project, r.time, uuid.Must(uuid.NewV7()).String(), r.level, r.message, r.subject, r.user); err != nil {
+		if _, err := stmt.ExecContext(ctx, project, r.Time, uuid.Must(uuid.NewV7()).String(), r.Level, r.Message, r.Subject, r.User); err != nil {
 			return err
 		}
 	}
