@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/domain"
 )
 
@@ -68,7 +69,7 @@ type harness struct {
 	opts   options
 	dir    string
 	ps     *procs
-	pg     *cluster
+	pg     *pgtest.Server
 	log    io.Writer
 	figs   []figure
 	pinned bool   // servers on core 0, load on core 1
@@ -104,6 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	h := &harness{opts: o, dir: dir, ps: &procs{}, log: stderr}
 	defer func() {
 		h.ps.stopAll()
+		if h.pg != nil {
+			h.pg.Close()
+		}
 		if o.keep {
 			h.logf("kept %s", dir)
 		} else {
@@ -126,7 +130,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprintf(stdout, "\nobsvc outside harness, %s: %s rows (%d projects, %d days), %d vCPUs, %s, PostgreSQL %s, MakeHat load: %s; %s\n\n",
 		time.Now().UTC().Format("2006-01-02"), thousands(int64(o.rows)), seedProjects, seedDays, runtime.NumCPU(), runtime.Version(),
-		h.pg.version(ctx), map[bool]string{true: "wrk", false: "Go (./load hat)"}[h.wrk != ""], map[bool]string{true: "servers pinned to core 0, load to core 1", false: "not pinned"}[h.pinned])
+		serverVersion(ctx, h.pg), map[bool]string{true: "wrk", false: "Go (./load hat)"}[h.wrk != ""], map[bool]string{true: "servers pinned to core 0, load to core 1", false: "not pinned"}[h.pinned])
 	writeTable(stdout, h.figs)
 	h.logf("measured in %v", time.Since(started).Round(time.Second))
 	for _, f := range h.figs {
@@ -182,10 +186,10 @@ func (h *harness) setUp(ctx context.Context) error {
 		}
 	}
 	h.logf("starting PostgreSQL")
-	if h.pg, err = startCluster(ctx, h.ps, h.dir); err != nil {
+	if h.pg, err = startCluster(); err != nil {
 		return err
 	}
-	return h.pg.exec(ctx, "CREATE DATABASE ingest_api", "CREATE DATABASE ingest_raw", "CREATE DATABASE reads")
+	return execAdmin(ctx, h.pg, "CREATE DATABASE ingest_api", "CREATE DATABASE ingest_raw", "CREATE DATABASE reads")
 }
 
 func cmp(a, b string) string {
@@ -305,9 +309,9 @@ func ingestArgs(mode, target, project string, seed, batches int) []string {
 func (h *harness) measureIngestPostgres(ctx context.Context) {
 	f := figure{Name: "Ingest, PostgreSQL: `POST /logs` 1,000-entry batches, 2 clients, vs COPY, 1,000 rows per transaction, 2 workers", Unit: "rows/s", Target: 0.8}
 	h.logf("ingest on PostgreSQL")
-	f.Ours, f.Baseline, f.Err = h.ingest(ctx, "postgres", h.pg.url("ingest_api"), func() (string, error) {
-		return rawProject(ctx, h.pg.url("ingest_raw"), "")
-	}, "copy", h.pg.url("ingest_raw"))
+	f.Ours, f.Baseline, f.Err = h.ingest(ctx, "postgres", h.pg.DatabaseURL("ingest_api"), func() (string, error) {
+		return rawProject(ctx, h.pg.DatabaseURL("ingest_raw"), "")
+	}, "copy", h.pg.DatabaseURL("ingest_raw"))
 	h.figs = append(h.figs, f)
 }
 
@@ -387,12 +391,12 @@ type latencyResult struct {
 func (h *harness) measureReads(ctx context.Context) error {
 	h.logf("seeding %s entries by COPY", thousands(int64(h.opts.rows)))
 	start := time.Now()
-	t, err := seedRead(ctx, h.pg.url("reads"), h.opts.rows)
+	t, err := seedRead(ctx, h.pg.DatabaseURL("reads"), h.opts.rows)
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
 	h.logf("seeded in %v", time.Since(start).Round(time.Second))
-	svc, base, err := h.startService(ctx, "reads", h.pg.url("reads"), false)
+	svc, base, err := h.startService(ctx, "reads", h.pg.DatabaseURL("reads"), false)
 	if err != nil {
 		return err
 	}
@@ -401,7 +405,7 @@ func (h *harness) measureReads(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	thin, err := h.ps.start("thin", filepath.Join(h.dir, "thin.log"), nil, nil, syscall.SIGTERM, h.bin("thin"), "-addr", thinAddr, "-database-url", h.pg.url("reads"))
+	thin, err := h.ps.start("thin", filepath.Join(h.dir, "thin.log"), nil, nil, syscall.SIGTERM, h.bin("thin"), "-addr", thinAddr, "-database-url", h.pg.DatabaseURL("reads"))
 	if err != nil {
 		return err
 	}
@@ -455,7 +459,7 @@ type hatResult struct {
 // measureMakeHat: figure 5, in protobuf and in JSON.
 func (h *harness) measureMakeHat(ctx context.Context) {
 	h.logf("MakeHat")
-	svc, base, err := h.startService(ctx, "makehat", h.pg.url("reads"), true)
+	svc, base, err := h.startService(ctx, "makehat", h.pg.DatabaseURL("reads"), true)
 	if err != nil {
 		h.figs = append(h.figs, figure{Name: "MakeHat", Unit: "calls/s", Target: 0.95, Err: err})
 		return
