@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
@@ -509,8 +510,8 @@ func TestShutdownEndsOpenTails(t *testing.T) {
 	opened := make(chan struct{}, tails)
 	for range tails {
 		go func() {
-			_, err := readEvents(context.Background(), base+"/logs/tail?project_id="+p.ID, "", func(ev sseEvent) bool {
-				if ev.event == "open" {
+			_, err := apitest.ReadEvents(context.Background(), base+"/logs/tail?project_id="+p.ID, "", func(ev apitest.Event) bool {
+				if ev.Event == "open" {
 					opened <- struct{}{}
 				}
 				return true
@@ -583,64 +584,6 @@ func get(t *testing.T, url string) (*http.Response, []byte) {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, b
-}
-
-// sseEvent is one event of a text/event-stream, as the WHATWG parsing rules read it.
-type sseEvent struct {
-	id, event, data string
-}
-
-// readEvents connects to url (with Last-Event-ID when lastID is set) and hands each event to fn
-// until fn returns false, the stream ends or ctx ends. It returns the status of the response.
-func readEvents(ctx context.Context, url, lastID string, fn func(sseEvent) bool) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, nil
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		return resp.StatusCode, fmt.Errorf("content type %q", ct)
-	}
-	if !fn(sseEvent{event: "open"}) { // not an event of the stream: the response has begun
-		return resp.StatusCode, nil
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if ev.data != "" || ev.id != "" {
-				if !fn(ev) {
-					return resp.StatusCode, nil
-				}
-			}
-			ev = sseEvent{}
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			ev.id = value
-		case "event":
-			ev.event = value
-		case "data":
-			ev.data = value
-		}
-	}
-	return resp.StatusCode, sc.Err()
 }
 
 func keyLine(kind, secret string) string {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
@@ -306,17 +307,17 @@ func benchTailLatency(b *testing.B, e *benchEnv, gap time.Duration, minSamples i
 	opened := make(chan struct{})
 	tailDone := make(chan error, 1)
 	go func() {
-		_, err := readEvents(ctx, e.url+"/logs/tail?project_id="+e.project, "", func(ev sseEvent) bool {
-			if ev.event == "open" {
+		_, err := apitest.ReadEvents(ctx, e.url+"/logs/tail?project_id="+e.project, "", func(ev apitest.Event) bool {
+			if ev.Event == "open" {
 				close(opened)
 				return true
 			}
-			if ev.event != "log" {
+			if ev.Event != "log" {
 				return true
 			}
 			now := time.Now()
 			var le rest.LogEntry
-			if json.Unmarshal([]byte(ev.data), &le) != nil {
+			if json.Unmarshal([]byte(ev.Data), &le) != nil {
 				return false
 			}
 			mu.Lock()

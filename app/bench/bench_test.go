@@ -6,7 +6,6 @@ package bench
 // 1,000,000; CI runs everything once on a small table only to keep the suite working).
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -20,7 +19,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -296,62 +294,4 @@ func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
 func keyLine(kind, secret string) string {
 	d := sha256.Sum256([]byte(secret))
 	return kind + " sha256:" + hex.EncodeToString(d[:])
-}
-
-// sseEvent is one event of a text/event-stream, as the WHATWG parsing rules read it.
-type sseEvent struct {
-	id, event, data string
-}
-
-// readEvents connects to url (with Last-Event-ID when lastID is set) and hands each event to fn
-// until fn returns false, the stream ends or ctx ends. It returns the status of the response.
-func readEvents(ctx context.Context, url, lastID string, fn func(sseEvent) bool) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Accept", "text/event-stream")
-	if lastID != "" {
-		req.Header.Set("Last-Event-ID", lastID)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, nil
-	}
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		return resp.StatusCode, fmt.Errorf("content type %q", ct)
-	}
-	if !fn(sseEvent{event: "open"}) { // not an event of the stream: the response has begun
-		return resp.StatusCode, nil
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var ev sseEvent
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if ev.data != "" || ev.id != "" {
-				if !fn(ev) {
-					return resp.StatusCode, nil
-				}
-			}
-			ev = sseEvent{}
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			ev.id = value
-		case "event":
-			ev.event = value
-		case "data":
-			ev.data = value
-		}
-	}
-	return resp.StatusCode, sc.Err()
 }

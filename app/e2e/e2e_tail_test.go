@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
@@ -36,19 +37,19 @@ func (c *tailCollector) run(ctx context.Context, url string, cutEvery, want int,
 	first := true
 	for {
 		n := 0
-		status, err := readEvents(ctx, url, c.last, func(ev sseEvent) bool {
+		status, err := apitest.ReadEvents(ctx, url, c.last, func(ev apitest.Event) bool {
 			if first {
 				first = false
 				close(ready)
 			}
-			if ev.event != "log" {
+			if ev.Event != "log" {
 				return true
 			}
 			var e rest.LogEntry
-			if err := json.Unmarshal([]byte(ev.data), &e); err != nil {
+			if err := json.Unmarshal([]byte(ev.Data), &e); err != nil {
 				return false
 			}
-			at, err := domain.DecodeTailToken("id", ev.id)
+			at, err := domain.DecodeTailToken("id", ev.ID)
 			if err != nil {
 				panic(err)
 			}
@@ -62,7 +63,7 @@ func (c *tailCollector) run(ctx context.Context, url string, cutEvery, want int,
 				c.dups++
 			}
 			c.total++
-			c.last = ev.id
+			c.last = ev.ID
 			c.mu.Unlock()
 			if c.checks != nil {
 				if err := c.checks(e); err != nil {
