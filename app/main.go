@@ -119,7 +119,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("shutting down", "drain_timeout", cfg.ShutdownTimeout.String())
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(drainCtx); err != nil {
+	err = srv.Shutdown(drainCtx)
+	<-serveErr // Serve returned (ErrServerClosed) once Shutdown closed the listener
+	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	log.Info("stopped")
