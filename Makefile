@@ -41,9 +41,10 @@ test:
 quick:
 	$(GO) test -short -count=1 ./...
 
-## race: the race detector over the packages with concurrency (domain, stores, HTTP, Twirp, edge, app)
+## race: the race detector over the packages with concurrency (domain, stores, HTTP, Twirp, edge, app,
+## its server and the end-to-end tests)
 race:
-	$(GO) test -race -count=1 ./domain/ ./adapters/... ./app/
+	$(GO) test -race -count=1 ./domain/ ./adapters/... ./app/ ./app/server/ ./app/e2e/
 
 ## build: compile every package
 build:
@@ -78,7 +79,7 @@ contract-check:
 
 ## baseline: make openapi.yaml the released baseline (api/baseline/openapi-BASELINE_VERSION.yaml); only
 ## for the release of BASELINE_VERSION itself, or of a new major after raising BASELINE_VERSION. The
-## clients of the baseline are generated from it at test time (app/baseline_sdk_test.go).
+## clients of the baseline are generated from it at test time (app/e2e/baseline_sdk_test.go).
 baseline:
 	@v=$$(awk '/^info:/ {i=1; next} i && /^[^ ]/ {exit} i && /^  version:/ {print $$2; exit}' openapi.yaml); \
 	if [ "$$v" != "$(BASELINE_VERSION)" ]; then \
@@ -103,7 +104,8 @@ fmt-check:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
 
 ## arch-check: the dependency rules (domain on the standard library only; no adapter imports another;
-## only app imports adapters; tailhub and readshare import only domain), as TestArchitecture states them
+## only app imports adapters; tailhub and readshare import only domain; nothing but app and the
+## tests of app/... imports app/server), as TestArchitecture states them
 arch-check:
 	$(GO) test -count=1 -run '^TestArchitecture$$' ./domain
 
@@ -111,10 +113,10 @@ arch-check:
 ## for a long run; CI uses a count: before Go 1.27 a duration can end in a spurious "context
 ## deadline exceeded" on a busy machine, go.dev/issue/75804)
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app
-	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app
-	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app
-	$(GO) test -run '^$$' -fuzz '^FuzzOTLPBombs$$' -fuzztime $(FUZZTIME) ./app
+	$(GO) test -run '^$$' -fuzz '^FuzzHTTP$$' -fuzztime $(FUZZTIME) ./app/e2e
+	$(GO) test -run '^$$' -fuzz '^FuzzTwirp$$' -fuzztime $(FUZZTIME) ./app/e2e
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app/e2e
+	$(GO) test -run '^$$' -fuzz '^FuzzOTLPBombs$$' -fuzztime $(FUZZTIME) ./app/e2e
 
 ## test-faults: kill -9, database outage, drain and hostile-load tests against real server processes
 test-faults:
@@ -128,7 +130,7 @@ test-faults:
 ## (../shared/citus/build.sh); skips loudly without it, fails under CI=true.
 test-citus:
 	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestCitus' ./adapters/sqlstore/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
-	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestE2E$$/^citus$$' ./app/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; $(GO) test -tags citus -count=1 -v -timeout 30m -run '^TestE2E$$/^citus$$' ./app/e2e/ 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
 	$(GO) test -tags faults,citus -count=1 -v -timeout 30m -run '^(TestKillNineLosesNoAcknowledgedBatch|TestKillNineWithRetriesStoresEveryBatchOnce|TestDrainCompletesInFlightRequests|TestCitusWorkerStoppedMidLoad|TestHostileLoad)$$/^citus$$' ./app/faults/ 2>&1 | grep -E '^(FAULTS|=== RUN|--- |PASS|FAIL|ok)|_test.go'; exit $${PIPESTATUS[0]}
 
 ## lint: Redocly (recommended) and Spectral (spectral:oas) on openapi.yaml with zero errors and
@@ -143,12 +145,12 @@ lint: vet staticcheck fmt-check
 ## bench: the benchmark suite (starts its own PostgreSQL like the tests); each benchmark prints our
 ## figure, the baseline's and their ratio. CI runs it with BENCHTIME=1x BENCH_ROWS=20000.
 bench:
-	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app
+	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app/bench/
 
 ## bench-citus: ingest and reads through the service on a Citus coordinator with two workers beside
 ## plain PostgreSQL, same run (build tag citus; needs the citus extension)
 bench-citus:
-	$(GO) test -tags citus -run '^$$' -bench '^BenchmarkCitusVersusPostgres$$' -benchtime $(BENCHTIME) -timeout 60m ./app
+	$(GO) test -tags citus -run '^$$' -bench '^BenchmarkCitusVersusPostgres$$' -benchtime $(BENCHTIME) -timeout 60m ./app/bench/
 
 ## bench-e2e: the outside harness: builds the service binary, starts its own PostgreSQL, runs the
 ## service with default settings and load from separate processes, and prints each figure beside
@@ -156,4 +158,4 @@ bench-citus:
 ## writes perf(1) CPU profiles of the service under the ingest and read loads; PPROF_DIR=dir saves
 ## Go CPU and allocation profiles of the service, via its PPROF_ADDR, and their top entries)
 bench-e2e:
-	$(GO) run ./app/benchharness -rows $(ROWS) $(if $(PERF_DIR),-perf $(PERF_DIR)) $(if $(PPROF_DIR),-pprof $(PPROF_DIR))
+	$(GO) run ./app/bench/harness -rows $(ROWS) $(if $(PERF_DIR),-perf $(PERF_DIR)) $(if $(PPROF_DIR),-pprof $(PPROF_DIR))

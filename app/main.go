@@ -3,15 +3,13 @@
 //	go run ./app            # SQLite under ./data, port 8080
 //	go run ./app -h         # every setting, its environment variable and default
 //
-// This package is the composition root and nothing else: configuration (config.go), the one
-// constructor that builds the service from a configuration and a store (newService, below, with
-// the middleware chain one line per layer), and the process lifecycle (run: start, background
-// work, drain). What each layer does lives in the adapters.
+// This package is the process and nothing else: configuration (config.go) and the lifecycle (run:
+// open the store, build the service with server.New, start its background work, serve, drain).
+// The one constructor, with the routes and the middleware chain, is app/server.
 package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,30 +17,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"syscall"
-	"time"
 
-	"github.com/google/uuid"
-	"github.com/twitchtv/twirp"
-
-	"example.com/obsvc/adapters/docs"
 	"example.com/obsvc/adapters/edge"
-	"example.com/obsvc/adapters/httpapi"
-	"example.com/obsvc/adapters/otlpapi"
-	"example.com/obsvc/adapters/readshare"
 	"example.com/obsvc/adapters/sqlstore"
-	"example.com/obsvc/adapters/tailhub"
-	"example.com/obsvc/adapters/twirpapi"
-	"example.com/obsvc/adapters/ui"
-	"example.com/obsvc/api/rest"
-	"example.com/obsvc/domain"
+	"example.com/obsvc/app/server"
 )
 
 func main() {
@@ -66,7 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// The log is buffered (see edge.LogBuffer); this deferred flush runs last, after every
 	// other deferred step of run that may still log.
-	log, closeLog := edge.NewBufferedLogger(stdout, cfg.level())
+	log, closeLog := edge.NewBufferedLogger(stdout, cfg.Level())
 	defer func() {
 		if err := closeLog(); err != nil {
 			fmt.Fprintf(stderr, "obsvc: writing the log: %v\n", err)
@@ -88,45 +71,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			log.Error("close store", "err", err)
 		}
 	}()
-	svc, err := newService(cfg, st, log, deps{})
+	svc, err := server.New(cfg.Config, st, log, server.Deps{})
 	if err != nil {
 		return err
 	}
-	defer svc.closeTails() // after the drain, before the store closes
 	switch {
-	case !svc.keys.Enabled() && cfg.AllowOpen:
+	case !svc.Keys.Enabled() && cfg.AllowOpen:
 		log.Warn("no API keys configured and ALLOW_OPEN_NETWORK=true: the service is open to anyone who can reach it")
-	case !svc.keys.Enabled():
+	case !svc.Keys.Enabled():
 		log.Warn("no API keys configured: serving on loopback and to loopback host names only; anyone on this machine can use it")
 	}
 
-	// Background work ends with ctx, or when run returns early; the retention sweep is waited
-	// for before the store closes (deferred after its Close, so run first).
-	go svc.sweepIdempotency(ctx)
-	bgCtx, stopBackground := context.WithCancel(ctx)
-	var background sync.WaitGroup
-	defer func() {
-		stopBackground()
-		background.Wait()
-	}()
-	background.Go(func() { svc.sweepRetention(bgCtx, cfg.RetentionEvery) })
-	if cfg.MetricsAddr != "" {
-		stopMetrics, err := serveMetrics(cfg.MetricsAddr, svc.metrics, log)
-		if err != nil {
-			return err
-		}
-		defer stopMetrics()
+	// Background work (the sweeps, the side ports) ends with ctx, or when run returns early, and
+	// is waited for before the store closes (deferred after its Close, so run first).
+	stopBackground, err := svc.Start(ctx)
+	if err != nil {
+		return err
 	}
+	defer stopBackground()
 
-	if cfg.PprofAddr != "" {
-		stopPprof, err := servePprof(cfg.PprofAddr, log)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
-
-	addr, err := cfg.listenAddr(svc.keys.Enabled())
+	addr, err := cfg.listenAddr(svc.Keys.Enabled())
 	if err != nil {
 		return err
 	}
@@ -135,14 +99,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	srv := &http.Server{
-		Handler:           svc.handler,
+		Handler:           svc.Handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTO,
 		ReadTimeout:       cfg.ReadTO,
 		WriteTimeout:      cfg.WriteTO,
 		IdleTimeout:       cfg.IdleTO,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(svc.stopTails)
+	srv.RegisterOnShutdown(svc.StopTails)
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(cfg.DatabaseURL))
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -155,325 +119,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("shutting down", "drain_timeout", cfg.ShutdownTimeout.String())
 	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(drainCtx); err != nil {
+	err = srv.Shutdown(drainCtx)
+	<-serveErr // Serve returned (ErrServerClosed) once Shutdown closed the listener
+	if err != nil {
 		return fmt.Errorf("drain: %w", err)
 	}
 	log.Info("stopped")
 	return nil
 }
 
-// service is the whole service built from a configuration and a store: the domain core with its
-// limits, the API keys, the metrics and the HTTP handler that serves every route.
-type service struct {
-	core    *domain.Service
-	keys    *domain.Keys
-	metrics *edge.Metrics
-	handler http.Handler
-	log     *slog.Logger
-	// stopTails ends every open live tail; run calls it when the drain starts.
-	stopTails func()
-	// closeTails ends the live tail's readers and waits for them; run calls it before the
-	// store closes.
-	closeTails func()
-	// sweepPace paces the retention sweep for the store (see retentionPace).
-	sweepPace domain.SweepPace
-}
-
-// deps are the parts of the service a test may replace; zero fields take the real ones.
-type deps struct {
-	now  func() time.Time
-	rand domain.Random
-}
-
-// newService is the one constructor of the service: run and every test build it here.
-func newService(cfg config, st store, log *slog.Logger, d deps) (*service, error) {
-	keys, err := cfg.loadKeys()
-	if err != nil {
-		return nil, err
-	}
-	limits := cfg.limits()
-	limits.MaxReadsPerKey = cfg.readShare(st.Pools(), runtime.GOMAXPROCS(0))
-	names := httpapi.Names()
-	names.Project = otlpapi.ProjectHeader
-	opts := domain.Options{Limits: limits, NewID: newID, Now: d.now, Rand: d.rand, Tail: cfg.tailOptions(),
-		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait), Names: names}
-	closeTails := func() {}
-	if ts, ok := st.(domain.TailStore); ok {
-		hub := tailhub.New(ts, opts.Tail)
-		opts.Tailer, closeTails = hub, hub.Close
-	}
-	core := domain.NewService(st, opts)
-	// Closed when the server starts to shut down: open tails end at once, so they never hold
-	// the drain, and their clients resume on another instance.
-	stopTails := make(chan struct{})
-	m := edge.NewMetrics(st.Pools())
-	rest, err := httpapi.NewHandler(core, httpapi.Options{
-		MaxBodyBytes:  cfg.MaxBodyBytes,
-		StallTimeout:  cfg.StallTO,
-		Logger:        log,
-		OnLogsCreated: m.LogsCreated,
-		OnLogsDeleted: m.LogsDeleted,
-		TailHeartbeat: cfg.TailHeartbeat,
-		StopTails:     stopTails,
-	})
-	if err != nil {
-		return nil, err
-	}
-	refuse := refuser(log)
-	mux := http.NewServeMux()
-	mux.Handle(twirpapi.PathPrefix, twirpapi.NewHandler(core, twirpapi.Options{MaxBodyBytes: cfg.TwirpMaxBody, Logger: log, Hooks: []*twirp.ServerHooks{m.TwirpHooks()}}))
-	edge.RegisterHealth(mux, st)
-	if cfg.MetricsAddr == "" {
-		mux.Handle("GET /metrics", edge.AdminOnly(refuse, m.Handler())) // totals across projects
-	}
-	if err := registerDocs(mux); err != nil {
-		return nil, err
-	}
-	// The OTLP route is hand-written (protobuf and gzip bodies, see the package) and mounted here,
-	// not behind the REST validator: its query string is checked against openapi.yaml all the
-	// same, and refused in OTLP's own format.
-	params, err := httpapi.NewParamCheck()
-	if err != nil {
-		return nil, err
-	}
-	otlpRefuse := func(w http.ResponseWriter, r *http.Request, err error) { otlpapi.WriteError(w, r, err, log) }
-	mux.Handle("POST "+otlpapi.Path, params.Middleware(otlpRefuse)(otlpapi.NewHandler(core, otlpapi.Options{
-		MaxBodyBytes: cfg.OTLPMaxBody, MaxDecodes: cfg.OTLPMaxDecodes, MaxDecodesPerClient: cfg.OTLPMaxDecPer, ClientID: edge.ClientID,
-		Logger: log, OnExport: m.OTLPExported,
-	})))
-	mux.Handle("/", rest)
-
-	var handler http.Handler = edge.Chain(mux,
-		edge.Observe(log, m), // request id, access log, metrics: outermost, so refusals count too
-		edge.SecureHeaders,   // no-store, nosniff, no framing, on every answer
-		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)
-		edge.Shed(cfg.MaxInFlight, refuse),                                  // 503 past MAX_IN_FLIGHT, before any work; a tail gives its slot back once started
-		edge.Deadline(cfg.RequestTimeout, either(isTwirp, isTail)),          // REQUEST_TIMEOUT on every store call; a tail bounds its reads itself
-		edge.Authenticate(keys, refuse),                                     // the principal, or 401
-		edge.ShedPerClient(cfg.MaxInFlightPer, refuse),                      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
-		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
-		edge.NotePattern, // tells Observe the route that served
-	)
-	handler, err = withExplorer(handler, keys, cfg, log, m, refuse)
-	if err != nil {
-		return nil, err
-	}
-	var once sync.Once
-	return &service{core: core, keys: keys, metrics: m, handler: handler, log: log,
-		stopTails: func() { once.Do(func() { close(stopTails) }) }, closeTails: closeTails, sweepPace: cfg.retentionPace(st)}, nil
-}
-
-// tailPath is the live tail's route: a stream held open for as long as the client reads.
-const tailPath = "/logs/tail"
-
-// isTail selects live tails, which MAX_TAILS bounds once they are open (MAX_IN_FLIGHT while they
-// start) and which REQUEST_TIMEOUT does not end: it bounds each of their reads instead.
-func isTail(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == tailPath }
-
-func either(a, b func(*http.Request) bool) func(*http.Request) bool {
-	return func(r *http.Request) bool { return a(r) || b(r) }
-}
-
-// twirpPrefix is where every Twirp route lives; the Haberdasher is mounted below it.
-const twirpPrefix = "/twirp/"
-
-func isTwirp(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, twirpPrefix) }
-
-// isRESTWrite selects the requests WRITE_RATE limits: REST writes. MakeHat stores nothing.
-func isRESTWrite(r *http.Request) bool {
-	switch r.Method {
-	case http.MethodPost, http.MethodPut, http.MethodDelete:
-		return !isTwirp(r)
-	}
-	return false
-}
-
-// refuser answers a request the edge refuses in the protocol of the route it asked for, through
-// that transport's one error mapping.
-func refuser(log *slog.Logger) edge.Refuse {
-	return func(w http.ResponseWriter, r *http.Request, err error) {
-		if isTwirp(r) {
-			twirpapi.WriteError(w, r, err, log)
-			return
-		}
-		if r.URL.Path == otlpapi.Path {
-			otlpapi.WriteError(w, r, err, log) // google.rpc.Status, as OTLP exporters expect
-			return
-		}
-		httpapi.WriteError(w, r, err, log)
-	}
-}
-
-// registerDocs serves the contract and its reference.
-func registerDocs(mux *http.ServeMux) error {
-	h, err := docs.NewHandler(rest.SpecYAML())
-	if err != nil {
-		return err
-	}
-	h.Register(mux)
-	return nil
-}
-
-// withExplorer serves the log explorer (/ui, and / redirecting to it) beside api, which serves
-// everything else. The page and its assets hold no data and must load before anyone has typed a
-// key (a browser cannot send one when it opens a page), so they pass no authentication, shedding
-// or rate limit; the API calls the page makes go through api's whole chain with the user's key.
-// They still get the access log, metrics, security headers and the loopback-only rule.
-func withExplorer(api http.Handler, keys *domain.Keys, cfg config, log *slog.Logger, m *edge.Metrics, refuse edge.Refuse) (http.Handler, error) {
-	pages, err := ui.NewHandler()
-	if err != nil {
-		return nil, err
-	}
-	page := edge.Chain(pages, edge.Observe(log, m), edge.SecureHeaders, edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse), edge.NotePattern)
-	root := http.NewServeMux()
-	for _, p := range ui.Patterns {
-		root.Handle(p, page)
-	}
-	root.Handle("/", api)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isTwirp(r) { // no page lives there: spare Twirp's small calls a second route match
-			api.ServeHTTP(w, r)
-			return
-		}
-		root.ServeHTTP(w, r)
-	}), nil
-}
-
-// idempotencySweepInterval is how often forgotten idempotency keys are deleted.
-const idempotencySweepInterval = 10 * time.Minute
-
-// sweepIdempotency deletes idempotency keys past their window until ctx ends; a failed sweep is
-// logged and tried again at the next interval.
-func (s *service) sweepIdempotency(ctx context.Context) {
-	t := time.NewTicker(idempotencySweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if n, err := s.core.SweepIdempotency(ctx); err != nil {
-				s.log.Warn("sweep idempotency keys", "err", err)
-			} else if n > 0 {
-				s.log.Debug("swept idempotency keys", "deleted", n)
-			}
-		}
-	}
-}
-
-// singleWriterSweepBatch caps RETENTION_BATCH on a store with one writer (SQLite): a batch
-// holds every ingest transaction back while it runs, so it is kept to tens of milliseconds
-// and an ingest request waits at most that long for it.
-const singleWriterSweepBatch = 1000
-
-// sweepLagIntervals is how many RETENTION_INTERVALs back an expired entry counts as backlog,
-// which the sweep paces; what expired since is steady expiry, swept without rest.
-const sweepLagIntervals = 3
-
-// retentionPace is how the retention sweep works on st. While ingest through this instance
-// competes with it, the sweep rests between its transactions so that it spends at most
-// RETENTION_DUTY of its time in them; with no ingest it sweeps at full speed. Measured on
-// both stores (BenchmarkIngestDuringSweep), an unrested sweep cost ingest a third of its rate
-// on PostgreSQL too, whose deletes share the CPU and WAL with the inserts even though they do
-// not lock them. A store with one writer (SQLite) also sweeps in batches of at most
-// singleWriterSweepBatch, since each batch holds every ingest transaction back while it runs.
-func (c config) retentionPace(st store) domain.SweepPace {
-	batch := c.RetentionBatch
-	if one, ok := st.(interface{ SingleWriter() bool }); ok && one.SingleWriter() {
-		batch = min(batch, singleWriterSweepBatch)
-	}
-	return domain.SweepPace{Batch: batch, Duty: c.RetentionDuty, Lag: sweepLagIntervals * c.RetentionEvery}
-}
-
-// sweepRetention deletes entries past their project's retention every interval until ctx ends,
-// paced by s.sweepPace. A failed sweep is logged, counted and tried again at the next
-// interval; it never stops the server. Another instance sweeping the same database is no error.
-// A sweep that outlasts the interval is followed by the next one at once (the ticker drops the
-// ticks it missed).
-func (s *service) sweepRetention(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			start := time.Now()
-			res, err := s.core.SweepRetention(ctx, s.sweepPace, func(n int64) {
-				s.metrics.RetentionDeleted(n)
-				s.log.Debug("retention batch deleted", "deleted", n)
-			})
-			if ctx.Err() != nil {
-				return // stopped mid-sweep by shutdown: not a failure
-			}
-			s.metrics.RetentionSwept(time.Since(start), time.Now(), err != nil)
-			switch {
-			case err != nil:
-				s.log.Warn("retention sweep", "err", err, "deleted", res.Deleted)
-			case res.Deleted > 0:
-				s.log.Info("retention sweep", "deleted", res.Deleted, "duration_ms", time.Since(start).Milliseconds())
-			case res.Busy:
-				s.log.Debug("retention sweep left to another instance")
-			}
-		}
-	}
-}
-
-// serveMetrics serves /metrics on an address of its own; the returned func stops it.
-func serveMetrics(addr string, m *edge.Metrics, log *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on METRICS_ADDR %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
-		}
-	}()
-	log.Info("metrics listening", "addr", ln.Addr().String())
-	return func() { _ = srv.Close() }, nil
-}
-
-// servePprof serves Go's runtime profiles (net/http/pprof) on addr, which validate has held to
-// loopback: they show the service's internals and cost CPU while taken. The returned func stops it.
-func servePprof(addr string, log *slog.Logger) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on PPROF_ADDR %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("pprof server", "err", err)
-		}
-	}()
-	log.Info("pprof listening", "addr", ln.Addr().String())
-	return func() { _ = srv.Close() }, nil
-}
-
-// newID makes the service's ids: UUIDv7 (RFC 9562), time-ordered and, within this process,
-// strictly increasing, so entries of one batch list in the order they were sent.
-func newID() string { return uuid.Must(uuid.NewV7()).String() }
-
-// store is what the service needs of a storage adapter.
-type store interface {
-	domain.Store
-	Ping(ctx context.Context) error
-	Pools() map[string]*sql.DB
-	Close() error
-}
-
 // openStore opens the store DATABASE_URL names.
-func openStore(ctx context.Context, dbURL string) (store, error) {
+func openStore(ctx context.Context, dbURL string) (server.Store, error) {
 	switch {
 	case dbURL == "":
 		return sqlstore.OpenSQLite(ctx, defaultSQLitePath, sqlstore.DefaultSQLiteOptions())

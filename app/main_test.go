@@ -10,17 +10,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
-	"github.com/google/uuid"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's log writes and the test's reads.
@@ -123,7 +127,7 @@ func TestCleanShutdownWritesEveryAccessLogLine(t *testing.T) {
 	base := "http://" + listeningAddr(t, &stdout, done)
 	const requests = 200
 	for i := range requests {
-		req, _ := http.NewRequest("GET", base+"/projects/"+newID(), nil)
+		req, _ := http.NewRequest("GET", base+"/projects/"+server.NewID(), nil)
 		req.Header.Set("X-Request-Id", fmt.Sprintf("line-%d", i))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -204,7 +208,7 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"open on a non-loopback address", []string{"-addr", "0.0.0.0:0"}, nil, "ALLOW_OPEN_NETWORK"},
 		{"open on a host name", nil, map[string]string{"ADDR": "example.com:0"}, "not a loopback address"},
 		{"key of the empty secret", nil, map[string]string{"API_KEYS": "admin sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, "empty secret"},
-		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+newID(), "s")}, "same digest"},
+		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+server.NewID(), "s")}, "same digest"},
 		{"bad allow-open value", nil, map[string]string{"ALLOW_OPEN_NETWORK": "maybe"}, "ALLOW_OPEN_NETWORK"},
 		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
 		{"profiles on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},
@@ -277,55 +281,312 @@ func TestOpenServiceListensOnLoopbackAndAnswersLoopbackNamesOnly(t *testing.T) {
 	}
 }
 
-func digest(secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return "sha256:" + hex.EncodeToString(d[:])
-}
-
-func TestParseKeysAndAuthenticate(t *testing.T) {
-	pid := uuid.Must(uuid.NewV7()).String()
-	keys, err := parseKeys("# comment\nadmin " + digest("root-secret") + "\n\n project " + pid + " " + digest("p-secret") + " ,admin " + digest("second"))
+// TestRunSweepsExpiredEntries starts the whole program with a short RETENTION_INTERVAL on a
+// database holding expired entries and sees its sweeper delete them, and only them.
+func TestRunSweepsExpiredEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	st, err := sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !keys.Enabled() {
-		t.Fatal("keys not enabled")
+	svc := domain.NewService(st, domain.Options{NewID: server.NewID})
+	admin := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
+	one := 1
+	p, err := svc.CreateProject(admin, domain.ProjectInput{Name: "p", RetentionDays: domain.Optional[int]{Set: true}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	cases := []struct {
-		secret string
-		want   domain.Principal
-		ok     bool
-	}{
-		{"root-secret", domain.Principal{Admin: true, KeyID: digest("root-secret")[7:23]}, true},
-		{"second", domain.Principal{Admin: true, KeyID: digest("second")[7:23]}, true},
-		{"p-secret", domain.Principal{ProjectID: pid, KeyID: digest("p-secret")[7:23]}, true},
-		{"", domain.Principal{}, false},
-		{"root-secre", domain.Principal{}, false},
-		{digest("root-secret"), domain.Principal{}, false}, // the digest itself is not a key
+	now := time.Now().UnixMilli()
+	var in []domain.LogInput
+	for i := range 7 {
+		in = append(in, domain.LogInput{ProjectID: p.ID, Message: ptr("old"), Time: ptr(now - 2*dayMs - int64(i))})
 	}
-	for _, c := range cases {
-		got, ok := keys.Authenticate(c.secret)
-		if ok != c.ok || got != c.want {
-			t.Errorf("Authenticate(%q) = %+v %v, want %+v %v", c.secret, got, ok, c.want, c.ok)
+	in = append(in, domain.LogInput{ProjectID: p.ID, Message: ptr("fresh")})
+	if _, err := svc.CreateLogs(admin, in, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.PatchProject(admin, p.ID, domain.ProjectPatch{RetentionDays: domain.Optional[int]{Set: true, Value: &one}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-retention-interval", "50ms", "-retention-batch", "3"},
+			getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + path}), &stdout, &stderr)
+	}()
+	base := "http://" + listeningAddr(t, &stdout, done)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stdout.String(), `"deleted":7`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no sweep deleted the 7 expired entries:\n%s", stdout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"obsvc_log_entries_expired_total 7", "obsvc_retention_last_sweep_timestamp_seconds", "obsvc_retention_sweep_errors_total 0"} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q", want)
 		}
 	}
-	for _, bad := range []string{"root " + digest("x"), "admin md5:abc", "admin sha256:zz", "project nope " + digest("x"), "admin " + digest("x") + " extra"} {
-		if _, err := parseKeys(bad); err == nil {
-			t.Errorf("parseKeys(%q) accepted", bad)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run = %v", err)
+	}
+	st, err = sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if n := countEntries(t, st, p.ID); n != 1 {
+		t.Fatalf("%d entries left, want the fresh one", n)
+	}
+}
+
+func TestSlowHeadersAreCutOff(t *testing.T) {
+	var stdout, stderr syncBuffer
+	ctx, cancel := contextWithCancel(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-read-header-timeout", "200ms", "-database-url", "sqlite:" + t.TempDir() + "/s.db"}, getenvFrom(nil), &stdout, &stderr)
+	}()
+	addr := listeningAddr(t, &stdout, done)
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n"); err != nil { // never finished
+		t.Fatal(err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	// The server gives up on the request: it closes the connection (possibly after a 408).
+	if err == nil && !strings.Contains(line, "408") {
+		t.Fatalf("a client that never finished its headers got %q", line)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("the server kept a connection with unfinished headers open")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMetricsOnTheirOwnAddress(t *testing.T) {
+	var stdout, stderr syncBuffer
+	ctx, cancel := contextWithCancel(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-metrics-addr", "127.0.0.1:0", "-database-url", "sqlite:" + t.TempDir() + "/m.db"}, getenvFrom(nil), &stdout, &stderr)
+	}()
+	base := "http://" + listeningAddr(t, &stdout, done)
+	var metricsAddr string
+	for _, line := range strings.Split(stdout.String(), "\n") {
+		var l struct{ Msg, Addr string }
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "metrics listening" {
+			metricsAddr = l.Addr
 		}
 	}
-	// The digest of the empty secret (what a recipe yields when its variable is unset), in either
-	// case, and one digest listed twice (a project key must not become an admin by order).
-	empty := digest("")
-	for _, bad := range []string{"admin " + empty, "admin sha256:" + strings.ToUpper(empty[7:]),
-		"project " + pid + " " + digest("dup") + "\nadmin " + digest("dup"),
-		"admin " + digest("dup") + ",admin sha256:" + strings.ToUpper(digest("dup")[7:])} {
-		if _, err := parseKeys(bad); err == nil {
-			t.Errorf("parseKeys(%q) accepted", bad)
+	if metricsAddr == "" {
+		t.Fatalf("no metrics listening line:\n%s", stdout.String())
+	}
+	if resp, _ := get(t, base+"/metrics"); resp.StatusCode != 404 {
+		t.Errorf("/metrics on the main address = %d, want 404 when it has its own", resp.StatusCode)
+	}
+	if resp, body := get(t, "http://"+metricsAddr+"/metrics"); resp.StatusCode != 200 || !bytes.Contains(body, []byte("obsvc_http_requests_total")) {
+		t.Errorf("/metrics on METRICS_ADDR = %d", resp.StatusCode)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartupLogsConfigurationWithoutSecrets(t *testing.T) {
+	for _, u := range []string{
+		"postgres://app:s3cret@db.internal:5432/logs?sslmode=disable",
+		"postgres://app@db.internal:5432/logs?sslmode=disable&password=s3cret",
+		"postgresql://db.internal/logs?password=s3cret&sslpassword=s3cret&user=app",
+		"postgres://app:s3cret@db.internal:5432/logs?password=s3cret",
+		"postgres://db.internal/logs?%zz&password=s3cret", // a query that does not parse
+	} {
+		var out bytes.Buffer
+		c := defaultConfig()
+		c.DatabaseURL = u
+		c.APIKeys = "admin sha256:not-shown"
+		c.logEffective(slog.New(slog.NewJSONHandler(&out, nil)))
+		line := out.String()
+		if strings.Contains(line, "s3cret") || strings.Contains(line, "not-shown") || !strings.Contains(line, "db.internal") || !strings.Contains(line, `"ADDR":":8080"`) {
+			t.Errorf("configuration log of %s = %s", u, line)
 		}
 	}
-	var none *domain.Keys
-	if none.Enabled() || (&domain.Keys{}).Enabled() {
-		t.Error("no keys but enabled")
+}
+
+// TestReadmeConfigurationTableMatchesFlags keeps README's table and -h from drifting apart.
+func TestReadmeConfigurationTableMatchesFlags(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
 	}
+	row := regexp.MustCompile("(?m)^\\| `-([a-z-]+)` \\| `([A-Z_]+)` \\| ([^|]*) \\|")
+	documented := map[string][2]string{}
+	for _, m := range row.FindAllStringSubmatch(string(readme), -1) {
+		documented[m[1]] = [2]string{m[2], strings.Trim(strings.TrimSpace(m[3]), "`")}
+	}
+	c := defaultConfig()
+	n := 0
+	c.flags().VisitAll(func(f *flag.Flag) {
+		n++
+		d, ok := documented[f.Name]
+		if !ok {
+			t.Errorf("README lacks -%s", f.Name)
+			return
+		}
+		def := f.DefValue
+		if def == "" {
+			def = "empty"
+		}
+		if env := envName(f.Name); d[0] != env || d[1] != def {
+			t.Errorf("README says -%s is %s default %q; -h says %s default %q", f.Name, d[0], d[1], env, def)
+		}
+	})
+	if len(documented) != n {
+		t.Errorf("README documents %d settings, -h has %d", len(documented), n)
+	}
+}
+
+func TestRetentionDutyMustBeAFraction(t *testing.T) {
+	for _, v := range []string{"0", "-0.5", "1.5", "NaN", "half"} {
+		var out bytes.Buffer
+		_, err := parseConfig(nil, getenvFrom(map[string]string{"RETENTION_DUTY": v}), &out)
+		if err == nil || !strings.Contains(err.Error(), "RETENTION_DUTY") {
+			t.Errorf("RETENTION_DUTY=%s: %v, want an error naming it", v, err)
+		}
+	}
+	var out bytes.Buffer
+	if c, err := parseConfig(nil, getenvFrom(map[string]string{"RETENTION_DUTY": "1"}), &out); err != nil || c.RetentionDuty != 1 {
+		t.Errorf("RETENTION_DUTY=1: %v, %v; want accepted", c.RetentionDuty, err)
+	}
+}
+
+// TestShutdownEndsOpenTails opens 20 live tails and then stops the server the way SIGTERM does
+// (run's context ends): every tail ends at once, so run drains and returns nil well within
+// SHUTDOWN_TIMEOUT instead of failing the drain.
+func TestShutdownEndsOpenTails(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan error, 1)
+	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db"), "SHUTDOWN_TIMEOUT": "5s", "MAX_TAILS": "20",
+		// A tail's start counts against the in-flight limits, and the 20 start at once from one
+		// address: room for all of them.
+		"MAX_IN_FLIGHT_PER_CLIENT": "40"}
+	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(env), &stdout, &stderr) }()
+	base := "http://" + listeningAddr(t, &stdout, done)
+
+	resp, err := http.Post(base+"/projects", "application/json", strings.NewReader(`{"name":"tails"}`))
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /projects = %v %v", resp, err)
+	}
+	var p struct{ ID string }
+	_ = json.NewDecoder(resp.Body).Decode(&p)
+	resp.Body.Close()
+
+	const tails = 20
+	ended := make(chan error, tails)
+	opened := make(chan struct{}, tails)
+	for range tails {
+		go func() {
+			_, err := apitest.ReadEvents(context.Background(), base+"/logs/tail?project_id="+p.ID, "", func(ev apitest.Event) bool {
+				if ev.Event == "open" {
+					opened <- struct{}{}
+				}
+				return true
+			})
+			ended <- err
+		}()
+	}
+	for range tails {
+		select {
+		case <-opened:
+		case <-time.After(30 * time.Second):
+			t.Fatal("a tail did not open")
+		}
+	}
+
+	start := time.Now()
+	cancel() // what SIGTERM does through signal.NotifyContext
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run after shutdown with %d open tails = %v, want nil", tails, err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return")
+	}
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("shutdown took %v, past SHUTDOWN_TIMEOUT", took)
+	}
+	for range tails {
+		select {
+		case <-ended:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a tail's stream did not end")
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+const dayMs = int64(24 * time.Hour / time.Millisecond)
+
+// countEntries reads a project's entries straight from the store; no project counts as none.
+func countEntries(t *testing.T, st domain.Store, projectID string) int {
+	t.Helper()
+	n := 0
+	err := st.ListLogs(t.Context(), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projectID}, Limit: 1_000_000}, func(p domain.Page) error {
+		for _, err := range p.Entries {
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if domain.KindOf(err) == domain.KindNotFound {
+		return 0
+	}
+	if err != nil {
+		t.Fatalf("count logs: %v", err)
+	}
+	return n
+}
+
+func get(t *testing.T, url string) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+func keyLine(kind, secret string) string {
+	d := sha256.Sum256([]byte(secret))
+	return kind + " sha256:" + hex.EncodeToString(d[:])
 }

@@ -5,18 +5,25 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "example.com/obsvc"
 
+// appServer is the one constructor of the service.
+const appServer = module + "/app/server"
+
 // listedPackage is what the architecture rules need of `go list -json`.
 type listedPackage struct {
-	ImportPath string
-	Standard   bool
-	Deps       []string
-	Imports    []string
+	ImportPath  string
+	Standard    bool
+	Deps        []string
+	Imports     []string
+	TestImports []string
+	// XTestImports are the imports of the package's external tests (package x_test).
+	XTestImports []string
 }
 
 // TestArchitecture enforces the dependency rules of the hexagonal layout (make arch-check runs
@@ -30,6 +37,8 @@ type listedPackage struct {
 //  4. The adapters that hold the domain's own machinery behind its ports (tailhub, the live
 //     tail's fan-out; readshare, the per-key read semaphore) import only domain and the
 //     standard library.
+//  5. Nothing imports app/server, the one constructor, but the command (app) and the tests under
+//     app/ (its own, the end-to-end tests, the benchmarks and the fault tests).
 func TestArchitecture(t *testing.T) {
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = ".."
@@ -77,6 +86,18 @@ func TestArchitecture(t *testing.T) {
 				if l, _ := layerOf(imp); l == "adapters" || l == "app" {
 					t.Errorf("%s imports %s: only app may import adapters", p.ImportPath, imp)
 				}
+			}
+		}
+	}
+	for _, p := range pkgs {
+		for _, imp := range p.Imports {
+			if imp == appServer && p.ImportPath != module+"/app" {
+				t.Errorf("%s imports %s: only app may", p.ImportPath, imp)
+			}
+		}
+		for _, imp := range append(slices.Clone(p.TestImports), p.XTestImports...) {
+			if l, _ := layerOf(p.ImportPath); imp == appServer && l != "app" {
+				t.Errorf("the tests of %s import %s: only the tests under app/ may", p.ImportPath, imp)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 // Package apitest checks HTTP traffic against openapi.yaml in tests: every response a test
 // receives through Transport must be one the contract allows, status, headers and body, error
-// responses included. It is a normal package so that tests of several packages share it.
+// responses included; ReadEvents reads the live tail's event stream as a browser does. It is a
+// normal package so that tests of several packages share it.
 package apitest
 
 import (

@@ -232,6 +232,11 @@ func start(settings string) (*Server, error) {
 	if u := os.Getenv("TEST_DATABASE_URL"); u != "" && settings == "" {
 		return &Server{adminURL: u, external: true}, nil
 	}
+	return startOwn(settings)
+}
+
+// startOwn starts a new cluster of our own with more -c settings.
+func startOwn(settings string) (*Server, error) {
 	bin, err := findBinaries()
 	if err != nil {
 		return nil, err

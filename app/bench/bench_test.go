@@ -1,0 +1,297 @@
+package bench
+
+// The benchmark suite of `make bench`. Each benchmark runs our service and a baseline in the same
+// run on the same machine and reports both and their ratio with b.ReportMetric, so a noisy
+// machine still gives a meaningful figure. BENCH_ROWS sets the size of the read tables (default
+// 1,000,000; CI runs everything once on a small table only to keep the suite working).
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/app/server"
+	"example.com/obsvc/domain"
+)
+
+// pg is the PostgreSQL server of this test binary (see pgtest.Run).
+var pg *pgtest.Server
+
+// TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
+
+// serve builds the service over st with the one constructor, server.New, and serves it on a
+// loopback port until the benchmark ends. A nil log discards.
+func serve(tb testing.TB, cfg server.Config, st server.Store, log *slog.Logger) (*server.Server, *httptest.Server) {
+	tb.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	svc, err := server.New(cfg, st, log, server.Deps{})
+	if err != nil {
+		tb.Fatalf("server.New: %v", err)
+	}
+	srv := httptest.NewServer(svc.Handler)
+	tb.Cleanup(srv.Close)
+	return svc, srv
+}
+
+func benchRows() int {
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {
+		return n
+	}
+	return 1_000_000
+}
+
+// benchEnv is the real wiring over a store, served on loopback.
+type benchEnv struct {
+	url     string
+	st      server.Store
+	svc     *server.Server
+	cfg     server.Config
+	project string
+	// database names the PostgreSQL database of st, for benchmarks that count what its backends
+	// spend; "" on SQLite (in this process) and where the benchmark does not set it.
+	database string
+}
+
+// newProject creates a project named name through the service's use case and returns its id.
+func (e *benchEnv) newProject(b *testing.B, name string) string {
+	b.Helper()
+	p, err := e.svc.Core.CreateProject(domain.WithPrincipal(context.Background(), domain.Principal{Admin: true}), domain.ProjectInput{Name: name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p.ID
+}
+
+func newBenchEnv(b *testing.B, st server.Store, tweak func(*server.Config)) *benchEnv {
+	b.Helper()
+	cfg := server.DefaultConfig()
+	cfg.MaxInFlight = 0
+	cfg.LogLevel = "warn"
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	svc, srv := serve(b, cfg, st, nil)
+	e := &benchEnv{url: srv.URL, st: st, svc: svc, cfg: cfg}
+	e.project = e.newProject(b, "bench")
+	return e
+}
+
+func benchSQLite(b *testing.B) server.Store {
+	b.Helper()
+	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+func benchPostgres(b *testing.B) (server.Store, string) {
+	b.Helper()
+	url := pg.NewDatabase(b)
+	st, err := sqlstore.OpenPostgres(context.Background(), url, sqlstore.DefaultPostgresOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	return st, url
+}
+
+// runConcurrent sends n jobs over workers goroutines and returns the elapsed time.
+func runConcurrent(b *testing.B, workers, n int, job func(i int) error) time.Duration {
+	b.Helper()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := job(i); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	return elapsed
+}
+
+func postBatch(client *http.Client, url string, body []byte) error {
+	resp, err := client.Post(url+"/logs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 201 {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("POST /logs = %d %.300s", resp.StatusCode, b)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return nil
+}
+
+const (
+	createBatch   = 1000
+	createClients = 2
+)
+
+// BenchmarkCreateLogsPostgres: POST /logs end to end (validation included), 1,000-entry batches from
+// 2 clients, against raw pq COPY of the same rows, 1,000 per transaction, with 2 workers, into
+// the same schema (a second database migrated by the same code).
+func BenchmarkCreateLogsPostgres(b *testing.B) {
+	st, _ := benchPostgres(b)
+	e := newBenchEnv(b, st, nil)
+	rawStore, rawURL := benchPostgres(b)
+	rawProject := uuid.Must(uuid.NewV7()).String()
+	if err := rawStore.CreateProject(context.Background(), domain.Project{ID: rawProject, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+		b.Fatal(err)
+	}
+	raw, err := sqlx.Open("postgres", rawURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer raw.Close()
+	createLogsVersus(b, e, func(rows []Row) error { return copyRaw(raw.DB, rawProject, rows) })
+}
+
+// createLogsVersus sends the same batches through the API and through raw, 2 clients each, and
+// reports both rates and their ratio.
+func createLogsVersus(b *testing.B, e *benchEnv, raw func([]Row) error) {
+	b.Helper()
+	batches := max(b.N, 4) * 4
+	bodies := make([][]byte, batches)
+	rows := make([][]Row, batches)
+	for i := range bodies {
+		rows[i] = Batch(i, createBatch)
+		bodies[i] = BatchJSON(e.project, rows[i])
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
+	b.ResetTimer()
+	api := runConcurrent(b, createClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
+	direct := runConcurrent(b, createClients, batches, func(i int) error { return raw(rows[i]) })
+	b.StopTimer()
+	reportRatio(b, batches*createBatch, api, direct)
+}
+
+func copyRaw(db *sql.DB, projectID string, rows []Row) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	stmt, err := tx.Prepare("COPY logs (project_id, time, id, level, message, subject, user_id) FROM STDIN")
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := stmt.Exec(projectID, r.Time, uuid.Must(uuid.NewV7()).String(), r.Level, r.Message, r.Subject, r.User); err != nil {
+			return err
+		}
+	}
+	if _, err := stmt.Exec(); err != nil {
+		return err
+	}
+	if err := stmt.Close(); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// BenchmarkCreateLogsSQLite: POST /logs end to end against the fastest raw insert the same driver
+// can do: one transaction per batch, one prepared statement, same rows, same schema.
+func BenchmarkCreateLogsSQLite(b *testing.B) {
+	e := newBenchEnv(b, benchSQLite(b), nil)
+	dir := b.TempDir()
+	rawStore, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "raw.db"), sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rawProject := uuid.Must(uuid.NewV7()).String()
+	if err := rawStore.CreateProject(context.Background(), domain.Project{ID: rawProject, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+		b.Fatal(err)
+	}
+	_ = rawStore.Close()
+	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "raw.db")+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw.SetMaxOpenConns(1)
+	defer raw.Close()
+	createLogsVersus(b, e, func(rows []Row) error { return insertRawSQLite(raw, rawProject, rows) })
+}
+
+func insertRawSQLite(db *sql.DB, projectID string, rows []Row) error {
+	tx, err := db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
+	stmt, err := tx.Prepare("INSERT INTO logs (project_id, time, id, level, message, subject, user_id) VALUES (?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if _, err := stmt.Exec(projectID, r.Time, uuid.Must(uuid.NewV7()).String(), r.Level, r.Message, r.Subject, r.User); err != nil {
+			return err
+		}
+	}
+	_ = stmt.Close()
+	return tx.Commit()
+}
+
+func reportRatio(b *testing.B, rows int, api, direct time.Duration) {
+	apiRate := float64(rows) / api.Seconds()
+	rawRate := float64(rows) / direct.Seconds()
+	b.ReportMetric(apiRate, "api_rows/s")
+	b.ReportMetric(rawRate, "raw_rows/s")
+	b.ReportMetric(apiRate/rawRate, "ratio")
+}
+
+func str(s string) *commonpb.AnyValue {
+	return &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s}}
+}
+
+func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: v}
+}
+
+func keyLine(kind, secret string) string {
+	d := sha256.Sum256([]byte(secret))
+	return kind + " sha256:" + hex.EncodeToString(d[:])
+}

@@ -1,6 +1,0 @@
-//go:build !race
-
-package main
-
-// raceDetector is true when the tests run under the race detector (go test -race).
-const raceDetector = false
