@@ -34,7 +34,7 @@ run:
 ## the log explorer in Chromium, TypeScript clients in node). The log names each top-level test with its outcome, so
 ## it shows that the PostgreSQL tests ran rather than skipped; passing subtests are left out.
 test:
-	set -o pipefail; $(GO) test -count=1 -v ./... 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
+	set -o pipefail; $(GO) test -count=1 -timeout 30m -v ./... 2>&1 | grep -vE '^( +--- PASS|=== (RUN|PAUSE|CONT|NAME))'
 
 ## quick: the inner loop, in seconds: unit tests and everything on SQLite (-short skips PostgreSQL,
 ## Chromium and node)
@@ -44,7 +44,7 @@ quick:
 ## race: the race detector over the packages with concurrency (domain, stores, HTTP, Twirp, edge, app,
 ## its server and the end-to-end tests)
 race:
-	$(GO) test -race -count=1 ./domain/ ./adapters/... ./app/ ./app/server/ ./app/e2e/
+	$(GO) test -race -count=1 -timeout 30m ./domain/ ./adapters/... ./app/ ./app/server/ ./app/e2e/
 
 ## build: compile every package
 build:

@@ -97,8 +97,8 @@ func (b *batch) message(res domain.PartialResult) string {
 	return strings.Join(parts, "; ")
 }
 
-// toBatch maps every log record of req to an entry input (see README, "Sending logs with
-// OpenTelemetry"). fromJSON says the ids were read by protojson, which decodes the hex of OTLP
+// toBatch maps every log record of req to an entry input (see README, the "OTLP mapping" row:
+// it is the contract). fromJSON says the ids were read by protojson, which decodes the hex of OTLP
 // JSON as if it were base64 (see hexID). limits are the service's own (Service.Limits, as
 // configured): a severity_text becomes the level only when the service would accept it as one.
 // rejected are the records refused while decoding, in path order: they are left out.

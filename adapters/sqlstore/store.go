@@ -45,7 +45,7 @@ type engine interface {
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)
 	// containsText renders "column contains term" (term already folded) as a condition with one
 	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
-	// term's length times them (see README, Searching and counting).
+	// term's length times them (see README, the "Listing" row: the cost of q).
 	containsText(column, term string) (string, any)
 	// classify says what a driver error means by the engine's codes, for translate.
 	classify(err error) dbError

@@ -118,7 +118,7 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 	})))
 	mux.Handle("/", rest)
 
-	var handler http.Handler = edge.Chain(mux,
+	handler := edge.Chain(mux,
 		edge.Observe(log, m), // request id, access log, metrics: outermost, so refusals count too
 		edge.SecureHeaders,   // no-store, nosniff, no framing, on every answer
 		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)

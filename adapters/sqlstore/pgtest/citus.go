@@ -69,7 +69,7 @@ var errNoCitus = errors.New("no Citus extension")
 // table commits in two phases, even on one worker); the nodes talk to each other over loopback
 // without TLS. A worker that crashes between its PREPARE and COMMIT PREPARED keeps that
 // transaction's rows and row locks until the coordinator's 2PC recovery rolls it forward:
-// every second here instead of Citus's default minute, as README (Scaling out) advises.
+// every second here instead of Citus's default minute, as adapters/sqlstore/README.md (Citus) advises.
 const citusSettings = " -c max_connections=500 -c shared_preload_libraries=citus -c max_prepared_transactions=200 -c citus.node_conninfo=sslmode=disable -c citus.recover_2pc_interval=1s"
 
 func startCitus() (*Citus, error) {
