@@ -198,24 +198,14 @@ func (s *Service) buildEntry(e LogInput, now int64, bad func(field, detail strin
 	if sent != nil && KeepsSeverityText(*sent, level) {
 		severityText = sent
 	}
-	if e.Subject != nil {
-		if d := l.EntryFieldProblem("subject", *e.Subject); d != "" {
-			bad("subject", d)
-		}
-	}
-	if e.UserID != nil {
-		if d := l.EntryFieldProblem("user_id", *e.UserID); d != "" {
-			bad("user_id", d)
-		}
-	}
-	if e.TraceID != nil {
-		if d := l.EntryFieldProblem("trace_id", *e.TraceID); d != "" {
-			bad("trace_id", d)
-		}
-	}
-	if e.SpanID != nil {
-		if d := l.EntryFieldProblem("span_id", *e.SpanID); d != "" {
-			bad("span_id", d)
+	for _, f := range [...]struct {
+		name  string
+		value *string
+	}{{"subject", e.Subject}, {"user_id", e.UserID}, {"trace_id", e.TraceID}, {"span_id", e.SpanID}} {
+		if f.value != nil {
+			if d := l.EntryFieldProblem(f.name, *f.value); d != "" {
+				bad(f.name, d)
+			}
 		}
 	}
 	var attrs json.RawMessage

@@ -92,10 +92,10 @@ type ReadShares interface {
 // Tailer follows projects' entries live once a tail has started (see Service.Tail), and hears
 // of every batch committed through this instance.
 type Tailer interface {
-	// Open counts a tail of holder (an API key, or a client) in, and returns its close: not ok,
-	// and nothing counted, past TailOptions.MaxPerKey tails of holder or MaxTotal in all, of
-	// which the last quarter is kept for a holder's first tail.
-	Open(holder string) (close func(), ok bool)
+	// Open counts a tail of holder (an API key, or a client) in, and returns its close; past
+	// the Tailer's bounds on open tails it counts nothing and returns a KindRateLimited error
+	// that says them.
+	Open(holder string) (close func(), err error)
 	// Follow hands f.Fn, in ingest order and once each, every entry of f.Filter's project that
 	// matches the filter and comes after f.After, whichever instance wrote it, until ctx ends
 	// (nil), f.Fn fails (its error, unchanged) or a read or f.Check fails (that error).
@@ -115,10 +115,9 @@ type TailFollow struct {
 	// Fn receives the entries (see TailFunc).
 	Fn TailFunc
 	// Start bounds the reads of the tail until it first catches up; Started is called once
-	// then, and the reads that follow are bounded by TailOptions.ReadTimeout each.
+	// then, and the Tailer bounds each read that follows.
 	Start   context.Context
 	Started func()
-	// Check says whether the project still exists; an open tail calls it now and then
-	// (TailOptions.CheckEvery).
+	// Check says whether the project still exists; an open tail calls it now and then.
 	Check func(ctx context.Context) error
 }

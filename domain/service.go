@@ -21,8 +21,10 @@ type Options struct {
 	Now    func() time.Time
 	NewID  func() string
 	Rand   Random
-	// Tail bounds the live tail; the zero value means DefaultTailOptions.
-	Tail TailOptions
+	// TailStartTimeout, when positive, bounds a tail's start (the project's check, the replay,
+	// the reads that catch up from a resumed position): a start that takes longer fails as
+	// KindUnavailable.
+	TailStartTimeout time.Duration
 	// Tailer follows tails once started; without it (or without a TailStore) Tail is
 	// unavailable.
 	Tailer Tailer
@@ -67,7 +69,7 @@ type Service struct {
 
 	// tailStore is the store when it can read in ingest order (nil: Tail is unavailable).
 	tailStore TailStore
-	tailOpts  TailOptions
+	tailStart time.Duration
 	tailer    Tailer
 
 	// shares bounds each key's store reads (see acquireRead).
@@ -77,11 +79,8 @@ type Service struct {
 
 // NewService returns a Service over store.
 func NewService(store Store, opts Options) *Service {
-	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailOpts: opts.Tail, tailer: opts.Tailer, shares: opts.ReadShares, names: opts.Names.withDefaults()}
+	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailStart: opts.TailStartTimeout, tailer: opts.Tailer, shares: opts.ReadShares, names: opts.Names.withDefaults()}
 	s.tailStore, _ = store.(TailStore)
-	if s.tailOpts == (TailOptions{}) {
-		s.tailOpts = DefaultTailOptions()
-	}
 	if s.limits == (Limits{}) {
 		s.limits = DefaultLimits()
 	}

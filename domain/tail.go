@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
 )
 
 // TailPosition is a place in a project's ingest order: the entry at position Pos of the batch
@@ -41,26 +40,20 @@ type TailQuery struct {
 	LogFilter
 	After TailPosition
 	Limit int
-	// Before, when not zero, is a position TailHorizon returned: the read takes only entries
-	// before it, every one of them final. When zero the read goes up to what is final as it reads.
+	// Before, when not zero, is a horizon the store returned (tailhub.Store): the read takes
+	// only entries before it, every one of them final; when zero it goes up to what is final
+	// as it reads.
 	Before TailPosition
 	// Skip are batches (their TailPosition.Tx) the read leaves out: the caller holds them.
 	Skip []uint64
 }
 
-// TailStore reads a project's entries in ingest order.
+// TailStore is what a tail's start reads of a store that follows ingest order; the Tailer
+// declares what it reads after (tailhub.Store).
 type TailStore interface {
 	// TailHead returns the position after which come the entries committed from now on (and
 	// possibly a few committed just before). KindNotFound if the project does not exist.
 	TailHead(ctx context.Context, projectID string) (TailPosition, error)
-	// TailHorizon is TailHead without looking the project up: every entry of the project
-	// committed from now on comes after it, and every batch before it has committed or never
-	// will.
-	TailHorizon(ctx context.Context, projectID string) (TailPosition, error)
-	// ReadTail returns, in ingest order, up to q.Limit entries matching q after q.After whose
-	// place is final: no entry committed later may come before them. Entries written before
-	// ingest order was recorded are never returned.
-	ReadTail(ctx context.Context, q TailQuery) ([]TailEntry, error)
 	// ReplayTail returns, in ingest order, the last limit entries matching f (Start and End
 	// included) at or before upTo.
 	ReplayTail(ctx context.Context, f LogFilter, upTo TailPosition, limit int) ([]TailEntry, error)
@@ -117,37 +110,6 @@ func DecodeTailToken(param, text string) (TailPosition, error) {
 	return p, nil
 }
 
-// TailOptions bound the live tail.
-type TailOptions struct {
-	// MaxPerKey bounds the open tails of one API key (of one client address when the service is
-	// open), MaxTotal those of the whole instance; beyond either a new tail is KindRateLimited.
-	// The last quarter of MaxTotal is kept for the first tail of a key: a key that holds a tail
-	// already may open another only while fewer than MaxTotal-MaxTotal/4 are open, so that keys
-	// holding many tails between them cannot take every one from a key that holds none.
-	MaxPerKey int
-	MaxTotal  int
-	// ReadTimeout, when positive, bounds each read of the store a tail makes, and a tail's
-	// start (the project's check, the replay, and the reads that catch up from a resumed
-	// position): a start that takes longer fails as KindUnavailable, or, once the stream is
-	// under way, ends it (the client resumes from the last entry it received).
-	ReadTimeout time.Duration
-	// Poll is how often an idle tail looks for entries written through other instances (entries
-	// written through this one wake it at once).
-	Poll time.Duration
-	// Batch is the most entries one read hands on.
-	Batch int
-	// CheckEvery is how often an open tail checks that its project still exists.
-	CheckEvery time.Duration
-	// Coalesce is the least time between two reads that hand a project's entries on to its
-	// tails (the Tailer's pacing); 0 reads at once.
-	Coalesce time.Duration
-}
-
-// DefaultTailOptions are the documented defaults.
-func DefaultTailOptions() TailOptions {
-	return TailOptions{MaxPerKey: 10, MaxTotal: 1000, Poll: 250 * time.Millisecond, Batch: 500, CheckEvery: 5 * time.Second, Coalesce: 100 * time.Millisecond}
-}
-
 // TailRequest is what a client asks of a tail: the filter, and where to start. Resume (the
 // last event id a client saw) wins over Cursor; with neither the tail starts at the entries
 // ingested from now on, after replaying, when StartTime is set, the last ReplayLimit entries
@@ -158,8 +120,11 @@ type TailRequest struct {
 	Cursor      string
 	StartTime   *int64
 	ReplayLimit int
-	// Client names who holds the tail for MaxPerKey when the service is open (no key).
+	// Client names who holds the tail (see Tailer.Open) when the service is open (no key).
 	Client string
+	// Started, when not nil, is called once the tail's start is done (it has caught up): the
+	// transport gives back what the start held, such as its share of the in-flight limits.
+	Started func()
 }
 
 // TailFunc receives the entries a tail found, in order, to send together; it is called with
@@ -212,13 +177,12 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	case replay < 0 || replay > s.limits.MaxPageSize:
 		return ParamError("limit", fmt.Sprintf("must be between 1 and %d", s.limits.MaxPageSize))
 	}
-	o := s.tailOpts
 	// The start (the project's check, the replay, the catch-up from a resumed position) is
 	// bounded as a whole, and holds the request's share of the limits on requests in flight
-	// (see WithAdmission) until it is done.
+	// (TailRequest.Started) until it is done.
 	sctx, startDone := context.WithCancel(ctx)
-	if o.ReadTimeout > 0 {
-		sctx, startDone = context.WithTimeout(ctx, o.ReadTimeout)
+	if s.tailStart > 0 {
+		sctx, startDone = context.WithTimeout(ctx, s.tailStart)
 	}
 	defer startDone()
 	if _, err := s.project(sctx, f.ProjectID); err != nil {
@@ -232,9 +196,9 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 	if holder == "" {
 		holder = "client " + r.Client
 	}
-	closeTail, ok := s.tailer.Open(holder)
-	if !ok {
-		return Errorf(KindRateLimited, "too many open tails (at most %d per key, %d in all, of which the last quarter only for a key's first); %s", o.MaxPerKey, o.MaxTotal, s.retryHint())
+	closeTail, err := s.tailer.Open(holder)
+	if err != nil {
+		return Errorf(KindOf(err), "%s; %s", err.Error(), s.retryHint())
 	}
 	defer closeTail()
 	// The start's reads (the replay, the catch-up) are reads like a listing's, and can cost as
@@ -291,7 +255,9 @@ func (s *Service) Tail(ctx context.Context, r TailRequest, fn TailFunc) error {
 		Started: func() {
 			endRead()
 			startDone()
-			EndAdmission(ctx)
+			if r.Started != nil {
+				r.Started()
+			}
 		},
 		Check: func(ctx context.Context) error {
 			_, err := s.project(ctx, f.ProjectID)
@@ -314,10 +280,10 @@ func (s *Service) retryHint() string {
 }
 
 // startErr is the answer to a tail whose start failed: KindUnavailable when it took longer than
-// TailOptions.ReadTimeout (ctx, the request's, still open; sctx, the start's, ended), err else.
+// Options.TailStartTimeout (ctx, the request's, still open; sctx, the start's, ended), err else.
 func (s *Service) startErr(ctx, sctx context.Context, err error) error {
 	if ctx.Err() == nil && errors.Is(sctx.Err(), context.DeadlineExceeded) {
-		return Errorf(KindUnavailable, "the tail's start took longer than %s; retry, or resume from a later position", s.tailOpts.ReadTimeout)
+		return Errorf(KindUnavailable, "the tail's start took longer than %s; retry, or resume from a later position", s.tailStart)
 	}
 	return err
 }

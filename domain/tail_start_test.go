@@ -49,7 +49,7 @@ func (caughtUp) Follow(ctx context.Context, f TailFollow) error {
 
 func (caughtUp) Written(map[string]uint64, []LogEntry) {}
 
-func (caughtUp) Open(string) (func(), bool) { return func() {}, true }
+func (caughtUp) Open(string) (func(), error) { return func() {}, nil }
 
 // oneShare is ReadShares of one read per key, past which a read is refused at once.
 type oneShare struct {
@@ -87,7 +87,7 @@ func (s slowReplay) ReplayTail(ctx context.Context, _ LogFilter, _ TailPosition,
 // own context has no deadline.
 func TestTailStartHasADeadline(t *testing.T) {
 	f := &tailFake{project: Project{ID: testID(), Name: "p"}}
-	svc := NewService(slowReplay{f}, opts(Options{Tailer: caughtUp{}, Tail: TailOptions{MaxPerKey: 10, MaxTotal: 10, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour, ReadTimeout: 100 * time.Millisecond}}))
+	svc := NewService(slowReplay{f}, opts(Options{Tailer: caughtUp{}, TailStartTimeout: 100 * time.Millisecond}))
 	start := int64(0)
 	began := time.Now()
 	called := false
@@ -177,7 +177,7 @@ func TestTailStartHoldsAReadShare(t *testing.T) {
 	hr := heldReplay{f, make(chan struct{}), make(chan struct{})}
 	limits := DefaultLimits()
 	limits.MaxReadsPerKey, limits.ReadShareWait = 1, 0
-	svc := NewService(hr, opts(Options{Limits: limits, ReadShares: &oneShare{}, Tailer: caughtUp{}, Tail: TailOptions{MaxPerKey: 10, MaxTotal: 10, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour, ReadTimeout: time.Minute}}))
+	svc := NewService(hr, opts(Options{Limits: limits, ReadShares: &oneShare{}, Tailer: caughtUp{}, TailStartTimeout: time.Minute}))
 	ctx, cancel := context.WithCancel(WithPrincipal(t.Context(), Principal{ProjectID: f.project.ID, KeyID: "k"}))
 	defer cancel()
 	opened := make(chan struct{})

@@ -428,8 +428,8 @@ func TestShedGivesSharesBackEarly(t *testing.T) {
 			h := layer(f.refuse)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				switch r.URL.Path {
 				case "/tail":
-					domain.EndAdmission(r.Context())
-					domain.EndAdmission(r.Context())
+					EndAdmission(r.Context())
+					EndAdmission(r.Context())
 					close(started)
 					<-release
 				case "/hold":

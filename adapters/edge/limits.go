@@ -17,7 +17,7 @@ import (
 // Shed caps the requests in flight: past the cap a request is refused at once as
 // KindUnavailable (503 with Retry-After) instead of queueing without bound. Health checks are
 // never shed. A limit of zero or less turns it off. A long-lived request gives its slot back
-// early through domain.EndAdmission (a live tail, once its start is done).
+// early through EndAdmission (a live tail, once its start is done).
 func Shed(limit int, refuse Refuse) Middleware {
 	return func(next http.Handler) http.Handler {
 		if limit <= 0 {
@@ -33,7 +33,7 @@ func Shed(limit int, refuse Refuse) Middleware {
 			case slots <- struct{}{}:
 				release := sync.OnceFunc(func() { <-slots })
 				defer release()
-				next.ServeHTTP(w, r.WithContext(domain.WithAdmission(r.Context(), release)))
+				next.ServeHTTP(w, r.WithContext(withAdmission(r.Context(), release)))
 			default:
 				refuse(w, r, domain.Errorf(domain.KindUnavailable, "the server is at its limit of requests in flight; retry shortly"))
 			}
@@ -75,7 +75,7 @@ func ShedPerClient(limit int, refuse Refuse) Middleware {
 				mu.Unlock()
 			})
 			defer release()
-			next.ServeHTTP(w, r.WithContext(domain.WithAdmission(r.Context(), release)))
+			next.ServeHTTP(w, r.WithContext(withAdmission(r.Context(), release)))
 		})
 	}
 }

@@ -5,8 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-
-	"example.com/obsvc/domain"
 )
 
 // NewLogger logs JSON when out is not a terminal (a log pipeline reads it), text otherwise, and
@@ -40,7 +38,7 @@ func isTerminal(f *os.File) bool {
 type ContextHandler struct{ slog.Handler }
 
 func (h ContextHandler) Handle(ctx context.Context, r slog.Record) error {
-	if id := domain.RequestID(ctx); id != "" {
+	if id := requestID(ctx); id != "" {
 		r.AddAttrs(slog.String("request_id", id))
 	}
 	return h.Handler.Handle(ctx, r)

@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 	"time"
-
-	"example.com/obsvc/domain"
 )
 
 // quietRoute reports routes logged at debug level: probes and scrapes would drown the access log.
@@ -33,7 +31,7 @@ func Observe(log *slog.Logger, m *Metrics) Middleware {
 				id = newRequestID()
 			}
 			w.Header()["X-Request-Id"] = []string{id}
-			r = r.WithContext(domain.WithRequestID(r.Context(), id))
+			r = r.WithContext(withRequestID(r.Context(), id))
 			rec := &responseRecorder{ResponseWriter: w, status: http.StatusOK}
 			defer func() {
 				// Also on panic (then the connection is dropped): the line and the metrics still count it.

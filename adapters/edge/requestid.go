@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"time"
@@ -35,4 +36,19 @@ func newRequestID() string {
 	binary.BigEndian.PutUint64(u[0:8], ms<<16|0x7000|hi&0x0fff)  // 48 bits of time, version 7, 12 random
 	binary.BigEndian.PutUint64(u[8:16], lo&^(0b11<<62)|0b10<<62) // variant 10, 62 random
 	return u.String()
+}
+
+type requestIDKey struct{}
+
+// withRequestID returns ctx carrying the id of the request it serves, so that the logs made
+// with it name the request (ContextHandler). Answers name it from the response's X-Request-Id
+// header, which Observe sets before any handler runs.
+func withRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// requestID returns the request id ctx carries, or "".
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
 }

@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,10 @@ type Options struct {
 	// StopTails, when closed, ends every open tail: closed when the server starts to shut
 	// down, so that tails do not hold the drain.
 	StopTails <-chan struct{}
+	// TailStarted, when not nil, is called with a tail's request context once its start is done
+	// (domain.TailRequest.Started): the edge gives back the request's share of the in-flight
+	// limits, which a tail holds while it starts and not while it waits.
+	TailStarted func(context.Context)
 }
 
 // DefaultMaxBodyBytes is the documented body limit, 10 MiB.
@@ -71,7 +76,7 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 		})
 	mux := http.NewServeMux()
 	// Not generated (see tailHandler): server.cfg.yaml leaves the operation out.
-	mux.Handle("GET /logs/tail", tailHandler{svc: svc, problems: problems, stall: opts.StallTimeout, heartbeat: opts.TailHeartbeat, stop: opts.StopTails})
+	mux.Handle("GET /logs/tail", tailHandler{svc: svc, problems: problems, stall: opts.StallTimeout, heartbeat: opts.TailHeartbeat, stop: opts.StopTails, started: opts.TailStarted})
 	rest.HandlerWithOptions(createLogsOnce{ServerInterface: strict, srv: srv, problems: problems}, rest.StdHTTPServerOptions{
 		BaseRouter:       mux,
 		ErrorHandlerFunc: problems.paramError,

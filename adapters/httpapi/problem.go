@@ -116,10 +116,11 @@ func writeProblem(w http.ResponseWriter, r *http.Request, status int, detail str
 	if len(fields) > 0 {
 		body.Errors = &fields
 	}
-	if id := domain.RequestID(r.Context()); id != "" {
+	h := w.Header()
+	// The request's id, as the edge set it on the answer before any handler ran.
+	if id := h.Get("X-Request-Id"); id != "" {
 		body.RequestId = &id
 	}
-	h := w.Header()
 	h.Del("Content-Length")
 	h.Set("Content-Type", problemContentType)
 	h.Set("X-Content-Type-Options", "nosniff")

@@ -37,6 +37,8 @@ type tailHandler struct {
 	heartbeat time.Duration
 	// stop, when closed, ends every open tail (the server is shutting down).
 	stop <-chan struct{}
+	// started, when not nil, is told of each tail whose start is done (Options.TailStarted).
+	started func(context.Context)
 }
 
 func (t tailHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -44,6 +46,9 @@ func (t tailHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		t.problems.write(w, r, err)
 		return
+	}
+	if t.started != nil {
+		req.Started = func() { t.started(r.Context()) }
 	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

@@ -77,7 +77,7 @@ func (s *Store) TailHead(ctx context.Context, projectID string) (domain.TailPosi
 	return s.TailHorizon(ctx, projectID)
 }
 
-// TailHorizon implements domain.TailStore: after every entry of the project's newest committed
+// TailHorizon implements tailhub.Store: after every entry of the project's newest committed
 // batch. A project's hub asks it before each read, so the statement is prepared once.
 func (s *Store) TailHorizon(ctx context.Context, projectID string) (domain.TailPosition, error) {
 	stmt, err := s.listing(ctx, s.bind("SELECT seq FROM tail_seq WHERE project_id = ?"))
@@ -91,7 +91,7 @@ func (s *Store) TailHorizon(ctx context.Context, projectID string) (domain.TailP
 	return domain.TailPosition{Tx: uint64(seq), Pos: math.MaxInt32}, nil
 }
 
-// ReadTail implements domain.TailStore. With q.Before the read is bounded by that horizon; the
+// ReadTail implements tailhub.Store. With q.Before the read is bounded by that horizon; the
 // batches of q.Skip are left out before their rows are visited. The statements are prepared
 // once per filter.
 func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {

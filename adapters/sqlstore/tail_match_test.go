@@ -1,6 +1,7 @@
 package sqlstore_test
 
 import (
+	"context"
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
@@ -25,7 +26,7 @@ func TestTailFilterAgreesWithGo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := open(t)
-			ts, ok := s.(domain.TailStore)
+			ts, ok := s.(tailReader)
 			if !ok {
 				t.Fatal("the store does not read in ingest order")
 			}
@@ -91,7 +92,14 @@ func TestTailFilterAgreesWithGo(t *testing.T) {
 }
 
 // readAll reads the tail of f from after to its end, in small pages.
-func readAll(t *testing.T, ts domain.TailStore, f domain.LogFilter, after domain.TailPosition) []domain.TailEntry {
+// tailReader is what the tail hub reads of a store (tailhub.Store).
+type tailReader interface {
+	domain.TailStore
+	TailHorizon(ctx context.Context, projectID string) (domain.TailPosition, error)
+	ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error)
+}
+
+func readAll(t *testing.T, ts tailReader, f domain.LogFilter, after domain.TailPosition) []domain.TailEntry {
 	t.Helper()
 	var out []domain.TailEntry
 	for {
@@ -119,7 +127,7 @@ func TestTailPlacedBatches(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			s := open(t)
-			ts := s.(domain.TailStore)
+			ts := s.(tailReader)
 			now := time.Now().UTC()
 			p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "placed", CreatedAt: now, UpdatedAt: now}
 			other := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "other", CreatedAt: now, UpdatedAt: now}

@@ -3,7 +3,7 @@
 // goroutines belong to the Hub: each project's reader ends when its last tail leaves, and Close
 // ends them all and waits for them.
 //
-// Pacing (domain.TailOptions.Coalesce): what is written to a project sooner than Coalesce after
+// Pacing (Options.Coalesce): what is written to a project sooner than Coalesce after
 // its hub last handed entries on waits, and is read with whatever else comes, when Coalesce has
 // passed. A hub that has handed nothing on for Coalesce reads at once, so a quiet project's
 // entries are not delayed. Under a steady stream the hub asks the store and wakes its tails at
@@ -28,16 +28,61 @@ import (
 const tailQueue = 16
 
 // tailHeldReads bounds what a hub holds of the batches written through this instance that it
-// has not handed on yet (see tailHub.held): at most this many reads' worth (TailOptions.Batch
+// has not handed on yet (see tailHub.held): at most this many reads' worth (Options.Batch
 // entries each). Beyond it a batch is not held, and the hub reads it from the store instead.
 const tailHeldReads = 16
+
+// Options bound the live tail.
+type Options struct {
+	// MaxPerKey bounds the open tails of one API key (of one client address when the service is
+	// open), MaxTotal those of the whole instance; beyond either a new tail is KindRateLimited.
+	// The last quarter of MaxTotal is kept for the first tail of a key: a key that holds a tail
+	// already may open another only while fewer than MaxTotal-MaxTotal/4 are open, so that keys
+	// holding many tails between them cannot take every one from a key that holds none.
+	MaxPerKey int
+	MaxTotal  int
+	// ReadTimeout, when positive, bounds each read of the store a tail makes once it has
+	// caught up: a read that takes longer ends the stream (the client resumes from the last
+	// entry it received). The start's reads are bounded by the start's context
+	// (domain.Options.TailStartTimeout).
+	ReadTimeout time.Duration
+	// Poll is how often an idle tail looks for entries written through other instances (entries
+	// written through this one wake it at once).
+	Poll time.Duration
+	// Batch is the most entries one read hands on.
+	Batch int
+	// CheckEvery is how often an open tail checks that its project still exists.
+	CheckEvery time.Duration
+	// Coalesce is the least time between two reads that hand a project's entries on to its
+	// tails (the Tailer's pacing); 0 reads at once.
+	Coalesce time.Duration
+}
+
+// DefaultOptions are the documented defaults.
+func DefaultOptions() Options {
+	return Options{MaxPerKey: 10, MaxTotal: 1000, Poll: 250 * time.Millisecond, Batch: 500, CheckEvery: 5 * time.Second, Coalesce: 100 * time.Millisecond}
+}
+
+// Store reads a project's entries in ingest order: what a tail's start reads (domain.TailStore),
+// and what a tail reads after.
+type Store interface {
+	domain.TailStore
+	// TailHorizon is TailHead without looking the project up: every entry of the project
+	// committed from now on comes after it, and every batch before it has committed or never
+	// will.
+	TailHorizon(ctx context.Context, projectID string) (domain.TailPosition, error)
+	// ReadTail returns, in ingest order, up to q.Limit entries matching q after q.After whose
+	// place is final: no entry committed later may come before them. Entries written before
+	// ingest order was recorded are never returned.
+	ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error)
+}
 
 // Hub follows the tails of this instance (domain.Tailer): it wakes them when entries are
 // written through this instance, and holds the hubs that read each tailed project once for all
 // its tails.
 type Hub struct {
-	store domain.TailStore
-	opts  domain.TailOptions
+	store Store
+	opts  Options
 	// base is the parent of every project's reader; Close ends it and waits for them (wg).
 	base   context.Context
 	cancel context.CancelFunc
@@ -57,10 +102,10 @@ var _ domain.Tailer = (*Hub)(nil)
 var errClosed = errors.New("the tail hub was closed")
 
 // New returns a Hub reading store, bounded by o (the zero value means
-// domain.DefaultTailOptions). Close ends its goroutines.
-func New(store domain.TailStore, o domain.TailOptions) *Hub {
-	if o == (domain.TailOptions{}) {
-		o = domain.DefaultTailOptions()
+// DefaultOptions). Close ends its goroutines.
+func New(store Store, o Options) *Hub {
+	if o == (Options{}) {
+		o = DefaultOptions()
 	}
 	base, cancel := context.WithCancel(context.Background())
 	return &Hub{store: store, opts: o, base: base, cancel: cancel}
@@ -77,15 +122,15 @@ func (t *Hub) Close() {
 }
 
 // Open counts a tail of holder in (see domain.Tailer).
-func (t *Hub) Open(holder string) (func(), bool) {
+func (t *Hub) Open(holder string) (func(), error) {
 	if !t.acquire(holder, t.opts) {
-		return nil, false
+		return nil, domain.Errorf(domain.KindRateLimited, "too many open tails (at most %d per key, %d in all, of which the last quarter only for a key's first)", t.opts.MaxPerKey, t.opts.MaxTotal)
 	}
 	var once sync.Once
-	return func() { once.Do(func() { t.release(holder) }) }, true
+	return func() { once.Do(func() { t.release(holder) }) }, nil
 }
 
-func (t *Hub) acquire(who string, o domain.TailOptions) bool {
+func (t *Hub) acquire(who string, o Options) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	held := t.open[who]
@@ -160,7 +205,7 @@ func tailErr(ctx context.Context, err error) error {
 // tailHub reads a project's entries in ingest order, unfiltered, once for all the tails of the
 // project on this instance that have caught up with it, and hands every read to each of them;
 // each keeps what its filter matches. With one reader per project an instance asks the store
-// once per write or poll, at most once per TailOptions.Coalesce under a steady stream, however
+// once per write or poll, at most once per Options.Coalesce under a steady stream, however
 // many tails are open.
 //
 // What this instance writes to the project the hub does not read back: each batch comes with
@@ -570,7 +615,7 @@ func mergeTail(a, b []domain.TailEntry) []domain.TailEntry {
 	return append(append(out, a...), b...)
 }
 
-// readCtx bounds one read of the store a tail makes by TailOptions.ReadTimeout.
+// readCtx bounds one read of the store a tail makes by Options.ReadTimeout.
 func (t *Hub) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if t.opts.ReadTimeout > 0 {
 		return context.WithTimeout(ctx, t.opts.ReadTimeout)
@@ -596,7 +641,7 @@ type tailLoop struct {
 }
 
 // readCtx is the context of one read of the store: the start's while the tail catches up, one
-// bounded by TailOptions.ReadTimeout after.
+// bounded by Options.ReadTimeout after.
 func (l *tailLoop) readCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	if l.started != nil {
 		return l.start, func() {}

@@ -197,9 +197,9 @@ type tailSetup struct {
 func newTailSetup(t *testing.T) *tailSetup {
 	f := &tailFake{project: domain.Project{ID: testID(), Name: "p"}}
 	// Polls are rare: only writes through this instance wake the tails.
-	o := domain.TailOptions{MaxPerKey: 100, MaxTotal: 100, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour}
+	o := Options{MaxPerKey: 100, MaxTotal: 100, Poll: time.Hour, Batch: 7, CheckEvery: time.Hour}
 	hub := New(f, o)
-	svc := domain.NewService(f, domain.Options{NewID: testID, Tail: o, Tailer: hub})
+	svc := domain.NewService(f, domain.Options{NewID: testID, TailStartTimeout: o.ReadTimeout, Tailer: hub})
 	ctx, cancel := context.WithCancel(admin(t))
 	s := &tailSetup{svc: svc, hub: hub, store: f, ctx: ctx, cancel: cancel}
 	t.Cleanup(func() { cancel(); s.wg.Wait(); hub.Close() })
@@ -254,7 +254,7 @@ func TestTailHubReadsOncePerWrite(t *testing.T) {
 }
 
 // forCoalesce runs test with hubs that read at every write, and with hubs that read what comes
-// within 20ms of handing entries on when the 20ms have passed (TailOptions.Coalesce).
+// within 20ms of handing entries on when the 20ms have passed (Options.Coalesce).
 func forCoalesce(t *testing.T, test func(*testing.T, *tailSetup)) {
 	for _, c := range []time.Duration{0, 20 * time.Millisecond} {
 		t.Run(fmt.Sprint("coalesce=", c), func(t *testing.T) {
@@ -612,19 +612,20 @@ func TestTailTakeAgreesWithMatches(t *testing.T) {
 	}
 }
 
-// TestTailGivesItsAdmissionBackOnceStarted: a tail holds the shares of the in-flight limits its
-// context carries while it starts, and gives each back once, when it has caught up, while it
-// stays open.
+// TestTailGivesItsAdmissionBackOnceStarted: a tail holds the shares of the in-flight limits
+// while it starts, and gives them back once (TailRequest.Started), when it has caught up,
+// while it stays open.
 func TestTailGivesItsAdmissionBackOnceStarted(t *testing.T) {
 	s := newTailSetup(t)
 	var released atomic.Int32
-	ctx := domain.WithAdmission(domain.WithAdmission(s.ctx, func() { released.Add(1) }), func() { released.Add(10) })
-	s.write(t, 0, 20) // a backlog of three reads (Batch 7) from the start
+	ctx := s.ctx
+	started := func() { released.Add(11) } // what the transport gives back: two shares, 1 and 10
+	s.write(t, 0, 20)                      // a backlog of three reads (Batch 7) from the start
 	var got []string
 	opened := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- s.svc.Tail(ctx, domain.TailRequest{LogFilter: domain.LogFilter{ProjectID: s.store.project.ID}, Cursor: domain.EncodeTailToken(domain.TailPosition{})}, func(es []domain.TailEntry) error {
+		done <- s.svc.Tail(ctx, domain.TailRequest{LogFilter: domain.LogFilter{ProjectID: s.store.project.ID}, Cursor: domain.EncodeTailToken(domain.TailPosition{}), Started: started}, func(es []domain.TailEntry) error {
 			if es == nil && opened != nil {
 				if n := released.Load(); n != 0 {
 					t.Errorf("released %d before the catch-up", n)
@@ -658,7 +659,7 @@ func TestTailGivesItsAdmissionBackOnceStarted(t *testing.T) {
 // a key with none still opens its first there.
 func TestTailsKeptForNewKeys(t *testing.T) {
 	var tl Hub
-	o := domain.TailOptions{MaxPerKey: 3, MaxTotal: 8} // 2 kept for first tails
+	o := Options{MaxPerKey: 3, MaxTotal: 8} // 2 kept for first tails
 	for _, who := range []string{"a", "a", "a", "b", "b", "b"} {
 		if !tl.acquire(who, o) {
 			t.Fatalf("tail %d of %s refused", tl.open[who]+1, who)

@@ -12,6 +12,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi"
 	"example.com/obsvc/adapters/otlpapi"
+	"example.com/obsvc/adapters/tailhub"
 	"example.com/obsvc/adapters/twirpapi"
 	"example.com/obsvc/domain"
 )
@@ -94,11 +95,11 @@ func DefaultConfig() Config {
 		RetentionEvery:  time.Minute,
 		RetentionBatch:  5000,
 		RetentionDuty:   0.05,
-		MaxTails:        domain.DefaultTailOptions().MaxPerKey,
-		MaxTailsTotal:   domain.DefaultTailOptions().MaxTotal,
-		TailPoll:        domain.DefaultTailOptions().Poll,
+		MaxTails:        tailhub.DefaultOptions().MaxPerKey,
+		MaxTailsTotal:   tailhub.DefaultOptions().MaxTotal,
+		TailPoll:        tailhub.DefaultOptions().Poll,
 		TailHeartbeat:   httpapi.DefaultTailHeartbeat,
-		TailCoalesce:    domain.DefaultTailOptions().Coalesce,
+		TailCoalesce:    tailhub.DefaultOptions().Coalesce,
 	}
 }
 
@@ -214,8 +215,8 @@ func (c Config) ReadShare(pools map[string]*sql.DB, cpus int) int {
 }
 
 // tailOptions are the bounds of the live tail.
-func (c Config) tailOptions() domain.TailOptions {
-	o := domain.DefaultTailOptions()
+func (c Config) tailOptions() tailhub.Options {
+	o := tailhub.DefaultOptions()
 	o.MaxPerKey, o.MaxTotal, o.Poll, o.Coalesce = c.MaxTails, c.MaxTailsTotal, c.TailPoll, c.TailCoalesce
 	o.ReadTimeout = c.RequestTimeout
 	return o

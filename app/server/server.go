@@ -70,11 +70,11 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 	limits.MaxReadsPerKey = cfg.ReadShare(st.Pools(), runtime.GOMAXPROCS(0))
 	names := httpapi.Names()
 	names.Project = otlpapi.ProjectHeader
-	opts := domain.Options{Limits: limits, NewID: NewID, Now: d.Now, Rand: d.Rand, Tail: cfg.tailOptions(),
+	opts := domain.Options{Limits: limits, NewID: NewID, Now: d.Now, Rand: d.Rand, TailStartTimeout: cfg.RequestTimeout,
 		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait), Names: names}
 	closeTails := func() {}
-	if ts, ok := st.(domain.TailStore); ok {
-		hub := tailhub.New(ts, opts.Tail)
+	if ts, ok := st.(tailhub.Store); ok {
+		hub := tailhub.New(ts, cfg.tailOptions())
 		opts.Tailer, closeTails = hub, hub.Close
 	}
 	core := domain.NewService(st, opts)
@@ -90,6 +90,7 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 		OnLogsDeleted: m.LogsDeleted,
 		TailHeartbeat: cfg.TailHeartbeat,
 		StopTails:     stopTails,
+		TailStarted:   edge.EndAdmission, // a tail holds its in-flight share while it starts only
 	})
 	if err != nil {
 		return nil, err

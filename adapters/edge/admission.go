@@ -1,13 +1,13 @@
-package domain
+package edge
 
 import "context"
 
 type admissionKey struct{}
 
-// WithAdmission returns ctx carrying release, which gives back the share of a limit on requests
+// withAdmission returns ctx carrying release, which gives back the share of a limit on requests
 // in flight that the request holds (with those its context carries already). release must be
 // safe to call more than once: the limit calls it again when the request ends.
-func WithAdmission(ctx context.Context, release func()) context.Context {
+func withAdmission(ctx context.Context, release func()) context.Context {
 	prior, _ := ctx.Value(admissionKey{}).([]func())
 	return context.WithValue(ctx, admissionKey{}, append(prior[:len(prior):len(prior)], release))
 }
