@@ -13,12 +13,7 @@ import (
 )
 
 func TestAuthorizationMatrix(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testAuthorizationMatrix(t, s.open)
-		})
-	}
+	forEachStore(t, testAuthorizationMatrix)
 }
 
 func testAuthorizationMatrix(t *testing.T, open storeOpener) {

@@ -14,12 +14,7 @@ import (
 )
 
 func TestLevelsAreCanonical(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testLevelsAreCanonical(t, s.open)
-		})
-	}
+	forEachStore(t, testLevelsAreCanonical)
 }
 
 // levelCase is one level as a client sends it, and what it reads back as.

@@ -16,12 +16,7 @@ import (
 )
 
 func TestOTLPIngest(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testOTLPIngest(t, s.open)
-		})
-	}
+	forEachStore(t, testOTLPIngest)
 }
 
 // testOTLPIngest: both encodings, gzip and identity, the mapping, partial success, the

@@ -253,6 +253,17 @@ func e2eStores() []namedStore {
 	return append([]namedStore{{"sqlite", openSQLiteStore}, {"postgres", openPostgresStore}}, citusStores()...)
 }
 
+// forEachStore runs fn as a parallel subtest on every store of e2eStores.
+func forEachStore(t *testing.T, fn func(*testing.T, storeOpener)) {
+	t.Helper()
+	for _, s := range e2eStores() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, s.open)
+		})
+	}
+}
+
 func keyLine(kind, secret string) string {
 	d := sha256.Sum256([]byte(secret))
 	return kind + " sha256:" + hex.EncodeToString(d[:])

@@ -20,12 +20,7 @@ import (
 // service on both stores: each is answered with its 4xx (never a 5xx), within maxProblemBytes
 // bytes, in the contract's format naming what was wrong, and stores nothing.
 func TestHostileInput(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testHostileInput(t, s.open)
-		})
-	}
+	forEachStore(t, testHostileInput)
 }
 
 func testHostileInput(t *testing.T, open storeOpener) {

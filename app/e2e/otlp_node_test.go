@@ -46,12 +46,7 @@ func emitNode(t *testing.T, url, exporter, compression, key, service string) ([]
 // of about half a second per exporter and store.
 func TestOTLPNodeExporters(t *testing.T) {
 	otlpNode.install(t) // skip before a PostgreSQL database is made for nothing
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testOTLPNodeExporters(t, s.open)
-		})
-	}
+	forEachStore(t, testOTLPNodeExporters)
 }
 
 func testOTLPNodeExporters(t *testing.T, open storeOpener) {
