@@ -30,6 +30,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -99,25 +100,12 @@ func newBenchEnv(b *testing.B, st server.Store, tweak func(*server.Config)) *ben
 	return e
 }
 
-func benchSQLite(b *testing.B) server.Store {
-	b.Helper()
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	return st
-}
+func benchSQLite(b *testing.B) server.Store { return storetest.OpenSQLite(b) }
 
 func benchPostgres(b *testing.B) (server.Store, string) {
 	b.Helper()
 	url := pg.NewDatabase(b)
-	st, err := sqlstore.OpenPostgres(context.Background(), url, sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	return st, url
+	return storetest.OpenPostgres(b, url), url
 }
 
 // runConcurrent sends n jobs over workers goroutines and returns the elapsed time.

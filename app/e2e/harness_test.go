@@ -39,8 +39,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"example.com/obsvc/adapters/httpapi/apitest"
-	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
@@ -100,15 +100,7 @@ func (s *syncBuffer) String() string {
 // storeOpener opens a fresh, empty store for one test.
 type storeOpener func(t *testing.T) server.Store
 
-func openSQLiteStore(t *testing.T) server.Store {
-	t.Helper()
-	s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "e2e.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
+func openSQLiteStore(t *testing.T) server.Store { return storetest.OpenSQLite(t) }
 
 // env is one running server (the real wiring, on a random loopback port) and clients for it.
 // Every response the clients receive is validated against openapi.yaml.
@@ -237,13 +229,7 @@ var pg *pgtest.Server
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
 
 func openPostgresStore(t *testing.T) server.Store {
-	t.Helper()
-	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatalf("open postgres: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return storetest.OpenPostgres(t, pg.NewDatabase(t))
 }
 
 // e2eStores lists the stores the end-to-end contract runs against: both, always, and a Citus
@@ -856,16 +842,7 @@ type fuzzServer struct {
 // pgtest started, which fuzz workers share; see pgtest.Run): every fuzzed request goes to both.
 func newFuzzServers(f *testing.F) []*fuzzServer {
 	f.Helper()
-	sqlite, err := sqlstore.OpenSQLite(f.Context(), filepath.Join(f.TempDir(), "fuzz.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = sqlite.Close() })
-	postgres, err := sqlstore.OpenPostgres(f.Context(), pg.NewDatabase(f), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = postgres.Close() })
+	sqlite, postgres := storetest.OpenSQLite(f), storetest.OpenPostgres(f, pg.NewDatabase(f))
 	var out []*fuzzServer
 	for _, st := range []struct {
 		name string
