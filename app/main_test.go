@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -23,6 +21,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -208,7 +207,7 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"open on a non-loopback address", []string{"-addr", "0.0.0.0:0"}, nil, "ALLOW_OPEN_NETWORK"},
 		{"open on a host name", nil, map[string]string{"ADDR": "example.com:0"}, "not a loopback address"},
 		{"key of the empty secret", nil, map[string]string{"API_KEYS": "admin sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, "empty secret"},
-		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+server.NewID(), "s")}, "same digest"},
+		{"one digest twice", nil, map[string]string{"API_KEYS": apitest.KeyLine("admin", "s") + "\n" + apitest.KeyLine("project "+server.NewID(), "s")}, "same digest"},
 		{"bad allow-open value", nil, map[string]string{"ALLOW_OPEN_NETWORK": "maybe"}, "ALLOW_OPEN_NETWORK"},
 		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
 		{"profiles on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},
@@ -348,7 +347,7 @@ func TestRunSweepsExpiredEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if n := countEntries(t, st, p.ID); n != 1 {
+	if n := storetest.CountEntries(t, st, p.ID); n != 1 {
 		t.Fatalf("%d entries left, want the fresh one", n)
 	}
 }
@@ -402,10 +401,10 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	if metricsAddr == "" {
 		t.Fatalf("no metrics listening line:\n%s", stdout.String())
 	}
-	if resp, _ := get(t, base+"/metrics"); resp.StatusCode != 404 {
+	if resp, _ := apitest.Get(t, base+"/metrics"); resp.StatusCode != 404 {
 		t.Errorf("/metrics on the main address = %d, want 404 when it has its own", resp.StatusCode)
 	}
-	if resp, body := get(t, "http://"+metricsAddr+"/metrics"); resp.StatusCode != 200 || !bytes.Contains(body, []byte("obsvc_http_requests_total")) {
+	if resp, body := apitest.Get(t, "http://"+metricsAddr+"/metrics"); resp.StatusCode != 200 || !bytes.Contains(body, []byte("obsvc_http_requests_total")) {
 		t.Errorf("/metrics on METRICS_ADDR = %d", resp.StatusCode)
 	}
 	cancel()
@@ -552,41 +551,3 @@ func TestShutdownEndsOpenTails(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 const dayMs = int64(24 * time.Hour / time.Millisecond)
-
-// countEntries reads a project's entries straight from the store; no project counts as none.
-func countEntries(t *testing.T, st domain.Store, projectID string) int {
-	t.Helper()
-	n := 0
-	err := st.ListLogs(t.Context(), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projectID}, Limit: 1_000_000}, func(p domain.Page) error {
-		for _, err := range p.Entries {
-			if err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	if domain.KindOf(err) == domain.KindNotFound {
-		return 0
-	}
-	if err != nil {
-		t.Fatalf("count logs: %v", err)
-	}
-	return n
-}
-
-func get(t *testing.T, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
-}
-
-func keyLine(kind, secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return kind + " sha256:" + hex.EncodeToString(d[:])
-}

@@ -8,9 +8,7 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -277,9 +275,4 @@ func str(s string) *commonpb.AnyValue {
 
 func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: v}
-}
-
-func keyLine(kind, secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return kind + " sha256:" + hex.EncodeToString(d[:])
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
@@ -39,7 +40,7 @@ type tailEdges struct {
 func (e *tailEdges) serve(tweak func(*server.Config)) string {
 	e.t.Helper()
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = strings.Join([]string{keyLine("admin", tailAdmin), keyLine("project "+e.a, tailKeyA), keyLine("project "+e.a, tailKeyA2), keyLine("project "+e.b, tailKeyB)}, ",")
+	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("admin", tailAdmin), apitest.KeyLine("project "+e.a, tailKeyA), apitest.KeyLine("project "+e.a, tailKeyA2), apitest.KeyLine("project "+e.b, tailKeyB)}, ",")
 	cfg.TailPoll = 50 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)

@@ -11,8 +11,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -164,29 +162,7 @@ func (e *env) project(name string) rest.Project {
 // logCount is how many entries the store holds for a project, read past the API.
 func (e *env) logCount(projectID string) int {
 	e.t.Helper()
-	return countEntries(e.t, e.store, projectID)
-}
-
-// countEntries reads a project's entries straight from the store; no project counts as none.
-func countEntries(t *testing.T, st domain.Store, projectID string) int {
-	t.Helper()
-	n := 0
-	err := st.ListLogs(t.Context(), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projectID}, Limit: 1_000_000}, func(p domain.Page) error {
-		for _, err := range p.Entries {
-			if err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	if domain.KindOf(err) == domain.KindNotFound {
-		return 0
-	}
-	if err != nil {
-		t.Fatalf("count logs: %v", err)
-	}
-	return n
+	return storetest.CountEntries(e.t, e.store, projectID)
 }
 
 func problemOf(t *testing.T, body []byte) rest.Problem {
@@ -248,11 +224,6 @@ func forEachStore(t *testing.T, fn func(*testing.T, storeOpener)) {
 			fn(t, s.open)
 		})
 	}
-}
-
-func keyLine(kind, secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return kind + " sha256:" + hex.EncodeToString(d[:])
 }
 
 // seed writes entries at times 100, 110, ... with users and levels in a fixed pattern.
@@ -656,17 +627,6 @@ func (l *liveTail) blocksOf(n int) []sseBlock {
 	return out
 }
 
-func get(t *testing.T, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
-}
-
 func send(t *testing.T, method, url, body string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
@@ -712,7 +672,7 @@ func sample(t *testing.T, scrape, name string, labels map[string]string) float64
 
 func scrape(t *testing.T, base string) string {
 	t.Helper()
-	resp, body := get(t, base+"/metrics")
+	resp, body := apitest.Get(t, base+"/metrics")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("/metrics = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 )
@@ -53,7 +54,7 @@ func testOTLPNodeExporters(t *testing.T, open storeOpener) {
 	st := open(t)
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = strings.Join([]string{keyLine("project "+a.ID, "node-key-a"), keyLine("project "+b.ID, "node-key-b")}, ",")
+	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("project "+a.ID, "node-key-a"), apitest.KeyLine("project "+b.ID, "node-key-b")}, ",")
 	_, srv := serve(t, cfg, st, nil)
 
 	for _, c := range []struct {

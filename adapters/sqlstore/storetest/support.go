@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/domain"
 )
 
 // OpenSQLite opens a store with the default options on a new SQLite file in tb's temporary
@@ -29,4 +30,26 @@ func OpenPostgres(tb testing.TB, dsn string) *sqlstore.Store {
 	}
 	tb.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// CountEntries reads a project's entries straight from the store; no project counts as none.
+func CountEntries(t testing.TB, st domain.Store, projectID string) int {
+	t.Helper()
+	n := 0
+	err := st.ListLogs(t.Context(), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projectID}, Limit: 1_000_000}, func(p domain.Page) error {
+		for _, err := range p.Entries {
+			if err != nil {
+				return err
+			}
+			n++
+		}
+		return nil
+	})
+	if domain.KindOf(err) == domain.KindNotFound {
+		return 0
+	}
+	if err != nil {
+		t.Fatalf("count logs: %v", err)
+	}
+	return n
 }
