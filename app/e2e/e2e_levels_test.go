@@ -162,10 +162,7 @@ func testLevelsAreCanonical(t *testing.T, open storeOpener) {
 	}
 
 	// The live tail matches the same way.
-	l, status, _, body := openTail(t, nil, e.url+"/logs/tail?project_id="+p.Id+"&log_level=Warning", "")
-	if l == nil {
-		t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(t, "tail", nil, e.url+"/logs/tail?project_id="+p.Id+"&log_level=Warning", "")
 	tailBatch := rest.CreateLogsJSONRequestBody{
 		{ProjectId: p.Id, Message: "tail 1", Level: ptr("WARNING")},
 		{ProjectId: p.Id, Message: "tail 2", Level: ptr("error")},

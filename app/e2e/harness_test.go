@@ -475,6 +475,16 @@ func openTail(t *testing.T, client *http.Client, url, key string, hdr ...string)
 	return l, resp.StatusCode, resp.Header, nil
 }
 
+// mustTail opens a tail as openTail does and fails the test, naming what, when it is refused.
+func mustTail(t *testing.T, what string, client *http.Client, url, key string, hdr ...string) *liveTail {
+	t.Helper()
+	l, status, _, body := openTail(t, client, url, key, hdr...)
+	if l == nil {
+		t.Fatalf("%s: %d %s", what, status, body)
+	}
+	return l
+}
+
 // read parses the stream by the WHATWG rules this service's events need: one field per line.
 func (l *liveTail) read() {
 	defer close(l.ended)
