@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,30 +25,12 @@ import (
 	"example.com/obsvc/domain"
 )
 
-// syncBuffer is a bytes.Buffer safe for the server's log writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func getenvFrom(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
 // listeningAddr waits for the "listening" log line and returns its address.
-func listeningAddr(t *testing.T, logs *syncBuffer, done <-chan error) string {
+func listeningAddr(t *testing.T, logs *apitest.SyncBuffer, done <-chan error) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -74,7 +55,7 @@ func TestRunServesBothAPIsAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db")}), &stdout, &stderr)
@@ -118,7 +99,7 @@ func TestRunServesBothAPIsAndStopsCleanly(t *testing.T) {
 func TestCleanShutdownWritesEveryAccessLogLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "x.db")}), &stdout, &stderr)
@@ -159,7 +140,7 @@ func TestCleanShutdownWritesEveryAccessLogLine(t *testing.T) {
 func TestRunDefaultStoreIsCreatedUnderData(t *testing.T) {
 	t.Chdir(t.TempDir())
 	ctx, cancel := context.WithCancel(t.Context())
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(nil), &stdout, &stderr) }()
 	listeningAddr(t, &stdout, done)
@@ -248,7 +229,7 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 func TestOpenServiceListensOnLoopbackAndAnswersLoopbackNamesOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", ":0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "x.db")}), &stdout, &stderr)
@@ -313,7 +294,7 @@ func TestRunSweepsExpiredEntries(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-retention-interval", "50ms", "-retention-batch", "3"},
@@ -353,7 +334,7 @@ func TestRunSweepsExpiredEntries(t *testing.T) {
 }
 
 func TestSlowHeadersAreCutOff(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	ctx, cancel := contextWithCancel(t)
 	done := make(chan error, 1)
 	go func() {
@@ -384,7 +365,7 @@ func TestSlowHeadersAreCutOff(t *testing.T) {
 }
 
 func TestMetricsOnTheirOwnAddress(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	ctx, cancel := contextWithCancel(t)
 	done := make(chan error, 1)
 	go func() {
@@ -487,7 +468,7 @@ func TestShutdownEndsOpenTails(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db"), "SHUTDOWN_TIMEOUT": "5s", "MAX_TAILS": "20",
 		// A tail's start counts against the in-flight limits, and the 20 start at once from one

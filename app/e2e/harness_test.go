@@ -77,24 +77,6 @@ func seedProjects(t *testing.T, st server.Store) (a, b domain.Project) {
 	return a, b
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's log writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // storeOpener opens a fresh, empty store for one test.
 type storeOpener func(t *testing.T) server.Store
 

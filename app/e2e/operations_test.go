@@ -125,7 +125,7 @@ func TestReadinessFailsWhenTheStoreIsGone(t *testing.T) {
 }
 
 func TestAccessLogAndRequestID(t *testing.T) {
-	var logs syncBuffer
+	var logs apitest.SyncBuffer
 	base, _ := bootForOps(t, openSQLiteStore, &logs, func(c *server.Config) { c.LogLevel = "info" })
 
 	req, _ := http.NewRequest("GET", base+"/projects/"+server.NewID(), nil)

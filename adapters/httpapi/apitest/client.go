@@ -1,10 +1,12 @@
 package apitest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
 	"net/http"
+	"sync"
 	"testing"
 )
 
@@ -26,4 +28,22 @@ func Get(tb testing.TB, url string) (*http.Response, []byte) {
 func KeyLine(kind, secret string) string {
 	d := sha256.Sum256([]byte(secret))
 	return kind + " sha256:" + hex.EncodeToString(d[:])
+}
+
+// SyncBuffer is a bytes.Buffer safe for a server's log writes and the test's reads.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
