@@ -471,43 +471,15 @@ func mustTail(t *testing.T, what string, client *http.Client, url, key string, h
 func (l *liveTail) read() {
 	defer close(l.ended)
 	defer close(l.blocks)
-	sc := bufio.NewScanner(l.resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var b sseBlock
-	seen := false
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if seen && b.event == "log" {
-				if err := l.check.CheckEvent("LogEntry", []byte(b.data)); err != nil {
-					l.t.Errorf("tail event %s: %v", b.id, err)
-				}
+	l.err = apitest.ScanBlocks(l.resp.Body, func(b apitest.Block) bool {
+		if b.Event == "log" {
+			if err := l.check.CheckEvent("LogEntry", []byte(b.Data)); err != nil {
+				l.t.Errorf("tail event %s: %v", b.ID, err)
 			}
-			if seen {
-				l.blocks <- b
-			}
-			b, seen = sseBlock{}, false
-			continue
 		}
-		seen = true
-		if c, ok := strings.CutPrefix(line, ":"); ok {
-			b.comment = strings.TrimSpace(c)
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			b.id = value
-		case "event":
-			b.event = value
-		case "data":
-			b.data = value
-		case "retry":
-			b.retry = value
-		}
-	}
-	l.err = sc.Err()
+		l.blocks <- sseBlock{id: b.ID, event: b.Event, data: b.Data, retry: b.Retry, comment: b.Comment}
+		return true
+	})
 }
 
 func (l *liveTail) close() {
