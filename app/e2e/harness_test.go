@@ -173,6 +173,20 @@ func fieldsOf(p rest.Problem) []string {
 	return out
 }
 
+// wantAnswer fails the test unless the answer has status and, when fields is not nil, is a
+// problem naming exactly those fields.
+func wantAnswer(t *testing.T, resp *http.Response, body []byte, status int, fields []string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, body)
+	}
+	if fields != nil {
+		if got := fieldsOf(problemOf(t, body)); !slices.Equal(got, fields) {
+			t.Errorf("errors name %q, want %q", got, fields)
+		}
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 type namedStore struct {
