@@ -524,17 +524,25 @@ type tailEntry struct {
 func (l *liveTail) entries(n int) []tailEntry {
 	l.t.Helper()
 	var out []tailEntry
-	for len(out) < n {
+	l.events(n, "entries", func(b sseBlock) { out = append(out, l.entry(b)) })
+	return out
+}
+
+// events hands fn each of the next n events, skipping the retry field and heartbeats; what
+// names them if the stream ends first.
+func (l *liveTail) events(n int, what string, fn func(sseBlock)) {
+	l.t.Helper()
+	for i := 0; i < n; {
 		b, ok := l.next(30 * time.Second)
 		if !ok {
-			l.t.Fatalf("the stream ended after %d of %d entries: %v", len(out), n, l.err)
+			l.t.Fatalf("the stream ended after %d of %d %s: %v", i, n, what, l.err)
 		}
 		if b.event == "" {
 			continue
 		}
-		out = append(out, l.entry(b))
+		fn(b)
+		i++
 	}
-	return out
 }
 
 func (l *liveTail) entry(b sseBlock) tailEntry {
@@ -593,15 +601,7 @@ func msgs(es []tailEntry) []string {
 func (l *liveTail) blocksOf(n int) []sseBlock {
 	l.t.Helper()
 	var out []sseBlock
-	for len(out) < n {
-		b, ok := l.next(30 * time.Second)
-		if !ok {
-			l.t.Fatalf("the stream ended after %d of %d events: %v", len(out), n, l.err)
-		}
-		if b.event != "" {
-			out = append(out, b)
-		}
-	}
+	l.events(n, "events", func(b sseBlock) { out = append(out, b) })
 	return out
 }
 
