@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -17,40 +15,22 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's log writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func getenvFrom(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
 // listeningAddr waits for the "listening" log line and returns its address.
-func listeningAddr(t *testing.T, logs *syncBuffer, done <-chan error) string {
+func listeningAddr(t *testing.T, logs *apitest.SyncBuffer, done <-chan error) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -75,7 +55,7 @@ func TestRunServesBothAPIsAndStopsCleanly(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db")}), &stdout, &stderr)
@@ -119,7 +99,7 @@ func TestRunServesBothAPIsAndStopsCleanly(t *testing.T) {
 func TestCleanShutdownWritesEveryAccessLogLine(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "x.db")}), &stdout, &stderr)
@@ -160,7 +140,7 @@ func TestCleanShutdownWritesEveryAccessLogLine(t *testing.T) {
 func TestRunDefaultStoreIsCreatedUnderData(t *testing.T) {
 	t.Chdir(t.TempDir())
 	ctx, cancel := context.WithCancel(t.Context())
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenvFrom(nil), &stdout, &stderr) }()
 	listeningAddr(t, &stdout, done)
@@ -208,7 +188,7 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"open on a non-loopback address", []string{"-addr", "0.0.0.0:0"}, nil, "ALLOW_OPEN_NETWORK"},
 		{"open on a host name", nil, map[string]string{"ADDR": "example.com:0"}, "not a loopback address"},
 		{"key of the empty secret", nil, map[string]string{"API_KEYS": "admin sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}, "empty secret"},
-		{"one digest twice", nil, map[string]string{"API_KEYS": keyLine("admin", "s") + "\n" + keyLine("project "+server.NewID(), "s")}, "same digest"},
+		{"one digest twice", nil, map[string]string{"API_KEYS": apitest.KeyLine("admin", "s") + "\n" + apitest.KeyLine("project "+server.NewID(), "s")}, "same digest"},
 		{"bad allow-open value", nil, map[string]string{"ALLOW_OPEN_NETWORK": "maybe"}, "ALLOW_OPEN_NETWORK"},
 		{"zero twirp body", nil, map[string]string{"TWIRP_MAX_BODY_BYTES": "0"}, "TWIRP_MAX_BODY_BYTES"},
 		{"profiles on every interface", nil, map[string]string{"PPROF_ADDR": ":6060"}, "PPROF_ADDR"},
@@ -249,7 +229,7 @@ func contextWithCancel(t *testing.T) (context.Context, context.CancelFunc) {
 func TestOpenServiceListensOnLoopbackAndAnswersLoopbackNamesOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", ":0"}, getenvFrom(map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(t.TempDir(), "x.db")}), &stdout, &stderr)
@@ -314,7 +294,7 @@ func TestRunSweepsExpiredEntries(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-retention-interval", "50ms", "-retention-batch", "3"},
@@ -348,13 +328,13 @@ func TestRunSweepsExpiredEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	if n := countEntries(t, st, p.ID); n != 1 {
+	if n := storetest.CountEntries(t, st, p.ID); n != 1 {
 		t.Fatalf("%d entries left, want the fresh one", n)
 	}
 }
 
 func TestSlowHeadersAreCutOff(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	ctx, cancel := contextWithCancel(t)
 	done := make(chan error, 1)
 	go func() {
@@ -385,7 +365,7 @@ func TestSlowHeadersAreCutOff(t *testing.T) {
 }
 
 func TestMetricsOnTheirOwnAddress(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	ctx, cancel := contextWithCancel(t)
 	done := make(chan error, 1)
 	go func() {
@@ -402,10 +382,10 @@ func TestMetricsOnTheirOwnAddress(t *testing.T) {
 	if metricsAddr == "" {
 		t.Fatalf("no metrics listening line:\n%s", stdout.String())
 	}
-	if resp, _ := get(t, base+"/metrics"); resp.StatusCode != 404 {
+	if resp, _ := apitest.Get(t, base+"/metrics"); resp.StatusCode != 404 {
 		t.Errorf("/metrics on the main address = %d, want 404 when it has its own", resp.StatusCode)
 	}
-	if resp, body := get(t, "http://"+metricsAddr+"/metrics"); resp.StatusCode != 200 || !bytes.Contains(body, []byte("obsvc_http_requests_total")) {
+	if resp, body := apitest.Get(t, "http://"+metricsAddr+"/metrics"); resp.StatusCode != 200 || !bytes.Contains(body, []byte("obsvc_http_requests_total")) {
 		t.Errorf("/metrics on METRICS_ADDR = %d", resp.StatusCode)
 	}
 	cancel()
@@ -488,7 +468,7 @@ func TestShutdownEndsOpenTails(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr apitest.SyncBuffer
 	done := make(chan error, 1)
 	env := map[string]string{"DATABASE_URL": "sqlite:" + filepath.Join(dir, "x.db"), "SHUTDOWN_TIMEOUT": "5s", "MAX_TAILS": "20",
 		// A tail's start counts against the in-flight limits, and the 20 start at once from one
@@ -552,41 +532,3 @@ func TestShutdownEndsOpenTails(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 const dayMs = int64(24 * time.Hour / time.Millisecond)
-
-// countEntries reads a project's entries straight from the store; no project counts as none.
-func countEntries(t *testing.T, st domain.Store, projectID string) int {
-	t.Helper()
-	n := 0
-	err := st.ListLogs(t.Context(), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projectID}, Limit: 1_000_000}, func(p domain.Page) error {
-		for _, err := range p.Entries {
-			if err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	if domain.KindOf(err) == domain.KindNotFound {
-		return 0
-	}
-	if err != nil {
-		t.Fatalf("count logs: %v", err)
-	}
-	return n
-}
-
-func get(t *testing.T, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
-}
-
-func keyLine(kind, secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return kind + " sha256:" + hex.EncodeToString(d[:])
-}

@@ -3,7 +3,6 @@ package docs_test
 import (
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/docs"
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
 )
 
@@ -30,28 +30,17 @@ func newServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
-func fetch(t *testing.T, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
-}
-
 func TestSpecIsServedByteForByte(t *testing.T) {
 	srv := newServer(t)
 	root, err := os.ReadFile("../../openapi.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, body := fetch(t, srv.URL+"/openapi.yaml")
+	resp, body := apitest.Get(t, srv.URL+"/openapi.yaml")
 	if resp.StatusCode != 200 || !bytes.Equal(body, root) {
 		t.Fatalf("/openapi.yaml = %d, %d bytes; want the %d bytes of openapi.yaml exactly", resp.StatusCode, len(body), len(root))
 	}
-	resp, body = fetch(t, srv.URL+"/openapi.json")
+	resp, body = apitest.Get(t, srv.URL+"/openapi.json")
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" || !bytes.Contains(body, []byte(`"operationId":"createLogs"`)) {
 		t.Fatalf("/openapi.json = %d %q %.200s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 	}
@@ -117,7 +106,7 @@ func TestDocsRenderEveryOperation(t *testing.T) {
 // scripts only by hash, nothing framed. TestDocsRenderEveryOperation shows the page works under it.
 func TestDocsPagesCarryAStrictPolicy(t *testing.T) {
 	srv := newServer(t)
-	resp, _ := fetch(t, srv.URL+"/docs/")
+	resp, _ := apitest.Get(t, srv.URL+"/docs/")
 	csp := resp.Header.Get("Content-Security-Policy")
 	script := ""
 	for _, d := range strings.Split(csp, ";") {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"example.com/obsvc/adapters/otlpapi"
-	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
 )
 
@@ -37,11 +36,7 @@ func kv(k, v string) *commonpb.KeyValue { return &commonpb.KeyValue{Key: k, Valu
 // most 3 attribute keys, a record whose mapped attributes have 4 is rejected by path.
 func TestOTLPUsesConfiguredLimits(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "otlp.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := storetest.OpenSQLite(t)
 	limits := domain.DefaultLimits()
 	limits.MaxLevelChars = 5
 	limits.MaxAttributes = 3
@@ -123,11 +118,7 @@ func (b *blockingBody) Read([]byte) (int, error) {
 // with Retry-After in the OTLP error format; a slot is free again once its request is answered.
 func TestOTLPDecodesAtOnceAreCapped(t *testing.T) {
 	ctx := context.Background()
-	st, err := sqlstore.OpenSQLite(ctx, filepath.Join(t.TempDir(), "otlp.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := storetest.OpenSQLite(t)
 	svc := domain.NewService(st, domain.Options{NewID: func() string { return uuid.Must(uuid.NewV7()).String() }})
 	admin := domain.WithPrincipal(ctx, domain.Principal{Admin: true})
 	p, err := svc.CreateProject(admin, domain.ProjectInput{Name: "slots"})

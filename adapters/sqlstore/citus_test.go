@@ -27,15 +27,7 @@ var citus *pgtest.Citus
 
 func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&citus)} }
 
-func openCitus(t *testing.T) domain.Store {
-	t.Helper()
-	s, err := sqlstore.OpenPostgres(t.Context(), citus.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatalf("OpenPostgres on the Citus coordinator: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
+func openCitus(t *testing.T) domain.Store { return storetest.OpenPostgres(t, citus.NewDatabase(t)) }
 
 // TestCitusStore runs the store contract on a Citus coordinator with two workers, the schema
 // distributed by the store itself, recording every statement the store sends; then each of those

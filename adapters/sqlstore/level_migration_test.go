@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/domain"
@@ -77,24 +76,12 @@ const manyWarnings = 2100
 // schema of version 8 before the old entries are written (Citus distributes it).
 func testLevelMigration(t *testing.T, engine, dsn string, prepare func(*sql.DB) error, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, bind := migratedTo(t, engine, dsn, 8)
 	defer raw.Close()
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 8); err != nil {
-		t.Fatalf("migrate to version 8: %v", err)
-	}
 	if prepare != nil {
 		if err := prepare(raw); err != nil {
 			t.Fatalf("prepare the schema of version 8: %v", err)
 		}
-	}
-	bind := func(q string) string {
-		if engine == "postgres" {
-			return sqlx.Rebind(sqlx.DOLLAR, q)
-		}
-		return q
 	}
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	projects := []string{uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()}
@@ -142,11 +129,7 @@ func testLevelMigration(t *testing.T, engine, dsn string, prepare func(*sql.DB) 
 		t.Fatal(err)
 	}
 
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := openUpgraded(t, open)
 
 	perLevel := map[string]map[string]int64{} // project → canonical level → entries
 	for _, p := range projects {

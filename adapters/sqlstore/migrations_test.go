@@ -27,23 +27,74 @@ func (c *capture) CreateLogs(_ context.Context, _ []domain.LogEntry, w domain.Lo
 	return domain.Written{}, nil
 }
 
-// TestIdempotencyKeysSurviveTheScopeMigration upgrades a database holding idempotency records
-// that the previous release wrote (scopes stored as "KEYID|PROJECT,..." text) to the hashed
-// scopes of migration 00003: a retry of a batch written before the upgrade is still answered as
-// a replay, and another batch under its key is still refused, on both engines.
-func TestIdempotencyKeysSurviveTheScopeMigration(t *testing.T) {
+// migrationTest upgrades a database of engine at dsn: timeArg is how the engine takes a
+// timestamp, open opens the store on the database once it is written.
+type migrationTest func(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error))
+
+// onBothEngines runs test on a new SQLite file and on a new PostgreSQL database.
+func onBothEngines(t *testing.T, test migrationTest) {
 	t.Run("SQLite", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "test.db")
-		testScopeMigration(t, "sqlite", "file:"+path, func(created time.Time) any { return created.UnixMicro() }, func() (*sqlstore.Store, error) {
+		test(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
 			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
 		})
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
 		url := pg.NewDatabase(t)
-		testScopeMigration(t, "postgres", url, func(created time.Time) any { return created }, func() (*sqlstore.Store, error) {
+		test(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
 			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
 		})
 	})
+}
+
+// migratedTo opens the database of engine at dsn at schema version, as an earlier release left
+// it, for the test to write its rows past the store; bind puts a query in the engine's
+// placeholders. The caller closes the database.
+func migratedTo(t *testing.T, engine, dsn string, version int64) (raw *sql.DB, bind func(string) string) {
+	t.Helper()
+	raw, err := sql.Open(engine, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqlstore.MigrateTo(t.Context(), raw, engine, version); err != nil {
+		t.Fatalf("migrate to version %d: %v", version, err)
+	}
+	bind = func(q string) string {
+		if engine == "postgres" {
+			return sqlx.Rebind(sqlx.DOLLAR, q)
+		}
+		return q
+	}
+	return raw, bind
+}
+
+// upgrade closes the database an earlier release left and opens the store on it, which
+// migrates it; the store is closed when the test ends.
+func upgrade(t *testing.T, raw *sql.DB, open func() (*sqlstore.Store, error)) *sqlstore.Store {
+	t.Helper()
+	if err := raw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return openUpgraded(t, open)
+}
+
+// openUpgraded opens the store, which migrates the database; it is closed when the test ends.
+func openUpgraded(t *testing.T, open func() (*sqlstore.Store, error)) *sqlstore.Store {
+	t.Helper()
+	s, err := open()
+	if err != nil {
+		t.Fatalf("open and migrate: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// TestIdempotencyKeysSurviveTheScopeMigration upgrades a database holding idempotency records
+// that the previous release wrote (scopes stored as "KEYID|PROJECT,..." text) to the hashed
+// scopes of migration 00003: a retry of a batch written before the upgrade is still answered as
+// a replay, and another batch under its key is still refused, on both engines.
+func TestIdempotencyKeysSurviveTheScopeMigration(t *testing.T) {
+	onBothEngines(t, testScopeMigration)
 }
 
 func testScopeMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
@@ -62,13 +113,7 @@ func testScopeMigration(t *testing.T, engine, dsn string, timeArg func(time.Time
 	}
 
 	// The database as the previous release left it, with its records.
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 2); err != nil {
-		t.Fatalf("migrate to version 2: %v", err)
-	}
+	raw, _ := migratedTo(t, engine, dsn, 2)
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	insert := "INSERT INTO idempotency_keys (scope, key, fingerprint, created, created_at) VALUES (?, ?, ?, ?, ?)"
 	if engine == "postgres" {
@@ -94,16 +139,9 @@ func testScopeMigration(t *testing.T, engine, dsn string, timeArg func(time.Time
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
 
 	// The new release opens it and migrates.
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := upgrade(t, raw, open)
 	var total, texts int
 	if err := sqlstore.ReadDB(s).GetContext(ctx, &total, "SELECT count(*) FROM idempotency_keys"); err != nil {
 		t.Fatal(err)
@@ -145,35 +183,12 @@ func testScopeMigration(t *testing.T, engine, dsn string, timeArg func(time.Time
 // and their entries, to migration 00005 (retention_days): every project reads back kept forever,
 // every entry is still listed, and a retention can then be set, on both engines.
 func TestRetentionMigrationKeepsData(t *testing.T) {
-	t.Run("SQLite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "test.db")
-		testRetentionMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
-		})
-	})
-	t.Run("PostgreSQL", func(t *testing.T) {
-		url := pg.NewDatabase(t)
-		testRetentionMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
-		})
-	})
+	onBothEngines(t, testRetentionMigration)
 }
 
 func testRetentionMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 3); err != nil {
-		t.Fatalf("migrate to version 3: %v", err)
-	}
-	bind := func(q string) string {
-		if engine == "postgres" {
-			return sqlx.Rebind(sqlx.DOLLAR, q)
-		}
-		return q
-	}
+	raw, bind := migratedTo(t, engine, dsn, 3)
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	var projects []string
 	for i := range 3 {
@@ -192,11 +207,7 @@ func testRetentionMigration(t *testing.T, engine, dsn string, timeArg func(time.
 		t.Fatal(err)
 	}
 
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := openUpgraded(t, open)
 	svc := domain.NewService(s, domain.Options{NewID: func() string { return uuid.Must(uuid.NewV7()).String() }})
 	admin := domain.WithPrincipal(ctx, domain.Principal{Admin: true})
 	for i, id := range projects {
@@ -229,38 +240,13 @@ func testRetentionMigration(t *testing.T, engine, dsn string, timeArg func(time.
 // index), on both engines: every entry reads back unchanged and without the new fields, and the
 // upgraded store keeps and filters the new fields beside them.
 func TestEntriesSurviveTheAttributesMigration(t *testing.T) {
-	t.Run("SQLite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "test.db")
-		testAttributesMigration(t, "sqlite", "file:"+path, func(created time.Time) any { return created.UnixMicro() }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
-		})
-	})
-	t.Run("PostgreSQL", func(t *testing.T) {
-		url := pg.NewDatabase(t)
-		testAttributesMigration(t, "postgres", url, func(created time.Time) any { return created }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
-		})
-	})
+	onBothEngines(t, testAttributesMigration)
 }
 
 func testAttributesMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 3); err != nil {
-		t.Fatalf("migrate to version 3: %v", err)
-	}
-	bind := func(q string) string {
-		if engine == "postgres" {
-			for i := 1; strings.Contains(q, "?"); i++ {
-				q = strings.Replace(q, "?", fmt.Sprint("$", i), 1)
-			}
-		}
-		return q
-	}
+	raw, bind := migratedTo(t, engine, dsn, 3)
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	project := newID()
 	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)"), project, "p", timeArg(created), timeArg(created)); err != nil {
@@ -290,11 +276,7 @@ func testAttributesMigration(t *testing.T, engine, dsn string, timeArg func(time
 		t.Fatal(err)
 	}
 
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := openUpgraded(t, open)
 	got := listAll(t, s, domain.LogFilter{ProjectID: project})
 	if len(got) != len(old) {
 		t.Fatalf("after the migration %d entries, want %d", len(got), len(old))
@@ -350,38 +332,13 @@ func listAll(t *testing.T, s *sqlstore.Store, f domain.LogFilter) []domain.LogEn
 // batch of messages with capitals and accents is found by q under case folding, the subject
 // filter works, and the stats of the rollup count every old entry.
 func TestSearchMigrationFoldsAndCounts(t *testing.T) {
-	t.Run("SQLite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "test.db")
-		testSearchMigration(t, "sqlite", "file:"+path, func(created time.Time) any { return created.UnixMicro() }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
-		})
-	})
-	t.Run("PostgreSQL", func(t *testing.T) {
-		url := pg.NewDatabase(t)
-		testSearchMigration(t, "postgres", url, func(created time.Time) any { return created }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
-		})
-	})
+	onBothEngines(t, testSearchMigration)
 }
 
 func testSearchMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
 	newID := func() string { return uuid.Must(uuid.NewV7()).String() }
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 5); err != nil {
-		t.Fatalf("migrate to version 5: %v", err)
-	}
-	bind := func(q string) string {
-		if engine == "postgres" {
-			for i := 1; strings.Contains(q, "?"); i++ {
-				q = strings.Replace(q, "?", fmt.Sprint("$", i), 1)
-			}
-		}
-		return q
-	}
+	raw, bind := migratedTo(t, engine, dsn, 5)
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	project := newID()
 	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, ?, ?, ?)"), project, "p", timeArg(created), timeArg(created)); err != nil {
@@ -405,14 +362,7 @@ func testSearchMigration(t *testing.T, engine, dsn string, timeArg func(time.Tim
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
 	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := upgrade(t, raw, open)
 	if got := len(listAll(t, s, domain.LogFilter{ProjectID: project, Q: ptr("café")})); got != n/2 {
 		t.Fatalf("q=café finds %d old entries, want %d", got, n/2)
 	}
@@ -440,35 +390,12 @@ func testSearchMigration(t *testing.T, engine, dsn string, timeArg func(time.Tim
 // 00007 (ingest order): every old entry is still listed, none is streamed as live, and an entry
 // written after the upgrade is read in ingest order, on both engines.
 func TestTailMigrationKeepsData(t *testing.T) {
-	t.Run("SQLite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "test.db")
-		testTailMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
-		})
-	})
-	t.Run("PostgreSQL", func(t *testing.T) {
-		url := pg.NewDatabase(t)
-		testTailMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
-		})
-	})
+	onBothEngines(t, testTailMigration)
 }
 
 func testTailMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 5); err != nil {
-		t.Fatalf("migrate to version 5: %v", err)
-	}
-	bind := func(q string) string {
-		if engine == "postgres" {
-			return sqlx.Rebind(sqlx.DOLLAR, q)
-		}
-		return q
-	}
+	raw, bind := migratedTo(t, engine, dsn, 5)
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	id := uuid.Must(uuid.NewV7()).String()
 	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, 'p', ?, ?)"), id, timeArg(created), timeArg(created)); err != nil {
@@ -479,14 +406,7 @@ func testTailMigration(t *testing.T, engine, dsn string, timeArg func(time.Time)
 			t.Fatalf("write an old entry: %v", err)
 		}
 	}
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := upgrade(t, raw, open)
 	if n := len(listAll(t, s, domain.LogFilter{ProjectID: id})); n != 20 {
 		t.Fatalf("%d entries listed after the upgrade, want 20", n)
 	}
@@ -510,36 +430,13 @@ func testTailMigration(t *testing.T, engine, dsn string, timeArg func(time.Time)
 // both keep counting the ingest and delete after the upgrade, and deleting the project takes
 // its counts with it, on both engines.
 func TestHourlyCountsMigrationKeepsCounts(t *testing.T) {
-	t.Run("SQLite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "test.db")
-		testHourlyCountsMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
-		})
-	})
-	t.Run("PostgreSQL", func(t *testing.T) {
-		url := pg.NewDatabase(t)
-		testHourlyCountsMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
-		})
-	})
+	onBothEngines(t, testHourlyCountsMigration)
 }
 
 func testHourlyCountsMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
+	raw, bind := migratedTo(t, engine, dsn, 7)
 	defer raw.Close()
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 7); err != nil {
-		t.Fatalf("migrate to version 7: %v", err)
-	}
-	bind := func(q string) string {
-		if engine == "postgres" {
-			return sqlx.Rebind(sqlx.DOLLAR, q)
-		}
-		return q
-	}
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	project := uuid.Must(uuid.NewV7()).String()
 	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, 'p', ?, ?)"), project, timeArg(created), timeArg(created)); err != nil {
@@ -556,11 +453,7 @@ func testHourlyCountsMigration(t *testing.T, engine, dsn string, timeArg func(ti
 		" SELECT project_id, time - time % 60000, level, count(*) FROM logs GROUP BY project_id, time - time % 60000, level"); err != nil {
 		t.Fatalf("count the old entries: %v", err)
 	}
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := openUpgraded(t, open)
 	stats := func(step int64) map[string]int64 {
 		t.Helper()
 		// Whole minutes or hours, project and time only: a rollup answers.
@@ -612,35 +505,12 @@ func testHourlyCountsMigration(t *testing.T, engine, dsn string, timeArg func(ti
 // batch), the older entries stay history, and the next batch takes the next number of its
 // project, on both engines.
 func TestTailBatchesMigration(t *testing.T) {
-	t.Run("SQLite", func(t *testing.T) {
-		path := filepath.Join(t.TempDir(), "test.db")
-		testTailBatchesMigration(t, "sqlite", "file:"+path, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenSQLite(t.Context(), path, sqlstore.DefaultSQLiteOptions())
-		})
-	})
-	t.Run("PostgreSQL", func(t *testing.T) {
-		url := pg.NewDatabase(t)
-		testTailBatchesMigration(t, "postgres", url, func(ts time.Time) any { return ts }, func() (*sqlstore.Store, error) {
-			return sqlstore.OpenPostgres(t.Context(), url, sqlstore.DefaultPostgresOptions())
-		})
-	})
+	onBothEngines(t, testTailBatchesMigration)
 }
 
 func testTailBatchesMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
-	raw, err := sql.Open(engine, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sqlstore.MigrateTo(ctx, raw, engine, 8); err != nil {
-		t.Fatalf("migrate to version 8: %v", err)
-	}
-	bind := func(q string) string {
-		if engine == "postgres" {
-			return sqlx.Rebind(sqlx.DOLLAR, q)
-		}
-		return q
-	}
+	raw, bind := migratedTo(t, engine, dsn, 8)
 	created := time.Now().UTC().Truncate(time.Microsecond)
 	a, b := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()
 	for _, id := range []string{a, b} {
@@ -684,14 +554,7 @@ func testTailBatchesMigration(t *testing.T, engine, dsn string, timeArg func(tim
 	batch(b, "b2")
 	batch(b, "b3")
 	batch(a, "a4", "a5", "a6")
-	if err := raw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s, err := open()
-	if err != nil {
-		t.Fatalf("open and migrate: %v", err)
-	}
-	defer s.Close()
+	s := upgrade(t, raw, open)
 	type at struct {
 		msg      string
 		seq, pos int

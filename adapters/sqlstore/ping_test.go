@@ -2,7 +2,6 @@ package sqlstore_test
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
 )
 
@@ -18,19 +18,11 @@ import (
 // answer at once, since the store is up; it has a connection of its own.
 func TestPingDoesNotWaitForBusyPools(t *testing.T) {
 	t.Run("SQLite", func(t *testing.T) {
-		s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "test.db"), sqlstore.DefaultSQLiteOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := storetest.OpenSQLite(t)
 		testPingWithBusyPools(t, s)
 	})
 	t.Run("PostgreSQL", func(t *testing.T) {
-		s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s := storetest.OpenPostgres(t, pg.NewDatabase(t))
 		testPingWithBusyPools(t, s)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
 )
 
@@ -44,11 +45,7 @@ func TestPostgresMigrationsAreSafeWhenInstancesStartTogether(t *testing.T) {
 // before it gets here, which is why this is not in the shared contract): the rows before it must
 // not stay.
 func TestPostgresBatchFailingMidCopyLeavesNothing(t *testing.T) {
-	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.OpenPostgres(t, pg.NewDatabase(t))
 	p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "p", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
 	if err := s.CreateProject(t.Context(), p); err != nil {
 		t.Fatal(err)
@@ -82,11 +79,7 @@ func TestPostgresBatchFailingMidCopyLeavesNothing(t *testing.T) {
 // (storetest's) finished before the next starts; top-level parallel tests would only start after
 // every sequential one had ended.
 func TestPostgresOutageIsUnavailableAndRecovers(t *testing.T) {
-	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.OpenPostgres(t, pg.NewDatabase(t))
 	p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "p", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
 	if err := s.CreateProject(t.Context(), p); err != nil {
 		t.Fatal(err)

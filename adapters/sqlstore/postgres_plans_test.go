@@ -14,6 +14,7 @@ import (
 	"github.com/lib/pq"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
 )
 
@@ -141,11 +142,7 @@ func checkPlan(t *testing.T, plan planNode, want planWant) {
 // dozen rows may be planned as a bitmap read and a sort of those rows, which is the cheaper plan
 // there, and so may DELETE, which reads every match anyway.
 func TestPostgresQueriesUseIndexes(t *testing.T) {
-	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.OpenPostgres(t, pg.NewDatabase(t))
 	ctx := t.Context()
 	var projects []string
 	for i := range 20 {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
 )
 
@@ -19,11 +20,7 @@ import (
 // may instead take the filter's index and join (at this size, 1,600 rows of one user, the
 // planner hashes the batches); it never scans logs whole.
 func TestPostgresTailReadsUseIndexes(t *testing.T) {
-	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.OpenPostgres(t, pg.NewDatabase(t))
 	ctx := t.Context()
 	now := time.Now().UTC()
 	p, other := uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()

@@ -4,7 +4,6 @@ import (
 	"os"
 	"testing"
 
-	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
@@ -15,15 +14,7 @@ var pg *pgtest.Server
 // TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
 
-func openPostgres(t *testing.T) domain.Store {
-	t.Helper()
-	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatalf("OpenPostgres: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
+func openPostgres(t *testing.T) domain.Store { return storetest.OpenPostgres(t, pg.NewDatabase(t)) }
 
 func TestPostgresStore(t *testing.T) {
 	storetest.Run(t, openPostgres)

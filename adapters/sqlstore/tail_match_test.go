@@ -31,13 +31,7 @@ func TestTailFilterAgreesWithGo(t *testing.T) {
 				t.Fatal("the store does not read in ingest order")
 			}
 			now := time.Now().UTC()
-			p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "tail", CreatedAt: now, UpdatedAt: now}
-			other := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "other", CreatedAt: now, UpdatedAt: now}
-			for _, pr := range []domain.Project{p, other} {
-				if err := s.CreateProject(t.Context(), pr); err != nil {
-					t.Fatal(err)
-				}
-			}
+			p, other := tailProjects(t, s, "tail", now)
 			r := rand.New(rand.NewPCG(16, uint64(now.UnixNano())))
 			const span = 3600_000
 			at := now.UnixMilli()
@@ -91,6 +85,19 @@ func TestTailFilterAgreesWithGo(t *testing.T) {
 	}
 }
 
+// tailProjects creates, at now, a project named name and one named "other".
+func tailProjects(t *testing.T, s domain.Store, name string, now time.Time) (p, other domain.Project) {
+	t.Helper()
+	p = domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: name, CreatedAt: now, UpdatedAt: now}
+	other = domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "other", CreatedAt: now, UpdatedAt: now}
+	for _, pr := range []domain.Project{p, other} {
+		if err := s.CreateProject(t.Context(), pr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p, other
+}
+
 // readAll reads the tail of f from after to its end, in small pages.
 // tailReader is what the tail hub reads of a store (tailhub.Store).
 type tailReader interface {
@@ -129,13 +136,7 @@ func TestTailPlacedBatches(t *testing.T) {
 			s := open(t)
 			ts := s.(tailReader)
 			now := time.Now().UTC()
-			p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "placed", CreatedAt: now, UpdatedAt: now}
-			other := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "other", CreatedAt: now, UpdatedAt: now}
-			for _, pr := range []domain.Project{p, other} {
-				if err := s.CreateProject(t.Context(), pr); err != nil {
-					t.Fatal(err)
-				}
-			}
+			p, other := tailProjects(t, s, "placed", now)
 			head, err := ts.TailHead(t.Context(), p.ID)
 			if err != nil {
 				t.Fatal(err)

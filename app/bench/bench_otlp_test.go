@@ -22,7 +22,6 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
 
-	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/domain"
 )
 
@@ -192,48 +191,13 @@ func newRawPlainPostgres(b *testing.B, before bool) rawPlain {
 	}
 	copyIn := "COPY logs (" + cols + ") FROM STDIN"
 	return rawPlain{project: project, write: func(rows []Row) error {
-		tx, err := db.Begin()
-		if err != nil {
-			return err
-		}
-		defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-		stmt, err := tx.Prepare(copyIn)
-		if err != nil {
-			return err
-		}
-		for i, r := range rows {
-			if _, err := stmt.Exec(plainValues(project, r, i, before)...); err != nil {
-				return err
-			}
-		}
-		if _, err := stmt.Exec(); err != nil {
-			return err
-		}
-		if err := stmt.Close(); err != nil {
-			return err
-		}
-		return tx.Commit()
+		return copyRows(db, copyIn, rows, func(i int, r Row) []any { return plainValues(project, r, i, before) })
 	}}
 }
 
 func newRawPlainSQLite(b *testing.B, before bool) rawPlain {
 	b.Helper()
-	path := filepath.Join(b.TempDir(), "raw.db")
-	st, err := sqlstore.OpenSQLite(context.Background(), path, sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	project := uuid.Must(uuid.NewV7()).String()
-	if err := st.CreateProject(context.Background(), domain.Project{ID: project, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
-		b.Fatal(err)
-	}
-	_ = st.Close()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
-	if err != nil {
-		b.Fatal(err)
-	}
-	db.SetMaxOpenConns(1)
-	b.Cleanup(func() { _ = db.Close() })
+	db, project := rawSQLite(b)
 	cols, n := columnsNow, 12
 	if before {
 		undoEntryAttributes(b, db, "sqlite")

@@ -23,6 +23,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/twitchtv/twirp"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/haberdasher"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
@@ -220,7 +221,7 @@ func (stockHaberdasher) MakeHat(_ context.Context, s *haberdasher.Size) (*haberd
 // hooks, with the same client, in JSON and in protobuf.
 func BenchmarkMakeHat(b *testing.B) {
 	ours := newBenchEnv(b, benchSQLite(b), func(c *server.Config) {
-		c.APIKeys = keyLine("admin", "bench-secret")
+		c.APIKeys = apitest.KeyLine("admin", "bench-secret")
 		c.MaxInFlight = 64
 		c.WriteRate = 1e9
 		c.WriteBurst = 1 << 20

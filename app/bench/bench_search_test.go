@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 
-	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -33,11 +32,7 @@ import (
 //     transaction, against the same statements without the rollups' (target >= 0.9).
 func BenchmarkSearch(b *testing.B) {
 	b.Run("sqlite", func(b *testing.B) {
-		st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "search.db"), sqlstore.DefaultSQLiteOptions())
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = st.Close() })
+		st := storetest.OpenSQLite(b)
 		benchSearch(b, st, st.Pools()["reader"], st.Pools()["writer"], sqlx.QUESTION)
 	})
 	b.Run("postgres", func(b *testing.B) {

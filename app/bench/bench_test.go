@@ -8,9 +8,7 @@ package bench
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,6 +28,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -99,25 +98,12 @@ func newBenchEnv(b *testing.B, st server.Store, tweak func(*server.Config)) *ben
 	return e
 }
 
-func benchSQLite(b *testing.B) server.Store {
-	b.Helper()
-	st, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	return st
-}
+func benchSQLite(b *testing.B) server.Store { return storetest.OpenSQLite(b) }
 
 func benchPostgres(b *testing.B) (server.Store, string) {
 	b.Helper()
 	url := pg.NewDatabase(b)
-	st, err := sqlstore.OpenPostgres(context.Background(), url, sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	return st, url
+	return storetest.OpenPostgres(b, url), url
 }
 
 // runConcurrent sends n jobs over workers goroutines and returns the elapsed time.
@@ -210,17 +196,25 @@ func createLogsVersus(b *testing.B, e *benchEnv, raw func([]Row) error) {
 }
 
 func copyRaw(db *sql.DB, projectID string, rows []Row) error {
+	return copyRows(db, "COPY logs (project_id, time, id, level, message, subject, user_id) FROM STDIN", rows, func(_ int, r Row) []any {
+		return []any{projectID, r.Time, uuid.Must(uuid.NewV7()).String(), r.Level, r.Message, r.Subject, r.User}
+	})
+}
+
+// copyRows writes rows to PostgreSQL with one COPY statement (copyIn) in one transaction, the
+// i-th row's columns being values(i, row).
+func copyRows(db *sql.DB, copyIn string, rows []Row, values func(i int, r Row) []any) error {
 	tx, err := db.Begin()
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit it is a no-op
-	stmt, err := tx.Prepare("COPY logs (project_id, time, id, level, message, subject, user_id) FROM STDIN")
+	stmt, err := tx.Prepare(copyIn)
 	if err != nil {
 		return err
 	}
-	for _, r := range rows {
-		if _, err := stmt.Exec(projectID, r.Time, uuid.Must(uuid.NewV7()).String(), r.Level, r.Message, r.Subject, r.User); err != nil {
+	for i, r := range rows {
+		if _, err := stmt.Exec(values(i, r)...); err != nil {
 			return err
 		}
 	}
@@ -237,23 +231,32 @@ func copyRaw(db *sql.DB, projectID string, rows []Row) error {
 // can do: one transaction per batch, one prepared statement, same rows, same schema.
 func BenchmarkCreateLogsSQLite(b *testing.B) {
 	e := newBenchEnv(b, benchSQLite(b), nil)
-	dir := b.TempDir()
-	rawStore, err := sqlstore.OpenSQLite(context.Background(), filepath.Join(dir, "raw.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	rawProject := uuid.Must(uuid.NewV7()).String()
-	if err := rawStore.CreateProject(context.Background(), domain.Project{ID: rawProject, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
-		b.Fatal(err)
-	}
-	_ = rawStore.Close()
-	raw, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "raw.db")+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
-	if err != nil {
-		b.Fatal(err)
-	}
-	raw.SetMaxOpenConns(1)
-	defer raw.Close()
+	raw, rawProject := rawSQLite(b)
 	createLogsVersus(b, e, func(rows []Row) error { return insertRawSQLite(raw, rawProject, rows) })
+}
+
+// rawSQLite makes a SQLite database with the store's schema and one project, and opens it past
+// the store with the store's settings and one connection, for the raw insert a benchmark
+// compares with; it is closed when b ends.
+func rawSQLite(b *testing.B) (db *sql.DB, project string) {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "raw.db")
+	st, err := sqlstore.OpenSQLite(context.Background(), path, sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	project = uuid.Must(uuid.NewV7()).String()
+	if err := st.CreateProject(context.Background(), domain.Project{ID: project, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+		b.Fatal(err)
+	}
+	_ = st.Close()
+	db, err = sql.Open("sqlite", "file:"+path+"?_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_pragma=busy_timeout(10000)&_txlock=immediate")
+	if err != nil {
+		b.Fatal(err)
+	}
+	db.SetMaxOpenConns(1)
+	b.Cleanup(func() { _ = db.Close() })
+	return db, project
 }
 
 func insertRawSQLite(db *sql.DB, projectID string, rows []Row) error {
@@ -289,9 +292,4 @@ func str(s string) *commonpb.AnyValue {
 
 func kv(k string, v *commonpb.AnyValue) *commonpb.KeyValue {
 	return &commonpb.KeyValue{Key: k, Value: v}
-}
-
-func keyLine(kind, secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return kind + " sha256:" + hex.EncodeToString(d[:])
 }

@@ -3,15 +3,14 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"testing"
 	"time"
 
-	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 )
 
@@ -20,15 +19,7 @@ var citus *pgtest.Citus
 
 func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&citus)} }
 
-func benchCitus(b *testing.B) server.Store {
-	b.Helper()
-	st, err := sqlstore.OpenPostgres(context.Background(), citus.NewDatabase(b), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	return st
-}
+func benchCitus(b *testing.B) server.Store { return storetest.OpenPostgres(b, citus.NewDatabase(b)) }
 
 // BenchmarkCitusVersusPostgres runs the same load through the service on a Citus coordinator with
 // two workers and on plain PostgreSQL, in the same run: POST /logs (1,000-entry batches from 2

@@ -8,24 +8,20 @@ import (
 	"testing"
 
 	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
 func TestAuthorizationMatrix(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testAuthorizationMatrix(t, s.open)
-		})
-	}
+	forEachStore(t, testAuthorizationMatrix)
 }
 
 func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 	st := open(t)
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = strings.Join([]string{keyLine("admin", "admin-secret"), keyLine("project "+a.ID, "key-a"), keyLine("project "+b.ID, "key-b")}, ",")
+	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("admin", "admin-secret"), apitest.KeyLine("project "+a.ID, "key-a"), apitest.KeyLine("project "+b.ID, "key-b")}, ",")
 	svc, srv := serve(t, cfg, st, nil)
 	adminCtx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
 	client := &http.Client{Transport: apitest.NewTransport(t, nil)}
@@ -104,7 +100,7 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 		}
 	}
 	// The project key's writes touched project a only; the other key's attempts stored nothing.
-	if n := countEntries(t, st, b.ID); n != 0 {
+	if n := storetest.CountEntries(t, st, b.ID); n != 0 {
 		t.Errorf("project b has %d entries after writes aimed at a", n)
 	}
 }
@@ -113,7 +109,7 @@ func TestProjectKeyBatchNamingAnotherProjectIsForbiddenWithPointers(t *testing.T
 	st := openSQLiteStore(t)
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = keyLine("project "+a.ID, "key-a")
+	cfg.APIKeys = apitest.KeyLine("project "+a.ID, "key-a")
 	_, srv := serve(t, cfg, st, nil)
 	body := fmt.Sprintf(`[{"project_id":%[1]q,"message":"ok"},{"project_id":%[2]q,"message":"not mine"},{"project_id":%[1]q,"message":"ok"}]`, a.ID, b.ID)
 	req, _ := http.NewRequest("POST", srv.URL+"/logs", strings.NewReader(body))
@@ -128,7 +124,7 @@ func TestProjectKeyBatchNamingAnotherProjectIsForbiddenWithPointers(t *testing.T
 	if resp.StatusCode != 403 || !strings.Contains(string(got), `"pointer":"/1/project_id"`) {
 		t.Fatalf("mixed batch = %d %s, want 403 naming /1/project_id", resp.StatusCode, got)
 	}
-	if n := countEntries(t, st, a.ID); n != 0 {
+	if n := storetest.CountEntries(t, st, a.ID); n != 0 {
 		t.Errorf("a forbidden batch stored %d entries", n)
 	}
 }

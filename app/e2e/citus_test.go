@@ -5,8 +5,8 @@ package e2e
 import (
 	"testing"
 
-	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 )
 
@@ -20,11 +20,5 @@ func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&cit
 func citusStores() []namedStore { return []namedStore{{"citus", openCitusStore}} }
 
 func openCitusStore(t *testing.T) server.Store {
-	t.Helper()
-	s, err := sqlstore.OpenPostgres(t.Context(), citus.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatalf("open citus: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return storetest.OpenPostgres(t, citus.NewDatabase(t))
 }

@@ -14,12 +14,7 @@ import (
 )
 
 func TestLevelsAreCanonical(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testLevelsAreCanonical(t, s.open)
-		})
-	}
+	forEachStore(t, testLevelsAreCanonical)
 }
 
 // levelCase is one level as a client sends it, and what it reads back as.
@@ -167,10 +162,7 @@ func testLevelsAreCanonical(t *testing.T, open storeOpener) {
 	}
 
 	// The live tail matches the same way.
-	l, status, _, body := openTail(t, nil, e.url+"/logs/tail?project_id="+p.Id+"&log_level=Warning", "")
-	if l == nil {
-		t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(t, "tail", nil, e.url+"/logs/tail?project_id="+p.Id+"&log_level=Warning", "")
 	tailBatch := rest.CreateLogsJSONRequestBody{
 		{ProjectId: p.Id, Message: "tail 1", Level: ptr("WARNING")},
 		{ProjectId: p.Id, Message: "tail 2", Level: ptr("error")},

@@ -301,14 +301,7 @@ func testListLogsParameterErrors(t *testing.T, open storeOpener) {
 			}
 			t.Run(method+" "+c.name, func(t *testing.T) {
 				resp, body := e.do(method, c.query, "", "")
-				if resp.StatusCode != c.status {
-					t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
-				}
-				if c.fields != nil {
-					if got := fieldsOf(problemOf(t, body)); !slices.Equal(got, c.fields) {
-						t.Errorf("errors name %q, want %q", got, c.fields)
-					}
-				}
+				wantAnswer(t, resp, body, c.status, c.fields)
 			})
 		}
 	}

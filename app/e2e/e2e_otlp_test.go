@@ -11,17 +11,14 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 )
 
 func TestOTLPIngest(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testOTLPIngest(t, s.open)
-		})
-	}
+	forEachStore(t, testOTLPIngest)
 }
 
 // testOTLPIngest: both encodings, gzip and identity, the mapping, partial success, the
@@ -224,7 +221,7 @@ func TestOTLPKeysAndEdgeRefusals(t *testing.T) {
 	st := openSQLiteStore(t)
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = strings.Join([]string{keyLine("admin", "admin-secret"), keyLine("project "+a.ID, "key-a"), keyLine("project "+b.ID, "key-b")}, ",")
+	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("admin", "admin-secret"), apitest.KeyLine("project "+a.ID, "key-a"), apitest.KeyLine("project "+b.ID, "key-b")}, ",")
 	cfg.WriteRate, cfg.WriteBurst = 0.001, 2 // the third write of one key is refused
 	_, srv := serve(t, cfg, st, nil)
 	body := encodeOTLP(t, ctProto, otlpRequest(&logspb.LogRecord{Body: str("m")}))
@@ -261,7 +258,7 @@ func TestOTLPKeysAndEdgeRefusals(t *testing.T) {
 			t.Errorf("%s: Retry-After %q", c.name, ans.retryAfter)
 		}
 	}
-	if n := countEntries(t, st, a.ID); n != 1 { // the second request of key-a replays the first
+	if n := storetest.CountEntries(t, st, a.ID); n != 1 { // the second request of key-a replays the first
 		t.Errorf("project a holds %d entries, want 1", n)
 	}
 }

@@ -134,14 +134,7 @@ func testProjectInputErrors(t *testing.T, open storeOpener) {
 					path += "/" + p.Id
 				}
 				resp, body := e.do(method, path, c.contentType, c.body)
-				if resp.StatusCode != c.status {
-					t.Fatalf("status %d, want %d: %s", resp.StatusCode, c.status, body)
-				}
-				if c.fields != nil {
-					if got := fieldsOf(problemOf(t, body)); !slices.Equal(got, c.fields) {
-						t.Errorf("errors name %q, want %q", got, c.fields)
-					}
-				}
+				wantAnswer(t, resp, body, c.status, c.fields)
 			})
 		}
 	}

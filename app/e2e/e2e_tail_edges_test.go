@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
@@ -39,7 +40,7 @@ type tailEdges struct {
 func (e *tailEdges) serve(tweak func(*server.Config)) string {
 	e.t.Helper()
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = strings.Join([]string{keyLine("admin", tailAdmin), keyLine("project "+e.a, tailKeyA), keyLine("project "+e.a, tailKeyA2), keyLine("project "+e.b, tailKeyB)}, ",")
+	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("admin", tailAdmin), apitest.KeyLine("project "+e.a, tailKeyA), apitest.KeyLine("project "+e.a, tailKeyA2), apitest.KeyLine("project "+e.b, tailKeyB)}, ",")
 	cfg.TailPoll = 50 * time.Millisecond
 	if tweak != nil {
 		tweak(&cfg)
@@ -118,10 +119,7 @@ func TestTailEdges(t *testing.T) {
 
 func (e *tailEdges) retryAndHeartbeat() {
 	base := e.serve(func(c *server.Config) { c.TailHeartbeat = 200 * time.Millisecond })
-	l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+e.a, tailKeyA)
-	if l == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(e.t, "tail", nil, base+"/logs/tail?project_id="+e.a, tailKeyA)
 	if b, _ := l.next(10 * time.Second); b.retry != "1000" || b.event != "" || b.comment != "" {
 		e.t.Fatalf("first block %+v, want the retry field alone", b)
 	}
@@ -187,10 +185,7 @@ func (e *tailEdges) tooMany() {
 	tail := base + "/logs/tail?project_id=" + e.a
 	open := func(key string) *liveTail {
 		e.t.Helper()
-		l, status, _, body := openTail(e.t, nil, tail, key)
-		if l == nil {
-			e.t.Fatalf("tail with %s: %d %s", key, status, body)
-		}
+		l := mustTail(e.t, "tail with "+key, nil, tail, key)
 		return l
 	}
 	refused := func(key, why string) {
@@ -238,10 +233,7 @@ func (e *tailEdges) replay() {
 		`{"message":"r4","time":`+strconv.Itoa(t0+9)+`}`)
 	e.post(base, tailAdmin, p, `{"message":"other filter","time":`+strconv.Itoa(t0+9)+`,"level":"debug"}`)
 	url := base + "/logs/tail?project_id=" + p + "&start_time=" + strconv.Itoa(t0)
-	l, status, _, body := openTail(e.t, nil, url+"&limit=3&log_level=info", tailAdmin)
-	if l == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(e.t, "tail", nil, url+"&limit=3&log_level=info", tailAdmin)
 	if got := msgs(l.entries(3)); !slices.Equal(got, []string{"r2", "r3", "r4"}) {
 		e.t.Fatalf("replay of the last 3 with time >= start_time: %q, want r2 r3 r4 (ingest order)", got)
 	}
@@ -258,10 +250,7 @@ func (e *tailEdges) replay() {
 		many = append(many, fmt.Sprintf(`{"message":"m%03d","time":%d}`, i, t0+int64(i)))
 	}
 	e.post(base, tailAdmin, q, many...)
-	l2, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+q+"&start_time=0", tailAdmin)
-	if l2 == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	l2 := mustTail(e.t, "tail", nil, base+"/logs/tail?project_id="+q+"&start_time=0", tailAdmin)
 	got := l2.entries(100)
 	if got[0].Message != "m030" || got[99].Message != "m129" {
 		e.t.Fatalf("default replay from %q to %q, want the last 100: m030 to m129", got[0].Message, got[99].Message)
@@ -298,10 +287,7 @@ func (e *tailEdges) ownIDs() {
 	base := e.serve(nil)
 	idsOf := func(noise bool) ([]string, string) {
 		p := e.newProject(base)
-		l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p, tailAdmin)
-		if l == nil {
-			e.t.Fatalf("tail: %d %s", status, body)
-		}
+		l := mustTail(e.t, "tail", nil, base+"/logs/tail?project_id="+p, tailAdmin)
 		defer l.close()
 		e.post(base, tailAdmin, p, tailMessages("o1", "o2")...)
 		if noise {
@@ -324,10 +310,7 @@ func (e *tailEdges) ownIDs() {
 	if !slices.Equal(quiet, busy) {
 		e.t.Fatalf("the ids of the same batches changed with other projects' writes: %q alone, %q with writes between", quiet, busy)
 	}
-	l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p, tailAdmin, "Last-Event-ID", busy[0])
-	if l == nil {
-		e.t.Fatalf("resume: %d %s", status, body)
-	}
+	l := mustTail(e.t, "resume", nil, base+"/logs/tail?project_id="+p, tailAdmin, "Last-Event-ID", busy[0])
 	if got := msgs(l.entries(2)); !slices.Equal(got, []string{"o2", "o3"}) {
 		e.t.Fatalf("resumed after o1: %q, want o2 o3", got)
 	}
@@ -337,20 +320,14 @@ func (e *tailEdges) cursor() {
 	base := e.serve(nil)
 	p := e.newProject(base)
 	tail := base + "/logs/tail?project_id=" + p
-	first, status, _, body := openTail(e.t, nil, tail, tailAdmin)
-	if first == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	first := mustTail(e.t, "tail", nil, tail, tailAdmin)
 	e.post(base, tailAdmin, p, tailMessages("c1", "c2", "c3")...)
 	e.post(base, tailAdmin, p, tailMessages("c4")...)
 	ids := first.entries(4)
 	first.close()
 
 	// cursor: right after that event, through what is stored, then live.
-	l, status, _, body := openTail(e.t, nil, tail+"&cursor="+ids[1].eventID, tailAdmin)
-	if l == nil {
-		e.t.Fatalf("tail from a cursor: %d %s", status, body)
-	}
+	l := mustTail(e.t, "tail from a cursor", nil, tail+"&cursor="+ids[1].eventID, tailAdmin)
 	if got := msgs(l.entries(2)); !slices.Equal(got, []string{"c3", "c4"}) {
 		e.t.Fatalf("from the cursor of c2: %q, want c3 c4", got)
 	}
@@ -360,10 +337,7 @@ func (e *tailEdges) cursor() {
 	}
 	l.close()
 	// Last-Event-ID wins over cursor.
-	l, status, _, body = openTail(e.t, nil, tail+"&cursor="+ids[0].eventID, tailAdmin, "Last-Event-ID", ids[2].eventID)
-	if l == nil {
-		e.t.Fatalf("tail with Last-Event-ID: %d %s", status, body)
-	}
+	l = mustTail(e.t, "tail with Last-Event-ID", nil, tail+"&cursor="+ids[0].eventID, tailAdmin, "Last-Event-ID", ids[2].eventID)
 	if got := msgs(l.entries(2)); !slices.Equal(got, []string{"c4", "c5"}) {
 		e.t.Fatalf("Last-Event-ID of c3 with the cursor of c1: %q, want c4 c5", got)
 	}
@@ -376,10 +350,7 @@ func (e *tailEdges) rendering() {
 	base := e.serve(nil)
 	p := e.newProject(base)
 	tail := base + "/logs/tail?project_id=" + p
-	l, status, _, body := openTail(e.t, nil, tail, tailAdmin)
-	if l == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(e.t, "tail", nil, tail, tailAdmin)
 	defer l.close()
 	// The first entry takes the tail onto its project's hub; the rest reach it from there.
 	e.post(base, tailAdmin, p, tailMessages("first")...)
@@ -427,10 +398,7 @@ func (e *tailEdges) rendering() {
 		}
 	}
 	compare("live", live)
-	resumed, status, _, body := openTail(e.t, nil, tail, tailAdmin, "Last-Event-ID", first.eventID)
-	if resumed == nil {
-		e.t.Fatalf("resumed tail: %d %s", status, body)
-	}
+	resumed := mustTail(e.t, "resumed tail", nil, tail, tailAdmin, "Last-Event-ID", first.eventID)
 	defer resumed.close()
 	compare("resumed", resumed.blocksOf(len(varied)))
 }
@@ -470,10 +438,7 @@ func (e *tailEdges) filters() {
 	}
 	tails := make([]*liveTail, len(filters))
 	for i, f := range filters {
-		l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p+"&"+f.query, tailAdmin)
-		if l == nil {
-			e.t.Fatalf("tail %s: %d %s", f.query, status, body)
-		}
+		l := mustTail(e.t, "tail "+f.query, nil, base+"/logs/tail?project_id="+p+"&"+f.query, tailAdmin)
 		tails[i] = l
 	}
 	var batch []string
@@ -513,10 +478,7 @@ func (e *tailEdges) writeTimeout() {
 	const writeTO = 300 * time.Millisecond
 	base := e.serve(func(c *server.Config) { c.WriteTO, c.TailHeartbeat = writeTO, 100*time.Millisecond })
 	p := e.newProject(base)
-	l, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p, tailAdmin)
-	if l == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(e.t, "tail", nil, base+"/logs/tail?project_id="+p, tailAdmin)
 	// Entries over several write timeouts, then heartbeats past them: the stream stays up.
 	start := time.Now()
 	for i := range 5 {
@@ -547,10 +509,7 @@ func (e *tailEdges) stalled() {
 	p := e.newProject(base)
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
-	l, status, _, body := openTail(e.t, client, base+"/logs/tail?project_id="+p, tailAdmin)
-	if l == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(e.t, "tail", client, base+"/logs/tail?project_id="+p, tailAdmin)
 	// Idle past the stall timeout first: the burst that follows must still reach the client
 	// (the deadline of the last flush, long passed, must not apply to it).
 	time.Sleep(2 * stall)
@@ -583,10 +542,7 @@ func (e *tailEdges) stalled() {
 		e.t.Fatal("nothing reached the client before it was cut off")
 	}
 	first := len(seen)
-	r, status, _, body := openTail(e.t, nil, base+"/logs/tail?project_id="+p, tailAdmin, "Last-Event-ID", last)
-	if r == nil {
-		e.t.Fatalf("resume: %d %s", status, body)
-	}
+	r := mustTail(e.t, "resume", nil, base+"/logs/tail?project_id="+p, tailAdmin, "Last-Event-ID", last)
 	for _, en := range r.entries(total - first) {
 		seen[en.Message]++
 	}
@@ -604,10 +560,7 @@ func (e *tailEdges) deleted() {
 	base := e.serve(nil)
 	p := e.newProject(base)
 	tail := base + "/logs/tail?project_id=" + p
-	l, status, _, body := openTail(e.t, nil, tail, tailAdmin)
-	if l == nil {
-		e.t.Fatalf("tail: %d %s", status, body)
-	}
+	l := mustTail(e.t, "tail", nil, tail, tailAdmin)
 	e.post(base, tailAdmin, p, tailMessages("before the delete")...)
 	last := l.entries(1)[0].eventID
 	req, _ := http.NewRequestWithContext(e.t.Context(), http.MethodDelete, base+"/projects/"+p, nil)

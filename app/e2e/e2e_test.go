@@ -6,12 +6,7 @@ import (
 
 // TestE2E runs the whole REST and Twirp contract against each store.
 func TestE2E(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			runContract(t, s.open)
-		})
-	}
+	forEachStore(t, runContract)
 }
 
 func runContract(t *testing.T, open storeOpener) {

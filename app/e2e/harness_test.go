@@ -11,8 +11,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,8 +37,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"example.com/obsvc/adapters/httpapi/apitest"
-	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
@@ -79,36 +77,10 @@ func seedProjects(t *testing.T, st server.Store) (a, b domain.Project) {
 	return a, b
 }
 
-// syncBuffer is a bytes.Buffer safe for the server's log writes and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // storeOpener opens a fresh, empty store for one test.
 type storeOpener func(t *testing.T) server.Store
 
-func openSQLiteStore(t *testing.T) server.Store {
-	t.Helper()
-	s, err := sqlstore.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "e2e.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		t.Fatalf("open sqlite: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
-}
+func openSQLiteStore(t *testing.T) server.Store { return storetest.OpenSQLite(t) }
 
 // env is one running server (the real wiring, on a random loopback port) and clients for it.
 // Every response the clients receive is validated against openapi.yaml.
@@ -172,29 +144,7 @@ func (e *env) project(name string) rest.Project {
 // logCount is how many entries the store holds for a project, read past the API.
 func (e *env) logCount(projectID string) int {
 	e.t.Helper()
-	return countEntries(e.t, e.store, projectID)
-}
-
-// countEntries reads a project's entries straight from the store; no project counts as none.
-func countEntries(t *testing.T, st domain.Store, projectID string) int {
-	t.Helper()
-	n := 0
-	err := st.ListLogs(t.Context(), domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projectID}, Limit: 1_000_000}, func(p domain.Page) error {
-		for _, err := range p.Entries {
-			if err != nil {
-				return err
-			}
-			n++
-		}
-		return nil
-	})
-	if domain.KindOf(err) == domain.KindNotFound {
-		return 0
-	}
-	if err != nil {
-		t.Fatalf("count logs: %v", err)
-	}
-	return n
+	return storetest.CountEntries(e.t, e.store, projectID)
 }
 
 func problemOf(t *testing.T, body []byte) rest.Problem {
@@ -223,6 +173,20 @@ func fieldsOf(p rest.Problem) []string {
 	return out
 }
 
+// wantAnswer fails the test unless the answer has status and, when fields is not nil, is a
+// problem naming exactly those fields.
+func wantAnswer(t *testing.T, resp *http.Response, body []byte, status int, fields []string) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("status %d, want %d: %s", resp.StatusCode, status, body)
+	}
+	if fields != nil {
+		if got := fieldsOf(problemOf(t, body)); !slices.Equal(got, fields) {
+			t.Errorf("errors name %q, want %q", got, fields)
+		}
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 type namedStore struct {
@@ -237,13 +201,7 @@ var pg *pgtest.Server
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
 
 func openPostgresStore(t *testing.T) server.Store {
-	t.Helper()
-	s, err := sqlstore.OpenPostgres(t.Context(), pg.NewDatabase(t), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		t.Fatalf("open postgres: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return storetest.OpenPostgres(t, pg.NewDatabase(t))
 }
 
 // e2eStores lists the stores the end-to-end contract runs against: both, always, and a Citus
@@ -253,9 +211,15 @@ func e2eStores() []namedStore {
 	return append([]namedStore{{"sqlite", openSQLiteStore}, {"postgres", openPostgresStore}}, citusStores()...)
 }
 
-func keyLine(kind, secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return kind + " sha256:" + hex.EncodeToString(d[:])
+// forEachStore runs fn as a parallel subtest on every store of e2eStores.
+func forEachStore(t *testing.T, fn func(*testing.T, storeOpener)) {
+	t.Helper()
+	for _, s := range e2eStores() {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			fn(t, s.open)
+		})
+	}
 }
 
 // seed writes entries at times 100, 110, ... with users and levels in a fixed pattern.
@@ -507,47 +471,29 @@ func openTail(t *testing.T, client *http.Client, url, key string, hdr ...string)
 	return l, resp.StatusCode, resp.Header, nil
 }
 
+// mustTail opens a tail as openTail does and fails the test, naming what, when it is refused.
+func mustTail(t *testing.T, what string, client *http.Client, url, key string, hdr ...string) *liveTail {
+	t.Helper()
+	l, status, _, body := openTail(t, client, url, key, hdr...)
+	if l == nil {
+		t.Fatalf("%s: %d %s", what, status, body)
+	}
+	return l
+}
+
 // read parses the stream by the WHATWG rules this service's events need: one field per line.
 func (l *liveTail) read() {
 	defer close(l.ended)
 	defer close(l.blocks)
-	sc := bufio.NewScanner(l.resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var b sseBlock
-	seen := false
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" {
-			if seen && b.event == "log" {
-				if err := l.check.CheckEvent("LogEntry", []byte(b.data)); err != nil {
-					l.t.Errorf("tail event %s: %v", b.id, err)
-				}
+	l.err = apitest.ScanBlocks(l.resp.Body, func(b apitest.Block) bool {
+		if b.Event == "log" {
+			if err := l.check.CheckEvent("LogEntry", []byte(b.Data)); err != nil {
+				l.t.Errorf("tail event %s: %v", b.ID, err)
 			}
-			if seen {
-				l.blocks <- b
-			}
-			b, seen = sseBlock{}, false
-			continue
 		}
-		seen = true
-		if c, ok := strings.CutPrefix(line, ":"); ok {
-			b.comment = strings.TrimSpace(c)
-			continue
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			b.id = value
-		case "event":
-			b.event = value
-		case "data":
-			b.data = value
-		case "retry":
-			b.retry = value
-		}
-	}
-	l.err = sc.Err()
+		l.blocks <- sseBlock{id: b.ID, event: b.Event, data: b.Data, retry: b.Retry, comment: b.Comment}
+		return true
+	})
 }
 
 func (l *liveTail) close() {
@@ -578,17 +524,25 @@ type tailEntry struct {
 func (l *liveTail) entries(n int) []tailEntry {
 	l.t.Helper()
 	var out []tailEntry
-	for len(out) < n {
+	l.events(n, "entries", func(b sseBlock) { out = append(out, l.entry(b)) })
+	return out
+}
+
+// events hands fn each of the next n events, skipping the retry field and heartbeats; what
+// names them if the stream ends first.
+func (l *liveTail) events(n int, what string, fn func(sseBlock)) {
+	l.t.Helper()
+	for i := 0; i < n; {
 		b, ok := l.next(30 * time.Second)
 		if !ok {
-			l.t.Fatalf("the stream ended after %d of %d entries: %v", len(out), n, l.err)
+			l.t.Fatalf("the stream ended after %d of %d %s: %v", i, n, what, l.err)
 		}
 		if b.event == "" {
 			continue
 		}
-		out = append(out, l.entry(b))
+		fn(b)
+		i++
 	}
-	return out
 }
 
 func (l *liveTail) entry(b sseBlock) tailEntry {
@@ -647,27 +601,8 @@ func msgs(es []tailEntry) []string {
 func (l *liveTail) blocksOf(n int) []sseBlock {
 	l.t.Helper()
 	var out []sseBlock
-	for len(out) < n {
-		b, ok := l.next(30 * time.Second)
-		if !ok {
-			l.t.Fatalf("the stream ended after %d of %d events: %v", len(out), n, l.err)
-		}
-		if b.event != "" {
-			out = append(out, b)
-		}
-	}
+	l.events(n, "events", func(b sseBlock) { out = append(out, b) })
 	return out
-}
-
-func get(t *testing.T, url string) (*http.Response, []byte) {
-	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
 }
 
 func send(t *testing.T, method, url, body string) *http.Response {
@@ -715,7 +650,7 @@ func sample(t *testing.T, scrape, name string, labels map[string]string) float64
 
 func scrape(t *testing.T, base string) string {
 	t.Helper()
-	resp, body := get(t, base+"/metrics")
+	resp, body := apitest.Get(t, base+"/metrics")
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("/metrics = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -845,16 +780,7 @@ type fuzzServer struct {
 // pgtest started, which fuzz workers share; see pgtest.Run): every fuzzed request goes to both.
 func newFuzzServers(f *testing.F) []*fuzzServer {
 	f.Helper()
-	sqlite, err := sqlstore.OpenSQLite(f.Context(), filepath.Join(f.TempDir(), "fuzz.db"), sqlstore.DefaultSQLiteOptions())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = sqlite.Close() })
-	postgres, err := sqlstore.OpenPostgres(f.Context(), pg.NewDatabase(f), sqlstore.DefaultPostgresOptions())
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(func() { _ = postgres.Close() })
+	sqlite, postgres := storetest.OpenSQLite(f), storetest.OpenPostgres(f, pg.NewDatabase(f))
 	var out []*fuzzServer
 	for _, st := range []struct {
 		name string

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -20,12 +22,7 @@ import (
 // service on both stores: each is answered with its 4xx (never a 5xx), within maxProblemBytes
 // bytes, in the contract's format naming what was wrong, and stores nothing.
 func TestHostileInput(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testHostileInput(t, s.open)
-		})
-	}
+	forEachStore(t, testHostileInput)
 }
 
 func testHostileInput(t *testing.T, open storeOpener) {
@@ -128,7 +125,7 @@ func testHostileInput(t *testing.T, open storeOpener) {
 			if late {
 				e = lateEnv
 			}
-			before := countEntries(t, e.store, p) + countEntries(t, e.store, other)
+			before := storetest.CountEntries(t, e.store, p) + storetest.CountEntries(t, e.store, other)
 			release := func() {}
 			if late {
 				release = holdLogs(t, e.store)
@@ -166,7 +163,7 @@ func testHostileInput(t *testing.T, open storeOpener) {
 			if took := time.Since(started); took > 30*time.Second {
 				t.Errorf("took %v", took)
 			}
-			if after := countEntries(t, e.store, p) + countEntries(t, e.store, other); after != before {
+			if after := storetest.CountEntries(t, e.store, p) + storetest.CountEntries(t, e.store, other); after != before {
 				t.Errorf("stored %d entries, had %d", after, before)
 			}
 		})
@@ -185,7 +182,7 @@ func testTailsKeptForNewKeys(t *testing.T, st server.Store, project string) {
 	keys := []string{"tail-a", "tail-b", "tail-c", "tail-new", "tail-new2", "tail-new3"}
 	var lines []string
 	for _, k := range keys {
-		lines = append(lines, keyLine("project "+project, k))
+		lines = append(lines, apitest.KeyLine("project "+project, k))
 	}
 	cfg.APIKeys = strings.Join(lines, ",")
 	cfg.MaxTails, cfg.MaxTailsTotal = 3, 8

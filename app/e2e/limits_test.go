@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/app/server"
 )
 
@@ -66,7 +67,7 @@ func TestInFlightCapShedsWith503(t *testing.T) {
 	if shedStatus != 503 || retryAfter == "" {
 		t.Fatalf("second request while one is in flight: %d, Retry-After %q; want 503 with Retry-After", shedStatus, retryAfter)
 	}
-	if resp, _ := get(t, e.url+"/healthz"); resp.StatusCode != 200 {
+	if resp, _ := apitest.Get(t, e.url+"/healthz"); resp.StatusCode != 200 {
 		t.Errorf("/healthz was shed: %d", resp.StatusCode)
 	}
 	_, _ = io.WriteString(pw, `"message":"slow"}]`)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/edge"
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/haberdasher"
 	"example.com/obsvc/app/server"
 )
@@ -46,7 +47,7 @@ func TestMetricsCountRequestsByRouteStatusAndTwirpCode(t *testing.T) {
 		resp.Body.Close()
 	}
 	send(t, "POST", base+"/projects", `{"name":""}`)
-	get(t, base+"/projects/"+server.NewID())
+	apitest.Get(t, base+"/projects/"+server.NewID())
 	send(t, "POST", base+"/logs", fmt.Sprintf(`[{"project_id":%[1]q,"message":"a"},{"project_id":%[1]q,"message":"b"},{"project_id":%[1]q,"message":"c"}]`, created.ID))
 	send(t, "POST", base+"/logs", fmt.Sprintf(`[{"project_id":%q,"message":"a"}]`, server.NewID()))
 	send(t, "DELETE", base+"/logs?project_id="+created.ID+"&log_level=info", "")
@@ -102,7 +103,7 @@ func TestMetricsCountRequestsByRouteStatusAndTwirpCode(t *testing.T) {
 func TestHealthAndReadinessOnSQLite(t *testing.T) {
 	base, _ := bootForOps(t, openSQLiteStore, io.Discard, nil)
 	for path, want := range map[string]string{"/healthz": `{"status":"ok"}`, "/readyz": `{"status":"ready"}`} {
-		resp, body := get(t, base+path)
+		resp, body := apitest.Get(t, base+path)
 		if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != want || resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("%s = %d %s", path, resp.StatusCode, body)
 		}
@@ -114,17 +115,17 @@ func TestReadinessFailsWhenTheStoreIsGone(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	resp, body := get(t, base+"/readyz")
+	resp, body := apitest.Get(t, base+"/readyz")
 	if resp.StatusCode != 503 || !strings.Contains(string(body), "unavailable") {
 		t.Errorf("/readyz with a closed store = %d %s, want 503", resp.StatusCode, body)
 	}
-	if resp, _ := get(t, base+"/healthz"); resp.StatusCode != 200 {
+	if resp, _ := apitest.Get(t, base+"/healthz"); resp.StatusCode != 200 {
 		t.Errorf("/healthz = %d: liveness does not depend on the store", resp.StatusCode)
 	}
 }
 
 func TestAccessLogAndRequestID(t *testing.T) {
-	var logs syncBuffer
+	var logs apitest.SyncBuffer
 	base, _ := bootForOps(t, openSQLiteStore, &logs, func(c *server.Config) { c.LogLevel = "info" })
 
 	req, _ := http.NewRequest("GET", base+"/projects/"+server.NewID(), nil)
@@ -159,7 +160,7 @@ func TestAccessLogAndRequestID(t *testing.T) {
 			t.Errorf("bad request id %q answered with %q", bad, got)
 		}
 	}
-	get(t, base+"/healthz") // debug level: not in an info log
+	apitest.Get(t, base+"/healthz") // debug level: not in an info log
 
 	var found bool
 	for _, line := range strings.Split(logs.String(), "\n") {
@@ -189,7 +190,7 @@ func TestAccessLogAndRequestID(t *testing.T) {
 // tests before it have finished, the ones after it have not started.
 func TestReadinessFollowsPostgres(t *testing.T) {
 	base, _ := bootForOps(t, openPostgresStore, io.Discard, nil)
-	if resp, _ := get(t, base+"/readyz"); resp.StatusCode != 200 {
+	if resp, _ := apitest.Get(t, base+"/readyz"); resp.StatusCode != 200 {
 		t.Fatalf("/readyz before the outage = %d", resp.StatusCode)
 	}
 	pg.Stop(t)
@@ -200,21 +201,21 @@ func TestReadinessFollowsPostgres(t *testing.T) {
 		}
 	}()
 	asked := time.Now()
-	resp, body := get(t, base+"/readyz")
+	resp, body := apitest.Get(t, base+"/readyz")
 	if resp.StatusCode != 503 {
 		t.Errorf("/readyz with the database stopped = %d %s, want 503", resp.StatusCode, body)
 	}
 	if took := time.Since(asked); took > edge.ReadyTimeout+2*time.Second {
 		t.Errorf("/readyz took %v with the database down, want about its %v timeout at most", took, edge.ReadyTimeout)
 	}
-	if resp, _ := get(t, base+"/healthz"); resp.StatusCode != 200 {
+	if resp, _ := apitest.Get(t, base+"/healthz"); resp.StatusCode != 200 {
 		t.Errorf("/healthz = %d during the outage", resp.StatusCode)
 	}
 	pg.Start(t)
 	started = true
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, _ := get(t, base+"/readyz")
+		resp, _ := apitest.Get(t, base+"/readyz")
 		if resp.StatusCode == 200 {
 			break
 		}

@@ -14,6 +14,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+
+	"example.com/obsvc/adapters/sqlstore/storetest"
 )
 
 // maxBombAlloc bounds the bytes the whole process allocates while it answers one OTLP bomb: the
@@ -111,7 +113,7 @@ func TestOTLPBombsAreCountedNotDecoded(t *testing.T) {
 					t.Errorf("%s: the process allocated %d MiB answering it, want under %d MiB", c.name, alloc>>20, maxBombAlloc>>20)
 				}
 			}
-			if n := countEntries(t, e.store, p); n != 0 {
+			if n := storetest.CountEntries(t, e.store, p); n != 0 {
 				t.Errorf("%d entries stored from bombs, want none", n)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 )
@@ -46,19 +47,14 @@ func emitNode(t *testing.T, url, exporter, compression, key, service string) ([]
 // of about half a second per exporter and store.
 func TestOTLPNodeExporters(t *testing.T) {
 	otlpNode.install(t) // skip before a PostgreSQL database is made for nothing
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testOTLPNodeExporters(t, s.open)
-		})
-	}
+	forEachStore(t, testOTLPNodeExporters)
 }
 
 func testOTLPNodeExporters(t *testing.T, open storeOpener) {
 	st := open(t)
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = strings.Join([]string{keyLine("project "+a.ID, "node-key-a"), keyLine("project "+b.ID, "node-key-b")}, ",")
+	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("project "+a.ID, "node-key-a"), apitest.KeyLine("project "+b.ID, "node-key-b")}, ",")
 	_, srv := serve(t, cfg, st, nil)
 
 	for _, c := range []struct {

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/trace"
 
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
 	"example.com/obsvc/app/server"
 )
@@ -138,7 +139,7 @@ func TestOTLPGoSDKRetries(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Errorf("%d requests, want 2 (one 503, one retry)", n)
 	}
-	if n := countEntries(t, st, a.ID); n != 4 {
+	if n := storetest.CountEntries(t, st, a.ID); n != 4 {
 		t.Errorf("stored %d entries, want 4 exactly once", n)
 	}
 

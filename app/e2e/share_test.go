@@ -15,12 +15,7 @@ import (
 // gets 429 for its next listing, stats and filtered delete, while another key's listing is
 // served at once; on both stores.
 func TestOneKeysReadsLeaveOthersTheirShare(t *testing.T) {
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) {
-			t.Parallel()
-			testReadShare(t, s.open)
-		})
-	}
+	forEachStore(t, testReadShare)
 }
 
 func testReadShare(t *testing.T, open storeOpener) {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/app/server"
 )
 
@@ -49,7 +50,7 @@ func testTailWithNodeEventSource(t *testing.T, open storeOpener, node, dir strin
 	st := open(t)
 	proj, _ := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = keyLine("project "+proj.ID, key)
+	cfg.APIKeys = apitest.KeyLine("project "+proj.ID, key)
 	cfg.TailPoll = 100 * time.Millisecond
 	svc, err := server.New(cfg, st, slog.New(slog.DiscardHandler), server.Deps{})
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/ui"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
@@ -187,7 +188,7 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	st := s.open(t)
 	a, _ := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	cfg.APIKeys = keyLine("admin", explorerKey) + "," + keyLine("project "+a.ID, projectKey)
+	cfg.APIKeys = apitest.KeyLine("admin", explorerKey) + "," + apitest.KeyLine("project "+a.ID, projectKey)
 	_, srv := serve(t, cfg, st, nil)
 	const n = 250
 	ids := seedExplorer(t, srv.URL, a.ID, n)

@@ -7,7 +7,6 @@ import (
 	"compress/gzip"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
@@ -29,6 +28,8 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"example.com/obsvc/adapters/httpapi/apitest"
 )
 
 // The bounds of the hostile-load test. They are sizes and ratios, measured from outside the
@@ -124,7 +125,7 @@ var hostileRoles = []string{"victim", "otlp", "gzip", "search", "stats"}
 func newHostile(t *testing.T, store string, env []string) *hostile {
 	h := &hostile{store: store, env: env, projects: map[string]string{}, secrets: map[string]string{}, t0: time.Now().Add(-time.Hour).UnixMilli()}
 	h.secrets["admin"] = randomSecret(t)
-	keys := []string{"admin sha256:" + digest(h.secrets["admin"])}
+	keys := []string{apitest.KeyLine("admin", h.secrets["admin"])}
 	// The projects are created and seeded with the admin key; the project keys need their ids,
 	// so the attacks run on servers started afterwards.
 	addr := freeAddr(t)
@@ -134,7 +135,7 @@ func newHostile(t *testing.T, store string, env []string) *hostile {
 	for _, role := range hostileRoles {
 		h.projects[role] = h.createProject(t, base, role)
 		h.secrets[role] = randomSecret(t)
-		keys = append(keys, "project "+h.projects[role]+" sha256:"+digest(h.secrets[role]))
+		keys = append(keys, apitest.KeyLine("project "+h.projects[role], h.secrets[role]))
 	}
 	h.apiKeys = strings.Join(keys, ",")
 
@@ -168,11 +169,6 @@ func randomSecret(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-func digest(secret string) string {
-	d := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(d[:])
 }
 
 func stopServer(srv *server) {

@@ -41,20 +41,25 @@ const project = `{"id":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f","name":"p","create
 
 const problem = `{"type":"about:blank","title":"Not Found","status":404,"detail":"no project"}`
 
+// exchangeCase is one response to check: the request it answers, its status, headers and
+// body, and (for a wrong one) what the checker's error must mention.
+type exchangeCase struct {
+	name, method, target string
+	status               int
+	header               map[string]string
+	body                 string
+	want                 string
+}
+
 func TestCheckerAcceptsContractResponses(t *testing.T) {
 	json := map[string]string{"Content-Type": "application/json"}
 	prob := map[string]string{"Content-Type": "application/problem+json"}
-	cases := []struct {
-		name, method, target string
-		status               int
-		header               map[string]string
-		body                 string
-	}{
-		{"get project", "GET", "/projects/x", 200, json, project},
-		{"list projects", "GET", "/projects", 200, json, "[" + project + "]"},
-		{"not found", "GET", "/projects/x", 404, prob, problem},
-		{"create project", "POST", "/projects", 201, map[string]string{"Content-Type": "application/json", "Location": "/projects/x"}, project},
-		{"unknown route problem", "GET", "/nope", 404, prob, problem},
+	cases := []exchangeCase{
+		{"get project", "GET", "/projects/x", 200, json, project, ""},
+		{"list projects", "GET", "/projects", 200, json, "[" + project + "]", ""},
+		{"not found", "GET", "/projects/x", 404, prob, problem, ""},
+		{"create project", "POST", "/projects", 201, map[string]string{"Content-Type": "application/json", "Location": "/projects/x"}, project, ""},
+		{"unknown route problem", "GET", "/nope", 404, prob, problem, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -68,13 +73,7 @@ func TestCheckerAcceptsContractResponses(t *testing.T) {
 func TestCheckerRejectsWrongResponses(t *testing.T) {
 	json := map[string]string{"Content-Type": "application/json"}
 	prob := map[string]string{"Content-Type": "application/problem+json"}
-	cases := []struct {
-		name, method, target string
-		status               int
-		header               map[string]string
-		body                 string
-		want                 string
-	}{
+	cases := []exchangeCase{
 		{"wrong field type", "GET", "/projects/x", 200, json, `{"id":1,"name":"p","created_at":"2026-11-23T10:00:00Z","updated_at":"2026-11-23T10:00:00Z","retention_days":null}`, "id"},
 		{"missing required field", "GET", "/projects/x", 200, json, `{"id":"x","name":"p"}`, "created_at"},
 		{"undeclared status", "GET", "/projects/x", 500, prob, `{"type":"about:blank","title":"Internal Server Error","status":500,"detail":"x"}`, "500"},

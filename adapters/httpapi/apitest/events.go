@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 )
@@ -38,30 +39,54 @@ func ReadEvents(ctx context.Context, url, lastID string, fn func(Event) bool) (i
 	if !fn(Event{Event: "open"}) { // not an event of the stream: the response has begun
 		return resp.StatusCode, nil
 	}
-	sc := bufio.NewScanner(resp.Body)
+	err = ScanBlocks(resp.Body, func(b Block) bool {
+		if b.Data == "" && b.ID == "" {
+			return true
+		}
+		return fn(Event{ID: b.ID, Event: b.Event, Data: b.Data})
+	})
+	return resp.StatusCode, err
+}
+
+// Block is one block of a text/event-stream: the fields of its lines up to a blank line, and
+// its last comment (a line that begins with a colon), trimmed.
+type Block struct {
+	ID, Event, Data, Retry, Comment string
+}
+
+// ScanBlocks reads a text/event-stream from r and hands fn every block of one line or more,
+// until fn returns false or r ends; a last block without its blank line is not handed on.
+func ScanBlocks(r io.Reader, fn func(Block) bool) error {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	var ev Event
+	var b Block
+	seen := false
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" {
-			if ev.Data != "" || ev.ID != "" {
-				if !fn(ev) {
-					return resp.StatusCode, nil
-				}
+			if seen && !fn(b) {
+				return nil
 			}
-			ev = Event{}
+			b, seen = Block{}, false
+			continue
+		}
+		seen = true
+		if c, ok := strings.CutPrefix(line, ":"); ok {
+			b.Comment = strings.TrimSpace(c)
 			continue
 		}
 		field, value, _ := strings.Cut(line, ":")
 		value = strings.TrimPrefix(value, " ")
 		switch field {
 		case "id":
-			ev.ID = value
+			b.ID = value
 		case "event":
-			ev.Event = value
+			b.Event = value
 		case "data":
-			ev.Data = value
+			b.Data = value
+		case "retry":
+			b.Retry = value
 		}
 	}
-	return resp.StatusCode, sc.Err()
+	return sc.Err()
 }
