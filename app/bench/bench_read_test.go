@@ -270,7 +270,7 @@ func BenchmarkMakeHat(b *testing.B) {
 func BenchmarkCreateLogsRSS(b *testing.B) {
 	dir := b.TempDir()
 	bin := filepath.Join(dir, "obsvc")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "example.com/obsvc/app").CombinedOutput(); err != nil {
 		b.Fatalf("build: %v\n%s", err, out)
 	}
 	ln := freeLoopbackAddr(b)

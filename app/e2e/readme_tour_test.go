@@ -74,7 +74,7 @@ func TestReadmeTour(t *testing.T) {
 
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "obsvc")
-	build := exec.Command("go", "build", "-o", bin, "..")
+	build := exec.Command("go", "build", "-o", bin, "example.com/obsvc/app")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
