@@ -30,8 +30,9 @@ type TailEntry struct {
 
 // TailMemo holds bytes made once, on first use.
 type TailMemo interface {
-	// Bytes returns the bytes make returned at the first call of Bytes on the memo.
-	Bytes(make func() []byte) []byte
+	// Bytes returns the bytes render(e) returned at the first call of Bytes on the memo. The
+	// entry is passed, not captured by render, so that a call makes no closure to allocate.
+	Bytes(e *TailEntry, render func(*TailEntry) []byte) []byte
 }
 
 // TailQuery asks for the entries of a project matching the filter (its Start and End are not

@@ -166,8 +166,8 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 		_, _ = s.bw.WriteString(": keep-alive\n\n")
 		return s.flush()
 	}
-	for _, e := range entries {
-		if err := s.event(e); err != nil {
+	for i := range entries {
+		if err := s.event(&entries[i]); err != nil {
 			return err
 		}
 	}
@@ -175,11 +175,11 @@ func (s *sseStream) send(entries []domain.TailEntry) error {
 }
 
 // event writes one entry as an event into the buffer.
-func (s *sseStream) event(e domain.TailEntry) error {
+func (s *sseStream) event(e *domain.TailEntry) error {
 	var ev []byte
 	if e.Memo != nil {
 		// Every tail of the instance that hands this entry on shares the one rendering.
-		ev = e.Memo.Bytes(func() []byte { return logEvent(e) })
+		ev = e.Memo.Bytes(e, logEvent)
 	} else {
 		ev = logEvent(e)
 	}
@@ -204,7 +204,7 @@ func (s *sseStream) event(e domain.TailEntry) error {
 // logEvent renders an entry as an SSE event; nil if it cannot (attributes that are not JSON).
 // The data is the entry as GET /logs renders it, byte for byte: the same encoder, with HTML
 // characters left as they are.
-func logEvent(e domain.TailEntry) []byte {
+func logEvent(e *domain.TailEntry) []byte {
 	var b bytes.Buffer
 	b.Grow(len(e.Message) + len(e.Attributes) + 256)
 	b.WriteString("id: ")

@@ -189,8 +189,8 @@ type memo struct {
 	b    []byte
 }
 
-func (m *memo) Bytes(make func() []byte) []byte {
-	m.once.Do(func() { m.b = make() })
+func (m *memo) Bytes(e *domain.TailEntry, render func(*domain.TailEntry) []byte) []byte {
+	m.once.Do(func() { m.b = render(e) })
 	return m.b
 }
 
