@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,8 +26,13 @@ type LogFilter struct {
 	Q *string
 	// TraceID matches the entries of one trace; upper-case hex digits match too.
 	TraceID *string
-	Start   *int64
-	End     *int64
+	// Query is the text of the query parameter, as sent; Parsed is it parsed, set by the
+	// service before a store sees the filter (the zero Query when no query was sent). Stores
+	// render Parsed.
+	Query  *string
+	Parsed Query
+	Start  *int64
+	End    *int64
 }
 
 // The fixed bounds of the search parameters (the API contract states them).
@@ -53,7 +59,7 @@ func (f LogFilter) Matches(e LogEntry) bool {
 	if (f.Start != nil && e.Time < *f.Start) || (f.End != nil && e.Time > *f.End) {
 		return false
 	}
-	return f.Q == nil || strings.Contains(FoldCase(e.Message), FoldCase(*f.Q))
+	return (f.Q == nil || strings.Contains(FoldCase(e.Message), FoldCase(*f.Q))) && f.Parsed.Matches(e)
 }
 
 // validateFilter checks a filter by the rules of the fields it matches: a user_id, log_level or
@@ -89,6 +95,18 @@ func (l Limits) validateFilter(f LogFilter) (LogFilter, error) {
 	if f.Q != nil {
 		if d := checkChars(*f.Q, 1, MaxQueryChars); d != "" {
 			fields = append(fields, FieldError{Param: "q", Detail: d})
+		}
+	}
+	if f.Query != nil {
+		q, err := ParseQuery(*f.Query, l.Query)
+		var syntax *QuerySyntaxError
+		switch {
+		case errors.As(err, &syntax):
+			fields = append(fields, FieldError{Param: "query", Detail: syntax.Msg})
+		case err != nil:
+			return f, err
+		default:
+			f.Parsed = q
 		}
 	}
 	if f.TraceID != nil {

@@ -46,6 +46,8 @@ type Limits struct {
 	// MaxStatsSeries is the most series (values of by) one stats answer holds; a question
 	// whose answer would hold more is KindInvalid, found before the answer is built.
 	MaxStatsSeries int
+	// Query bounds the query parameter's text and tree.
+	Query QueryLimits
 }
 
 // DefaultLimits returns the limits the API contract documents.
@@ -72,5 +74,6 @@ func DefaultLimits() Limits {
 		MaxReadsPerKey: 2,
 		ReadShareWait:  5 * time.Second,
 		MaxStatsSeries: 1000,
+		Query:          QueryLimits{MaxChars: 4096, MaxDepth: 32, MaxTerms: 256},
 	}
 }
