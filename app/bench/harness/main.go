@@ -62,6 +62,10 @@ type options struct {
 	pprofFor time.Duration
 	keep     bool
 	timeout  time.Duration
+	// searchRows is the size of the query-language corpus (0: no search figures);
+	// victoriaLogs the path of VictoriaLogs' binary, their baseline.
+	searchRows   int
+	victoriaLogs string
 }
 
 // harness is one run: its directory, binaries, database cluster and processes.
@@ -86,8 +90,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.perfDir, "perf", "", "record CPU profiles of the service with perf(1) and write the reports to this `directory`")
 	fs.StringVar(&o.pprofDir, "pprof", "", "start the service with PPROF_ADDR and save Go CPU and allocation profiles of each load, with their top entries, to this `directory`")
 	fs.DurationVar(&o.pprofFor, "pprof-time", 10*time.Second, "length of each Go profile (-pprof)")
+	fs.IntVar(&o.searchRows, "search-rows", 1_000_000, "entries in the query-language corpus, written to the service on PostgreSQL and SQLite and to VictoriaLogs (0: no search figures)")
+	fs.StringVar(&o.victoriaLogs, "victorialogs", "", "VictoriaLogs' `binary`, the search figures' baseline (default: victoria-logs on PATH)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run's directory (binaries, logs, databases) afterwards")
-	fs.DurationVar(&o.timeout, "timeout", 14*time.Minute, "stop everything and fail after this long")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything and fail after this long")
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -124,6 +130,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	h.measureMakeHat(ctx)
+	if o.searchRows > 0 {
+		if err := h.measureSearch(ctx); err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("stopped: %w", context.Cause(ctx))
 	}
@@ -189,7 +200,7 @@ func (h *harness) setUp(ctx context.Context) error {
 	if h.pg, err = startCluster(); err != nil {
 		return err
 	}
-	return execAdmin(ctx, h.pg, "CREATE DATABASE ingest_api", "CREATE DATABASE ingest_raw", "CREATE DATABASE reads")
+	return execAdmin(ctx, h.pg, "CREATE DATABASE ingest_api", "CREATE DATABASE ingest_raw", "CREATE DATABASE reads", "CREATE DATABASE search")
 }
 
 func cmp(a, b string) string {

@@ -49,6 +49,10 @@ func writeTable(w io.Writer, figs []figure) {
 			fmt.Fprintf(w, "| %s | failed: %s | | | %s %.2f | |\n", f.Name, oneLine(f.Err.Error()), cmp, f.Target)
 			continue
 		}
+		if f.Baseline == 0 {
+			fmt.Fprintf(w, "| %s | %s | | | %s %.2f | %s |\n", f.Name, amount(f.Ours, f.Unit), cmp, f.Target, f.Note)
+			continue
+		}
 		verdict := "met"
 		if !f.met() {
 			verdict = "MISSED"
