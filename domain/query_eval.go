@@ -1,0 +1,160 @@
+package domain
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// Matches reports whether e matches q by the semantics written on each node type: the Go twin
+// of every store's rendering of q. It decodes e's attributes only when a term asks for one, and
+// splits the message into words at most once.
+func (q Query) Matches(e LogEntry) bool {
+	if q.Root == nil {
+		return true
+	}
+	m := entryMatch{e: &e}
+	return m.match(q.Root)
+}
+
+// entryMatch evaluates the nodes of one query on one entry, keeping what it has worked out.
+type entryMatch struct {
+	e              *LogEntry
+	words          string // " " + WordText(message) + " ", once split
+	split, decoded bool
+	attrs          map[string]any
+}
+
+func (m *entryMatch) match(n QueryNode) bool {
+	switch n := n.(type) {
+	case QueryAnd:
+		for _, t := range n.Terms {
+			if !m.match(t) {
+				return false
+			}
+		}
+		return true
+	case QueryOr:
+		for _, t := range n.Terms {
+			if m.match(t) {
+				return true
+			}
+		}
+		return false
+	case QueryNot:
+		return !m.match(n.Term)
+	case QueryWords:
+		if !m.split {
+			m.words, m.split = " "+WordText(m.e.Message)+" ", true
+		}
+		return hasWords(m.words, n.Words, n.Prefix)
+	case QueryEquals:
+		if n.Field.Attribute {
+			v, ok := m.attr(n.Field.Name)
+			return ok && attrEquals(v, n)
+		}
+		s, ok := m.field(n.Field.Name)
+		switch {
+		case !ok:
+			return false
+		case n.Field.Name == FieldTraceID || n.Field.Name == FieldSpanID:
+			n.Value = strings.ToLower(n.Value)
+		case n.Field.Name == FieldLevel && !n.Prefix:
+			n.Value = CanonicalLevel(n.Value)
+		}
+		return s == n.Value || n.Prefix && strings.HasPrefix(s, n.Value)
+	case QueryExists:
+		if n.Field.Attribute {
+			_, ok := m.attr(n.Field.Name)
+			return ok
+		}
+		_, ok := m.field(n.Field.Name)
+		return ok
+	case QueryRange:
+		if !n.Field.Attribute {
+			return false
+		}
+		v, _ := m.attr(n.Field.Name)
+		x, ok := number(v)
+		return ok && (n.Min == nil || x > *n.Min || n.MinInclusive && x == *n.Min) &&
+			(n.Max == nil || x < *n.Max || n.MaxInclusive && x == *n.Max)
+	}
+	return false
+}
+
+// hasWords says whether text (" a b c ") holds " w1 ... wn " (without the final space when
+// prefix). A short needle is built on the stack.
+func hasWords(text string, words []string, prefix bool) bool {
+	var buf [64]byte
+	needle := append(buf[:0], ' ')
+	for i, w := range words {
+		if needle = append(needle, w...); i < len(words)-1 || !prefix {
+			needle = append(needle, ' ')
+		}
+	}
+	return strings.Contains(text, string(needle))
+}
+
+// field is the entry's field name, and whether the entry has it.
+func (m *entryMatch) field(name string) (string, bool) {
+	var s *string
+	switch name {
+	case FieldMessage:
+		return m.e.Message, true
+	case FieldLevel:
+		return m.e.Level, true
+	case FieldSubject:
+		s = m.e.Subject
+	case FieldUserID:
+		s = m.e.UserID
+	case FieldTraceID:
+		s = m.e.TraceID
+	case FieldSpanID:
+		s = m.e.SpanID
+	}
+	if s == nil {
+		return "", false
+	}
+	return *s, true
+}
+
+// attr is the entry's attribute key, and whether the entry has it; the attributes are decoded
+// on the first call.
+func (m *entryMatch) attr(key string) (any, bool) {
+	if !m.decoded {
+		m.decoded = true
+		dec := json.NewDecoder(bytes.NewReader(m.e.Attributes))
+		dec.UseNumber()
+		var attrs map[string]any
+		if dec.Decode(&attrs) == nil {
+			m.attrs = attrs
+		}
+	}
+	v, ok := m.attrs[key]
+	return v, ok
+}
+
+// attrEquals applies QueryEquals q to an attribute's value v.
+func attrEquals(v any, q QueryEquals) bool {
+	switch v := v.(type) {
+	case string:
+		return v == q.Value || q.Prefix && strings.HasPrefix(v, q.Value)
+	case json.Number:
+		x, ok := number(v)
+		return ok && q.Number != nil && !q.Prefix && x == *q.Number
+	case bool:
+		return q.Bool != nil && !q.Prefix && v == *q.Bool
+	}
+	return false
+}
+
+// number is v as a float64 when it is a JSON number that parses to a finite one.
+func number(v any) (float64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(string(n), 64)
+	return x, err == nil
+}
