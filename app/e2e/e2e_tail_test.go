@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +90,27 @@ func (c *tailCollector) run(ctx context.Context, url string, cutEvery, want int,
 	}
 }
 
+// queriedWords is what entry n's message holds after "m<n>": "declined" for one in five,
+// "checkout declined" for one in eight, whatever punctuation between.
+func queriedWords(n int) string {
+	switch {
+	case n%8 == 0:
+		return "Checkout, DECLINED!"
+	case n%5 == 0:
+		return "payment declined"
+	}
+	return "ok"
+}
+
+// wantQueried says whether entry n (level error when (n/2)%2 == 0) matches the queried tail's
+// query.
+func wantQueried(n int) bool {
+	if n%8 == 0 {
+		return true
+	}
+	return n < 2500 && (n/2)%2 == 0 && n%5 != 0
+}
+
 // group runs functions and keeps their errors.
 type group struct {
 	wg   sync.WaitGroup
@@ -116,7 +139,8 @@ func (g *group) Wait() error {
 // TestTailExactlyOnce posts 10,000 entries from 4 concurrent clients through two instances on
 // one PostgreSQL database (one instance on SQLite) while a tail on one of them is cut every 50
 // events and resumes with Last-Event-ID: it receives every entry once, and a filtered tail
-// receives exactly the matching ones.
+// receives exactly the matching ones, as does a tail with a query, which receives exactly what
+// the same query lists.
 func TestTailExactlyOnce(t *testing.T) {
 	for _, kind := range []string{"sqlite", "postgres"} {
 		t.Run(kind, func(t *testing.T) {
@@ -155,7 +179,29 @@ func TestTailExactlyOnce(t *testing.T) {
 				}
 				return nil
 			}}
-			readyAll, readyFiltered := make(chan struct{}), make(chan struct{})
+			// Entries 0-2499 at level error whose message lacks the word "declined", and every
+			// entry whose message holds "checkout declined" in a row (see wantQueried).
+			const query = `(n:[0 TO 2499] AND NOT level:info AND -message:declined) OR "checkout declined"`
+			queried := &tailCollector{checks: func(e rest.LogEntry) error {
+				var a struct{ N int }
+				if e.Attributes == nil {
+					return fmt.Errorf("queried tail got %+v without attributes", e)
+				}
+				if err := json.Unmarshal(e.Attributes, &a); err != nil {
+					return err
+				}
+				if !wantQueried(a.N) {
+					return fmt.Errorf("queried tail got entry %d (%s, %q)", a.N, e.Level, e.Message)
+				}
+				return nil
+			}}
+			wantQueriedTotal := 0
+			for n := range total {
+				if wantQueried(n) {
+					wantQueriedTotal++
+				}
+			}
+			readyAll, readyFiltered, readyQueried := make(chan struct{}), make(chan struct{}), make(chan struct{})
 			var g group
 			g.Go(func() error {
 				return all.run(ctx, srvB.URL+"/logs/tail?project_id="+proj.ID, 50, total, readyAll)
@@ -163,8 +209,11 @@ func TestTailExactlyOnce(t *testing.T) {
 			g.Go(func() error {
 				return filtered.run(ctx, srvA.URL+"/logs/tail?project_id="+proj.ID+"&user_id=u1&log_level=error", 50, total/4, readyFiltered)
 			})
+			g.Go(func() error {
+				return queried.run(ctx, srvB.URL+"/logs/tail?project_id="+proj.ID+"&query="+url.QueryEscape(query), 50, wantQueriedTotal, readyQueried)
+			})
 			// A tail's start is taken before its first bytes; the retry field comes within a poll.
-			for _, ch := range []chan struct{}{readyAll, readyFiltered} {
+			for _, ch := range []chan struct{}{readyAll, readyFiltered, readyQueried} {
 				select {
 				case <-ch:
 				case <-ctx.Done():
@@ -185,7 +234,8 @@ func TestTailExactlyOnce(t *testing.T) {
 							n := c*total/writers + i + k
 							// A quarter of the entries are u1 at level error.
 							user, level := fmt.Sprintf("u%d", n%2), []string{"error", "info"}[(n/2)%2]
-							fmt.Fprintf(&buf, `{"project_id":%q,"message":"m%d","user_id":%q,"level":%q,"time":%d}`, proj.ID, n, user, level, 1_700_000_000_000-int64(n))
+							fmt.Fprintf(&buf, `{"project_id":%q,"message":"m%d %s","user_id":%q,"level":%q,"time":%d,"attributes":{"n":%d}}`,
+								proj.ID, n, queriedWords(n), user, level, 1_700_000_000_000-int64(n), n)
 						}
 						buf.WriteByte(']')
 						target := []string{srvA.URL, srvB.URL}[(c+i/batch)%2]
@@ -213,6 +263,27 @@ func TestTailExactlyOnce(t *testing.T) {
 			}
 			if len(filtered.seen) != total/4 || filtered.dups != 0 {
 				t.Errorf("filtered tail: %d unique entries, %d duplicates; want %d, 0", len(filtered.seen), filtered.dups, total/4)
+			}
+			if len(queried.seen) != wantQueriedTotal || queried.dups != 0 {
+				t.Errorf("queried tail: %d unique entries, %d duplicates; want %d, 0", len(queried.seen), queried.dups, wantQueriedTotal)
+			}
+			// What the same query lists is what the tail delivered.
+			listed := map[string]int{}
+			for next := srvA.URL + "/logs?limit=1000&project_id=" + proj.ID + "&query=" + url.QueryEscape(query); next != ""; {
+				resp, body := apitest.Get(t, next)
+				var page []rest.LogEntry
+				if err := json.Unmarshal(body, &page); err != nil {
+					t.Fatalf("GET %s: %d %s", next, resp.StatusCode, body)
+				}
+				for _, e := range page {
+					listed[e.Id]++
+				}
+				if next = nextLink(t, resp.Header); strings.HasPrefix(next, "/") {
+					next = srvA.URL + next
+				}
+			}
+			if !maps.Equal(listed, queried.seen) {
+				t.Errorf("the query lists %d entries, its tail delivered %d unique: not the same set", len(listed), len(queried.seen))
 			}
 		})
 	}

@@ -16,6 +16,7 @@ func runSearch(t *testing.T, open Open) {
 	t.Run("SearchFoldsCaseAndMatchesLiterally", func(t *testing.T) { t.Parallel(); testSearchQ(t, open(t)) })
 	t.Run("SubjectAndRepeatedLevels", func(t *testing.T) { t.Parallel(); testSubjectAndLevels(t, open(t)) })
 	t.Run("StatsMatchAGoReferenceOverRandomFilters", func(t *testing.T) { t.Parallel(); testStatsProperty(t, open(t)) })
+	t.Run("QueryLanguageMatchesTheGoEvaluator", func(t *testing.T) { t.Parallel(); testQueryDifferential(t, open(t)) })
 }
 
 func testSearchQ(t *testing.T, s domain.Store) {
