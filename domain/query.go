@@ -21,8 +21,12 @@ import (
 //	primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
 //	values  = value-or   (the same OR/AND/NOT grammar over values, each applied to field)
 //	value   = word | word "*" | phrase | "*" | (">"|">="|"<"|"<=") number
-//	        | "[" number "TO" number "]"
+//	        | ("[" | "{") bound "TO" bound ("]" | "}")    ([ ] inclusive, { } exclusive)
+//	bound   = number | "*"                                 (* leaves that side open)
 //	phrase  = '"' { char | '\"' | '\\' } '"'
+//
+// Keywords are upper case only; a backslash escapes any character in a word. A "-" right after
+// "field:" belongs to the value (temp:-5 is the number -5); elsewhere a leading "-" is NOT.
 //
 // Words of a message are defined once, by Words: the maximal runs of letters, numbers and "_",
 // each folded by FoldCase.
