@@ -11,9 +11,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,12 +21,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -36,24 +34,11 @@ import (
 // pg is the PostgreSQL server of this test binary (see pgtest.Run).
 var pg *pgtest.Server
 
-// TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
+// citus is the Citus cluster of this test binary under the citus build tag (make bench-citus).
+var citus *pgtest.Citus
 
-// serve builds the service over st with the one constructor, server.New, and serves it on a
-// loopback port until the benchmark ends. A nil log discards.
-func serve(tb testing.TB, cfg server.Config, st server.Store, log *slog.Logger) (*server.Server, *httptest.Server) {
-	tb.Helper()
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	svc, err := server.New(cfg, st, log, server.Deps{})
-	if err != nil {
-		tb.Fatalf("server.New: %v", err)
-	}
-	srv := httptest.NewServer(svc.Handler)
-	tb.Cleanup(srv.Close)
-	return svc, srv
-}
+// TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, pgtest.WithCitus(&citus))) }
 
 func benchRows() int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {
@@ -92,7 +77,7 @@ func newBenchEnv(b *testing.B, st server.Store, tweak func(*server.Config)) *ben
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	svc, srv := serve(b, cfg, st, nil)
+	svc, srv := servetest.Serve(b, cfg, st, nil)
 	e := &benchEnv{url: srv.URL, st: st, svc: svc, cfg: cfg}
 	e.project = e.newProject(b, "bench")
 	return e
@@ -163,17 +148,25 @@ const (
 func BenchmarkCreateLogsPostgres(b *testing.B) {
 	st, _ := benchPostgres(b)
 	e := newBenchEnv(b, st, nil)
-	rawStore, rawURL := benchPostgres(b)
-	rawProject := uuid.Must(uuid.NewV7()).String()
-	if err := rawStore.CreateProject(context.Background(), domain.Project{ID: rawProject, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+	raw, rawProject := rawPostgres(b)
+	createLogsVersus(b, e, func(rows []Row) error { return copyRaw(raw, rawProject, rows) })
+}
+
+// rawPostgres is a PostgreSQL database migrated by the store, holding one project, for writes with
+// the driver alone; the connection closes when b ends.
+func rawPostgres(b *testing.B) (db *sql.DB, project string) {
+	b.Helper()
+	st, url := benchPostgres(b)
+	project = uuid.Must(uuid.NewV7()).String()
+	if err := st.CreateProject(context.Background(), domain.Project{ID: project, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
 		b.Fatal(err)
 	}
-	raw, err := sqlx.Open("postgres", rawURL)
+	db, err := sql.Open("postgres", url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer raw.Close()
-	createLogsVersus(b, e, func(rows []Row) error { return copyRaw(raw.DB, rawProject, rows) })
+	b.Cleanup(func() { _ = db.Close() })
+	return db, project
 }
 
 // createLogsVersus sends the same batches through the API and through raw, 2 clients each, and
@@ -181,18 +174,24 @@ func BenchmarkCreateLogsPostgres(b *testing.B) {
 func createLogsVersus(b *testing.B, e *benchEnv, raw func([]Row) error) {
 	b.Helper()
 	batches := max(b.N, 4) * 4
-	bodies := make([][]byte, batches)
-	rows := make([][]Row, batches)
-	for i := range bodies {
-		rows[i] = Batch(i, createBatch)
-		bodies[i] = BatchJSON(e.project, rows[i])
-	}
+	rows, bodies := createBatches(batches, e.project)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	b.ResetTimer()
 	api := runConcurrent(b, createClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
 	direct := runConcurrent(b, createClients, batches, func(i int) error { return raw(rows[i]) })
 	b.StopTimer()
 	reportRatio(b, batches*createBatch, api, direct)
+}
+
+// createBatches is the load of the create benchmarks: n batches of createBatch rows, and each as
+// the body of POST /logs for project.
+func createBatches(n int, project string) (rows [][]Row, bodies [][]byte) {
+	rows, bodies = make([][]Row, n), make([][]byte, n)
+	for i := range n {
+		rows[i] = Batch(i, createBatch)
+		bodies[i] = BatchJSON(project, rows[i])
+	}
+	return rows, bodies
 }
 
 func copyRaw(db *sql.DB, projectID string, rows []Row) error {

@@ -13,8 +13,7 @@ import (
 // GET and DELETE /logs through the generated client, and GET /logs/stats agreeing with what
 // paging yields and previewing a delete.
 func testSearchAndStats(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	const t0 = int64(1_795_392_000_000) // a whole hour
 	batch := rest.CreateLogsJSONRequestBody{
 		{ProjectId: p.Id, Message: "CAFÉ closed", Level: ptr("error"), Subject: ptr("checkout"), Time: ptr(t0 + 1)},
@@ -29,15 +28,7 @@ func testSearchAndStats(t *testing.T, open storeOpener) {
 	list := func(params rest.ListLogsParams) []string {
 		t.Helper()
 		params.ProjectId = p.Id
-		r, err := e.client.ListLogsWithResponse(t.Context(), &params)
-		if err != nil || r.JSON200 == nil {
-			t.Fatalf("list %+v = %v %d %s", params, err, r.StatusCode(), r.Body)
-		}
-		var out []string
-		for _, x := range *r.JSON200 {
-			out = append(out, x.Message)
-		}
-		return out
+		return e.listMessages(t, params)
 	}
 	for _, c := range []struct {
 		name   string

@@ -13,6 +13,7 @@ import (
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/haberdasher"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 )
 
@@ -25,7 +26,7 @@ func bootForOps(t *testing.T, open storeOpener, logs io.Writer, tweak func(*serv
 		tweak(&cfg)
 	}
 	st := open(t)
-	_, srv := serve(t, cfg, st, edge.NewLogger(logs, cfg.Level()))
+	_, srv := servetest.Serve(t, cfg, st, edge.NewLogger(logs, cfg.Level()))
 	return srv.URL, st
 }
 
@@ -130,12 +131,7 @@ func TestAccessLogAndRequestID(t *testing.T) {
 
 	req, _ := http.NewRequest("GET", base+"/projects/"+server.NewID(), nil)
 	req.Header.Set("X-Request-Id", "trace-42.a_b:c")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := roundTrip(t, http.DefaultClient, req)
 	if got := resp.Header.Get("X-Request-Id"); got != "trace-42.a_b:c" {
 		t.Errorf("echoed request id = %q", got)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -70,7 +71,7 @@ func TestSearchDifferential(t *testing.T) {
 				t.Fatalf("%s: seed: %v", o.name, err)
 			}
 		}
-		_, srv := serve(t, server.DefaultConfig(), st, nil)
+		_, srv := servetest.Serve(t, server.DefaultConfig(), st, nil)
 		targets = append(targets, diffTarget{name: o.name, url: srv.URL})
 	}
 	client := &http.Client{}
@@ -448,12 +449,7 @@ func diffDo(t *testing.T, client *http.Client, method, u string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	resp, body := roundTrip(t, client, req)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s %s = %d %s", method, u, resp.StatusCode, body)
 	}
