@@ -73,6 +73,17 @@ func (e LogStatsParamsBy) Valid() bool {
 // Example: {"http.method":"GET","http.status_code":502,"retry":true,"tags":["payments","eu"]}
 type Attributes = json.RawMessage
 
+// FacetValue One value of a field and how many matching entries have it.
+type FacetValue struct {
+	// Count Example: 42
+	Count int64 `json:"count"`
+
+	// Value The value as JSON, as stored (a number keeps its text; `null` is an attribute whose value is null).
+	//
+	// Example: /checkout
+	Value nullable.Nullable[json.RawMessage] `json:"value"`
+}
+
 // LogEntry A stored log entry. Optional fields that were not sent are omitted.
 type LogEntry struct {
 	// Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
@@ -196,6 +207,42 @@ type LogEntryInput struct {
 	//
 	// Example: u-42
 	UserId *string `json:"user_id,omitempty"`
+}
+
+// LogFacet The most common values of one field among the matching entries.
+type LogFacet struct {
+	// Field The field as it was named.
+	//
+	// Example: http.route
+	Field string `json:"field"`
+
+	// Missing How many matching entries do not have the field.
+	//
+	// Example: 40
+	Missing int64 `json:"missing"`
+
+	// Other How many matching entries have the field with a value not listed.
+	//
+	// Example: 4
+	Other int64 `json:"other"`
+
+	// Values At most `limit` values, most common first; ties in the bytewise order of the value's JSON text.
+	Values []FacetValue `json:"values"`
+}
+
+// LogFacets The most common values of each field asked for.
+type LogFacets struct {
+	// Facets One per field, in the order the fields were named.
+	Facets []LogFacet `json:"facets"`
+}
+
+// LogField An attribute key and how many matching entries hold it.
+type LogField struct {
+	// Count Example: 332
+	Count int64 `json:"count"`
+
+	// Field Example: http.route
+	Field string `json:"field"`
 }
 
 // LogSeries The counts of the entries with one value of the grouping.
@@ -424,6 +471,15 @@ type ProjectIDQuery = string
 // Q defines model for Q.
 type Q = string
 
+// Query defines model for Query.
+type Query = string
+
+// RangeEnd defines model for RangeEnd.
+type RangeEnd = int64
+
+// RangeStart defines model for RangeStart.
+type RangeStart = int64
+
 // StartTime defines model for StartTime.
 type StartTime = int64
 
@@ -485,6 +541,54 @@ type DeleteLogsParams struct {
 	// literal: `%`, `_` and `\` have no special meaning.
 	Q *Q `form:"q,omitempty" json:"q,omitempty"`
 
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
 
@@ -513,6 +617,54 @@ type ListLogsParams struct {
 	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
 	// literal: `%`, `_` and `\` have no special meaning.
 	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -548,6 +700,166 @@ type CreateLogsParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// LogFacetsParams defines parameters for LogFacets.
+type LogFacetsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime The start of the range counted, Unix time in milliseconds (inclusive).
+	StartTime RangeStart `form:"start_time" json:"start_time"`
+
+	// EndTime The end of the range counted, Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime RangeEnd `form:"end_time" json:"end_time"`
+
+	// Field A field to count the values of, named as in `query`; repeat it for several (`field=level&field=http.route`), 1 to 20 times, in the order the answer keeps. Each is 1 to 256 characters (an attribute key's limit). A field named twice is counted once.
+	Field []string `form:"field" json:"field"`
+
+	// Limit How many of the most common values each field lists, 1 to 100; 10 when absent.
+	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// LogFieldsParams defines parameters for LogFields.
+type LogFieldsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime The start of the range counted, Unix time in milliseconds (inclusive).
+	StartTime RangeStart `form:"start_time" json:"start_time"`
+
+	// EndTime The end of the range counted, Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime RangeEnd `form:"end_time" json:"end_time"`
+}
+
 // LogStatsParams defines parameters for LogStats.
 type LogStatsParams struct {
 	// ProjectId The project whose entries are meant; it must exist.
@@ -566,6 +878,54 @@ type LogStatsParams struct {
 	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
 	// literal: `%`, `_` and `\` have no special meaning.
 	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -671,6 +1031,12 @@ type ServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams)
+	// LogFacets Count the most common values of fields
+	// (GET /logs/facets)
+	LogFacets(w http.ResponseWriter, r *http.Request, params LogFacetsParams)
+	// LogFields List the attribute keys in use
+	// (GET /logs/fields)
+	LogFields(w http.ResponseWriter, r *http.Request, params LogFieldsParams)
 	// LogStats Count log entries over time
 	// (GET /logs/stats)
 	LogStats(w http.ResponseWriter, r *http.Request, params LogStatsParams)
@@ -773,6 +1139,19 @@ func (siw *ServerInterfaceWrapper) DeleteLogs(w http.ResponseWriter, r *http.Req
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
 		}
 		return
 	}
@@ -897,6 +1276,19 @@ func (siw *ServerInterfaceWrapper) ListLogs(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
 		}
 		return
 	}
@@ -1031,6 +1423,306 @@ func (siw *ServerInterfaceWrapper) CreateLogs(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// LogFacets operation middleware
+func (siw *ServerInterfaceWrapper) LogFacets(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogFacetsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "field" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "field", r.URL.Query(), &params.Field, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "field"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "field", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogFacets(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// LogFields operation middleware
+func (siw *ServerInterfaceWrapper) LogFields(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogFieldsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogFields(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // LogStats operation middleware
 func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Request) {
 
@@ -1101,6 +1793,19 @@ func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
 		}
 		return
 	}
@@ -1443,6 +2148,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/logs", wrapper.CreateLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/stats", wrapper.LogStats)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/facets", wrapper.LogFacets)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/fields", wrapper.LogFields)
 
 	return m
 }
@@ -1905,6 +2612,260 @@ type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateLogs503ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacetsRequestObject struct {
+	Params LogFacetsParams
+}
+
+type LogFacetsResponseObject interface {
+	VisitLogFacetsResponse(w http.ResponseWriter) error
+}
+
+type LogFacets200JSONResponse LogFacets
+
+func (response LogFacets200JSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets400ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets401ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets403ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets404ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets429ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets503ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFieldsRequestObject struct {
+	Params LogFieldsParams
+}
+
+type LogFieldsResponseObject interface {
+	VisitLogFieldsResponse(w http.ResponseWriter) error
+}
+
+type LogFields200JSONResponse []LogField
+
+func (response LogFields200JSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields400ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields401ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields403ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields404ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields429ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields503ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2829,6 +3790,12 @@ type StrictServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(ctx context.Context, request CreateLogsRequestObject) (CreateLogsResponseObject, error)
+	// LogFacets Count the most common values of fields
+	// (GET /logs/facets)
+	LogFacets(ctx context.Context, request LogFacetsRequestObject) (LogFacetsResponseObject, error)
+	// LogFields List the attribute keys in use
+	// (GET /logs/fields)
+	LogFields(ctx context.Context, request LogFieldsRequestObject) (LogFieldsResponseObject, error)
 	// LogStats Count log entries over time
 	// (GET /logs/stats)
 	LogStats(ctx context.Context, request LogStatsRequestObject) (LogStatsResponseObject, error)
@@ -2969,6 +3936,58 @@ func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateLogsResponseObject); ok {
 		if err := validResponse.VisitCreateLogsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogFacets operation middleware
+func (sh *strictHandler) LogFacets(w http.ResponseWriter, r *http.Request, params LogFacetsParams) {
+	var request LogFacetsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogFacets(ctx, request.(LogFacetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogFacets")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogFacetsResponseObject); ok {
+		if err := validResponse.VisitLogFacetsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogFields operation middleware
+func (sh *strictHandler) LogFields(w http.ResponseWriter, r *http.Request, params LogFieldsParams) {
+	var request LogFieldsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogFields(ctx, request.(LogFieldsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogFields")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogFieldsResponseObject); ok {
+		if err := validResponse.VisitLogFieldsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3180,154 +4199,193 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchs5suarIGrPRpNxihQvulhUdGyobXWPz6htjy2fPmddXhdYlSQxKgLsAiiK7VHE/t2n2H+7sa+x",
-	"8yb7JBuZAOpCFiXKl56eOd0xE6ZYFwCJRF6/TH4MEjVfKAnS6GD0MZgBTyGnj6/B5OvziYEc/0pBJ7lY",
-	"GKFkMAreQKJkqplRbMWFYWOYqBxYjo8IOe0GYQC3fL7IIBj1w0AnM5hzfM1E5XNuglEgpBkOgjAw6wXY",
-	"P2EKeXB3dxcGC57zORg3jwuZXok5bE/ipczWDKTJBWi2EmbGYiPmEDNumMr9nMxMaPZWiluGF5mQbC6y",
-	"TGi3gpaQSbbU4gbaZ0yqYimxNjw3H+iF9eWcnB4dDvvHPfwvDATO5Ocl5OsgDCTHeQYgU3ow2LXy48Om",
-	"lYfBpZpewg1k+6yV1hVneHt8xnJYADdMGDZROeNyzdSEabiBnGesFWdq+oFu/RbyXOXRstcbHJdfTrjh",
-	"WdwOkXJzpQ3rHxO1dJc9VfMFzyFlXDO6WTOeA9NG5ZCOWMI1dITUILUw4gZCxlmmplPIv9FMLyDLhJzi",
-	"s8JolnCppEh4Zt9Um9dP569fPH/xQ8y4TFnl+xXPpZDTmGnIIDEsxi/iM6YBWHypphfS5OvncrE0XUuL",
-	"dpdd8GTGhGY3PBMpe3v1fecJ0UwtDXvx9jJkfWTc4YAlM57zBBmNtcwM2ERAln6jmVpJli8zZAku12aG",
-	"a4BMA770sNdjks/xK3yk4NUak7wLiM5BGBBpg/d4bZGpFIKRyZfQzDfFqmuMIwzM6SA4htEmF3Ia3IXB",
-	"nN8+txf7xwU/8Tzna7yqzRqnQoyHf7/K1Z8hMc+fbXPXFS7EXv5GM5HW1hL0+qfD40kPOk+SAe+cjIfQ",
-	"OU0PJ50BPx4/SXppHwaTwK1owc2sXJBIgzDI4eelyCH1Ky9XtrGg6hz/RJS5b6JsNVMaijOBTDkHLs0Z",
-	"HoL5UhsGt0KbT1/Kxua4YT88ek1/eug00zriOWjNpxCzREnDhdT2hBu4NY5hB0fHFY4NmZhKhaPQIWTj",
-	"dSTfSpGoFJgWuF77/URlKd7Uiv/6P2I25yaZgWbxX/9PfMbiN1evz9+8uYhZqkCT+KMbUPrl/K//E/A0",
-	"PTdM6EhmwqAwGbH4P8chiz+4kxpFMZvxG2BS4XlPBM9oH1ALRLJG/BSSTEhIdxD45xrXz/ntJcipmQWj",
-	"wdFxGMyF9H/3wwYqv0Fx/Ul6gqOKe4Sa2NYGgye9e7RBqUgerQ/eLMfIc/ssCW55YrK1UwvaPhizlob8",
-	"BlI2XjMumZAp3LZHuwVjIf/D3uCQjdcG9KeKwCCZQXKtlmbHdrspBvcfnqucJ9AksmoUUBN3WPDuEUr2",
-	"GdzyFBIx5xlLxVQYHRJ78yxjv0CuzthysYDcHhF/KIxSXXb+aas9HE9OB5Ph0cnJeHiY8mM+TOB0cJr2",
-	"oAeHJ8PjHVSgGVuZ0sj7w0GN9fHPbSK91ZA/SKMGLllqyD+INH4cQ3xhVRksO4eDHdRxE7yXR+5QGuuF",
-	"khpIS37H09fw8xI0HRsUpiDpI18sMpFwpM3BIlfjDOb//GeNhPpYzgZJaLjIcGtmaNDSm3AxQhKRcOqo",
-	"2nUwele5mRTOGAp61YyLIAwWCs91HoyCg8GB1fF371FHc7PUwegQhYcRhgjyHU+ZX0Kp1sdqaUbjjMtr",
-	"Uu4FPf4ph0kwCv7TQWnIH9ir+uCVXaal0rYmraxuzjMUSJCS5ZwDv9aM08aesdguOMa9BM0ArSs1mYAk",
-	"vUKMgE9VtvcuDL5X+VikKcjP3gWh2TWsSw2VqBsvr9UCcnpVUCXlsCRlOYuvSsjzV88fniPRyBoRRKHn",
-	"8vtMTGefy6a82MbSLXiewnyhDMhk3fkjrC37sokdrkqq05JUT5WcZCL5iix3vjlTYJrPoWm22ogsY2NA",
-	"BptxmWaQnlnvkmXcs9gLZb5XS5l+JgG9PYn7NqH3VSl0WFLohTLse3fDV2QmP5+CmZwdi9pQqUueT+Gz",
-	"WWZMVt5MZakuRTyaMF5dVGnQH9a4BEdlV0oxO5WvSouxStd4bpBX7JyFZhmOi99xaZkITZyc8SSBhdGe",
-	"UD9yuXZSVH8mvVa5MMByboDBbQKQQo1HBpVThHTBkVkx9FelDwqdGddsqSFlywV52eVs/ZHxFi6wqbgB",
-	"SRYu6uDNYE+niPY0TcndfVCJC9Gs3kq+NDOVi1/gc48ivgikcY+wwsuqHsh+SezayF+Nzi+Ul+8hsqKS",
-	"UOW64pReS7XaIOpPP/3UOS+X1OCaxN8BzyGPawaR/e5+o8fS/YaLjI8z+AKWDgV08HQtK68t6X5U1apv",
-	"IL8RCbC3tVu/IpvbySVc2gAdy9EGgZTlqNCYVKvQCwm3K6hCZpCSgZIpvqk8vhzr465LF7X4zF1Y2pd5",
-	"+b/D0JSqDIAU+p7M0oqJ2TuoRCtqduZgUD0+i1wloDVuILuQRpj1V9T+hmXAtaEDhFpm7exJXizIzPim",
-	"2iMPZOO5b7R34IWOJM9y4KglstQrBZSCZTgrB9wRlCet+GB4YJ+MAjTNykdMNQIWyfIZNWEnLOVrHQXt",
-	"gss2LZaVF8EueEw7w1kqJhPIUV2iHjuLkH3JQcL7bQS1y5C/7UYTParq2CvjMxrUsgDTfK3ZTK3YHNXM",
-	"XOUQSTMDHBVy6EYyIMbUy8VC5QbSHyEV/Ir29LOFBKnjwtWpvIAerJoMR1U2K+bCaDKMZvP17QZh+YiC",
-	"A8DmNDSOSX+WZrnh1+jU/subly/OGGf4L5tDPkWHFS2OicrZq/Orp39od8nbdlPAGZ4bk4vx0ljPk6ep",
-	"wDfy7FWOrzdoR7kA4Ub6xOTLxCxzSFnKDfdTJO4eMSvlUeFQggW3mSZ1w7MlztRe1yGTy/mYIoFjpTLg",
-	"UoeRlMssCxkFgXXIFMVYdDu0b7uGhWE3kI+5EXPWSpWxgVMkUw5oOBiQ7S479zw4eGIf5IaYjBm1sLH7",
-	"0LuBTaHJs4KJjw/ZH8V3jOuqcAaZqBQ0EyaSLdxbnpj2GZOgkUUqHrTLN6QAizOKL1rCqJzsnjlfkwXL",
-	"Xry9ZK23/4zma7vL/pWoFMlEzdFmTK5xdA3SFPRiFMtLIWWtuD8YHh4dnzw57ZWfYqYNHjIKlrTPLAWK",
-	"10VSEy+HFP/kNBV8PTMr1InXAAub7chQaNGebQRCPwYzYxbdOZiZSoNR8MPFFWok/M4eoA8JJQqOeoMw",
-	"IL3lucjwKaqDYMHXc8rYhQEsg/d3xVlSPqZ225mqjvsSD2f3NV/9aCPM1asdfS0WHbWwbNspVAgOZ/NR",
-	"lF/ZNlzOnfximZpavu2yl+41NiSgrThHoUT8RTRCZlNzZDPKMSwq5+RjwGun6b7TXzl3d2Eg0qYEJbJa",
-	"h2stphI3aynFz0vYkQ045f1e5yQZpJ0nMJx0DvnR+Dg5SZ/A6SQIt/MuWXOODgXPVoprd57qrAjNOVI6",
-	"5eG4nghXvg6VnGVn7zyL3EYsa0vyaaftXJHb/Kp093zEKpH5rQcrlkTt2T1TKVvv0wsuPzRtWf+YZWoF",
-	"eYdistsB3I296016xyec98b8tDcYnzQOVYbPG8PSWw+YxvzBzqzAjkxAfzAMHw7vh2Xsd2tElH37k2KP",
-	"0PPWSn1ktUYaF4ndDjCX6a53NqdXS4bNC7nik5dEx/ebUqkiUOggNAWsoRQoKLc5SzKBHKpBpihWu+yc",
-	"zQHFOAkVtJhSRtaPcOpNSBaXkiRmS5lCHkmUyGhdk41lT+Wrl2+u2EGmphoPI7e5gBueCy7JauD2Znp7",
-	"K760pxbH4eyw17NC/ctIsB0CZTtNfVbVoyQ2NIuFnKiYrWaAli/Nb4zCtssui3x9JDcT9aS9nOAppExY",
-	"BuWUZHAD+ZoJOQVt0BaasdbLq8tXKHTao0gSh1qite5JPLatoqQXOzwAJWwSNZ8r6cACGjdbSYikM4W0",
-	"uGUvFyCvIIO5dd1oMaNIRvIv7I2d+F/YG9IqmrXQSsJh2+wvkfxLp9Oh/+O9MZ2zmBWfQhZPBFob+Amt",
-	"IaXxMt2bwng5pXvtJ3ev/zf391ma+w+h/RdPvFBy40+e4RdSGZEUwxCIgfkPof2XYA72OolxusF+CukD",
-	"/kOYjuI9FrjBik8hi5NcGNxL/xn/5Rnk9AHQsC0+oP+Cfyy4FAl+SO0nfHkkz+WaKfQsnCqrHLDq1sfn",
-	"y1SY2EZtlUOKxJy+bIdMK5YstVFzt4GRXKn8ust+QnYlkxJunXFg3SXNJrmasyImkbrhx7BWMvWDFnAR",
-	"e08kcVBHTBQM8YWlYGVKlpLt0B0SWoszTItzG0lLYGHWH3BicchWM5HMWKKW0qC+XfE8rT/DMjEXhvKk",
-	"97yoNPCt94cLJk2+ElJvZsq9Ft+dCOzfr+K3XO+qNd46PgqPhscum6cmNu9Xz2s3mQaV2RwfHQ2PHzQW",
-	"dse2S2KMIVMoEYz6EsCN/a0NCistnOe/ORXki/7x45LIKHcpAo3sVsrW2ml50ISpkLi/AXo4vt/Aqa/u",
-	"JzS9y5WRTlBL05zP9RzAWlKhM9W2QQmrqr7RrJiUPwUV2BSuVKDopqQyam+lIWdjtZSpVVY4hj0ieOMK",
-	"J+aRCKh4rAtXaBui2k4cQZU8vcHh51twVX36jba3kCJ1KvRrGXhIX7razH6tn4ZPGUEfGCVcbk1Y14Zt",
-	"5NDHwhwez6F7WJaPwirU7M5tiuDFCkESJRPIpf675FpnSz/EsRvGdaNdvcOQfgO5Mzsb3FC75EpcqYCA",
-	"KAk2KuGvTnO1XDjQbt2ctW9pNtPpGkPeGi+TazAh8hEF1vIUcnx3bC/oOnz23TDsvQ9LUOM+x2gD2GiU",
-	"4VnNc+kf7XUeadnNBLM2hsqZE6lnTC6zjGJ/VeqppWHc30NshHfE4/W3UskNoHChxfFNNkvjojj3soCd",
-	"ZOiJ75e7iwkMb9qhp8X++9mXO0X7joIOp49f78kNbjt3qFLDc2Nfi4PyZOZHa5Hwnet2aA27KrCaKVln",
-	"DpSxw9OBg9PZv44s1PozmUbvOC3IyzuJYENY5FogQSF1kmnGdWgZ3ULr7MMtyzIi16Z95oCGnjMK5JWS",
-	"JCiKpdznJJaHvGlBBhbNe7ESqZlZB9btwX1xi6FHsu9DVH/y6oP+wWcjPLMRoC5kBIKxEtJOpD7wyXG4",
-	"Fwqyejpo1WHBi8W+PnBM9NMcuIF0j7l7cITLz2wLxfJNxVIGj1+If82uCT+DDPadcEr3shzm6qZpymn5",
-	"rlJkfsKc/Xua5vzSZItzuf7XZhGLp6zIw7ikBddeZVBUweZd+GJhwcpCGnpXTHH+MaDYJYHZbggc45ko",
-	"Rq5fs0mTGo7+viNXW8bWqbtrWPhYqawY2111+Ri6jMZKcb2gOH7d5K+kajnOYPN9NnFBsW5HFryoJLyc",
-	"UHZ48zV7SMj3d2FwfZMJbb4c4f4IjyGcne3mUitasZHHijG2JnwN68YqiULr77/vTYP7jOO2dy3Z6++f",
-	"stPDoxPmEqksVcly7hyIzbNo86nVuOtOpOnWWjwioNHf8yoGDdZcyWlItp6LlqKO87MjlFsly9frUWIG",
-	"mQHSM+sA2cQyJSHo9pDFduoxo1AsqbdaGpqVWeiQQXfajWTcOj3t9exVN7jNydqh2rENfOzFYI7+3wvI",
-	"0iZ9KKQ2XCYbGQ4K7zZR0tF7py/irlM5DMkqSGbKeku4XfG/dRzCq/M8jZlHIDOLFDljPy+VASaMJWYO",
-	"C5UbqoTydPgymSifcK8s+XBTlzeW2RXp+SqxGoHHFd/agQg2M4FvXz9nORDSgRxabhyyw4EqiOfw4TMW",
-	"V5L9MdWJuMwwrcNiGwS5r3X6VDECDxnQxqELaH0FiUJ/8t7vPtuWt3YoL493JmiBBT23YpcwjdvoOhB4",
-	"vYRB42X/OW7vJwkegpFvB9z8CM1cTAkMp3jLJdiJEmTbzHbB8mtlK9vj+kzx5qikxt1V1kLBeHza67eZ",
-	"kEaxqqAjSIx1T+cLs/bJ/ZInVjOVWSRHfWIFgP4hRrh/w5sDZ+dFiLKOWXC5FmF2GoQf+EaicdAbHHf6",
-	"/c5geNXvjXr4v64FGfzXoHJCU26gs4vMe6S22du3z5/dnHyZcKmtu9g3XVqgpD6kfP2gAH/t736GN9+F",
-	"wXKRfiXCNaUsaWlhdbdqM9hazT1sU2QvmxE/E57pLcgPaeginYk2rUZXXJbwN4K42ISL09mVgN022/mt",
-	"akgZbhYKEgpKZmu2mglDYe8EuuwFyWgJkLq650aMRHP09eGSvM/kjo0dpMXesyOv0GV75I6cb0O9SF6d",
-	"DE+P29Z9djszKiOFzntBJWV1XDLjcgpo60QbK46CEQWRYocJ8v7aROXoE58x7vc5g4lhamkc7oiqpZnQ",
-	"XfZCRXInRzTknz+XJxp3vnMz+PU3f2uj67fs9opxuCqaswrIcsgCAdqXgB8f9c5YXN0lMyMDmbaoG8lz",
-	"6ZN2tkrX406r2FGJYwu51E6/eeio0GyqJIzI2qW0dwb8Bgj3hrtd5DnnilJt9actY2nW4ixTcgp55dqY",
-	"AIAODkQoK052dST1ChaGrcG0Q4pkJNfTHM13plcACxcpIP5CA57iQnJpkCAWzVYWhhDSTgJhbHOYELyV",
-	"jP7DwcClb0mWFlYtUjukJeJXwnJ0xcTzSZYUJnyZmUi24suXP3x4fXF18eLq+csXH56d//ubOPTEZ0uZ",
-	"gdYoJttnhRmd8cRPrPXq7VV7c8BI2hHtnlL6mbvnwBGZU4+EKRh7imksT5eUG76RjB32iPnFfDkPRsgw",
-	"xPv2z/7O4G41hKIhWebCrN8gt7tYKkH8z5dm1uhP+noyrll87kocCEswYrY4gP3x4t/jsCiQsOSpmCsz",
-	"rj1sUU7EdEkp8hZtn6RNJUdTLSzaM50LaW9HvZQqG7MjqPJZBZ7tQZcERXN4mkgW9pJMLUNASAxPX7jI",
-	"FBG9RGSjT2apTAKAIia+5sHRb2bMwoJ7hZwoD13m1mRz1aEvx7haPhaZMGui2ZwLqp1HY3kLF+xUhfZw",
-	"FJFXJYINVv7h6urVAaqFbiQjeUGhS/K5SfJKFu9CTceFy2+VyOnh0UnbF5uvFwQgIY+EMBzkksSRpAp6",
-	"51af2SJci0l2gHCepjSqL8AkZ9eJIq+JyMSv2/doM0fS+ihjBx4uTPLCZ7FOOou9PW2dmCZPYZdLE8mn",
-	"1pwRaBC5o5Twpaao5NHtLVHxhQO9b2K5NNMiA0kRi6m0YPjzrRHrWO2iOCCFJCNcU4uzudB6AZlhE5Hh",
-	"I3qZzOjo2GXZFE3RWyO2MH7OtJDTDDoUHkpJorjqqJVIIKQNj2SlhFmYEsnknRgvpB2wHxdA1K4B5avF",
-	"1S0fxqQzEUmLUbczkgx0whcEqpXA9DLP1ZTOk8eclVPRxYbmnAwE0kS2YJIjFSBth5bBPFzOFlvkFp3V",
-	"qQPBrOXndYI9HFb3slYcBWgqRkHsEfUxvis+i6RDyFXo1jDVdpe5o4dkwaNm+DVsm1R2VGsSRJKme1Y7",
-	"oaigbWubmkm0gffbxvZZUZOJBKSGivw4X/BkBp1Bt4euQJ45saNHBwer1arL6XJX5dMD96w+uHz+9OLF",
-	"mwt8pjsz86wSSNkWR0EY3ECunRHW7XV7eDsKXb4QwSgYdnvdIdpw3MxIK9hgVRGw31YNz5yaqlWrFPQh",
-	"KWv7d9iki90Xdyoo41+tHUFrrzhZz9Pi9Zc2YlZtwvSu2XwrbznYaNxyFz74hGtasMedRVekPe71HTP2",
-	"uPVP+9zk+0/sM3TRgWSPm31Tq7v3G+0LBr3ePYU6jQU6LrnTH+xdPVNNMO2ooCE+omYOPv0NOTh9nlKN",
-	"7aGdadM4xYoOKt0Y6JH+w4/UqjrpoeHDD5WF/vTE4cNPFNXj+MDg9OEHNmuK78LgaJ+pVaskyRxczuc8",
-	"XxfnrSrjgrLGg2TB+7swmEJDnOo1mGUuP0kS1DLXzqExaD/GIo1RoerEaX9ngcd0/7c4gbjtTH8K6dfS",
-	"vVYDxYSZiS2QOL4U8jp2MfFIJjx3CcscMk66pxI2ttFBCbeGLfgUWCvOIfs2CvCbKIjbI1vqWMblKXjJ",
-	"ZRpJazO4ors4WeZa5TEaT5CG+GKqGNUqu4GU8SkXUltn6+3ry5o2L4CZRrEWemnWovFlijOljUMZUW0P",
-	"TXNGnld9qWT2ENwR7yBgbA6EVPeuvbWh60BXNB6chUT7Z+vSyFxXE9fZzVZhFa6UNjzLCHWBvlarf8Q0",
-	"bqrzsNosU9ppi0RJCQkyjzViiFjCuL4sU1eiVFcHl0Kb35XBr6kMwq36cK6TmLVUliJ/ErQkdMWgbovR",
-	"tqWTyVoSVsVdG2hevGNHjx063LVic5Do274LOD1Dj75vCLE25RsoaVF4VNKdAOoz4UIu/V7Y6/XOWB//",
-	"2Y213NVMi8RLcG9HycJZ71tcS9Vb3/bOt5I9C46W8EJpUVSHSntS0ROGG6GWmpb1jd449XXw1/pfes//",
-	"rG5f/HLdf/Hs+eGPz85XP149/2Xypx37YMXWrj5QzeDBzzQe3m1WrOxdl+hSE/vmLV19S4lr90j1Jph5",
-	"FUO+byKjgHk3gaoLlHQtmUFA4Q1MbwnY3Qf6WmBZLdiT6uy3uzY+YIfZ+sptwMSWUfbSnyY12TLONjoa",
-	"IFc29JqIlr3eMCEn47/8v//+v2wTUMt237q/h9QzpKJ23Ql1UWgaf6KyTK20jXM8GTx50h5VVDoFC51O",
-	"b3E63CpbGijUtfXwQ8JMDE+fHLP/+78Pu4N22KyiC3UfybevLzfrJKorKtnm232YprZ6f1gnf2oiwoOd",
-	"OP6BLOHPtGjRZHjInl0o3WDQvrEJVld/bwNdvrrc6oxCr7QoulL2SWA/iu/O2FiZmSvFsR1qyUiKpAZD",
-	"wfc2E9I2b8m51Dyx4VQQxNjWSi6KJRwyXuUuWqq7rEwEWBhwJJ3pTIHkrSqCsIAL+ygU3WfLxWphMTI4",
-	"hUZbzeBBMmrRsWhkF+BQEwoN0eDG13VYhizjYRSHcVVNkRSVshZUU1v1kKxeDhl/jLxMjoJRFMyjIIyC",
-	"HKZCSfoCllFwV6nxiqQNbVZfjC/ZeqRS/bdZMEUNJNbe8Kc0XOqCTt1IFmWetGShGc8oln8N61q7hM3l",
-	"bcafiC1crExHshUf9A7sLF0D04PeQfm8v9Su1JnacCsRqlahxn3rO5pNJN2WUFxLSF+otlk2Wosmavv1",
-	"dhBNlt1OiFkuNzsvVyrD7ykxH7GyUK5en0elcm4X65tTr1sbMf8Cmse568h14yKzWvzittOHMIuTW/MQ",
-	"ix4rNr/kniA/iDJLbiaH/aGvgvcI17U9G+qaWkPgtjgibncitLcXYW+36bTnZduXAmEjmbMCoyAkLiga",
-	"8FJvGJ9asVcHG49aNsVTIuOD/kGVAd19VCDCN/po2JcdHng7o/rWejVPJG05D3WdEdI3QrPO5ZanZtHN",
-	"zb5aXcz+SE5luROaT8j3pjYTIx8AHhyymVoSSNffR3W2qJg3mvddwzqSraLCF79y2at2leUcIZRMyM+1",
-	"3Zjqb7JSXeqVCwZHUuViKiTP2KDXt4OHLqVSbcDzGhYZX0M6YiZfQnxWm9tWK55I1sY5HAzOyHqxOV6R",
-	"2VwK+VBVTGZDQ8LyHb3TTcOEiNYpgSwdtDC94W8ttdLy3+gmtLsN8tFm2n3BjYEc3/nf3kXR7aDXiaLb",
-	"k4v3//xPwQ5ngRb0nUrXv5qf8B/D9g8/VhZmuQk3MV1mn7iuujfR0OEIOWzU0B2rUi1nzaYyIGRjVzUf",
-	"3Z3vSBbddEgjedSbtZ1YK/7x/N8+fHd+9fQPHy5eXL1+fvHGtkywwoHUgTDWxDnsDx+B6q03hKj3tC/c",
-	"d/9Fk5NU78R+t+UQ9x8XTS+qOx4XTPflJQ1+20XFtCz7frGWykP7Ww0kfASkm13FQjbjKRsDyPaGf9ck",
-	"/Rr8PRKHHhpA+Wsrr7y4s4blZi8z4/EkXnTb/mr16Aa+ujFmRBcaokW/dTdpj/h/0a8XH+gP90oY2Bap",
-	"9MDRPgtp6NpG6YnBPg/XehH+7bIaP1H/0UI2TO73B+9Cm/Y80L6SsTHf4QoaPyXx6dqVZ1T5qyYs/uGi",
-	"SA0zISPpisnomjawiOut/7erFo1isf+NlxjdUTNjxe8DWPsj49r4N/sKJj3Drc3bti7DFq7Vaw/j8Tru",
-	"smcgNYxqhXMolRc5WF9RRtKVHYPFspGN8wvkytf9rqgSw9Zj2P5uErrs4pYnZsRiqpQjh4AyLkvnZUay",
-	"Rs8Fn6Lor1Brw17zJF1Tt6+Qwe2CsEj+LR7VGEmeiWsgLNbWwxRRhZVFscXPLi4vri6K4dQyS11VW2N+",
-	"wpe//p6f2M5P7CrRdb6zNXB96fan/e5FWaj78O9e7P7BlD2KEJtWA9J73izncgrhF/+Np5Mnw1P878Hf",
-	"ePria3uwgLfSFbVv0ymVDglo8jmJtiDUKEn25prf5n2jEttHrKrMsNBL90iy1OWfD5G1qpmt0F4qf8lk",
-	"sw6foLXxjS0Slcssaxf9md27ybzKMtaKqQY7rN9dt2h8SUkTRcbrRlun+Kmm4pdMcJgm6+ezQR5F7f19",
-	"FfLuL3fxfVnz/q5s5fBuGPbC/uB9UcvdPyoqJJ2LhttV3N4f9MLTJ2H/cFg+Mjzul88QPNO2GIZFhbP8",
-	"vSfHjzGkrTzfAUmxk/pHw558prVFhtE2kNXXxewwtlzlGf7tzKndppeHmlibowB6V3PS3UbsgAfcBp+d",
-	"payWWD1QHvSYyIHPvJaRgc2yhWGvXqZ07+CfkACsWOsP5f/Os8wTX29S/zd9Ir5ESmlRslLRA9d/tTun",
-	"ZL3yaodxFw3UGyV0ImUt7grpqqH/XZmWsIrD6agVviMWqW2551nV5RdK9omLxsP3Inp3B3hfFZ3hPzGQ",
-	"93Evln9ME+6yHO4rRmN+6+f+kfR66IdfVly7Sop0M7GvLK12NNfj1mq0OLpVKarjQsgffBTp3UabovLi",
-	"nuTb/8cPf+NRn185iPM3icZYyVGKwGYJWjUEiEceiUInUWcNhLJ/rzBMraTehTOvSrOakDi8v3ckNW+z",
-	"5Xy/o5K/Hir5AY55AJdM2D/3Y2fsXKKGrTSGKH/EJKz+8pwEva0iD7f55wcwO5mn97uGeVDD/O5C1Rj+",
-	"BzAPc/snRhjJKVj46vQNix5Zs8Q8NRaih/WSQ7qnQ/fYssP2dm26tU3te2o16g6h01SjfrejSD2MZPND",
-	"J3cxm4kUyicqBdH2B3Po53VlYgvMZtyVVjtZbQEfZf0xGt2UmPdwH+pi6oEW7od3CvnB7zHQI9mqTdnN",
-	"tl3a3Ge1IrLiV2E4O+wfdesGO89WtJL0hssEdJNpTq0HHmuZb+7jhlTaFBYnjxUAth/CXib534vAPLlH",
-	"XvZHQxr7+OhwOOh/QXlJPwyc/qPKzf8YBjAJP6aV7YT0sKBfNpo11EFgMwFpf7BLpmVrhhHjLK6zblz2",
-	"96j2JmAtlLiRdJK23dCrIEEBiNI9I8gPdUAoWkCsmZoLramip9rEwPYwYFcqklbuV7vA8UxJCO3PWT0g",
-	"6u6Ngtj63JB9+ShIJO8Jg7ylt3z5MIhtcfKrRkJ+k2J3Fx3+BqLXDfi76P07Fr1Oau4TfLjp++L3ascU",
-	"MrWrvVLevb+zea2bZnjrVdkChcxF+qwt/Kls0BHP+TWwfClj24iS/FU2M2YxOjjoD066vW6v2x896T3p",
-	"UZbQ9gY4IFvezf/jruYiaiWr2ZgzK5VrTXIqXXhcL5TyJBZk2U6aXlbbF7nf6mNCMp5lHZV3/G9LEuwG",
-	"tFNLnDpWXsNagy1YrQ5GFG8qgav97o6aav8jQPT7Pwd/uLp61bbgtTfP/sjgljguLxqrsKcqyyAxKq+M",
-	"pUy2CO7e3/3/AAAA//8=",
+	"7H3rcttI1tirdJAvZXIXonjRxaLKldLYmhl/65E9tpz5NoZjNIEmiRXYzUE3RXE8qsrfPEX+JZXXyL5J",
+	"niR1zuluACQoUb7szu43rpkSSTT6cvr0uZ/TH4NEzeZKCml0MPwYTAVPRYEfXwtTrM7GRhTwLRU6KbK5",
+	"yZQMhsEbkSiZamYUW/LMsJEYq0KwAl7J5KQThIG44bN5LoJhLwx0MhUzDt2MVTHjJhgGmTSDfhAGZjUX",
+	"9FVMRBHc3t6GwZwXfCaMnce5TC+zmdicxEuZr5iQpsiEZsvMTFlsspmIGTdMFW5OZppp9lZmNwweskyy",
+	"WZbnmbYraGUyyRc6uxbtUyaVX0qsDS/MB+ywvpzjk8ODQe+oC//CIIOZ/LwQxSoIA8lhnoGQKb4YbFv5",
+	"0UHTysPghZq8ENci32WtuK44h+bxKSvEXHDDMsPGqmBcrpgaMy2uRcFz1opzNfmATZ+IolBFtOh2+0fl",
+	"j2NueB63Q4DcTGnDekcILd1hT9VszguRMq4ZNtaMF4JpowqRDlnCtdjLpBZSZya7FiHjLFeTiSgeaabn",
+	"Is8zOYF3M6NZwqWSWcJz6qk2r5/OXl88v/guZlymrPL7khcyk5OYaZGLxLAYfohPmRaCxS/U5FyaYvVc",
+	"zhemQ7Bod9g5T6Ys0+ya51nK3l5+u/cYYaYWhl28fRGyHiDuoM+SKS94AojGWmYq2DgTefpIM7WUrFjk",
+	"gBJcrswU1iByLaDTg26XST6Dn+AVj6s1JHkXIJyDMEDQBu/h2TxXqQiGpliIZrzxq64hTmbEDA+CRRht",
+	"ikxOgtswmPGb5/Swd+TxiRcFX8FTbVYwFUQ8+P6qUH8RiXn+bBO7LmEh9PiRZllaW0vQ7Z0MjsZdsfc4",
+	"6fO949FA7J2kB+O9Pj8aPU66aU/0x4Fd0ZybabmgLA3CoBA/L7JCpG7l5crWFlSd448ImbsmypZTpYU/",
+	"E4CUM8GlOYVDMFtow8RNps2nL2Vtc+ywHx68ph/vO824jngmtOYTEbNEScMzqemEG3FjLML2D48qGBuy",
+	"bCIVjIKHkI1WkXwrs0SlgukM1ku/j1WeQqNW/Nf/EbMZN8lUaBb/9f/Epyx+c/n67M2b85ilSmgkf9gA",
+	"qF/B//o/BZym54ZlOpJ5ZoCYDFn8n+KQxR/sSY2imE35tWBSwXlPMp7jPgAXiGQN+KlI8kyKdAuAf65h",
+	"/YzfvBByYqbBsH94FAazTLrvvbAJys0IU4O0mXK3QIQtTiAElgAnGb+xnMvJgk8EG4lcLUN2dvFMpI7i",
+	"CqbMVBSRLDkUa8U/x+xKiDnROLv2IdBBghjTixFNFEjTbG5WwJ34SAtphgxINM1w1YlkJOM4jiRNhbEn",
+	"TBWRVAXDf08Q4h9ZFLx8HQX45TaS8IeeLiQvVuwjexcFZxfPouC9/eU2kvQBGrWi4OLlZRSwX1kU7EVB",
+	"2zb6lc2LbMaLVSTtB/aERUErCmC2UdDGV5BAsigYRgFQ14VY+41ewCfav7RURaojaX9lTxCQms8Ee/ma",
+	"7QOE2T67eHnJJgWfzXjB1LUobCchE0DM+XyeZyKFU4DD2d5wRdC9HYVFwR9wyPm0ANz/1f/QigJgegNh",
+	"V05fnlS/JbUvTwA0cjEbwXYz+w8ev4sC+zuLgsuX1W/voyCSdmj2hD2KgkfsY3lk2a/sURTBj/QhesRu",
+	"sZHd9Ui+KkQiUiETMWTxxcvLmLVgeznLBcdDHO/FbTbKUPTKJlMjtAkBnJLFZxfPoHmuFYPTD9AaCbMU",
+	"QkbSLBUzopjptmv98nU8ZDGHHRixJAbGRt9aI9yQpB2H5T4pafG0UAsjEE/32E+wrYDnlnI90rTTSIrh",
+	"KORKToQ2rFhIDeJILgwRrjSbwHOkHx/ikCVWxgBA14la6w6KFoJYEf8cA5NmQJBhrCxlegEIo6Gz+Hhw",
+	"wg9Gh+n48PHxUf/gCBeqpMCZdtgZG8FkUWxUC1OSR78oNrXkE2ABL51iv3O++kPMOCEdkpWRmADNJjF0",
+	"zlcxzMriQhwFc76aCWmYo4FRECOMCGKZhCWoZQidL6fcALSZFkBmDBIuMWOt2HYS+l7+g59xu+M5yPAG",
+	"V+k3D6B0E3dgy76Fs6OHTmwMWawXI+Bq8HGhRfEhS+GjKXgi7Gc95xI+0nZ5LsVRtBYwYSRej/QpiZ1A",
+	"IEFAEm4SRs33SN7jxhTZaGGEo6fcsCuxgj5a8dSYeQfxa7ifTEVyBRsC44viOktEB7ocJrwwsOGx70p3",
+	"6LxCP3imY8bzJV9pnIN2cyyHblXf9SLjjwtlBOOWqOHMYOdBhuWJ0EAD9UoaflPlwLhbuOFwrD1DBJbI",
+	"NRM64XOYn9yzAB/GDtV1ozgNAjG288IwHEsUeGHNdq+GOBCiod2yYczEDU9Mvjot925o52P3bxiXRwt2",
+	"BU+SGsPnrLAnknAbQfAHHJuzeSHG2Q2u4cyDbcji4WG3Wx4X6NBSwcNul4hWfNjtdrpxG2eByIg8EA7D",
+	"YbcbBTGNhgKUnepwzHMtYmw9UioXXGrqzKCMRD1oPPC2N9qvyjygU/vMwqTD4qEl9zDp0H8tPyaVj0/c",
+	"ZN71u112+ZL1T07ex1U90W0iDEWrBpoCA73EDdIhQyGcKJxc5DkTPy94DvLVlOSiPRYjHxv+oQRiTUpB",
+	"kcqrJEPGZfX0IDSuxAr2aF4IkCTwEHnSAaQFQRPS+Dj5VKQVNNrlyC+nwD0Y08IQCoBwmmYgWwFP4Jb3",
+	"wzyRCJRiJM4/0wx3NGTAlIy2PA3oQrEQVTC0iBO1Y8vpNbF9expVCQnkPS+yGfTWAtKAdNIYxIuh118P",
+	"wu7JUU29i384+7cPP749f/3nD0+/P3v9BrRdKTS8yNQYJTohzVRoYRkTTtX1N+izVIh5rZtn568uv68q",
+	"zSCfI5eNZLXd5fnrH94AjTmzIqZaGJ2ltL1e5Cnwa04rw6MHiqbVDVCZ1HEkka7W1E4WY6dxKaLOlbY7",
+	"NKbvhRrlYgZsdiGNSIHbVCAzLtQskj3WihdS3MxFAk1IdOOG9Y5h5pfZDE4foHQma6YRgpUzeMTrIn+d",
+	"eFuqjgIGkXuh50pq0dGGm4X+AKy+claxIQiGFd4QBftTwXMzjYJteoT9epdO9prLiTiXabOGKWTqgFdA",
+	"Qwe58IvbkY4fD07g3712pO0K5y52JVzuG5hI84Jxjp+z5I2VDU763TssZCVQPnttuKxPMhDyMZyf3e2D",
+	"m9vXf7zzIh+4KKLRuyzJcjlrD3TE3RLHlI1WwDsymYqb9nC7Rcwb/sJu/4CNVkboT7V9Be6cbzmfdor3",
+	"nNBL4EdNtqoaBBBlkZ9w0JkGfTYVNzwVSTbjuZVqQjyOPM/ZL6JQp2wxn4uC5B8vNyjVYWefttqD0fik",
+	"Px4cHh+PBgcpP+KDRJz0T9Ku6IqD48HRFig4frvN6DHo12we8HUTSG+1KO6FUQOWOL7/MIT4wjbSYLF3",
+	"0N8CHTvBO3HkFigH8Q80j37D09ekBcK3REkjJH5EkSLhAJt9ywz/+BcNgPpYzgZAaHiWw9YAEXT6JHA8",
+	"BBJMHdlwMHxXaYyWxpGoSgolcw3CYK7gXBfBMNjv75Nx9/Z9GBDDC4YHQDxMZhAg3/CUuSWU9tyRWpjh",
+	"KOfyCq26Hh7/UohxMAz+437pwdmnp3r/FS2ToLRJ7yurm/EcCJJI0WVSCH4Fsgds7KmXO6wqhSKZGo+F",
+	"RI2YZD9VVLf3Ngy+VcUoS1MhP3sXMo0yrpcpE7QL4e9qLgrsKqiCclCCspzFVwXk2avn988RYUTWY4TQ",
+	"c/ltnk2mn4umpdGj9Ac9T8VsroyQyWrvT6QfZJKNabgqqE5KUD1VcpxnyVdEubP1mVrLRMNstcnynI0E",
+	"INiUyzQX6Sm5FVnOHYpdKPOtWpD09hkAdI4E2Lcx9leF0EEJoQtl2Le2wVdEJjcfj0zWgQHcUKkXvJiI",
+	"z0aZEVq/ybThSTyIMI5dVGHQG9SwBEZll0oxmspXhcVIpSunFNGcM81yGBd+42Sxt/ofTxIxN9oB6gcu",
+	"V5aK6s+E17LIDAjERjBxkwiRihqO9CunCOACIzM/9FeFDxCdKddsoUXKFnOyJfrZuiPjJFzBJtm1kCjh",
+	"Ag9e9/LveTd/05Rs6/1KQADO6q3kCzNVRfaL+NyjCB0JaewrzGsE1QPZK4FdG/mrwflCOfoeAioqKapY",
+	"50/plVTLNaD+9NNPe2flkhpUk/gbwQtRxDWBiH67W+ghuF/zLOejXHwBSQdNj3C6FpVuS7gfVrnqG1Ln",
+	"2dta06+I5jS5hEvSqFkBMohIWQEMjUm1DB2RsLsCLGQqUhRQcsXXmceXQ33YdWnd1Z+5CwvqzNH/LYKm",
+	"VKXn2/N7FEsrImZ3v+KmrsmZ/X71+MwLlQitYQPZuTSZWX1F7m9YLrg2eIDITEjyJPcLQpNnne2hBrL2",
+	"3iPtFPhMR5LnheDAJfLUMQWggmUcQyFgR4CetOL9wT69GQUgmpWvmGroQyTLd9SYHbOUr3QUtD2WrUss",
+	"S0eCrbUHd4azNBuPRQHsEvjYaSSt5Rfbk62/w9DShBtN7pIKO3bM+BQHJRRgmq80m6olmwGbmalCRNJM",
+	"BYwqCtGJZICIqRfzuSqMSH8QacYvcU8/m0ggO/aqTqUDfLEqMhxW0czPheFkGM7m68sNGeGRtWfNcGgY",
+	"kzz4Xiw3/AqU2n998/LilHEGf9lMFBNQWEHiGKuCvTq7fPp9u4Patp0CzLD0hSBEU7KJ8/xVAd0bkKOs",
+	"MWstbs4Ui8QsCpGylBvupojYPXR+iyuxwsg62GaclPWct6z/I3Reh9B7ScJIykWeO8dDyBR5Itoh9XYl",
+	"5oZdi2LETTZjrVQZ8jsBmAoBgoMRst1hZw4H+4/pRW4QyZhRc/JXhU4NbIpJOfVIfHTA/pR9w7iuEmch",
+	"E5UKzTITyRY6URLTPkUzvEirGrT1jKVCzE8xsIQAowqUe2Z8hRIsu3j7grXe/hHE13aH/ReEUiQTNQOZ",
+	"MbmC0TX6S52XxrlBWCvu9QcHh0fHj0+65afY2rjRWNI+JQj47iKpEZdDRj55mAp0z8wSeGIZApID0cI9",
+	"WzOHfwzQkD0TZqrSYBh8d34JHAl+qxjAgef2wwD5lsMiwyfADpwbGYRLsQje3/qzpJxN7WZvovbsj3A4",
+	"O6/58gdy2laf7umrbL6n5oS2e56FwHCgxPNEGARok3FJWMeMGnsXEICkpE1wfNAeZE1Q5A3CWKx55YQA",
+	"WVoQUfIwOuiH91tIw+C6eW5AAmhuXOPZwSAB513lzklZ7pURN+aUxXB4yOO56Wej/oCmLPK8bgQO9iu2",
+	"TnhMMhnt2V07QcYrZ/Z+Z5cTWni8X99WCg3FUMfNNZ+59eVqYgOJ2Eu7sbQ71qcIbAJPPGItHH81g4Of",
+	"bu4Lr9G3u+hxhRLehkGWNsUKw+Hf41pnEwnHZyGznxdiS2DeCe91946Tfrr3WAzGewf8cHSUHKePxck4",
+	"CDdDIPPmcNlL9HCvRZtuDxk99ZhqQWnZuaVDCLiyOxA7iMA4c0ZWkA25tiQXAboZtmmRoIr2GwEiTS9W",
+	"ZLvauztGNW70Z/28m+DrHbFcLUWxh1byTZP62t51x92jY867I37S7Y+OG4cqHRqNjoKNF0yjR2ern2aL",
+	"b6bXH+xETrw1fmNE4Ea7g2IHZ8DGSp2tuwYaaxvfNPlXqQZJ/9W41Jmn9C6OGOF4F0HBg9BM5T1BASLK",
+	"WZJngKFayBSIZ4edsZlAegpEBWTYlKE8mlmBI5PVQJ2YLWQqikgC3QV9B6VeOpWvXr65ZPu5mmgK50Jg",
+	"X/Mi49IQm8HG2HsrfkGn1rvJic1+GQq2haBsRoyfViUbJBuaxZkcKwqbYBma1ynMs8Ne+FifSK7HzCPz",
+	"tITHU5mm6LuM4unm3ExZ6+Xli1dAdNrDSCKG3h8x1w7LYBwbmo8utETNZkrauH0MTVJSRNIKpzq7YS/n",
+	"Ql6KXMxImcbFDCMZyV/ZG5r4r+wNchUM2FnhsG32ayR/3dvbw/+hLUWZxMx/Clk8zkD+g08gnyoNj7Ft",
+	"KkaLCbalT7at+1u4dgRz9yGkv3DiMyXXvnKMeZPKZIkfBsOrmPsQ0l/MOKDnSMaxAX0K8QNFpl2LwvdD",
+	"ORTMfwpZnBSZgb10n+Evz0WBHwSoGv4DaJTwZc5lhtFIKX2CziN55gPriJVVDlh16+OzRZqZmOzoyiZt",
+	"xBx/bGMQTrLQRs3sBkZyqYqrDvsJ0BWFfHFjhQNSYCk4hHkrUWqHH4mVkqkb1AerUZtIcu2BCYQhPicI",
+	"VqZEkGyH9pDgWqyq4M9tJAnAmVl9gInFIVtOs2RKkQnAb5e8SOvv2PiZ05oYt9FRJV5paVUE4uTLTOr1",
+	"CBbHxbe7Znt3s/gNY0hVP2odHYaHgyPrX1Vj8sSuCZkNokFlNkeHh4Oje4WF7d6GEhgjkSugCEZ9iRyK",
+	"3aUNNPTNrS1mfSqAF72jh7n1ge6iT0CkVdpaOy33ijAVEPfW8g+O7hZw6qv7CUTvcmXIE9TCNHvYHQaw",
+	"llSg3rbJTESs6pFmflLuFFQCuWClGUUiUiyZUloUbKQWMiVmBWPQEYGGS5iYiw0BxkNKtec2CLWtkR1V",
+	"8HT7B58vwVX56SNNTZCRWhb6tQQ8gC8+bUa/1k+DpwyDURi6wG5MWOeGbcDQhwaePBxDd5AsHxQ9UpM7",
+	"NyECDysASZRMRCH1PyTWWln6PoxdE64b5eotgjSaS5oBicCyApa146kxmrSt4WSmbJTMutVkUyvHN5qH",
+	"sZ2BXI5MDaXxOhjKIMpGpTTTGj5u9P79VqtOqspQ3zJAtzrmQXenw4mizUNGrg/prO5kqIEp5Zk2a8s/",
+	"2N2spLez7RjxMPbJSdXdHWeFNqcMNsullAHqLjMtmCpSUThrL778iOxTKHPBRH2W512qSsUsd7ue8LmG",
+	"voQrfkUOyOVG34XK+iG4jPZgh39XImVjVTTg7pZ+Qc8Esogd+Fw8gpffYWuC8Ui9E7D8ubwXVDS1bQBp",
+	"PnRnVUPhlVjdZwEFIrWbBXQw2M0E6qnBbkd8C37caXF8I4pMbEEGS8orHgwfbKiqFmKKcleLua0L0LD8",
+	"LWiBzxA5RovkSpg17FBjFtMDXY+sfjcIu+8rSLKLeLCWO22U4XkNtr3Dz7VLk+6kCmZFxVNKzRirogY9",
+	"tTCMuzaIVdAiHq2eSCXXYsi9drJue75772vWZgxUUTZJvREJDG/aoad+/93sy53CfQcBDqY/d8mc92OD",
+	"3c67gtSxW0d17GgtFCoxuxEV1lqCgpJ15KhHp9O3Q6rm8JlIo7ecFkfiGoFApnk0mdj0DJK4plyHhOgU",
+	"xE0vtwhlgNO0T21Iu8MMH+OrpHgIkbSHvGlBRsyb92KZpWZKhjm7B3fZYweuWMYuQHUnb4ss4JANKWxI",
+	"qcIk+dFE6gMfH4U7xdtXTweuOvS46Pf1nmOinxaCG5HuMHcXhmcjATaJYtmTX0r/4Qtx3Wyb8DORi10n",
+	"nGJbVoiZum6aclr2VZLMT5iz66dpzi9NPj+Tqzvckt7jb93j3EtiaC0lDz+fz6keQiZJlorRozwSPquw",
+	"3eAQgzPhR64/K4XGnY5cbRlNssnGwkdK5X5s+9R6/vExKGH+uYc4/Nwk6adqMcrFen/kGUUfniw9v0qK",
+	"l2OMQ1rvZgcK+f42DK6uQRb/coD7k3gI4Gi260utcMVGHPNjbEz4SqwaC7F4rr/7vjcN7mJbmoTN198+",
+	"ZScHh8cunY+lKlnMrGFk/SxS5E5VMtya07CxFhd71mjHciwGFPFCyUmIsp71AgGPc7PDeOpKPEm3iw5n",
+	"UsxOybBDIUwo2WPzkMU09ZihiwnZWy3giZXxTiETnUknknHr5KTbpad2cF3RAds2JXEnBLPwJ4m/gR9m",
+	"UhsukzXPLbqtmiBp4b3VxmKfY8UdpFUimSqyAsF2xf+2Z2OJ956nMXO5LoxiEk/Zz5iyDvo+ALMQc1Vg",
+	"Nit3cPgyHnYX2lWN0Vjn5Y2VvHwgWBVYjSkuFZuhDVdbj3B4+/o5KwTG1CU2Pd+n93ucg5dPWVwJK4ux",
+	"HIuNQcJ1UBRdhma5Onyq0Wj3CdDGxrHh+jyIQnfy3m8/21u0SWJeLrMGg9hIo27FNjQnboPqQAnEZfJv",
+	"K/af4/ZulOC+hKVNR4IboRmL0TFrGW+5BJvpXJCzcksCWC1BcnNcF5O0PiqycfuUtYAwHp10e22WSZsp",
+	"7ggdBl+Seopld2wYWYkTy6nKKWZwLazHpWrdhwh3b3izQ+DMu17q0XHWh9xoJCBJ7gNfC6Dod/tHe73e",
+	"Xn9w2esOu/Bfh8LZ/mtQOaEpN2JvG5h3CNlhb98+f3Z9/GXcQJTht2sYiI/H/ZDy1b0E/LVr/Qwa34bB",
+	"Yp5+JcA1hWLg0sLqbtVmsLGaO9DGR2U0x5ZSWYUmDu3DNECm1aCKyzLQGoMpyZFseXbFEbGJdm6rGkIh",
+	"1muRYbytzFdsOc2MoKopHXaBNFoKkdqU+MbYr2av0v1Vvz4TO9Z2EBd7x468ApXtgTtythlUjPTqeHBy",
+	"1Cb12e7MsPSAWO0FmBTxuGTK5USArBOtrTgKhoxCFymi0elrY1WATnyKdYxwn3MxNkwtjI1wJUdBpjvs",
+	"QkVyK0Y0xNV8Lk407vzedf9vv/kbG11vsl0rhuGqeQPV0F/lTb6uyuTRYdcHmFJDrOZkt6gTyTPpghGo",
+	"2IfLcKhmKUgYO5MLbfmbS1LINJsoKYYo7WI4Ty4o1jaSsNs+fmOmMISg/jYhlmYtTrW6isqzEYaa2zBH",
+	"jB7lKFdHUi/F3LCVMO0QLRnJ1aQA8Z3ppRBzaykgR1RmpmgXkgsDAKG46TIFEWO6pcBsjkKMMZEChf6D",
+	"ft+GpSAt9VItQDvEJcJPGWF0RcRzzuNUjPkiN5FsxS9efvfh9fnl+cXl85cXH56d/flNHDrgs4XMhdZA",
+	"JtunXozOeeIm1nr19rK9PmAkaUTaUwyr4fY9YYHMsQzrRBg6xTiWg0vKDV8LMhl0Efmz2WIWDAFhEPfp",
+	"a2+rcbdqQtEiWRSZWb0BbLe2VEwmO1uYaaM+6TKXuWbxmU2mwxipIaM0NPan8z/HoU/FI/BUxJUp1y5A",
+	"Xo6zyQJDf1q4fRI3FRVNNae8gnSWSWoOfClVZLPDpJjTSiKQC+/HEFsbJxhJLy/JlBBChIjw+IO1TCHQ",
+	"y9wf0MkIykgA0GLisuss/KbGzCmNJJNj5ZJkOIlstg7ByxGslo+yPDMrhNmMZ1ieE4TljQwUyyq0C7PL",
+	"iipFIGPl95eXr/aBLWApo3Mq/wg6tw0/j7fl58Re5ScmcnJweNx2ZU1WcwyMQ40EY9NQJYmpPKRTq0+p",
+	"3ANlv9jUI56mOKpL9Udl15Iix4l81aG6ihJJ0lFGNk3Fi+ReZyElncVOniYlpklT2KbSRPIpiTMZCET2",
+	"KCV8gWWa2OHNDULxwqZXrceoaqazXEi0WEwkpV2dbYxYzwryaWipSHKM12xxNsu0novcsHGWwyu2xqAr",
+	"pEcuGl++N6aEMc50Jie52EPzUIoUxebhLrNEhLjhkawUy8hMGaHplBhHpF3xMGaFilpKVrWMR8sXR4Mz",
+	"EUnKhqIZSVuVLgWCL5heFIWa4HnyJaf8VLTf0IKjgICciFLzOUBBpO2QEMyFAVNaX0FRp3v1AFeS/BxP",
+	"oMNBvJe14igAURGLIhLwY+grPo2kjfytwK1hqu0Os0cPwIJF1PiV2BSpaFQSCaiYlj6tnVBg0JUyhk4k",
+	"Wotj3oxZJlKTZ4mQWlTox9mcJ1Ox1+90QRUockt29HB/f7lcdjg+7qhism/f1fsvnj89v3hzDu90pmaW",
+	"Vwwpm+QoCINrUWgrhHW6nS7GU8yF5PMsGAaDTrczABmOmylyBTJWeYP9Jmt4ZtlULS+yqYIuOV1oX+yp",
+	"wEimapYiSHv+ZD1PffcvyGJWrfP+rll8K5vsr9WGvg3vfcOWx9mhpS+8vkNbV5tph6Y/7tRo1+W4kki7",
+	"zNEXxdqhsSuwf/t+raJOv9u9I3e0MWfUeoF6/Z0TOqueqC1JnRvRFGgztoNh2YcDmmnTOH5F+5UCQfhK",
+	"7/5XaoUG8KXB/S+VtWfwjYP73/AFTeCF/sn9L6yXubgNg8NdplZN3Ee5cTGb8WLlD2aVGAZl2iESjfe3",
+	"YTBpCnN7LcyikJ9EMmoubqv5UIHiLI2B8+rEiglWVI+x/ROYQNy2OgLa/mt+YWJVNliLMiniF5m8iq3x",
+	"PJIJL6xnsxA5RyZVsS+TGVGKG8PmfCJYKy5E/iQK4JcoiNtDyr4vDfho5cSqrCRc2Ii0OFkUWhUxSFki",
+	"DaFjLGKgVX4tUsYnPJOatLK3r1/U2L6PTDeKtUCdI9HHZc5PlTY2zBLTTXGaU1TR6ktF+QjjvaEFZgYU",
+	"AlN1nA2AhO16pD9IGVaUwv2jVGmU69XY3jJBicFe59KG5zmzlZRZq3fINGyqVcXaLFfaspVESSkSQB6S",
+	"dhBYmbGlwiY2a7bON15k2vzONX6TXCPcqG3CdRKzlspTQGQMVgltIQOLCyAt4xFmLSmWvtVa3gO02FIf",
+	"DqlArVCKkKAtvws4voOvvm8w2m4Na/Q6mrRHBWskWSNOrxt2u91T1oM/26PStxWCRDoU3HkNjlf/exQp",
+	"U9X/N/X9DffRnINs7Su/wnGVdKSxhPN1phYal/VIr5GHejjZ6l+7z/+ibi5+uepdPHt+8MOzs+UPl89/",
+	"Gf+4ZR+Ivm2rYdgcZv2ZUsa79dy+nXPqrbNjV0+ozQQsM4BcTk9TQk4122ZX14hPiGlKP/H5JDX3CKZU",
+	"rGU/lKkNuyQJ+Kh/CovHGjGbV83cI7BRJvpmCMaG9PbSnSY1boxvr1TjAaxsqJNERblRbfnP/++//y+6",
+	"uYjQ7on9PsB6VxX+bE+otWvj+GOV52qpyXLyuP/4cXtY4f1ofrTMv8XxcKt8YYTn6+6qEHh7cPL4iP3f",
+	"/33Q6bfDZl7u5YJIvn39Yj2jrLqiEm2e7II0tdW7wzr+sQkI91aR+icSmT9T9AXZ4j7Bd650g+T7hly2",
+	"tnYMmc5cZRTiGZ6vtNBeU9b4YT9k35yykTJTV/Qb7wFAaSqSvqQ5yyQVHiu41DwhA63IELErV8dUUj5V",
+	"Ye2vusNK1wIFFkfSythomt7Itwp9ALKza2E7SqytGdpQMs00CHUGDlJ5x4M1magxGptwcOMy4AghSwub",
+	"uyXiSsxNJLNKAiCwqY3McVZPHI8/Ro4m4+UzsygIo6AQk0xJ/EEsouC2kg0bSTKWVjuGTjZeqeRJr6eW",
+	"YvGjldMQ0LGXWjNWJ5I+IR6XnGmG17FQqZhqqZ/15a1btBAtrPUNq8nvd/dplrbg+n53v3zfPWpXMvLJ",
+	"gIuAquXyunotNJtI2i1BS1kmXUrveoJ9zT5py9NvmuVkWamLyvRv3G9R1tC4oxjHkMXV+y8qacOYVGx3",
+	"sb459QzfIXMd4DzObDXJa2vr1dkvdjudUdSf3Joq6euDkcfKvoEKE/qq7EwOegNXL8TFzK7obKgrLGsE",
+	"22KBuFlFl5p7Q7rddNzzsmSZj9mRzEqBURAiFvj7WLCumXPW0NP+2quEpnBKZLzf268ioG2HWSp8rQYU",
+	"dXaw72+IqPRaz3uMJCU+YsW0TLoinqSFbqh0FC/drNTVyewPqH2WO6H5GJV0LJE0dCbl/gGbqgWG/bp2",
+	"WJEAGPNa4Vm8dKblayHAT9Yf1q6inAWEkgkqxFRJsN4TUXWpl9a8HElVZJNM8pz1uz0aPLROmmrxuNdi",
+	"nvOVSId4FUZ8WpvbRhm5SNbGOej36c4j8hpnuUuGK7SpRnk2FNMt++ierAsmCLS9MjRmDyRMJ/iTpFZK",
+	"/muV8Lbf3Xa47sifc2NEAX3+t3dRdNPv7kXRzfH5+z/+S7BFWcAFfaPS1d9MT/j3IfuHHysLI2yCTUwX",
+	"+Seuq65NNFTnAwwbNlR2rOQVk9hUWo7IyFXT0e35jqSvBIccqX4djL2r5Zuzy6fffzi/uHz9/PwNFZch",
+	"4qDonhwScQ56gwfECddL59Qv4vTqu/uhSUmq33hxu6EQ9x5mdvf5Ig+zuruElQa97bwiWi4rFdRUEdIF",
+	"s0h8MpGuV8QM2ZSnbCSEbK/pd03Ur0Hfo+ugbLABesSJXjlyR4Lleh1O4yJUHOmm2qB16wZ03WgzwgcN",
+	"1qLfupq0g6PA15qHF3qDnTwLVN4bXzjcZSENFUfRj9Hf5eVaHd2/n/vjJ6yd7WnD+G598DYkR+p+mdXc",
+	"6Bn5VhUk79E1V3SRQhpWkv43/SXVe2oyyd5VkxlBcvN3Lb2/27UyJLdHLWG9Tkan/FpQOU8ryfpcixbm",
+	"edgU34Ys93D3LPdI+jT3dshiNMnEYTlULaW/9Lzby8vozkHKWK++lSqsqbtee4AhwBEUNp/c1DKV6W47",
+	"HbN5vtBuMvaLGyWS9mrDJg9WS9zMMRrKPXNxlXQZ5XfnLiKA4vBsrJ9amDZqInT/IlVe9T6YxttnST+i",
+	"q73a913YCGr9zjc2eg3Ux4mEzK6dyC5ViDTt00jWL3REbemumxfDna98LKu1wqyqRW49DR8yX67Txqy6",
+	"r9ZfRMU7fUqS85e14sNu1wU+0R2EtPSlsmNg3KINkSlh4BUk1AlRIYQxcG44IupCtgbs6Z2FQm2059TG",
+	"99Pv9kdb7wSvWiaoN7q7fCGG3/1dX8/fVbkWbdfW52hx3EzpsBchKlu0wG87kJ2wdtjtoV6/sr+8qx+7",
+	"eoLHh+y99ENZ2yFuuwvBu3RLf0PZDBKbKOC4vBC/IUyb7N3VShaPNJk60JxE66L5++grl6mOinH92nuX",
+	"NlOpRLHb3feuHsX2y+B2uQe/f7fsvXEp/tYYb5dJvFnxpFLuJM+0KV2E3VPWu8s5+EV8g/d4Bj87gscJ",
+	"NO98tSG/pb5CUNdX7OmWFXPe+VImg6Oez4il0FqAs33YOyyfkXJ9+x6Tie1gW6+FrE7goJzBQeMM+l0/",
+	"Sr/brQ7f9w9A0X+POco7a0yWJG+JUmqqiLNbQZvfA5i+gAT/1BPe5jJFBPe7ZHlqsE2WJ5W4SbLBu3is",
+	"/XYXmT6SdaGe7SzTh2s50UilQPSwA0XS1hmyEvxOYgqJx+37xPxINsv5V2JVlv2HHyhIotKZverCip1q",
+	"Ke1eRLJVyrVOTA1Zp9Np+8sJbCUvdr4md2My+RbZO5Jrwvc2CcthxO8S1m9Nwvr8GBHHCrCYVo25oFBS",
+	"4Qm1JtULi4M1xuHaiJtEIFXoIP/9tBCKLUUGmllLjdY0KeS/85AvwkMwEsBsABwo4EKLO3iHdjWyGlmH",
+	"LZX1KSH19srVHEV1Na6SuTayElumCJ9pI+Zx/frizXpYRlX4DWuhq9nfcUx+qJxr43p2tXH0FBTfok0V",
+	"P6gkUr2qVTxaxR32TEgthrWSTJVb6nHKtlCnoCxJ5Gi/iEI5O80Sa3xQpQ9iA1IAA+CJGbIYazDFztBg",
+	"LQJqHMkaPOd8Atp91SBT99s5kK6QB4Rsm10nkjzPrugG+42XMbJOLCk/Mn52/uL88twPpxZ5auslbeE/",
+	"VFjtd/bzGeznnqvMySPqqgf+xm8y3+Um+n/UG+g/qYZc5Qq4HsXfVooPd7vMkb45Ji4jE2guO9e8b1jl",
+	"7QGrKhVv7HSHqNw6oXQxVa1qKHRIj8pr29dLQWJ2N9mtY7qByF9GaftGf1yes1aMZQDDeuu6C8zp8k0Q",
+	"Ga0anWPulfLadhimyV322cYHX/7xriKN9pt9+L4su/iurCb6bhB2w17/vS8n2GB2CCvNe/1uePI47B0M",
+	"ylcazBjvXUlEj1mu7fHRQ+wIRPi3yHo0qX82ge6LKPcbudSuNMsWqcwWP4LvVu7aLqO5JCYSTnytgWoS",
+	"Q6cxK8XlfAefr7JUqvzcU6HmIaEmLlS/DCVZr5wx6NYr5dw5+CeoOxX37n3azlmeO+Drdej/pk/El9A8",
+	"5iUq+Qv/3E/bg5ApjKN6naoNH9NrVZwyvAKPajlVY0W3heaG1QyvPbWEPmJyMZaoar2MJfrE/pbFO5PK",
+	"t0cEvvLX4H5i5NfHnVD+ITeOlhWZvmL4zm/93D8QXvfdcr/k2hbzSNczQRTBasu9NZykRsrQXJakOvZE",
+	"fv9jlt6uVcouH+4Ivu2S4T9YmNDfOOrn72P8R0QqSWAzBa0KAogjDyyEgKSOBITyarzMMLWUelupgyo1",
+	"qxGJg7uvZcI4Aaoo9Xu++9fLd78HY+7JeMdkUWqNyTZZWq1NWt7YHrIZz0GhpCowepNFHmziz3fCbEWe",
+	"7u8c5l4O87sKVUP474S5H9s/0RSJSsHcFUhck+gBNcskucZaiGG96hW22cM2VPmqvVkekWRT6qdWJtGm",
+	"dDWVSbzdUicxjGTzS8e3MZtmqSjfqNTkO6ZCgJwSROj+F26djpZWU1xlWQIPhG7M5HD5YXhBmAs8C6k4",
+	"lqcf/A4BPZKt2pTtbNulzH1aq2Pkr8Dn7KB32KkL7Dxf4krSay4ToZtEc6x++VDJfH0f16jSOrE4figB",
+	"oJKcO4nk/ygE8/gOetkbDnDso8ODQb/3BeklgFGk/6x089+HAIzEj2k1E7W6slsJ/aJRrMEiluueSsz0",
+	"BPLmkXXIOIvrqBuXJWar5TFZCyhuJC2lbTeUy0yAAAJ1zzFHDItw+iqkK6Yw7EvJsFZHk8posksVSaL7",
+	"1YsIeK6kCNmrs8un399D6u60glCJuJB9eStIJO8wg7zFXr68GYSq7P5NLSG/SbK7DQ5/B9JrB/yd9P4D",
+	"k15LNXcxPlz3XP3FatFeFLWr5Xrfvb8lv9Z1cz70ZVmFF8VF/KwpX66sERvP+JVgxULGFEWH+iqbGjMf",
+	"7u/3+sedbqfb6Q0fdx930UtI5Sn3UZa38/+4rb6tWsqqN+aUqHKtTnOlELQtx1ueRA+WTafpi2oF7WWR",
+	"GSMkyyTjeb6nij1bBZXytIS2bInjpSlXYqUFlUKrDoYQb6qZVLvSXk20u18fr9bf//7y8lWbsh3fPPsT",
+	"EzeIcYWv7cueqjwXiaHLLl1dKpPPg9v3t/8/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
