@@ -128,6 +128,38 @@ user_id: other=0 missing=6
 		t.Errorf("fields of no entries = %s, want %s", got, want)
 	}
 
+	// Keys that a JSON path would have to quote are found as they are.
+	keys := e.project("keys")
+	resp, body = e.do("POST", "/logs", "application/json", fmt.Sprintf(`[
+		{"project_id":%[1]q,"time":1,"message":"k","attributes":{"a.b":1,"q\"x":"v","back\\slash":true,"[0]":2,"$":3,"sp ace":4,"é":5,"x'y":6,"*":7}},
+		{"project_id":%[1]q,"time":2,"message":"k","attributes":{"a":{"b":9}}}]`, keys.Id))
+	wantAnswer(t, resp, body, 201, nil)
+	resp, body = e.do("GET", "/logs/facets?project_id="+keys.Id+"&start_time=0&end_time=9"+
+		"&field=a.b&field=q%22x&field=back%5Cslash&field=%5B0%5D&field=%24&field=sp+ace&field=%C3%A9&field=x%27y&field=*&field=a", "", "")
+	wantAnswer(t, resp, body, 200, nil)
+	var ka facetAnswer
+	if err := json.Unmarshal(body, &ka); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ka.String(), `a.b: 1=1 other=0 missing=1
+q"x: "v"=1 other=0 missing=1
+back\slash: true=1 other=0 missing=1
+[0]: 2=1 other=0 missing=1
+$: 3=1 other=0 missing=1
+sp ace: 4=1 other=0 missing=1
+é: 5=1 other=0 missing=1
+x'y: 6=1 other=0 missing=1
+*: 7=1 other=0 missing=1
+a: {"b":9}=1 other=0 missing=1
+`; got != want {
+		t.Errorf("facets of keys with syntax characters:\n%s\nwant:\n%s", got, want)
+	}
+	resp, body = e.do("GET", "/logs/fields?project_id="+keys.Id+"&start_time=0&end_time=9", "", "")
+	wantAnswer(t, resp, body, 200, nil)
+	if got, want := string(body), `[{"count":1,"field":"$"},{"count":1,"field":"*"},{"count":1,"field":"[0]"},{"count":1,"field":"a"},{"count":1,"field":"a.b"},{"count":1,"field":"back\\slash"},{"count":1,"field":"q\"x"},{"count":1,"field":"sp ace"},{"count":1,"field":"x'y"},{"count":1,"field":"é"}]`; strings.TrimSpace(got) != want {
+		t.Errorf("fields of keys with syntax characters = %s, want %s", got, want)
+	}
+
 	// Expired entries are left out: a project keeps one day, an entry two days old is gone.
 	now := time.Now().UnixMilli()
 	short := e.project("short")
