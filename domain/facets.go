@@ -35,7 +35,9 @@ type FacetsQuery struct {
 }
 
 // Facet is the answer for one field: its Limit most common values, most common first (ties in
-// the bytewise order of the value's JSON text), how many matching entries have any other value
+// the bytewise order of an attribute's JSON text, or of the text of one of the entry's own
+// fields, which differs from its JSON text's order only where quotes, backslashes or control
+// characters are escaped), how many matching entries have any other value
 // (Other), and how many do not have the field (Missing).
 type Facet struct {
 	Field   string

@@ -77,7 +77,7 @@ type Written struct {
 type FacetStore interface {
 	// Facets answers, for each of q.Targets (named q.Fields[i] in the answer, in that order),
 	// its q.Limit most common values as JSON text among the entries matching q's filter (Levels,
-	// never Level) with Time in [Start, End], ties by the value's text bytewise, with Other and
+	// never Level) with Time in [Start, End], ties bytewise by the value's JSON text (by the text itself for the entry's own fields), with Other and
 	// Missing, all exact and in one consistent snapshot; entries before q.Now minus the
 	// project's retention are left out as ListLogs leaves them out. KindNotFound if the project
 	// does not exist.

@@ -203,9 +203,10 @@ export interface paths {
          * Count the most common values of fields
          * @description For each `field` named, among the project's entries with `time` in [`start_time`,
          *     `end_time`] that match every given filter: the `limit` values most entries have, each
-         *     with how many (exact counts, most common first, ties in the bytewise order of the value's
-         *     JSON text), `other`, how many entries have any other value, and `missing`, how many do
-         *     not have the field. For every field, the counts of `values` plus `other` plus `missing`
+         *     with how many (exact counts, most common first, ties in the bytewise order of an
+         *     attribute's JSON text, or of the text of one of the entry's fields: the same order but
+         *     for strings holding quotes, backslashes or control characters), `other`, how many
+         *     entries have any other value, and `missing`, how many do not have the field. For every field, the counts of `values` plus `other` plus `missing`
          *     are the entries that match (expired entries left out, as `GET /logs` leaves them out).
          *
          *     Fields are named as in the query language (see `query`): `level`, `subject`, `user_id`,
@@ -596,7 +597,7 @@ export interface components {
              * @example http.route
              */
             field: string;
-            /** @description At most `limit` values, most common first; ties in the bytewise order of the value's JSON text. */
+            /** @description At most `limit` values, most common first; ties in the bytewise order of an attribute's JSON text, or of the text of one of the entry's fields. */
             values: components["schemas"]["FacetValue"][];
             /**
              * Format: int64
