@@ -53,7 +53,7 @@ func (c *config) flags() *flag.FlagSet {
 	num64(&c.MemoryLimit, "memory-limit", "soft limit of the Go heap in `bytes` (the garbage collector works harder near it; 0 = none; GOMEMLIMIT, when set, wins)")
 	num(&c.MaxInFlight, "max-in-flight", "requests served at once; more are refused with 503 (0 = no cap)")
 	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
-	num(&c.MaxReadsPerKey, "max-reads-per-key", "store reads (listings, searches, stats, filtered deletes, a tail's replay and catch-up) one API key (one project without keys) runs at once; more wait READ_SHARE_WAIT for one to finish, then are refused with 429 (0 = half the store's read connections and at most half of GOMAXPROCS, at least 1)")
+	num(&c.MaxReadsPerKey, "max-reads-per-key", "store reads (listings, searches, stats, facets, filtered deletes, a tail's replay and catch-up) one API key (one project without keys) runs at once; more wait READ_SHARE_WAIT for one to finish, then are refused with 429 (0 = half the store's read connections and at most half of GOMAXPROCS, at least 1)")
 	dur(&c.ReadShareWait, "read-share-wait", "how long a read past MAX_READS_PER_KEY waits for one of its key's reads to finish before 429 (a `duration`)")
 	num(&c.MaxStatsSeries, "max-stats-series", "most series (values of by) in one GET /logs/stats answer; a question with more is refused with 400 naming by")
 	num(&c.MaxQueryChars, "max-query-chars", "longest query parameter (the query language) in `characters`; 400 naming query beyond")
