@@ -38,9 +38,9 @@ type Limits struct {
 	// DefaultRetentionDays is the retention of a project created without one; 0 keeps its
 	// entries forever.
 	DefaultRetentionDays int
-	// MaxReadsPerKey is how many store reads (listings, searches, stats, filtered deletes) one
-	// key runs at once; past it a read waits up to ReadShareWait for one of them to finish,
-	// then is KindRateLimited. Zero or less: no share.
+	// MaxReadsPerKey is how many store reads (listings, searches, stats, facets, filtered
+	// deletes) one key runs at once; past it a read waits up to ReadShareWait for one of them
+	// to finish, then is KindRateLimited. Zero or less: no share.
 	MaxReadsPerKey int
 	ReadShareWait  time.Duration
 	// MaxStatsSeries is the most series (values of by) one stats answer holds; a question

@@ -73,15 +73,32 @@ type Written struct {
 	Batches map[string]uint64
 }
 
+// FacetStore counts what a project's entries hold, for exploring them.
+type FacetStore interface {
+	// Facets answers, for each of q.Targets (named q.Fields[i] in the answer, in that order),
+	// its q.Limit most common values as JSON text among the entries matching q's filter (Levels,
+	// never Level) with Time in [Start, End], ties bytewise by the value's JSON text (by the
+	// text itself for the entry's own fields), with Other and Missing, all exact and in one
+	// consistent snapshot; entries before q.Now minus the project's retention are left out as
+	// ListLogs leaves them out. KindNotFound if the project does not exist.
+	Facets(ctx context.Context, q FacetsQuery) ([]Facet, error)
+	// Fields answers the top-level attribute keys of the entries matching q's filter with Time
+	// in [Start, End], with how many entries hold each, most common first, ties by key
+	// bytewise, at most q.Limit of them; one snapshot, retention as Facets. KindNotFound if the
+	// project does not exist.
+	Fields(ctx context.Context, q FieldsQuery) ([]FieldCount, error)
+}
+
 // Store is everything the service needs from storage.
 type Store interface {
 	ProjectStore
 	LogStore
+	FacetStore
 }
 
-// ReadShares bounds how many store reads (listings, searches, stats, filtered deletes, a tail's
-// start) each key runs at once, so that one key's expensive reads cannot hold every connection
-// of the store while another key waits (see Limits.MaxReadsPerKey).
+// ReadShares bounds how many store reads (listings, searches, stats, facets, filtered deletes, a
+// tail's start) each key runs at once, so that one key's expensive reads cannot hold every
+// connection of the store while another key waits (see Limits.MaxReadsPerKey).
 type ReadShares interface {
 	// Acquire takes one of key's read shares, waiting a while for one when all are taken, and
 	// returns its release: KindRateLimited when none frees in time, KindUnavailable when ctx

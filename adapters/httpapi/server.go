@@ -149,7 +149,7 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 // DeleteLogs implements rest.StrictServerInterface.
 func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObject) (rest.DeleteLogsResponseObject, error) {
 	p := req.Params
-	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime})
+	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime})
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +157,14 @@ func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObjec
 		s.onDeleted(n)
 	}
 	return rest.DeleteLogs200JSONResponse{Deleted: n}, nil
+}
+
+// query is the query parameter: absent or empty means no query (every entry).
+func query(p *rest.Query) *string {
+	if p == nil || *p == "" {
+		return nil
+	}
+	return p
 }
 
 // levels is the repeated log_level parameter; absent means no level filter.
@@ -171,7 +179,7 @@ func levels(p *rest.LogLevel) []string {
 func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (rest.LogStatsResponseObject, error) {
 	p := req.Params
 	q := domain.StatsQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
 		Step:      p.Step,
 	}
 	if p.By != nil {
@@ -192,12 +200,56 @@ func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (
 	return out, nil
 }
 
+// LogFacets implements rest.StrictServerInterface.
+func (s *server) LogFacets(ctx context.Context, req rest.LogFacetsRequestObject) (rest.LogFacetsResponseObject, error) {
+	p := req.Params
+	q := domain.FacetsQuery{
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
+		Fields:    p.Field,
+	}
+	if p.Limit != nil {
+		q.Limit = int(*p.Limit)
+		if q.Limit == 0 {
+			q.Limit = -1 // zero means "default" to the domain; a client's 0 is out of range
+		}
+	}
+	facets, err := s.svc.Facets(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := rest.LogFacets200JSONResponse{Facets: make([]rest.LogFacet, len(facets))}
+	for i, f := range facets {
+		values := make([]rest.FacetValue, len(f.Values))
+		for j, v := range f.Values {
+			values[j] = rest.FacetValue{Value: nullable.NewNullableWithValue(json.RawMessage(v.Value)), Count: v.Count}
+		}
+		out.Facets[i] = rest.LogFacet{Field: f.Field, Values: values, Other: f.Other, Missing: f.Missing}
+	}
+	return out, nil
+}
+
+// LogFields implements rest.StrictServerInterface.
+func (s *server) LogFields(ctx context.Context, req rest.LogFieldsRequestObject) (rest.LogFieldsResponseObject, error) {
+	p := req.Params
+	keys, err := s.svc.Fields(ctx, domain.FieldsQuery{
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(rest.LogFields200JSONResponse, len(keys))
+	for i, k := range keys {
+		out[i] = rest.LogField{Field: k.Field, Count: k.Count}
+	}
+	return out, nil
+}
+
 // ListLogs implements rest.StrictServerInterface. The page is not read here: the returned
 // response streams it from the store while writing the body.
 func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (rest.ListLogsResponseObject, error) {
 	p := req.Params
 	q := domain.LogQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime},
+		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime},
 		Desc:      p.Order != nil && *p.Order == rest.Desc,
 	}
 	if p.Limit != nil {

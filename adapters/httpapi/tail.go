@@ -102,6 +102,9 @@ func tailRequest(r *http.Request) (domain.TailRequest, error) {
 		v := q.Get("q")
 		req.Q = &v
 	}
+	if v := q.Get("query"); v != "" {
+		req.Query = &v // absent or empty: no query
+	}
 	if q.Has("trace_id") {
 		v := q.Get("trace_id")
 		req.TraceID = &v

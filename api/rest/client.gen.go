@@ -165,6 +165,38 @@ type ClientInterface interface {
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
 	CreateLogs(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// LogFacets Count the most common values of fields
+	//
+	// For each `field` named, among the project's entries with `time` in [`start_time`,
+	// `end_time`] that match every given filter: the `limit` values most entries have, each
+	// with how many (exact counts, most common first, ties in the bytewise order of an
+	// attribute's JSON text, or of the text of one of the entry's fields: the same order but
+	// for strings holding quotes, backslashes or control characters), `other`, how many
+	// entries have any other value, and `missing`, how many do not have the field. For every field, the counts of `values` plus `other` plus `missing`
+	// are the entries that match (expired entries left out, as `GET /logs` leaves them out).
+	//
+	// Fields are named as in the query language (see `query`): `level`, `subject`, `user_id`,
+	// `trace_id`, `span_id` and `message` are the entry's (a string, missing when not set);
+	// any other name, or `attributes.<key>`, is the top-level attribute with that key. Values
+	// are JSON values as stored: a number stays a number with its text exactly as sent (`500`
+	// and `500.0` are two values), a string a string, an object or array its JSON with keys
+	// sorted; an attribute whose value is `null` has the value `null` and is not missing.
+	//
+	// Corresponds with GET /logs/facets (the `LogFacets` operationId).
+	LogFacets(ctx context.Context, params *LogFacetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LogFields List the attribute keys in use
+	//
+	// Every top-level attribute key held by the project's entries with `time` in
+	// [`start_time`, `end_time`] that match every given filter, with how many of those entries
+	// hold it (exact; an attribute whose value is `null` counts), most common first, ties in the
+	// bytewise order of the key; at most the 1,000 most common. The entry's own fields
+	// (`level`, `message`, ...) are not listed. Expired entries are left out, as `GET /logs`
+	// leaves them out.
+	//
+	// Corresponds with GET /logs/fields (the `LogFields` operationId).
+	LogFields(ctx context.Context, params *LogFieldsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// LogStats Count log entries over time
 	//
 	// Counts the project's entries that match every given filter (the filters of `GET /logs`) in
@@ -376,6 +408,58 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 // Corresponds with POST /logs (the `CreateLogs` operationId).
 func (c *Client) CreateLogs(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateLogsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LogFacets Count the most common values of fields
+//
+// For each `field` named, among the project's entries with `time` in [`start_time`,
+// `end_time`] that match every given filter: the `limit` values most entries have, each
+// with how many (exact counts, most common first, ties in the bytewise order of an
+// attribute's JSON text, or of the text of one of the entry's fields: the same order but
+// for strings holding quotes, backslashes or control characters), `other`, how many
+// entries have any other value, and `missing`, how many do not have the field. For every field, the counts of `values` plus `other` plus `missing`
+// are the entries that match (expired entries left out, as `GET /logs` leaves them out).
+//
+// Fields are named as in the query language (see `query`): `level`, `subject`, `user_id`,
+// `trace_id`, `span_id` and `message` are the entry's (a string, missing when not set);
+// any other name, or `attributes.<key>`, is the top-level attribute with that key. Values
+// are JSON values as stored: a number stays a number with its text exactly as sent (`500`
+// and `500.0` are two values), a string a string, an object or array its JSON with keys
+// sorted; an attribute whose value is `null` has the value `null` and is not missing.
+//
+// Corresponds with GET /logs/facets (the `LogFacets` operationId).
+func (c *Client) LogFacets(ctx context.Context, params *LogFacetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLogFacetsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LogFields List the attribute keys in use
+//
+// Every top-level attribute key held by the project's entries with `time` in
+// [`start_time`, `end_time`] that match every given filter, with how many of those entries
+// hold it (exact; an attribute whose value is `null` counts), most common first, ties in the
+// bytewise order of the key; at most the 1,000 most common. The entry's own fields
+// (`level`, `message`, ...) are not listed. Expired entries are left out, as `GET /logs`
+// leaves them out.
+//
+// Corresponds with GET /logs/fields (the `LogFields` operationId).
+func (c *Client) LogFields(ctx context.Context, params *LogFieldsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLogFieldsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -675,6 +759,18 @@ func NewDeleteLogsRequest(server string, params *DeleteLogsParams) (*http.Reques
 
 		}
 
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.TraceId != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trace_id", *params.TraceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -800,6 +896,18 @@ func NewListLogsRequest(server string, params *ListLogsParams) (*http.Request, e
 		if params.Q != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -950,6 +1058,306 @@ func NewCreateLogsRequestWithBody(server string, params *CreateLogsParams, conte
 	return req, nil
 }
 
+// NewLogFacetsRequest constructs an http.Request for the LogFacets method
+func NewLogFacetsRequest(server string, params *LogFacetsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/logs/facets")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project_id", params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.UserId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LogLevel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "log_level", *params.LogLevel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subject", *params.Subject, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TraceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trace_id", *params.TraceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start_time", params.StartTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "end_time", params.EndTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Field != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "field", params.Field, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewLogFieldsRequest constructs an http.Request for the LogFields method
+func NewLogFieldsRequest(server string, params *LogFieldsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/logs/fields")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project_id", params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.UserId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LogLevel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "log_level", *params.LogLevel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subject", *params.Subject, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TraceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trace_id", *params.TraceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start_time", params.StartTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "end_time", params.EndTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewLogStatsRequest constructs an http.Request for the LogStats method
 func NewLogStatsRequest(server string, params *LogStatsParams) (*http.Request, error) {
 	var err error
@@ -1025,6 +1433,18 @@ func NewLogStatsRequest(server string, params *LogStatsParams) (*http.Request, e
 		if params.Q != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -1447,6 +1867,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
 	CreateLogsWithResponse(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error)
+
+	// LogFacetsWithResponse Count the most common values of fields
+	//
+	// For each `field` named, among the project's entries with `time` in [`start_time`,
+	// `end_time`] that match every given filter: the `limit` values most entries have, each
+	// with how many (exact counts, most common first, ties in the bytewise order of an
+	// attribute's JSON text, or of the text of one of the entry's fields: the same order but
+	// for strings holding quotes, backslashes or control characters), `other`, how many
+	// entries have any other value, and `missing`, how many do not have the field. For every field, the counts of `values` plus `other` plus `missing`
+	// are the entries that match (expired entries left out, as `GET /logs` leaves them out).
+	//
+	// Fields are named as in the query language (see `query`): `level`, `subject`, `user_id`,
+	// `trace_id`, `span_id` and `message` are the entry's (a string, missing when not set);
+	// any other name, or `attributes.<key>`, is the top-level attribute with that key. Values
+	// are JSON values as stored: a number stays a number with its text exactly as sent (`500`
+	// and `500.0` are two values), a string a string, an object or array its JSON with keys
+	// sorted; an attribute whose value is `null` has the value `null` and is not missing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /logs/facets (the `LogFacets` operationId).
+	LogFacetsWithResponse(ctx context.Context, params *LogFacetsParams, reqEditors ...RequestEditorFn) (*LogFacetsResponse, error)
+
+	// LogFieldsWithResponse List the attribute keys in use
+	//
+	// Every top-level attribute key held by the project's entries with `time` in
+	// [`start_time`, `end_time`] that match every given filter, with how many of those entries
+	// hold it (exact; an attribute whose value is `null` counts), most common first, ties in the
+	// bytewise order of the key; at most the 1,000 most common. The entry's own fields
+	// (`level`, `message`, ...) are not listed. Expired entries are left out, as `GET /logs`
+	// leaves them out.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /logs/fields (the `LogFields` operationId).
+	LogFieldsWithResponse(ctx context.Context, params *LogFieldsParams, reqEditors ...RequestEditorFn) (*LogFieldsResponse, error)
 
 	// LogStatsWithResponse Count log entries over time
 	//
@@ -1889,6 +2345,214 @@ func (r CreateLogsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LogFacetsResponse401Headers the declared response headers of an HTTP 401 response for LogFacets
+type LogFacetsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// LogFacetsResponse429Headers the declared response headers of an HTTP 429 response for LogFacets
+type LogFacetsResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// LogFacetsResponse503Headers the declared response headers of an HTTP 503 response for LogFacets
+type LogFacetsResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type LogFacetsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LogFacets
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LogFacetsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LogFacetsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LogFacetsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LogFacetsResponse) GetJSON200() *LogFacets {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r LogFacetsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LogFacetsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LogFacetsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r LogFacetsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LogFacetsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r LogFacetsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LogFacetsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LogFacetsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LogFacetsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LogFacetsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LogFieldsResponse401Headers the declared response headers of an HTTP 401 response for LogFields
+type LogFieldsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// LogFieldsResponse429Headers the declared response headers of an HTTP 429 response for LogFields
+type LogFieldsResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// LogFieldsResponse503Headers the declared response headers of an HTTP 503 response for LogFields
+type LogFieldsResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type LogFieldsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]LogField
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LogFieldsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LogFieldsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LogFieldsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LogFieldsResponse) GetJSON200() *[]LogField {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r LogFieldsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LogFieldsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LogFieldsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r LogFieldsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LogFieldsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r LogFieldsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LogFieldsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LogFieldsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LogFieldsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LogFieldsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2712,6 +3376,54 @@ func (c *ClientWithResponses) CreateLogsWithResponse(ctx context.Context, params
 	return ParseCreateLogsResponse(rsp)
 }
 
+// LogFacetsWithResponse Count the most common values of fields
+//
+// For each `field` named, among the project's entries with `time` in [`start_time`,
+// `end_time`] that match every given filter: the `limit` values most entries have, each
+// with how many (exact counts, most common first, ties in the bytewise order of an
+// attribute's JSON text, or of the text of one of the entry's fields: the same order but
+// for strings holding quotes, backslashes or control characters), `other`, how many
+// entries have any other value, and `missing`, how many do not have the field. For every field, the counts of `values` plus `other` plus `missing`
+// are the entries that match (expired entries left out, as `GET /logs` leaves them out).
+//
+// Fields are named as in the query language (see `query`): `level`, `subject`, `user_id`,
+// `trace_id`, `span_id` and `message` are the entry's (a string, missing when not set);
+// any other name, or `attributes.<key>`, is the top-level attribute with that key. Values
+// are JSON values as stored: a number stays a number with its text exactly as sent (`500`
+// and `500.0` are two values), a string a string, an object or array its JSON with keys
+// sorted; an attribute whose value is `null` has the value `null` and is not missing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /logs/facets (the `LogFacets` operationId).
+func (c *ClientWithResponses) LogFacetsWithResponse(ctx context.Context, params *LogFacetsParams, reqEditors ...RequestEditorFn) (*LogFacetsResponse, error) {
+	rsp, err := c.LogFacets(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLogFacetsResponse(rsp)
+}
+
+// LogFieldsWithResponse List the attribute keys in use
+//
+// Every top-level attribute key held by the project's entries with `time` in
+// [`start_time`, `end_time`] that match every given filter, with how many of those entries
+// hold it (exact; an attribute whose value is `null` counts), most common first, ties in the
+// bytewise order of the key; at most the 1,000 most common. The entry's own fields
+// (`level`, `message`, ...) are not listed. Expired entries are left out, as `GET /logs`
+// leaves them out.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /logs/fields (the `LogFields` operationId).
+func (c *ClientWithResponses) LogFieldsWithResponse(ctx context.Context, params *LogFieldsParams, reqEditors ...RequestEditorFn) (*LogFieldsResponse, error) {
+	rsp, err := c.LogFields(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLogFieldsResponse(rsp)
+}
+
 // LogStatsWithResponse Count log entries over time
 //
 // Counts the project's entries that match every given filter (the filters of `GET /logs`) in
@@ -3199,6 +3911,208 @@ func ParseCreateLogsResponse(rsp *http.Response) (*CreateLogsResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateLogsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLogFacetsResponse parses an HTTP response from a LogFacetsWithResponse call
+func ParseLogFacetsResponse(rsp *http.Response) (*LogFacetsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LogFacetsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LogFacets
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LogFacetsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers LogFacetsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers LogFacetsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLogFieldsResponse parses an HTTP response from a LogFieldsWithResponse call
+func ParseLogFieldsResponse(rsp *http.Response) (*LogFieldsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LogFieldsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []LogField
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LogFieldsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers LogFieldsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers LogFieldsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int32
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {

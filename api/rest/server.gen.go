@@ -73,6 +73,17 @@ func (e LogStatsParamsBy) Valid() bool {
 // Example: {"http.method":"GET","http.status_code":502,"retry":true,"tags":["payments","eu"]}
 type Attributes = json.RawMessage
 
+// FacetValue One value of a field and how many matching entries have it.
+type FacetValue struct {
+	// Count Example: 42
+	Count int64 `json:"count"`
+
+	// Value The value as JSON, as stored (a number keeps its text; `null` is an attribute whose value is null).
+	//
+	// Example: /checkout
+	Value nullable.Nullable[json.RawMessage] `json:"value"`
+}
+
 // LogEntry A stored log entry. Optional fields that were not sent are omitted.
 type LogEntry struct {
 	// Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
@@ -196,6 +207,42 @@ type LogEntryInput struct {
 	//
 	// Example: u-42
 	UserId *string `json:"user_id,omitempty"`
+}
+
+// LogFacet The most common values of one field among the matching entries.
+type LogFacet struct {
+	// Field The field as it was named.
+	//
+	// Example: http.route
+	Field string `json:"field"`
+
+	// Missing How many matching entries do not have the field.
+	//
+	// Example: 40
+	Missing int64 `json:"missing"`
+
+	// Other How many matching entries have the field with a value not listed.
+	//
+	// Example: 4
+	Other int64 `json:"other"`
+
+	// Values At most `limit` values, most common first; ties in the bytewise order of an attribute's JSON text, or of the text of one of the entry's fields.
+	Values []FacetValue `json:"values"`
+}
+
+// LogFacets The most common values of each field asked for.
+type LogFacets struct {
+	// Facets One per field, in the order the fields were named.
+	Facets []LogFacet `json:"facets"`
+}
+
+// LogField An attribute key and how many matching entries hold it.
+type LogField struct {
+	// Count Example: 332
+	Count int64 `json:"count"`
+
+	// Field Example: http.route
+	Field string `json:"field"`
 }
 
 // LogSeries The counts of the entries with one value of the grouping.
@@ -424,6 +471,15 @@ type ProjectIDQuery = string
 // Q defines model for Q.
 type Q = string
 
+// Query defines model for Query.
+type Query = string
+
+// RangeEnd defines model for RangeEnd.
+type RangeEnd = int64
+
+// RangeStart defines model for RangeStart.
+type RangeStart = int64
+
 // StartTime defines model for StartTime.
 type StartTime = int64
 
@@ -485,6 +541,54 @@ type DeleteLogsParams struct {
 	// literal: `%`, `_` and `\` have no special meaning.
 	Q *Q `form:"q,omitempty" json:"q,omitempty"`
 
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
 
@@ -513,6 +617,54 @@ type ListLogsParams struct {
 	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
 	// literal: `%`, `_` and `\` have no special meaning.
 	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -548,6 +700,166 @@ type CreateLogsParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// LogFacetsParams defines parameters for LogFacets.
+type LogFacetsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime The start of the range counted, Unix time in milliseconds (inclusive).
+	StartTime RangeStart `form:"start_time" json:"start_time"`
+
+	// EndTime The end of the range counted, Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime RangeEnd `form:"end_time" json:"end_time"`
+
+	// Field A field to count the values of, named as in `query`; repeat it for several (`field=level&field=http.route`), 1 to 20 times, in the order the answer keeps. Each is 1 to 256 characters (an attribute key's limit). A field named twice is counted once.
+	Field []string `form:"field" json:"field"`
+
+	// Limit How many of the most common values each field lists, 1 to 100; 10 when absent.
+	Limit *int32 `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// LogFieldsParams defines parameters for LogFields.
+type LogFieldsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime The start of the range counted, Unix time in milliseconds (inclusive).
+	StartTime RangeStart `form:"start_time" json:"start_time"`
+
+	// EndTime The end of the range counted, Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime RangeEnd `form:"end_time" json:"end_time"`
+}
+
 // LogStatsParams defines parameters for LogStats.
 type LogStatsParams struct {
 	// ProjectId The project whose entries are meant; it must exist.
@@ -566,6 +878,54 @@ type LogStatsParams struct {
 	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
 	// literal: `%`, `_` and `\` have no special meaning.
 	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | "[" number "TO" number "]"
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a string value matches the
+	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
 
 	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
 	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
@@ -671,6 +1031,12 @@ type ServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams)
+	// LogFacets Count the most common values of fields
+	// (GET /logs/facets)
+	LogFacets(w http.ResponseWriter, r *http.Request, params LogFacetsParams)
+	// LogFields List the attribute keys in use
+	// (GET /logs/fields)
+	LogFields(w http.ResponseWriter, r *http.Request, params LogFieldsParams)
 	// LogStats Count log entries over time
 	// (GET /logs/stats)
 	LogStats(w http.ResponseWriter, r *http.Request, params LogStatsParams)
@@ -773,6 +1139,19 @@ func (siw *ServerInterfaceWrapper) DeleteLogs(w http.ResponseWriter, r *http.Req
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
 		}
 		return
 	}
@@ -897,6 +1276,19 @@ func (siw *ServerInterfaceWrapper) ListLogs(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
 		}
 		return
 	}
@@ -1031,6 +1423,306 @@ func (siw *ServerInterfaceWrapper) CreateLogs(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// LogFacets operation middleware
+func (siw *ServerInterfaceWrapper) LogFacets(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogFacetsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "field" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "field", r.URL.Query(), &params.Field, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "field"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "field", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", r.URL.Query(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "limit"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "limit", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogFacets(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// LogFields operation middleware
+func (siw *ServerInterfaceWrapper) LogFields(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogFieldsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogFields(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // LogStats operation middleware
 func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Request) {
 
@@ -1101,6 +1793,19 @@ func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
 		}
 		return
 	}
@@ -1443,6 +2148,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/logs", wrapper.CreateLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/stats", wrapper.LogStats)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/facets", wrapper.LogFacets)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/fields", wrapper.LogFields)
 
 	return m
 }
@@ -1905,6 +2612,260 @@ type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateLogs503ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacetsRequestObject struct {
+	Params LogFacetsParams
+}
+
+type LogFacetsResponseObject interface {
+	VisitLogFacetsResponse(w http.ResponseWriter) error
+}
+
+type LogFacets200JSONResponse LogFacets
+
+func (response LogFacets200JSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets400ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets401ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets403ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets404ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets429ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFacets503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogFacets503ApplicationProblemPlusJSONResponse) VisitLogFacetsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFieldsRequestObject struct {
+	Params LogFieldsParams
+}
+
+type LogFieldsResponseObject interface {
+	VisitLogFieldsResponse(w http.ResponseWriter) error
+}
+
+type LogFields200JSONResponse []LogField
+
+func (response LogFields200JSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields400ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields401ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields403ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields404ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields429ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogFields503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogFields503ApplicationProblemPlusJSONResponse) VisitLogFieldsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -2829,6 +3790,12 @@ type StrictServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(ctx context.Context, request CreateLogsRequestObject) (CreateLogsResponseObject, error)
+	// LogFacets Count the most common values of fields
+	// (GET /logs/facets)
+	LogFacets(ctx context.Context, request LogFacetsRequestObject) (LogFacetsResponseObject, error)
+	// LogFields List the attribute keys in use
+	// (GET /logs/fields)
+	LogFields(ctx context.Context, request LogFieldsRequestObject) (LogFieldsResponseObject, error)
 	// LogStats Count log entries over time
 	// (GET /logs/stats)
 	LogStats(ctx context.Context, request LogStatsRequestObject) (LogStatsResponseObject, error)
@@ -2969,6 +3936,58 @@ func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateLogsResponseObject); ok {
 		if err := validResponse.VisitCreateLogsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogFacets operation middleware
+func (sh *strictHandler) LogFacets(w http.ResponseWriter, r *http.Request, params LogFacetsParams) {
+	var request LogFacetsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogFacets(ctx, request.(LogFacetsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogFacets")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogFacetsResponseObject); ok {
+		if err := validResponse.VisitLogFacetsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogFields operation middleware
+func (sh *strictHandler) LogFields(w http.ResponseWriter, r *http.Request, params LogFieldsParams) {
+	var request LogFieldsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogFields(ctx, request.(LogFieldsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogFields")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogFieldsResponseObject); ok {
+		if err := validResponse.VisitLogFieldsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3180,154 +4199,194 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchs5suarIGrPRpNxihQvulhUdGyobXWPz6htjy2fPmddXhdYlSQxKgLsAiiK7VHE/t2n2H+7sa+x",
-	"8yb7JBuZAOpCFiXKl56eOd0xE6ZYFwCJRF6/TH4MEjVfKAnS6GD0MZgBTyGnj6/B5OvziYEc/0pBJ7lY",
-	"GKFkMAreQKJkqplRbMWFYWOYqBxYjo8IOe0GYQC3fL7IIBj1w0AnM5hzfM1E5XNuglEgpBkOgjAw6wXY",
-	"P2EKeXB3dxcGC57zORg3jwuZXok5bE/ipczWDKTJBWi2EmbGYiPmEDNumMr9nMxMaPZWiluGF5mQbC6y",
-	"TGi3gpaQSbbU4gbaZ0yqYimxNjw3H+iF9eWcnB4dDvvHPfwvDATO5Ocl5OsgDCTHeQYgU3ow2LXy48Om",
-	"lYfBpZpewg1k+6yV1hVneHt8xnJYADdMGDZROeNyzdSEabiBnGesFWdq+oFu/RbyXOXRstcbHJdfTrjh",
-	"WdwOkXJzpQ3rHxO1dJc9VfMFzyFlXDO6WTOeA9NG5ZCOWMI1dITUILUw4gZCxlmmplPIv9FMLyDLhJzi",
-	"s8JolnCppEh4Zt9Um9dP569fPH/xQ8y4TFnl+xXPpZDTmGnIIDEsxi/iM6YBWHypphfS5OvncrE0XUuL",
-	"dpdd8GTGhGY3PBMpe3v1fecJ0UwtDXvx9jJkfWTc4YAlM57zBBmNtcwM2ERAln6jmVpJli8zZAku12aG",
-	"a4BMA770sNdjks/xK3yk4NUak7wLiM5BGBBpg/d4bZGpFIKRyZfQzDfFqmuMIwzM6SA4htEmF3Ia3IXB",
-	"nN8+txf7xwU/8Tzna7yqzRqnQoyHf7/K1Z8hMc+fbXPXFS7EXv5GM5HW1hL0+qfD40kPOk+SAe+cjIfQ",
-	"OU0PJ50BPx4/SXppHwaTwK1owc2sXJBIgzDI4eelyCH1Ky9XtrGg6hz/RJS5b6JsNVMaijOBTDkHLs0Z",
-	"HoL5UhsGt0KbT1/Kxua4YT88ek1/eug00zriOWjNpxCzREnDhdT2hBu4NY5hB0fHFY4NmZhKhaPQIWTj",
-	"dSTfSpGoFJgWuF77/URlKd7Uiv/6P2I25yaZgWbxX/9PfMbiN1evz9+8uYhZqkCT+KMbUPrl/K//E/A0",
-	"PTdM6EhmwqAwGbH4P8chiz+4kxpFMZvxG2BS4XlPBM9oH1ALRLJG/BSSTEhIdxD45xrXz/ntJcipmQWj",
-	"wdFxGMyF9H/3wwYqv0Fx/Ul6gqOKe4Sa2NYGgye9e7RBqUgerQ/eLMfIc/ssCW55YrK1UwvaPhizlob8",
-	"BlI2XjMumZAp3LZHuwVjIf/D3uCQjdcG9KeKwCCZQXKtlmbHdrspBvcfnqucJ9AksmoUUBN3WPDuEUr2",
-	"GdzyFBIx5xlLxVQYHRJ78yxjv0CuzthysYDcHhF/KIxSXXb+aas9HE9OB5Ph0cnJeHiY8mM+TOB0cJr2",
-	"oAeHJ8PjHVSgGVuZ0sj7w0GN9fHPbSK91ZA/SKMGLllqyD+INH4cQ3xhVRksO4eDHdRxE7yXR+5QGuuF",
-	"khpIS37H09fw8xI0HRsUpiDpI18sMpFwpM3BIlfjDOb//GeNhPpYzgZJaLjIcGtmaNDSm3AxQhKRcOqo",
-	"2nUwele5mRTOGAp61YyLIAwWCs91HoyCg8GB1fF371FHc7PUwegQhYcRhgjyHU+ZX0Kp1sdqaUbjjMtr",
-	"Uu4FPf4ph0kwCv7TQWnIH9ir+uCVXaal0rYmraxuzjMUSJCS5ZwDv9aM08aesdguOMa9BM0ArSs1mYAk",
-	"vUKMgE9VtvcuDL5X+VikKcjP3gWh2TWsSw2VqBsvr9UCcnpVUCXlsCRlOYuvSsjzV88fniPRyBoRRKHn",
-	"8vtMTGefy6a82MbSLXiewnyhDMhk3fkjrC37sokdrkqq05JUT5WcZCL5iix3vjlTYJrPoWm22ogsY2NA",
-	"BptxmWaQnlnvkmXcs9gLZb5XS5l+JgG9PYn7NqH3VSl0WFLohTLse3fDV2QmP5+CmZwdi9pQqUueT+Gz",
-	"WWZMVt5MZakuRTyaMF5dVGnQH9a4BEdlV0oxO5WvSouxStd4bpBX7JyFZhmOi99xaZkITZyc8SSBhdGe",
-	"UD9yuXZSVH8mvVa5MMByboDBbQKQQo1HBpVThHTBkVkx9FelDwqdGddsqSFlywV52eVs/ZHxFi6wqbgB",
-	"SRYu6uDNYE+niPY0TcndfVCJC9Gs3kq+NDOVi1/gc48ivgikcY+wwsuqHsh+SezayF+Nzi+Ul+8hsqKS",
-	"UOW64pReS7XaIOpPP/3UOS+X1OCaxN8BzyGPawaR/e5+o8fS/YaLjI8z+AKWDgV08HQtK68t6X5U1apv",
-	"IL8RCbC3tVu/IpvbySVc2gAdy9EGgZTlqNCYVKvQCwm3K6hCZpCSgZIpvqk8vhzr465LF7X4zF1Y2pd5",
-	"+b/D0JSqDIAU+p7M0oqJ2TuoRCtqduZgUD0+i1wloDVuILuQRpj1V9T+hmXAtaEDhFpm7exJXizIzPim",
-	"2iMPZOO5b7R34IWOJM9y4KglstQrBZSCZTgrB9wRlCet+GB4YJ+MAjTNykdMNQIWyfIZNWEnLOVrHQXt",
-	"gss2LZaVF8EueEw7w1kqJhPIUV2iHjuLkH3JQcL7bQS1y5C/7UYTParq2CvjMxrUsgDTfK3ZTK3YHNXM",
-	"XOUQSTMDHBVy6EYyIMbUy8VC5QbSHyEV/Ir29LOFBKnjwtWpvIAerJoMR1U2K+bCaDKMZvP17QZh+YiC",
-	"A8DmNDSOSX+WZrnh1+jU/subly/OGGf4L5tDPkWHFS2OicrZq/Orp39od8nbdlPAGZ4bk4vx0ljPk6ep",
-	"wDfy7FWOrzdoR7kA4Ub6xOTLxCxzSFnKDfdTJO4eMSvlUeFQggW3mSZ1w7MlztRe1yGTy/mYIoFjpTLg",
-	"UoeRlMssCxkFgXXIFMVYdDu0b7uGhWE3kI+5EXPWSpWxgVMkUw5oOBiQ7S479zw4eGIf5IaYjBm1sLH7",
-	"0LuBTaHJs4KJjw/ZH8V3jOuqcAaZqBQ0EyaSLdxbnpj2GZOgkUUqHrTLN6QAizOKL1rCqJzsnjlfkwXL",
-	"Xry9ZK23/4zma7vL/pWoFMlEzdFmTK5xdA3SFPRiFMtLIWWtuD8YHh4dnzw57ZWfYqYNHjIKlrTPLAWK",
-	"10VSEy+HFP/kNBV8PTMr1InXAAub7chQaNGebQRCPwYzYxbdOZiZSoNR8MPFFWok/M4eoA8JJQqOeoMw",
-	"IL3lucjwKaqDYMHXc8rYhQEsg/d3xVlSPqZ225mqjvsSD2f3NV/9aCPM1asdfS0WHbWwbNspVAgOZ/NR",
-	"lF/ZNlzOnfximZpavu2yl+41NiSgrThHoUT8RTRCZlNzZDPKMSwq5+RjwGun6b7TXzl3d2Eg0qYEJbJa",
-	"h2stphI3aynFz0vYkQ045f1e5yQZpJ0nMJx0DvnR+Dg5SZ/A6SQIt/MuWXOODgXPVoprd57qrAjNOVI6",
-	"5eG4nghXvg6VnGVn7zyL3EYsa0vyaaftXJHb/Kp093zEKpH5rQcrlkTt2T1TKVvv0wsuPzRtWf+YZWoF",
-	"eYdistsB3I296016xyec98b8tDcYnzQOVYbPG8PSWw+YxvzBzqzAjkxAfzAMHw7vh2Xsd2tElH37k2KP",
-	"0PPWSn1ktUYaF4ndDjCX6a53NqdXS4bNC7nik5dEx/ebUqkiUOggNAWsoRQoKLc5SzKBHKpBpihWu+yc",
-	"zQHFOAkVtJhSRtaPcOpNSBaXkiRmS5lCHkmUyGhdk41lT+Wrl2+u2EGmphoPI7e5gBueCy7JauD2Znp7",
-	"K760pxbH4eyw17NC/ctIsB0CZTtNfVbVoyQ2NIuFnKiYrWaAli/Nb4zCtssui3x9JDcT9aS9nOAppExY",
-	"BuWUZHAD+ZoJOQVt0BaasdbLq8tXKHTao0gSh1qite5JPLatoqQXOzwAJWwSNZ8r6cACGjdbSYikM4W0",
-	"uGUvFyCvIIO5dd1oMaNIRvIv7I2d+F/YG9IqmrXQSsJh2+wvkfxLp9Oh/+O9MZ2zmBWfQhZPBFob+Amt",
-	"IaXxMt2bwng5pXvtJ3ev/zf391ma+w+h/RdPvFBy40+e4RdSGZEUwxCIgfkPof2XYA72OolxusF+CukD",
-	"/kOYjuI9FrjBik8hi5NcGNxL/xn/5Rnk9AHQsC0+oP+Cfyy4FAl+SO0nfHkkz+WaKfQsnCqrHLDq1sfn",
-	"y1SY2EZtlUOKxJy+bIdMK5YstVFzt4GRXKn8ust+QnYlkxJunXFg3SXNJrmasyImkbrhx7BWMvWDFnAR",
-	"e08kcVBHTBQM8YWlYGVKlpLt0B0SWoszTItzG0lLYGHWH3BicchWM5HMWKKW0qC+XfE8rT/DMjEXhvKk",
-	"97yoNPCt94cLJk2+ElJvZsq9Ft+dCOzfr+K3XO+qNd46PgqPhscum6cmNu9Xz2s3mQaV2RwfHQ2PHzQW",
-	"dse2S2KMIVMoEYz6EsCN/a0NCistnOe/ORXki/7x45LIKHcpAo3sVsrW2ml50ISpkLi/AXo4vt/Aqa/u",
-	"JzS9y5WRTlBL05zP9RzAWlKhM9W2QQmrqr7RrJiUPwUV2BSuVKDopqQyam+lIWdjtZSpVVY4hj0ieOMK",
-	"J+aRCKh4rAtXaBui2k4cQZU8vcHh51twVX36jba3kCJ1KvRrGXhIX7razH6tn4ZPGUEfGCVcbk1Y14Zt",
-	"5NDHwhwez6F7WJaPwirU7M5tiuDFCkESJRPIpf675FpnSz/EsRvGdaNdvcOQfgO5Mzsb3FC75EpcqYCA",
-	"KAk2KuGvTnO1XDjQbt2ctW9pNtPpGkPeGi+TazAh8hEF1vIUcnx3bC/oOnz23TDsvQ9LUOM+x2gD2GiU",
-	"4VnNc+kf7XUeadnNBLM2hsqZE6lnTC6zjGJ/VeqppWHc30NshHfE4/W3UskNoHChxfFNNkvjojj3soCd",
-	"ZOiJ75e7iwkMb9qhp8X++9mXO0X7joIOp49f78kNbjt3qFLDc2Nfi4PyZOZHa5Hwnet2aA27KrCaKVln",
-	"DpSxw9OBg9PZv44s1PozmUbvOC3IyzuJYENY5FogQSF1kmnGdWgZ3ULr7MMtyzIi16Z95oCGnjMK5JWS",
-	"JCiKpdznJJaHvGlBBhbNe7ESqZlZB9btwX1xi6FHsu9DVH/y6oP+wWcjPLMRoC5kBIKxEtJOpD7wyXG4",
-	"Fwqyejpo1WHBi8W+PnBM9NMcuIF0j7l7cITLz2wLxfJNxVIGj1+If82uCT+DDPadcEr3shzm6qZpymn5",
-	"rlJkfsKc/Xua5vzSZItzuf7XZhGLp6zIw7ikBddeZVBUweZd+GJhwcpCGnpXTHH+MaDYJYHZbggc45ko",
-	"Rq5fs0mTGo7+viNXW8bWqbtrWPhYqawY2111+Ri6jMZKcb2gOH7d5K+kajnOYPN9NnFBsW5HFryoJLyc",
-	"UHZ48zV7SMj3d2FwfZMJbb4c4f4IjyGcne3mUitasZHHijG2JnwN68YqiULr77/vTYP7jOO2dy3Z6++f",
-	"stPDoxPmEqksVcly7hyIzbNo86nVuOtOpOnWWjwioNHf8yoGDdZcyWlItp6LlqKO87MjlFsly9frUWIG",
-	"mQHSM+sA2cQyJSHo9pDFduoxo1AsqbdaGpqVWeiQQXfajWTcOj3t9exVN7jNydqh2rENfOzFYI7+3wvI",
-	"0iZ9KKQ2XCYbGQ4K7zZR0tF7py/irlM5DMkqSGbKeku4XfG/dRzCq/M8jZlHIDOLFDljPy+VASaMJWYO",
-	"C5UbqoTydPgymSifcK8s+XBTlzeW2RXp+SqxGoHHFd/agQg2M4FvXz9nORDSgRxabhyyw4EqiOfw4TMW",
-	"V5L9MdWJuMwwrcNiGwS5r3X6VDECDxnQxqELaH0FiUJ/8t7vPtuWt3YoL493JmiBBT23YpcwjdvoOhB4",
-	"vYRB42X/OW7vJwkegpFvB9z8CM1cTAkMp3jLJdiJEmTbzHbB8mtlK9vj+kzx5qikxt1V1kLBeHza67eZ",
-	"kEaxqqAjSIx1T+cLs/bJ/ZInVjOVWSRHfWIFgP4hRrh/w5sDZ+dFiLKOWXC5FmF2GoQf+EaicdAbHHf6",
-	"/c5geNXvjXr4v64FGfzXoHJCU26gs4vMe6S22du3z5/dnHyZcKmtu9g3XVqgpD6kfP2gAH/t736GN9+F",
-	"wXKRfiXCNaUsaWlhdbdqM9hazT1sU2QvmxE/E57pLcgPaeginYk2rUZXXJbwN4K42ISL09mVgN022/mt",
-	"akgZbhYKEgpKZmu2mglDYe8EuuwFyWgJkLq650aMRHP09eGSvM/kjo0dpMXesyOv0GV75I6cb0O9SF6d",
-	"DE+P29Z9djszKiOFzntBJWV1XDLjcgpo60QbK46CEQWRYocJ8v7aROXoE58x7vc5g4lhamkc7oiqpZnQ",
-	"XfZCRXInRzTknz+XJxp3vnMz+PU3f2uj67fs9opxuCqaswrIcsgCAdqXgB8f9c5YXN0lMyMDmbaoG8lz",
-	"6ZN2tkrX406r2FGJYwu51E6/eeio0GyqJIzI2qW0dwb8Bgj3hrtd5DnnilJt9actY2nW4ixTcgp55dqY",
-	"AIAODkQoK052dST1ChaGrcG0Q4pkJNfTHM13plcACxcpIP5CA57iQnJpkCAWzVYWhhDSTgJhbHOYELyV",
-	"jP7DwcClb0mWFlYtUjukJeJXwnJ0xcTzSZYUJnyZmUi24suXP3x4fXF18eLq+csXH56d//ubOPTEZ0uZ",
-	"gdYoJttnhRmd8cRPrPXq7VV7c8BI2hHtnlL6mbvnwBGZU4+EKRh7imksT5eUG76RjB32iPnFfDkPRsgw",
-	"xPv2z/7O4G41hKIhWebCrN8gt7tYKkH8z5dm1uhP+noyrll87kocCEswYrY4gP3x4t/jsCiQsOSpmCsz",
-	"rj1sUU7EdEkp8hZtn6RNJUdTLSzaM50LaW9HvZQqG7MjqPJZBZ7tQZcERXN4mkgW9pJMLUNASAxPX7jI",
-	"FBG9RGSjT2apTAKAIia+5sHRb2bMwoJ7hZwoD13m1mRz1aEvx7haPhaZMGui2ZwLqp1HY3kLF+xUhfZw",
-	"FJFXJYINVv7h6urVAaqFbiQjeUGhS/K5SfJKFu9CTceFy2+VyOnh0UnbF5uvFwQgIY+EMBzkksSRpAp6",
-	"51af2SJci0l2gHCepjSqL8AkZ9eJIq+JyMSv2/doM0fS+ihjBx4uTPLCZ7FOOou9PW2dmCZPYZdLE8mn",
-	"1pwRaBC5o5Twpaao5NHtLVHxhQO9b2K5NNMiA0kRi6m0YPjzrRHrWO2iOCCFJCNcU4uzudB6AZlhE5Hh",
-	"I3qZzOjo2GXZFE3RWyO2MH7OtJDTDDoUHkpJorjqqJVIIKQNj2SlhFmYEsnknRgvpB2wHxdA1K4B5avF",
-	"1S0fxqQzEUmLUbczkgx0whcEqpXA9DLP1ZTOk8eclVPRxYbmnAwE0kS2YJIjFSBth5bBPFzOFlvkFp3V",
-	"qQPBrOXndYI9HFb3slYcBWgqRkHsEfUxvis+i6RDyFXo1jDVdpe5o4dkwaNm+DVsm1R2VGsSRJKme1Y7",
-	"oaigbWubmkm0gffbxvZZUZOJBKSGivw4X/BkBp1Bt4euQJ45saNHBwer1arL6XJX5dMD96w+uHz+9OLF",
-	"mwt8pjsz86wSSNkWR0EY3ECunRHW7XV7eDsKXb4QwSgYdnvdIdpw3MxIK9hgVRGw31YNz5yaqlWrFPQh",
-	"KWv7d9iki90Xdyoo41+tHUFrrzhZz9Pi9Zc2YlZtwvSu2XwrbznYaNxyFz74hGtasMedRVekPe71HTP2",
-	"uPVP+9zk+0/sM3TRgWSPm31Tq7v3G+0LBr3ePYU6jQU6LrnTH+xdPVNNMO2ooCE+omYOPv0NOTh9nlKN",
-	"7aGdadM4xYoOKt0Y6JH+w4/UqjrpoeHDD5WF/vTE4cNPFNXj+MDg9OEHNmuK78LgaJ+pVaskyRxczuc8",
-	"XxfnrSrjgrLGg2TB+7swmEJDnOo1mGUuP0kS1DLXzqExaD/GIo1RoerEaX9ngcd0/7c4gbjtTH8K6dfS",
-	"vVYDxYSZiS2QOL4U8jp2MfFIJjx3CcscMk66pxI2ttFBCbeGLfgUWCvOIfs2CvCbKIjbI1vqWMblKXjJ",
-	"ZRpJazO4ors4WeZa5TEaT5CG+GKqGNUqu4GU8SkXUltn6+3ry5o2L4CZRrEWemnWovFlijOljUMZUW0P",
-	"TXNGnld9qWT2ENwR7yBgbA6EVPeuvbWh60BXNB6chUT7Z+vSyFxXE9fZzVZhFa6UNjzLCHWBvlarf8Q0",
-	"bqrzsNosU9ppi0RJCQkyjzViiFjCuL4sU1eiVFcHl0Kb35XBr6kMwq36cK6TmLVUliJ/ErQkdMWgbovR",
-	"tqWTyVoSVsVdG2hevGNHjx063LVic5Do274LOD1Dj75vCLE25RsoaVF4VNKdAOoz4UIu/V7Y6/XOWB//",
-	"2Y213NVMi8RLcG9HycJZ71tcS9Vb3/bOt5I9C46W8EJpUVSHSntS0ROGG6GWmpb1jd449XXw1/pfes//",
-	"rG5f/HLdf/Hs+eGPz85XP149/2Xypx37YMXWrj5QzeDBzzQe3m1WrOxdl+hSE/vmLV19S4lr90j1Jph5",
-	"FUO+byKjgHk3gaoLlHQtmUFA4Q1MbwnY3Qf6WmBZLdiT6uy3uzY+YIfZ+sptwMSWUfbSnyY12TLONjoa",
-	"IFc29JqIlr3eMCEn47/8v//+v2wTUMt237q/h9QzpKJ23Ql1UWgaf6KyTK20jXM8GTx50h5VVDoFC51O",
-	"b3E63CpbGijUtfXwQ8JMDE+fHLP/+78Pu4N22KyiC3UfybevLzfrJKorKtnm232YprZ6f1gnf2oiwoOd",
-	"OP6BLOHPtGjRZHjInl0o3WDQvrEJVld/bwNdvrrc6oxCr7QoulL2SWA/iu/O2FiZmSvFsR1qyUiKpAZD",
-	"wfc2E9I2b8m51Dyx4VQQxNjWSi6KJRwyXuUuWqq7rEwEWBhwJJ3pTIHkrSqCsIAL+ygU3WfLxWphMTI4",
-	"hUZbzeBBMmrRsWhkF+BQEwoN0eDG13VYhizjYRSHcVVNkRSVshZUU1v1kKxeDhl/jLxMjoJRFMyjIIyC",
-	"HKZCSfoCllFwV6nxiqQNbVZfjC/ZeqRS/bdZMEUNJNbe8Kc0XOqCTt1IFmWetGShGc8oln8N61q7hM3l",
-	"bcafiC1crExHshUf9A7sLF0D04PeQfm8v9Su1JnacCsRqlahxn3rO5pNJN2WUFxLSF+otlk2Wosmavv1",
-	"dhBNlt1OiFkuNzsvVyrD7ykxH7GyUK5en0elcm4X65tTr1sbMf8Cmse568h14yKzWvzittOHMIuTW/MQ",
-	"ix4rNr/kniA/iDJLbiaH/aGvgvcI17U9G+qaWkPgtjgibncitLcXYW+36bTnZduXAmEjmbMCoyAkLiga",
-	"8FJvGJ9asVcHG49aNsVTIuOD/kGVAd19VCDCN/po2JcdHng7o/rWejVPJG05D3WdEdI3QrPO5ZanZtHN",
-	"zb5aXcz+SE5luROaT8j3pjYTIx8AHhyymVoSSNffR3W2qJg3mvddwzqSraLCF79y2at2leUcIZRMyM+1",
-	"3Zjqb7JSXeqVCwZHUuViKiTP2KDXt4OHLqVSbcDzGhYZX0M6YiZfQnxWm9tWK55I1sY5HAzOyHqxOV6R",
-	"2VwK+VBVTGZDQ8LyHb3TTcOEiNYpgSwdtDC94W8ttdLy3+gmtLsN8tFm2n3BjYEc3/nf3kXR7aDXiaLb",
-	"k4v3//xPwQ5ngRb0nUrXv5qf8B/D9g8/VhZmuQk3MV1mn7iuujfR0OEIOWzU0B2rUi1nzaYyIGRjVzUf",
-	"3Z3vSBbddEgjedSbtZ1YK/7x/N8+fHd+9fQPHy5eXL1+fvHGtkywwoHUgTDWxDnsDx+B6q03hKj3tC/c",
-	"d/9Fk5NU78R+t+UQ9x8XTS+qOx4XTPflJQ1+20XFtCz7frGWykP7Ww0kfASkm13FQjbjKRsDyPaGf9ck",
-	"/Rr8PRKHHhpA+Wsrr7y4s4blZi8z4/EkXnTb/mr16Aa+ujFmRBcaokW/dTdpj/h/0a8XH+gP90oY2Bap",
-	"9MDRPgtp6NpG6YnBPg/XehH+7bIaP1H/0UI2TO73B+9Cm/Y80L6SsTHf4QoaPyXx6dqVZ1T5qyYs/uGi",
-	"SA0zISPpisnomjawiOut/7erFo1isf+NlxjdUTNjxe8DWPsj49r4N/sKJj3Drc3bti7DFq7Vaw/j8Tru",
-	"smcgNYxqhXMolRc5WF9RRtKVHYPFspGN8wvkytf9rqgSw9Zj2P5uErrs4pYnZsRiqpQjh4AyLkvnZUay",
-	"Rs8Fn6Lor1Brw17zJF1Tt6+Qwe2CsEj+LR7VGEmeiWsgLNbWwxRRhZVFscXPLi4vri6K4dQyS11VW2N+",
-	"wpe//p6f2M5P7CrRdb6zNXB96fan/e5FWaj78O9e7P7BlD2KEJtWA9J73izncgrhF/+Np5Mnw1P878Hf",
-	"ePria3uwgLfSFbVv0ymVDglo8jmJtiDUKEn25prf5n2jEttHrKrMsNBL90iy1OWfD5G1qpmt0F4qf8lk",
-	"sw6foLXxjS0Slcssaxf9md27ybzKMtaKqQY7rN9dt2h8SUkTRcbrRlun+Kmm4pdMcJgm6+ezQR5F7f19",
-	"FfLuL3fxfVnz/q5s5fBuGPbC/uB9UcvdPyoqJJ2LhttV3N4f9MLTJ2H/cFg+Mjzul88QPNO2GIZFhbP8",
-	"vSfHjzGkrTzfAUmxk/pHw558prVFhtE2kNXXxewwtlzlGf7tzKndppeHmlibowB6V3PS3UbsgAfcBp+d",
-	"payWWD1QHvSYyIHPvJaRgc2yhWGvXqZ07+CfkACsWOsP5f/Os8wTX29S/zd9Ir5ESmlRslLRA9d/tTun",
-	"ZL3yaodxFw3UGyV0ImUt7grpqqH/XZmWsIrD6agVviMWqW2551nV5RdK9omLxsP3Inp3B3hfFZ3hPzGQ",
-	"93Evln9ME+6yHO4rRmN+6+f+kfR66IdfVly7Sop0M7GvLK12NNfj1mq0OLpVKarjQsgffBTp3UabovLi",
-	"nuTb/8cPf+NRn185iPM3icZYyVGKwGYJWjUEiEceiUInUWcNhLJ/rzBMraTehTOvSrOakDi8v3ckNW+z",
-	"5Xy/o5K/Hir5AY55AJdM2D/3Y2fsXKKGrTSGKH/EJKz+8pwEva0iD7f55wcwO5mn97uGeVDD/O5C1Rj+",
-	"BzAPc/snRhjJKVj46vQNix5Zs8Q8NRaih/WSQ7qnQ/fYssP2dm26tU3te2o16g6h01SjfrejSD2MZPND",
-	"J3cxm4kUyicqBdH2B3Po53VlYgvMZtyVVjtZbQEfZf0xGt2UmPdwH+pi6oEW7od3CvnB7zHQI9mqTdnN",
-	"tl3a3Ge1IrLiV2E4O+wfdesGO89WtJL0hssEdJNpTq0HHmuZb+7jhlTaFBYnjxUAth/CXib534vAPLlH",
-	"XvZHQxr7+OhwOOh/QXlJPwyc/qPKzf8YBjAJP6aV7YT0sKBfNpo11EFgMwFpf7BLpmVrhhHjLK6zblz2",
-	"96j2JmAtlLiRdJK23dCrIEEBiNI9I8gPdUAoWkCsmZoLramip9rEwPYwYFcqklbuV7vA8UxJCO3PWT0g",
-	"6u6Ngtj63JB9+ShIJO8Jg7ylt3z5MIhtcfKrRkJ+k2J3Fx3+BqLXDfi76P07Fr1Oau4TfLjp++L3ascU",
-	"MrWrvVLevb+zea2bZnjrVdkChcxF+qwt/Kls0BHP+TWwfClj24iS/FU2M2YxOjjoD066vW6v2x896T3p",
-	"UZbQ9gY4IFvezf/jruYiaiWr2ZgzK5VrTXIqXXhcL5TyJBZk2U6aXlbbF7nf6mNCMp5lHZV3/G9LEuwG",
-	"tFNLnDpWXsNagy1YrQ5GFG8qgav97o6aav8jQPT7Pwd/uLp61bbgtTfP/sjgljguLxqrsKcqyyAxKq+M",
-	"pUy2CO7e3/3/AAAA//8=",
+	"7H3rcttI1tirdJAvZXIXonjRxaLKldLYmhl/67E9tpz5NoZjNIEmiRXYzUE3RXE8qsrfPEX+JZXXyL5J",
+	"niR1zuluACQoUZa9O7vfuGZKJNHoy+nT535OfwoSNZsrKaTRwfBTMBU8FQV+fCNMsTobG1HAt1TopMjm",
+	"JlMyGAZvRaJkqplRbMkzw0ZirArBCnglk5NOEAbims/muQiGvTDQyVTMOHQzVsWMm2AYZNIM+kEYmNVc",
+	"0FcxEUVwc3MTBnNe8Jkwdh7nMr3IZmJzEq9kvmJCmiITmi0zM2WxyWYiZtwwVbg5mWmm2TuZXTN4yDLJ",
+	"ZlmeZ9quoJXJJF/o7Eq0T5lUfimxNrwwH7HD+nKOTw4PBr2jLvwLgwxm8vNCFKsgDCSHeQZCpvhisG3l",
+	"RwdNKw+DF2ryQlyJfJe14rriHJrHp6wQc8ENywwbq4JxuWJqzLS4EgXPWSvO1eQjNn0iikIV0aLb7R+V",
+	"P4654XncDgFyM6UN6x0htHSHPVWzOS9Eyrhm2FgzXgimjSpEOmQJ12Ivk1pInZnsSoSMs1xNJqJ4pJme",
+	"izzP5ATezYxmCZdKZgnPqafavH46e/Py+cvvYsZlyiq/L3khMzmJmRa5SAyL4Yf4lGkhWPxCTc6lKVbP",
+	"5XxhOgSLdoed82TKMs2ueJ6l7N3Ft3uPEWZqYdjLdy9C1gPEHfRZMuUFTwDRWMtMBRtnIk8faaaWkhWL",
+	"HFCCy5WZwhpErgV0etDtMsln8BO84nG1hiTvA4RzEAYI2uADPJvnKhXB0BQL0Yw3ftU1xMmMmOFBsAij",
+	"TZHJSXATBjN+/Zwe9o48PvGi4Ct4qs0KpoKIB99fF+ovIjHPn21i1wUshB4/0ixLa2sJur2TwdG4K/Ye",
+	"J32+dzwaiL2T9GC81+dHo8dJN+2J/jiwK5pzMy0XlKVBGBTi50VWiNStvFzZ2oKqc/wRIXPbRNlyqrTw",
+	"ZwKQcia4NKdwCGYLbZi4zrT5/KWsbY4d9uO91/TjXacZ1xHPhNZ8ImKWKGl4JjWdcCOujUXY/uFRBWND",
+	"lk2kglHwELLRKpLvZJaoVDCdwXrp97HKU2jUiv/6P2I24yaZCs3iv/6f+JTFby/enL19ex6zVAmN5A8b",
+	"APUr+F//p4DT9NywTEcyzwwQkyGL/1McsvijPalRFLMpvxJMKjjvScZz3AfgApGsAT8VSZ5JkW4B8M81",
+	"rJ/x6xdCTsw0GPYPj8Jglkn3vRc2QbkZYWqQNlPuFoiwxQmEwBLgJOM3lnM5WfCJYCORq2XIzl4+E6mj",
+	"uIIpMxVFJEsOxVrxzzG7FGJONM6ufQh0kCDG9GJEEwXSNJubFXAnPtJCmiEDEk0zXHUiGck4jiNJU2Hs",
+	"CVNFJFXB8N8ThPgnFgWv3kQBfrmJJPyhpwvJixX7xN5HwdnLZ1Hwwf5yE0n6AI1aUfDy1UUUsF9ZFOxF",
+	"Qds2+pXNi2zGi1Uk7Qf2hEVBKwpgtlHQxleQQLIoGEYBUNeFWPuNXsAn2r+0VEWqI2l/ZU8QkJrPBHv1",
+	"hu0DhNk+e/nqgk0KPpvxgqkrUdhOQiaAmPP5PM9ECqcAh7O94YqgezsKi4I/4JDzaQG4/6v/oRUFwPQG",
+	"wq6cvjypfktqX54AaORiNoLtZvYfPH4fBfZ3FgUXr6rfPkRBJO3Q7Al7FAWP2KfyyLJf2aMogh/pQ/SI",
+	"3WAju+uRfF2IRKRCJmLI4pevLmLWgu3lLBccD3G8F7fZKEPRK5tMjdAmBHBKFp+9fAbNc60YnH6A1kiY",
+	"pRAykmapmBHFTLdd61dv4iGLOezAiCUxMDb61hrhhiTtOCz3SUmLp4VaGIF4usd+gm0FPLeU65GmnUZS",
+	"DEchV3IitGHFQmoQR3JhiHCl2QSeI/34GIcssTIGALpO1Fq3ULQQxIr45xiYNAOCDGNlKdMLQBgNncXH",
+	"gxN+MDpMx4ePj4/6B0e4UCUFzrTDztgIJotio1qYkjz6RbGpJZ8AC3jpFPud89UfYsYJ6ZCsjMQEaDaJ",
+	"oXO+imFWFhfiKJjz1UxIwxwNjIIYYUQQyyQsQS1D6Hw55QagzbQAMmOQcIkZa8W2k9D38h/8jNsdz0GG",
+	"17hKv3kApeu4A1v2LZwdPXRiY8hivRgBV4OPCy2Kj1kKH03BE2E/6zmX8JG2y3MpjqK1gAkj8XqkT0ns",
+	"BAIJApJwkzBqvkfyHjemyEYLIxw95YZdihX00Yqnxsw7iF/D/WQqkkvYEBhfFFdZIjrQ5TDhhYENj31X",
+	"ukPnFfrBMx0zni/5SuMctJtjOXSr+q4XGX9cKCMYt0QNZwY7DzIsT4QGGqhX0vDrKgfG3cINh2PtGSKw",
+	"RK6Z0Amfw/zkngX4MHaorhvFaRCIsZ0XhuFYosALa7Z7NcSBEA3tlg1jJq55YvLVabl3Qzsfu3/DuDxa",
+	"sCt4ktQYPmeFPZGE2wiCP+DYnM0LMc6ucQ1nHmxDFg8Pu93yuECHlgoedrtEtOLDbrfTjds4C0RG5IFw",
+	"GA673SiIaTQUoOxUh2OeaxFj65FSueBSU2cGZSTqQeOBt73RflXmAZ3aZxYmHRYPLbmHSYf+a/kxqXx8",
+	"4ibzvt/tsotXrH9y8iGu6oluE2EoWjXQFBjoFW6QDhkK4UTh5CLPmfh5wXOQr6YkF+2xGPnY8A8lEGtS",
+	"CopUXiUZMi6rpwehcSlWsEfzQoAkgYfIkw4gLQiakMbHyaciraDRLkd+OQXuwZgWhlAAhNM0A9kKeAK3",
+	"vB/miUSgFCNx/plmuKMhA6ZktOVpQBeKhaiCoUWcqB1bTq+J7dvTqEpIIO95kc2gtxaQBqSTxiBeDL3+",
+	"ehB2T45q6l38w9m/ffzx3fmbP398+v3Zm7eg7Uqh4UWmxijRCWmmQgvLmHCqrr9Bn6VCzGvdPDt/ffF9",
+	"VWkG+Ry5bCSr7S7O3/zwFmjMmRUx1cLoLKXt9SJPgV9zWhkePVA0rW6AyqSOI4l0taZ2shg7jUsRda60",
+	"3aExfS/UKBczYLMLaUQK3KYCmXGhZpHssVa8kOJ6LhJoQqIbN6x3DDO/yGZw+gClM1kzjRCsnMEjXhf5",
+	"68TbUnUUMIjcCz1XUouONtws9Edg9ZWzig1BMKzwhijYnwqem2kUbNMj7NfbdLI3XE7EuUybNUwhUwe8",
+	"Aho6yIVf3I50/HhwAv/utCNtVzh3sSvhct/CRJoXjHN8yJI3VjY46XdvsZCVQHnw2nBZn2Ug5GM4P7vb",
+	"Bze3r/9450Xec1FEo3dZkuVy1h7oiLsljikbrYB3ZDIV1+3hdouYN/yF3f4BG62M0J9r+wrcOd9yPu0U",
+	"7zihF8CPmmxVNQggyiI/4aAzDfpsKq55KpJsxnMr1YR4HHmes19EoU7ZYj4XBck/Xm5QqsPOPm+1B6Px",
+	"SX88ODw+Hg0OUn7EB4k46Z+kXdEVB8eDoy1QcPx2m9Fj0K/ZPODrJpDeaVHcCaMGLHF8/34I8YVtpMFi",
+	"76C/BTp2grfiyA1QDuIfaB79hqdvSAuEb4mSRkj8iCJFwgE2+5YZ/vEvGgD1qZwNgNDwLIetASLo9Eng",
+	"eAgkmDqy4WD4vtIYLY0jUZUUSuYahMFcwbkugmGw398n4+7NhzAghhcMD4B4mMwgQL7hKXNLKO25I7Uw",
+	"w1HO5SVadT08/qUQ42AY/Mf90oOzT0/1/mtaJkFpk95XVjfjORAkkaLLpBD8EmQP2NhTL3dYVQpFMjUe",
+	"C4kaMcl+qqhu700YfKuKUZamQj54FzKNMq6XKRO0C+Hvai4K7CqognJQgrKcxVcF5Nnr53fPEWFE1mOE",
+	"0HP5bZ5Npg9F09LoUfqDnqdiNldGyGS19yfSDzLJxjRcFVQnJaieKjnOs+QrotzZ+kytZaJhttpkec5G",
+	"AhBsymWai/SU3Ios5w7FXirzrVqQ9PYAADpHAuzbGPurQuighNBLZdi3tsFXRCY3H49M1oEB3FCpF7yY",
+	"iAejzAit32Ta8CQeRBjHLqow6A1qWAKjsgulGE3lq8JipNKVU4pozplmOYwLv3Gy2Fv9jyeJmBvtAPUD",
+	"lytLRfUD4bUsMgMCsRFMXCdCpKKGI/3KKQK4wMjMD/1V4QNEZ8o1W2iRssWcbIl+tu7IOAlXsEl2JSRK",
+	"uMCD1738e97N3zQl23q/EhCAs3on+cJMVZH9Ih56FKEjIY19hXmNoHogeyWwayN/NTi/VI6+h4CKSooq",
+	"1vlTeinVcg2oP/30095ZuaQG1ST+RvBCFHFNIKLfbhd6CO5XPMv5KBdfQNJB0yOcrkWl2xLuh1Wu+pbU",
+	"efau1vQrojlNLuGSNGpWgAwiUlYAQ2NSLUNHJOyuAAuZihQFlFzxdebx5VAfdl1ad/UDd2FBnTn6v0XQ",
+	"lKr0fHt+j2JpRcTs7lfc1DU5s9+vHp95oRKhNWwgO5cmM6uvyP0NywXXBg8QmQlJnuR+QWjyrLM91EDW",
+	"3nuknQKf6UjyvBAcuESeOqYAVLCMYygE7AjQk1a8P9inN6MARLPyFVMNfYhk+Y4as2OW8pWOgrbHsnWJ",
+	"ZelIsLX24M5wlmbjsSiAXQIfO42ktfxie7L1dxhamnCjyV1SYceOGZ/ioIQCTPOVZlO1ZDNgMzNViEia",
+	"qYBRRSE6kQwQMfViPleFEekPIs34Be7pg4kEsmOv6lQ6wBerIsNhFc38XBhOhuFsvr7ckBEeWXvWDIeG",
+	"McmD78Vywy9Bqf3Xt69enjLO4C+biWICCitIHGNVsNdnF0+/b3dQ27ZTgBmWvhCEaEo2cZ6/LqB7A3KU",
+	"NWatxc2ZYpGYRSFSlnLD3RQRu4fOb3EpVhhZB9uMk7Ke85b1f4TO6xB6L0kYSbnIc+d4CJkiT0Q7pN4u",
+	"xdywK1GMuMlmrJUqQ34nAFMhQHAwQrY77MzhYP8xvcgNIhkzak7+qtCpgU0xKaceiY8O2J+ybxjXVeIs",
+	"ZKJSoVlmItlCJ0pi2qdohhdpVYO2nrFUiPkpBpYQYFSBcs+Mr1CCZS/fvWCtd38E8bXdYf8FoRTJRM1A",
+	"ZkwuYXSN/lLnpXFuENaKe/3BweHR8eOTbvkptjZuNJa0TwkCvrtIasTlkJFPHqYC3TOzBJ5YhoDkQLRw",
+	"z9bM4Z8CNGTPhJmqNBgG351fAEeC3yoGcOC5/TBAvuWwyPAJsAPnRgbhUiyCDzf+LClnU7vem6g9+yMc",
+	"zs4bvvyBnLbVp3v6MpvvqTmh7Z5nITAcKPE8EQYB2mRcEtYxo8beBQQgKWkTHB+0B1kTFHmDMBZrXjkh",
+	"QJYWRJQ8jA764d0W0jC4ap4bkACaG9d4djBIwHlXuXNSlntlxLU5ZTEcHvJ4bvrZqD+gKYs8rxuBg/2K",
+	"rRMek0xGe3bbTpDxypm939vlhBYeH9a3lUJDMdRxc81nbn25mthAIvbKbiztjvUpApvAE49YC8dfzeDg",
+	"p5v7wmv07TZ6XKGEN2GQpU2xwnD497jW2UTC8VnI7OeF2BKYd8J73b3jpJ/uPRaD8d4BPxwdJcfpY3Ey",
+	"DsLNEMi8OVz2Aj3ca9Gm20NGTz2mWlBadm7pEAKu7A7EDiIwzpyRFWRDri3JRYBuhm1aJKii/UaASNOL",
+	"Fdmu9u6OUY0b/Vk/7yb4ekcsV0tR7KGVfNOkvrZ33XH36Jjz7oifdPuj48ahSodGo6Ng4wXT6NHZ6qfZ",
+	"4pvp9Qc7kRNvjd8YEbjR7qDYwRmwsVJn666BxtrGN03+VapB0n81LnXmKb2LI0Y43kZQ8CA0U3lPUICI",
+	"cpbkGWCoFjIF4tlhZ2wmkJ4CUQEZNmUoj2ZW4MhkNVAnZguZiiKSQHdB30Gpl07l61dvL9h+riaawrkQ",
+	"2Fe8yLg0xGawMfbeil/QqfVucmKzX4aCbSEomxHjp1XJBsmGZnEmx4rCJliG5nUK8+ywFz7WJ5LrMfPI",
+	"PC3h8VSmKfouo3i6OTdT1np18eI1EJ32MJKIoXdHzLXDMhjHhuajCy1Rs5mSNm4fQ5OUFJG0wqnOrtmr",
+	"uZAXIhczUqZxMcNIRvJX9pYm/it7i1wFA3ZWOGyb/RrJX/f29vB/aEtRJjHzn0IWjzOQ/+ATyKdKw2Ns",
+	"m4rRYoJt6ZNt6/4Wrh3B3H0I6S+c+EzJta8cY96kMlnih8HwKuY+hPQXMw7oOZJxbECfQvxAkWlXovD9",
+	"UA4F859CFidFZmAv3Wf4y3NR4AcBqob/ABolfJlzmWE0UkqfoPNInvnAOmJllQNW3fr4bJFmJiY7urJJ",
+	"GzHHH9sYhJMstFEzu4GRXKrissN+AnRFIV9cW+GAFFgKDmHeSpTa4UdipWTqBvXBatQmklx7YAJhiM8J",
+	"gpUpESTboT0kuBarKvhzG0kCcGZWH2FicciW0yyZUmQC8NslL9L6OzZ+5rQmxm10VIlXWloVgTj5MpN6",
+	"PYLFcfHtrtne7Sx+wxhS1Y9aR4fh4eDI+lfVmDyxa0Jmg2hQmc3R4eHg6E5hYbu3oQTGSOQKKIJRXyKH",
+	"YndpAw19c2uLWZ8K4EXv6H5ufaC76BMQaZW21k7LnSJMBcS9tfyDo9sFnPrqfgLRu1wZ8gS1MM0edocB",
+	"rCUVqLdtMhMRq3qkmZ+UOwWVQC5YaUaRiBRLppQWBRuphUyJWcEYdESg4RIm5mJDgPGQUu25DUJta2RH",
+	"FTzd/sHDJbgqP32kqQkyUstCv5aAB/DFp83o1/pp8JRhMApDF9i1CevcsA0Yet/Ak/tj6A6S5b2iR2py",
+	"5yZE4GEFIImSiSik/ofEWitL34Wxa8J1o1y9RZBGc0kzIBFYVsCydjw1RpO2NZzMlI2SWbeabGrl+Ebz",
+	"MLYzkMuRqaE0XgdDGUTZqJRmWsPHjd6/32rVSVUZ6lsG6FbHPOjudDhRtLnPyPUhndWdDDUwpTzTZm35",
+	"B7ublfR2th0jHsY+Oam6u+Os0OaUwWa5lDJA3WWmBVNFKgpUZCqCySMyUdkUP1U4azCKYRZJqgbiR9qa",
+	"c2BhPiv0NtWmYsa7WU8QXUN3wi0PAbcpJWLchvr6PriP9mOHr5ciZWNVNOD6ln5BLwUyih343D2Cr8cI",
+	"a7Lxh2AnYPlzfCeoaGrbANJ8SM+qhsVLsbrLYgpEbTeL6WCwm8nUU4/dSMIW/LjVQvlWFJnYggyW9FcQ",
+	"2gcnqqpFmaLi1WJu6wg0LH8LWuAzRI7RIrkUZg071JjF9EDXI7HfD8LuhwqS7CJOrOVaG2V4XoNt7/Ch",
+	"dmzStVTBrGh5SqkcY1XUoKcWhnHXBrEKWsSj1ROp5FrMuddm1m3Vt+99zTqNgS3KJrU3IoHhTTv01O+/",
+	"m325U7jvIPDB9Ocu+fNubLDbeVtQO3brqI4drYVCKGZDooJbS2hQso4c9Wh2+nZI1R8eiDR6y2lxJK4R",
+	"CGTKRxOLTecgCW3KdUiITkHf9HKLUAY4U/vUhsA7zPAxwUqK+xBJe8ibFmTEvHkvlllqpmTIs3twm/12",
+	"4Ipr7AJUd/K2yA4O2ZDChpRaTJIiTaQ+8PFRuFN8fvV04KpDj4t+X+84JvppIbgR6Q5zd2F7NnJgkyiW",
+	"Pfml9O+/ENfNtgk/E7nYdcIptmWFmKmrpimnZV8lyfyMObt+mub8yuTzM7m6xY3pIwSsO517yQ2tqxQR",
+	"wOdzqp+QSZKlYvRAj4TPQmw3ONDgTPiR689KIXOnI1dbRpNssrHwkVK5H9s+tZEC+BiUNv/cQxx+btIM",
+	"UrUY5WK9P/Kkos9Plp5iJcWrMcYtrXezA4X8cBMGl1cgu385wP1J3AdwNNv1pVa4YiOO+TE2JnwpVo2F",
+	"WzzX333fmwZ3sTBNwuabb5+yk4PDY5f+x1KVLGbWkLJ+FinSpyoZbs2B2FiLi1VrtHs5FgOKe6HkJERZ",
+	"z3qNgMe52WH8dSX+pNtFBzUpcqdkCKKQJ5TssXnIYpp6zNAlheytFiDFyviokInOpBPJuHVy0u3SUzu4",
+	"ruiMbZvCuBOCWfiTxN/ADzOpDZfJmqcX3VxNkLTw3mqTsc+xQg/SKpFMFVmNYLvif9uzscd7z9OYudwY",
+	"RjGMp+xnTHHPDAGzEHNVYPYrd3D4Mh55FwpWjelY5+WNlb984FgVWI0pMRUbow1vW4+IePfmOSsExuAl",
+	"Np3flwPwOAcvn7K4EoYWY/kWG7OE66CouwzNeHX4VKPX7hKgjY17w/V5EIXu5H3Yfra3aJPEvFwmDga9",
+	"kUbdim0oT9wG1YESjstk4VbsP8ft3SjBXQlOm44HN0IzFqMj1zLecgk2M7og5+aWhLFaQuXmuC6GaX1U",
+	"ZOP2KWsBYTw66fbaLJM2s9wROgzWJPUUy/TYsLMSJ5ZTlVOM4VoYkEvtugsRbt/wZgfCmXfV1KPprM+5",
+	"0UhAktxHvhZw0e/2j/Z6vb3+4KLXHXbhvw6Fv/3XoHJCU27E3jYw7xDiw969e/7s6vjLuI0oI3DXsBEf",
+	"v/sx5as7Cfgb1/oZNL4Jg8U8/UqAawrdwKWF1d2qzWBjNbegjY/iaI5FpTIMTRzah3WATKtBFZdlYDYG",
+	"X5Lj2fLsiuNiE+3cVjWETqzXLsP4XJmv2HKaGUFVVjrsJdJoKURqU+gbY8WavVB3Vwl7IHas7SAu9pYd",
+	"eQ0q2z135GwzCBnp1fHg5KhN6rPdmWHpMbHaCzAp4nHJlMuJAFknWltxFAwZhTpSBKTT18aqAJ34FOse",
+	"4T7nYmyYWhgbEUuOhUx32EsVya0Y0RCH81CcaNz5vav+337zNza63mS7VgzDVfMMqqHCypt8XVXKo8Ou",
+	"D0ilhlj9yW5RJ5Jn0gUvUHEQlxFRzWqQMHYmF9ryN5fUkGk2UVIMUdrF8J9cUGxuJGG3fbzHTGHIQf1t",
+	"QizNWpxqexWVZyMMTbdhkRhtylGujqReirlhK2HaIVoykstJAeI700sh5tZSQI6rzEzRLiQXBgBCcdZl",
+	"yiLGgEuB2R+FGGPiBQr9B/2+DWNBWuqlWoB2iEuEnzLC6IqI55zNqRjzRW4i2YpfvPru45vzi/OXF89f",
+	"vfz47OzPb+PQAZ8tZC60BjLZPvVidM4TN7HW63cX7fUBI0kj0p5iGA637wkLZI5lWyfC0CnGsRxcUm74",
+	"WlDKoIvIn80Ws2AICIO4T197W427VROKFsmiyMzqLWC7taVi8tnZwkwb9UmX6cw1i89s8h3GVA0Zpa2x",
+	"P53/OQ596h6BpyKuTLl2AfVynE0WGCrUwu2TuKmoaKo55SGks0xSc+BLqSKbHSbRnFYSh1w6AIbk2rjC",
+	"SHp5SaaEECJEhMcfrGUKgV7mCoFORlBGAoAWE5eNZ+E3NWZOaSeZHCuXVMNJZLN1C16NYLV8lOWZWSHM",
+	"ZjzDcp4gLG9krFhWoV1YXlZUKQIZK7+/uHi9D2wBSx+dU7lI0LltuHq8LZ8n9io/MZGTg8PjtiuDsppj",
+	"IB1qJBjLhipJTOUknVp9SuUhKFvGpirxNMVRXWkAVHYtKXKcyFcpqqsokSQdZWTTWrxI7nUWUtJZ7ORp",
+	"UmKaNIVtKk0kn5I4k4FAZI9SwhdY1okdXl8jFF/adKz1mFbNdJYLiRaLiaQ0rbONEetZRD5tLRVJjvGd",
+	"Lc5mmdZzkRs2znJ4xdYkdIX3yEXjy/3GlGDGmc7kJBd7aB5KkaLYvN1llogQNzySleIamSkjOp0S44i0",
+	"KzbGrFBRS+Gqlv1o+WJqcCYiSdlTNCNpq9ilQPAF04uiUBM8T75ElZ+K9htacBQQkBNRKj8HKIi0HRKC",
+	"ubBhSgMsKEp1rx4QS5Kf4wl0OIj3slYcBSAqYhFFAn4MfcWnkbSRwhW4NUy13WH26AFYsOgavxSbIhWN",
+	"SiIBFd/Sp7UTCgy6UvbQiURrcc+bMc5EavIsEVKLCv04m/NkKvb6nS6oAkVuyY4e7u8vl8sOx8cdVUz2",
+	"7bt6/8Xzp+cv357DO52pmeUVQ8omOQrC4EoU2gphnW6ni/EXcyH5PAuGwaDT7QxAhuNmilyBjFXeYL/J",
+	"Gp5ZNlXLo2yquEtOF9oXeyow8qma1QjSnj9Zz1Pf/QuymFXrwr9vFt/KJvtrtaRvwjvfsOV0dmjpC7Xv",
+	"0NbVctqh6Y87Ndp1Oa6E0i5z9EW0dmjsCvLffFirwNPvdm/JNW3MMbVeoF5/5wTQqidqSxLoRjQF2ozt",
+	"YFgm4oBm2jSOX9F+paAQvtK7+5VaYQJ8aXD3S2WtGnzj4O43fAEUeKF/cvcL62UxbsLgcJepVRP9UW5c",
+	"zGa8WPmDWSWGQZmmiETjw00YTJrC4t4IsyjkZ5GMmovbaj5U0DhLY+C8OrFighXVY2z/BCYQt62OgLb/",
+	"ml+YWJUN7qLMi/hFJi9jazyPZMIL69ksRM6RSVXsy2RGlOLasDmfCNaKC5E/iQL4JQri9pCy9UsDPlo5",
+	"sYorCRc2gi1OFoVWRQxSlkhD6BiLHmiVX4mU8QnPpCat7N2bFzW27yPZjWItUOdI9HGZ9lOljQ3LxPRU",
+	"nOYUVbT6UlE+wvhwaIGZBIXA1B5nAyBhu54ZAFKGFaVw/yi1WtoINrqVghKJvc6lDc9zZisvs1bvkGnY",
+	"VKuKtVmutGUriZJSJIA8JO0gsDJjS4tNbJZtnW+8yLT5nWv8JrlGuFELheskZi2Vp4DIGKwS2sIHFhdA",
+	"WsYjzFpSLH2rtTwJaLGlnhxSgVphFSFBW34fcHwHX/3QYLTdGtbodTRpjwrWVLJGnF437Ha7p6wHf7ZH",
+	"sW8rHIl0KLj12hyv/vcoUqaq/2/q+xvuozkH2dpXioXjKulIY8nnq0wtNC7rkV4jD/VwstW/dp//RV2/",
+	"/OWy9/LZ84Mfnp0tf7h4/sv4xy37QPRtW83D5rDsB0oZ79dzAXfOwbfOjl09oTZzsMwYcjlATQk81eyc",
+	"XV0jPoGmKV3F55/U3COYgrGWLVGmQuySVOCzBCiMHmvKbF5Nc4fARpnrmyEYG9LbK3ea1LgxHr5SvQew",
+	"sqGuEhXxRrXlP/+///6/6KYjQrsn9vsA62NV+LM9odaujeOPVZ6rpSbLyeP+48ftYYX3o/nRMv8Wx8Ot",
+	"8oURnq+7q0Xg7cHJ4yP2f//3QaffDpt5uZcLIvnuzYv1DLTqikq0ebIL0tRW7w7r+McmINxZdeqfSGR+",
+	"oOgLssVdgu9c6QbJ9y25bG2tGTKduUoqxDM8X2mhvaasCcR+yL45ZSNlpq5ION4bgNJUJH0JdJZJKlRW",
+	"cKl5QgZakSFiV66aqaSIqsLaX3WHla4FCiyOpJWx0TS9kZ8V+gBkZ9fCdpSIWzO0oWSaaRDqDByk8k4I",
+	"azKh1Aga3LiMOULI0sLmbpW4FHMTyUzWUiM2M81ZPdE8/hQ5moyX1cyiIIyCQkwyJfEHsYiCm0r2bCTJ",
+	"WFrtGDrZeKWSV72eiorFklZOQ0DHXmrNWJ1I+gR6XHKmGV7fQqVl1jI/arNYt2ghWljrG1af3+/u0yxt",
+	"gfb97n75vnvUrmTwkwEXAVXL/XX1XWg2kbRbgpayTLoU4PWE/Jp90paz3zTLybKyF5X137gPo6y5cUvx",
+	"jiGLq/dlVNKMMQnZ7mJ9c+oZwUPmOsB5nNnqk1fW1quzX+x2OqOoP7k1VdLXEyOPlX0DFSb0VdmZHPQG",
+	"rr6Ii5ld0dlQl1gGCbbFAnGz6i4194Z0u+m452WJMx+zI5mVAqMgRCzw97dgHTTnrKGn/bVXCU3hlMh4",
+	"v7dfRUDbDrNU+FrNKOrsYN/fKFHptZ4nGUlKlMQKa5l0RT9JC91Q6Sheulmpq5PZH1D7LHdC8zEq6VhS",
+	"aehMyv0DNlULDPt17bCCATDmtUK1eElNy9dOgJ+sP6xdRTkLCCUTVIip8mC9J6LqUi+teTmSqsgmmeQ5",
+	"63d7NHhonTTVYnNvxDznK5EO8eqM+LQ2t42yc5GsjXPQ79MdSeQ1znKXPFdoU43ybCi+W/bRPVkXTBBo",
+	"e2VozB5ImE7wJ0mtlPzXKudtv+vtcN2RP+fGiAL6/G/vo+i6392Louvj8w9//Jdgi7KAC/pGpau/mZ7w",
+	"70P2Dz9VFkbYBJuYLvLPXFddm2io5gcYNmyoBFnJQyaxqbQckZGrpqPb8x1JXzkOOVL9+hh7t8s3ZxdP",
+	"v/94/vLizfPzt1SMhoiDont1SMQ56A3uESdcL7VTv7jTq+/uhyYlqX5Dxs2GQty7n9nd54vcz+ruElYa",
+	"9Lbzimi5rFRcU0VIF9Ii8clEul5BM2RTnrKRELK9pt81Ub8GfY+uj7LBBugRJ3rlyB0Jlut1O42LUHGk",
+	"m2qJ1q0b0HWjzQgfNFiLfutq0g6OAl+bHl7oDXbyLFA5cHzhcJeFNFQoRT9Gf5eXa3V3/37uj5+w1ran",
+	"DePb9cGbkByp+2VWc6Nn5FtVkLxH12LRxQtpWCkSsOkvqd5rk0n2vprMCJKbv5vpw+2ulSG5PWoJ7nUy",
+	"OuVXgsp/WknW51q0MM/Dpvg2ZMWHd2bFR/LhafHDSsks7HkEGiyQH1s41QeRYSqEDjEYTedcT+mGP6Cg",
+	"hcorQYntkMVoFYpDv9pI1soQlN5/e+Ea3ZNIWfOV17aUS2C457gbNqXd1JKl6To+HbN5vtBuMvaLGySS",
+	"9jbGJidaS1zPMSDLPXOhnXR/5nfnLiiBQgFtuKFamDYqQ3RlJBWL9W6gxgtzSUWj28jad90xGcl7XDLp",
+	"99mHqoTMrp0oPxW1NO3TSNbvoET8ue2yyHDnWyrLArMwq2pdXs9GhsxXGLVhs+6rdVlRvVGfFeVcdq34",
+	"sNt1sVd0bSItfansGBg6aaN0Shh4HQ3VUtRJYQycG46I6pgtW3t6a21TG3A6tSkG9Lv90ZZowduhCeqN",
+	"HjdfC+J3l9vXc7lVbnLbtfU5Gj03s0rs3Y3K1k3w2w5kJ6wddnuoT1kh5oIb689laEPhOWsRt3qCx4dM",
+	"zvRDWV4ibrs7zLtoOdQNlTtIcqOY5/IO/4ZIcTK5V4tpPNJkbUGLFq2L5u8DwFyyPOrm9Zv6XeZOpRjG",
+	"btf1u5IY2++v2+Xq/v7t4v/GPf5bw8xdMvNm0ZVKxZU806b0UnZPWe82/+QXcU/e4Zx8cBCRk6ne+wJJ",
+	"fkt9UaOuLzLULYv8vPfVVAZHPZ+US9G9AGf7sHdYPiP9/uYD5jPbwbbeZFmdwEE5g4PGGfS7fpR+t1sd",
+	"vu8fHHb7Nx8wTXpnpc2S5C2BUk1FeXarqfN7DNUXUCKeesLbXCmJ4H6bOkENtqkTpJU3STZ4fZA1Ie+i",
+	"VkSyrlewndWKcC0tG6kUiB52oEjaUkdWidhJTCHxuH2XphHJTVXD0OVJ5U0F8APFaVQ6s7dzWLFTLaXd",
+	"i0i2SrnWiakh63Q6bX+fgi0+xs7X5G7MZ98ie0dyTfjeJmE5jPhdwvqtSVgPD1NxrADredWYCwolFZ5Q",
+	"a1K9YzlYYxyujbhOBFKFDvLfz4vi2FLnoJm11GhNk03gdx7yRXgIBiOYDYADBVxocQvv0K5MVyPrsNW6",
+	"Pieq394Sm6OorsZVMtdGVmIrJeEzbcQ8rt+4vFmSy6gKv2Et9Hb7a5nJFZZzbVzPrjyPnoLiW7Sp6AhV",
+	"ZaoX1opHq7jDngmpxbBWFapysT5O2dYWFZSoiRztF1EoZ6dZYpkRKjZCbEAKYAA8MUMWYxmo2BkarEVA",
+	"jUs7EuWi8Qlo91WDTN116EC6Qh4Qsm12nUjyPLukS/c3XsbgPrGkFM342fmL84tzP5xa5Kkt2bSF/1Bt",
+	"t9/ZzwPYzx23r5NT1hUw/I1fvr7L5fn/qJfmf1YZu8qtdT0KAa7US+52mSN9c8ydRibQXPmued+w0Nw9",
+	"VlUq3tjpDoHBdULpwrpa1WjskB6VN82vV6PEBHOyW8d0aZK/P9P2jS7BPGetGCsRhvXWdS+c0+WbIDJa",
+	"Nfrn3CvlTfMwTJPH7sHGB1+B8rY6kfabffihrPz4vixo+n4QdsNe/4OvaNhgdggrzXv9bnjyOOwdDMpX",
+	"GswYH1xVRo9Zru3x0X3sCET4t8h6NKl/NoHuiyj3G+ncrjrMFqnM1l+C71bu2i6juTwqEk58uYNqHkWn",
+	"MTHGpZ0HD1dZKoWG7iiSc59oF5ctUEazrBfvGHTrxXpuHfwz1J2Kh/kubecszx3w9Tr0f9Mn4ktoHvMS",
+	"lfwdhe6n7XHQFElSvQHWRrDptUJSGd7aR+WkquGq26KDw2qS2Z5aQh8xuRhLVLVexhJ9Yn8x5K157duD",
+	"El/7m3s/M/js004of59LUsuiUF8xgui3fu7vCa+7LuZfcm3riaTrySiKYLXlqh1OUiMliS5LUh17Ir//",
+	"KUtv1op1lw93BN92yfAfLFLpbxx49Pcx/iMilSSwmYJWBQHEkXvWYkBSRwJCeZtfZphaSr2t2kKVmtWI",
+	"xMHtN0lhnAAVtfo95f7rpdzfgTF3JN1jviq1xnyfLK2WRy0vmQ/ZjOegUFIhGr3JIg828ec7YbYiT/d3",
+	"DnMnh/ldhaoh/HfC3I3tn2mKRKVg7mo0rkn0gJplnl5jOcawXngL2+xhGyq+1d6s0EiyKfVTq9Ros8qa",
+	"KjXebCnVGEay+aXjm5hNs1SUb1TKAh5TLUJOOSp0BQ23TkdLqym0s6zCB0I3JpO4FDW808wFnoVUn8vT",
+	"D36LgB7JVm3KdrbtUuY+rZVS8rf2c3bQO+zUBXaeL3El6RWXidBNojkW4LyvZL6+j2tUaZ1YHN+XAFBV",
+	"0J1E8n8Ugnl8C73sDQc49tHhwaDf+4L0EsAo0n9WuvnvQwBG4se0onrgdxP6RaNYg3U01z2VmGwK5M0j",
+	"65BxFtdRNy6r3FYrdLIWUFwMHAdK226o2JkAAQTqnmOaGtYB9YVQV0xh2JeSYa2UJ1XyZBcqkkT3q3ch",
+	"8FxJEbLXZxdPv7+D1N1qBaEqdSH78laQSN5iBnmHvXx5MwgV+v2bWkJ+k2R3Gxz+DqTXDvg76f0HJr2W",
+	"au5ifLjquRKQ1brBKGpXKwa//3BDfq2r5pTsi7IQMIqL+FlTyl5Zpjae8UvBioWMKYoO9VU2NWY+3N/v",
+	"9Y873U630xs+7j7uopeQKmTuoyxv5/9pW4ldtZRVb8wpUeVaqehKLWpbEbg8iR4sm07TF9Ui3ssiM0ZI",
+	"lknG83xPFXu2ECuliglt2RLHe1suxUoLqsZWHQwh3lS2qXYLv5qAVj4R2rDWq4sXr/e/v7h43aaEy7fP",
+	"/sTENWJc4csLs6cqz0Vi6L5NVxrL5PPg5sPN/w8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -57,6 +57,8 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 		{"create logs", "POST", func() string { return "/logs" }, logs, [6]int{401, 401, 401, 201, 201, 403}},
 		{"list logs", "GET", func() string { return "/logs?project_id=" + a.ID }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"delete logs", "DELETE", func() string { return "/logs?project_id=" + a.ID + "&log_level=none" }, "", [6]int{401, 401, 401, 200, 200, 403}},
+		{"log facets", "GET", func() string { return "/logs/facets?project_id=" + a.ID + "&start_time=0&end_time=1&field=level" }, "", [6]int{401, 401, 401, 200, 200, 403}},
+		{"log fields", "GET", func() string { return "/logs/fields?project_id=" + a.ID + "&start_time=0&end_time=1" }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"make hat", "POST", func() string { return "/twirp/rpc.example.haberdasher.Haberdasher/MakeHat" }, `{"inches":4}`, [6]int{401, 401, 401, 200, 200, 200}},
 		{"metrics", "GET", func() string { return "/metrics" }, "", [6]int{401, 401, 401, 200, 403, 403}},
 		{"liveness", "GET", func() string { return "/healthz" }, "", [6]int{200, 200, 200, 200, 200, 200}},

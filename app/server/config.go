@@ -41,6 +41,9 @@ type Config struct {
 	MaxReadsPerKey  int
 	ReadShareWait   time.Duration
 	MaxStatsSeries  int
+	MaxQueryChars   int
+	MaxQueryDepth   int
+	MaxQueryTerms   int
 	TwirpMaxBody    int64
 	OTLPMaxBody     int64
 	OTLPMaxDecodes  int
@@ -82,6 +85,9 @@ func DefaultConfig() Config {
 		MaxInFlightPer:  16,
 		ReadShareWait:   domain.DefaultLimits().ReadShareWait,
 		MaxStatsSeries:  domain.DefaultLimits().MaxStatsSeries,
+		MaxQueryChars:   domain.DefaultLimits().Query.MaxChars,
+		MaxQueryDepth:   domain.DefaultLimits().Query.MaxDepth,
+		MaxQueryTerms:   domain.DefaultLimits().Query.MaxTerms,
 		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
 		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
 		OTLPMaxDecodes:  otlpapi.DefaultMaxDecodes,
@@ -190,6 +196,7 @@ func (c Config) Limits() domain.Limits {
 	l.MaxReadsPerKey = c.MaxReadsPerKey
 	l.ReadShareWait = c.ReadShareWait
 	l.MaxStatsSeries = c.MaxStatsSeries
+	l.Query = domain.QueryLimits{MaxChars: c.MaxQueryChars, MaxDepth: c.MaxQueryDepth, MaxTerms: c.MaxQueryTerms}
 	return l
 }
 

@@ -192,6 +192,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/logs/facets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count the most common values of fields
+         * @description For each `field` named, among the project's entries with `time` in [`start_time`,
+         *     `end_time`] that match every given filter: the `limit` values most entries have, each
+         *     with how many (exact counts, most common first, ties in the bytewise order of an
+         *     attribute's JSON text, or of the text of one of the entry's fields: the same order but
+         *     for strings holding quotes, backslashes or control characters), `other`, how many
+         *     entries have any other value, and `missing`, how many do not have the field. For every field, the counts of `values` plus `other` plus `missing`
+         *     are the entries that match (expired entries left out, as `GET /logs` leaves them out).
+         *
+         *     Fields are named as in the query language (see `query`): `level`, `subject`, `user_id`,
+         *     `trace_id`, `span_id` and `message` are the entry's (a string, missing when not set);
+         *     any other name, or `attributes.<key>`, is the top-level attribute with that key. Values
+         *     are JSON values as stored: a number stays a number with its text exactly as sent (`500`
+         *     and `500.0` are two values), a string a string, an object or array its JSON with keys
+         *     sorted; an attribute whose value is `null` has the value `null` and is not missing.
+         */
+        get: operations["logFacets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/logs/fields": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the attribute keys in use
+         * @description Every top-level attribute key held by the project's entries with `time` in
+         *     [`start_time`, `end_time`] that match every given filter, with how many of those entries
+         *     hold it (exact; an attribute whose value is `null` counts), most common first, ties in the
+         *     bytewise order of the key; at most the 1,000 most common. The entry's own fields
+         *     (`level`, `message`, ...) are not listed. Expired entries are left out, as `GET /logs`
+         *     leaves them out.
+         */
+        get: operations["logFields"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/logs/tail": {
         parameters: {
             query?: never;
@@ -526,6 +584,56 @@ export interface components {
              * @example 376
              */
             total: number;
+        };
+        /** @description The most common values of each field asked for. */
+        LogFacets: {
+            /** @description One per field, in the order the fields were named. */
+            facets: components["schemas"]["LogFacet"][];
+        };
+        /** @description The most common values of one field among the matching entries. */
+        LogFacet: {
+            /**
+             * @description The field as it was named.
+             * @example http.route
+             */
+            field: string;
+            /** @description At most `limit` values, most common first; ties in the bytewise order of an attribute's JSON text, or of the text of one of the entry's fields. */
+            values: components["schemas"]["FacetValue"][];
+            /**
+             * Format: int64
+             * @description How many matching entries have the field with a value not listed.
+             * @example 4
+             */
+            other: number;
+            /**
+             * Format: int64
+             * @description How many matching entries do not have the field.
+             * @example 40
+             */
+            missing: number;
+        };
+        /** @description One value of a field and how many matching entries have it. */
+        FacetValue: {
+            /**
+             * @description The value as JSON, as stored (a number keeps its text; `null` is an attribute whose value is null).
+             * @example /checkout
+             */
+            value: unknown;
+            /**
+             * Format: int64
+             * @example 42
+             */
+            count: number;
+        };
+        /** @description An attribute key and how many matching entries hold it. */
+        LogField: {
+            /** @example http.route */
+            field: string;
+            /**
+             * Format: int64
+             * @example 332
+             */
+            count: number;
         };
         /** @description The counts of the entries with one value of the grouping. */
         LogSeries: {
@@ -979,6 +1087,56 @@ export interface components {
          */
         Q: string;
         /**
+         * @description Only entries that match this query, in the query language below, ANDed with the other
+         *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+         *
+         *     ```
+         *     query   = or
+         *     or      = and { "OR" and }
+         *     and     = unary { ["AND"] unary }
+         *     unary   = ("NOT" | "-") unary | primary
+         *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+         *     values  = the same OR / AND / NOT grammar over values, each applied to field
+         *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+         *             | "[" number "TO" number "]"
+         *     phrase  = '"' { character | '\"' | '\\' } '"'
+         *     ```
+         *
+         *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+         *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+         *
+         *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+         *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+         *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+         *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+         *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+         *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+         *       entry's; any other name is the top-level attribute with that key
+         *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+         *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+         *       with `\"` and `\\` as escapes.
+         *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+         *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+         *       `value*` is a prefix.
+         *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+         *       `:true` and `:false` the booleans (and those strings); a string value matches the
+         *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+         *       numbers only. Objects, arrays and null equal nothing.
+         *     - `field:*` matches entries that have the field: an attribute whose key is present
+         *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+         *       set.
+         *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+         *     - `field:(a OR b)` applies each value to the field.
+         *
+         *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+         *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+         *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+         *     name the parameter `query` with the position of the problem, counted in characters from
+         *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+         * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+         */
+        Query: string;
+        /**
          * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
          * @example 4bf92f3577b34da6a3ce929d0e0e4736
          */
@@ -988,6 +1146,16 @@ export interface components {
          * @example 1795428000000
          */
         StartTime: number;
+        /**
+         * @description The start of the range counted, Unix time in milliseconds (inclusive).
+         * @example 1795392000000
+         */
+        RangeStart: number;
+        /**
+         * @description The end of the range counted, Unix time in milliseconds (inclusive); not before `start_time`.
+         * @example 1795478399999
+         */
+        RangeEnd: number;
         /**
          * @description Only entries with `time` at or before this Unix time in milliseconds (inclusive); not before `start_time`.
          * @example 1795431600000
@@ -1301,6 +1469,56 @@ export interface operations {
                  */
                 q?: components["parameters"]["Q"];
                 /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | "[" number "TO" number "]"
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
+                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
+                /**
                  * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
                  * @example 4bf92f3577b34da6a3ce929d0e0e4736
                  */
@@ -1487,6 +1705,56 @@ export interface operations {
                  */
                 q?: components["parameters"]["Q"];
                 /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | "[" number "TO" number "]"
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
+                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
+                /**
                  * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
                  * @example 4bf92f3577b34da6a3ce929d0e0e4736
                  */
@@ -1622,6 +1890,56 @@ export interface operations {
                  */
                 q?: components["parameters"]["Q"];
                 /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | "[" number "TO" number "]"
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
+                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
+                /**
                  * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
                  * @example 4bf92f3577b34da6a3ce929d0e0e4736
                  */
@@ -1700,6 +2018,315 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    logFacets: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose entries are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: components["parameters"]["ProjectIDQuery"];
+                /**
+                 * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+                 * @example u-42
+                 */
+                user_id?: components["parameters"]["UserID"];
+                /**
+                 * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @example [
+                 *       "error",
+                 *       "fatal"
+                 *     ]
+                 */
+                log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+                 * @example checkout
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+                 *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+                 *     literal: `%`, `_` and `\` have no special meaning.
+                 * @example declined
+                 */
+                q?: components["parameters"]["Q"];
+                /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | "[" number "TO" number "]"
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
+                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
+                /**
+                 * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+                 * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                 */
+                trace_id?: components["parameters"]["TraceID"];
+                /**
+                 * @description The start of the range counted, Unix time in milliseconds (inclusive).
+                 * @example 1795392000000
+                 */
+                start_time: components["parameters"]["RangeStart"];
+                /**
+                 * @description The end of the range counted, Unix time in milliseconds (inclusive); not before `start_time`.
+                 * @example 1795478399999
+                 */
+                end_time: components["parameters"]["RangeEnd"];
+                /**
+                 * @description A field to count the values of, named as in `query`; repeat it for several (`field=level&field=http.route`), 1 to 20 times, in the order the answer keeps. Each is 1 to 256 characters (an attribute key's limit). A field named twice is counted once.
+                 * @example [
+                 *       "level",
+                 *       "http.route"
+                 *     ]
+                 */
+                field: string[];
+                /**
+                 * @description How many of the most common values each field lists, 1 to 100; 10 when absent.
+                 * @example 10
+                 */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The values of each field, in the order the fields were named. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "facets": [
+                     *         {
+                     *           "field": "level",
+                     *           "values": [
+                     *             {
+                     *               "value": "info",
+                     *               "count": 361
+                     *             },
+                     *             {
+                     *               "value": "error",
+                     *               "count": 15
+                     *             }
+                     *           ],
+                     *           "other": 0,
+                     *           "missing": 0
+                     *         },
+                     *         {
+                     *           "field": "http.response.status_code",
+                     *           "values": [
+                     *             {
+                     *               "value": 200,
+                     *               "count": 320
+                     *             },
+                     *             {
+                     *               "value": 502,
+                     *               "count": 12
+                     *             }
+                     *           ],
+                     *           "other": 4,
+                     *           "missing": 40
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LogFacets"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    logFields: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose entries are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: components["parameters"]["ProjectIDQuery"];
+                /**
+                 * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+                 * @example u-42
+                 */
+                user_id?: components["parameters"]["UserID"];
+                /**
+                 * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @example [
+                 *       "error",
+                 *       "fatal"
+                 *     ]
+                 */
+                log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+                 * @example checkout
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+                 *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+                 *     literal: `%`, `_` and `\` have no special meaning.
+                 * @example declined
+                 */
+                q?: components["parameters"]["Q"];
+                /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | "[" number "TO" number "]"
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
+                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
+                /**
+                 * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+                 * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                 */
+                trace_id?: components["parameters"]["TraceID"];
+                /**
+                 * @description The start of the range counted, Unix time in milliseconds (inclusive).
+                 * @example 1795392000000
+                 */
+                start_time: components["parameters"]["RangeStart"];
+                /**
+                 * @description The end of the range counted, Unix time in milliseconds (inclusive); not before `start_time`.
+                 * @example 1795478399999
+                 */
+                end_time: components["parameters"]["RangeEnd"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The attribute keys, most common first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "field": "http.route",
+                     *         "count": 332
+                     *       },
+                     *       {
+                     *         "field": "service.name",
+                     *         "count": 332
+                     *       },
+                     *       {
+                     *         "field": "exception.type",
+                     *         "count": 12
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["LogField"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     tailLogs: {
         parameters: {
             query: {
@@ -1733,6 +2360,56 @@ export interface operations {
                  * @example declined
                  */
                 q?: components["parameters"]["Q"];
+                /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | "[" number "TO" number "]"
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
+                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
                 /**
                  * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
                  * @example 4bf92f3577b34da6a3ce929d0e0e4736

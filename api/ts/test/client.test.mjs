@@ -80,6 +80,16 @@ test("every REST operation", async () => {
     [["error", [1, 0]], ["info", [1, 1]]],
   );
 
+  // The most common levels in the same range, and the attribute keys in use.
+  const facets = await api.GET("/logs/facets", {
+    params: { query: { project_id: id, start_time: 0, end_time: 5999, field: ["level"], limit: 1 } },
+  });
+  assert.equal(facets.response.status, 200);
+  assert.deepEqual(facets.data.facets, [{ field: "level", values: [{ value: "info", count: 2 }], other: 1, missing: 0 }]);
+  const fields = await api.GET("/logs/fields", { params: { query: { project_id: id, start_time: 0, end_time: 5999 } } });
+  assert.equal(fields.response.status, 200);
+  assert.ok(Array.isArray(fields.data));
+
   // OTLP/HTTP in its JSON mapping, through the same typed client.
   const otlp = await api.POST("/v1/logs", {
     params: { header: { "X-Project-Id": id } },

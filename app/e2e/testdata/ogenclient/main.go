@@ -254,6 +254,32 @@ func run(ctx context.Context, base string) error {
 		return fmt.Errorf("logStats: %+v", stats)
 	}
 
+	facets, err := as[*oas.LogFacets]("logFacets")(c.LogFacets(ctx, oas.LogFacetsParams{ProjectID: p.ID, StartTime: 0, EndTime: 9999, Field: []string{"level"}}))
+	if err != nil {
+		return err
+	}
+	ops++
+	if len(facets.Facets) != 1 || len(facets.Facets[0].Values) == 0 {
+		return fmt.Errorf("logFacets: %+v", facets)
+	}
+	counted := facets.Facets[0].Other + facets.Facets[0].Missing
+	for _, v := range facets.Facets[0].Values {
+		counted += v.Count
+	}
+	if counted != stats.Total {
+		return fmt.Errorf("logFacets: %+v counts %d entries, stats %d", facets, counted, stats.Total)
+	}
+	fields, err := as[*oas.LogFieldsOKApplicationJSON]("logFields")(c.LogFields(ctx, oas.LogFieldsParams{ProjectID: p.ID, StartTime: 0, EndTime: 9999}))
+	if err != nil {
+		return err
+	}
+	ops++
+	for _, f := range *fields {
+		if f.Count < 1 || f.Count > stats.Total {
+			return fmt.Errorf("logFields: %+v", *fields)
+		}
+	}
+
 	otlp := &oas.OtlpExportLogsServiceRequest{ResourceLogs: []oas.OtlpExportLogsServiceRequestResourceLogsItem{{
 		ScopeLogs: []oas.OtlpExportLogsServiceRequestResourceLogsItemScopeLogsItem{{
 			LogRecords: []oas.OtlpLogRecord{{
