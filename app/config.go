@@ -55,7 +55,6 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
 	num(&c.MaxReadsPerKey, "max-reads-per-key", "store reads (listings, searches, stats, filtered deletes, a tail's replay and catch-up) one API key (one project without keys) runs at once; more wait READ_SHARE_WAIT for one to finish, then are refused with 429 (0 = half the store's read connections and at most half of GOMAXPROCS, at least 1)")
 	dur(&c.ReadShareWait, "read-share-wait", "how long a read past MAX_READS_PER_KEY waits for one of its key's reads to finish before 429 (a `duration`)")
-	num(&c.MaxStatsSeries, "max-stats-series", "most series (values of by) in one GET /logs/stats answer; a question with more is refused with 400 naming by")
 	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
 	num64(&c.OTLPMaxBody, "otlp-max-body-bytes", "largest OTLP request body (POST /v1/logs) in `bytes` after decompression (413 beyond)")
 	num(&c.OTLPMaxDecodes, "otlp-max-decodes", "OTLP requests read and decoded at once; more are refused with 503")
@@ -151,8 +150,6 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_READS_PER_KEY: must not be negative")
 	case c.ReadShareWait < 0:
 		return fmt.Errorf("invalid READ_SHARE_WAIT: must not be negative")
-	case c.MaxStatsSeries < 1:
-		return fmt.Errorf("invalid MAX_STATS_SERIES: must be at least 1")
 	case c.TwirpMaxBody <= 0:
 		return fmt.Errorf("invalid TWIRP_MAX_BODY_BYTES: must be positive")
 	case c.OTLPMaxBody <= 0:

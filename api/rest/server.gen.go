@@ -42,27 +42,6 @@ func (e ListLogsParamsOrder) Valid() bool {
 	}
 }
 
-// Defines values for LogStatsParamsBy.
-const (
-	LogStatsParamsByLevel   LogStatsParamsBy = "level"
-	LogStatsParamsByNone    LogStatsParamsBy = "none"
-	LogStatsParamsBySubject LogStatsParamsBy = "subject"
-)
-
-// Valid indicates whether the value is a known member of the LogStatsParamsBy enum.
-func (e LogStatsParamsBy) Valid() bool {
-	switch e {
-	case LogStatsParamsByLevel:
-		return true
-	case LogStatsParamsByNone:
-		return true
-	case LogStatsParamsBySubject:
-		return true
-	default:
-		return false
-	}
-}
-
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
 // null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
 // the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
@@ -198,17 +177,35 @@ type LogEntryInput struct {
 	UserId *string `json:"user_id,omitempty"`
 }
 
-// LogSeries The counts of the entries with one value of the grouping.
+// LogSeries The counts of the entries with one value of the grouping, or (with `other`) of every value past the answer's `series`.
 type LogSeries struct {
+	// AttributeValue With `by` an attribute, the attribute's value as a JSON value, of any type (a number
+	// stays a number; `null` for JSON null). Absent for the entries without the attribute,
+	// for `other` and for the entry's own fields.
+	//
+	//
+	// Example: 500
+	AttributeValue nullable.Nullable[interface{}] `json:"attribute_value,omitempty"`
+
 	// Counts One count per bucket, in the order of `buckets`.
 	//
 	// Example: [3,0]
 	Counts []int64 `json:"counts"`
 
+	// Other Present, and true, only on the series that counts the entries of every value past the answer's `series`.
+	//
+	// Example: true
+	Other *bool `json:"other,omitempty"`
+
 	// Total Example: 15
 	Total int64 `json:"total"`
 
-	// Value The level or subject; null for entries without a subject and for `by=none`.
+	// Value The value: the level, subject, user id, trace id or span id itself; for an attribute,
+	// its value written as JSON text (`"\"checkout\""` for the string `checkout`, `"500"`
+	// for the number 500, `"null"` for JSON null), so that no two series share a `value`
+	// (the value itself is in `attribute_value`). Null for the entries without the field,
+	// for `by=none` and for `other`.
+	//
 	//
 	// Example: error
 	Value nullable.Nullable[string] `json:"value"`
@@ -221,7 +218,9 @@ type LogStats struct {
 	// Example: [1795392000000,1795395600000]
 	Buckets []int64 `json:"buckets"`
 
-	// Series One per value of the grouping that any counted entry has, ordered by value (null first); with `by=none` exactly one.
+	// Series One per value of the grouping that any counted entry has, at most `series` of them
+	// (those with the largest totals), ordered by `value` (null first, then bytewise), then
+	// the series of `other` values when there are more; with `by=none` exactly one.
 	Series []LogSeries `json:"series"`
 
 	// Step The width of a bucket in milliseconds.
@@ -579,12 +578,19 @@ type LogStatsParams struct {
 	// Step The width of a bucket in milliseconds, at least 1,000; at most 1,000 buckets per request.
 	Step int64 `form:"step" json:"step"`
 
-	// By One series per `level` (the default), per `subject` (entries without one: `value` null), or one series for all (`none`, `value` null).
-	By *LogStatsParamsBy `form:"by,omitempty" json:"by,omitempty"`
-}
+	// By What a series stands for: one value of `level` (the default), `subject`, `user_id`,
+	// `trace_id` or `span_id` (entries without one: `value` null), of an attribute, or one
+	// series for all (`none`, `value` null). An attribute is named by its key, as
+	// `attributes.<key>` (always an attribute: `attributes.level` is the attribute `level`)
+	// or as the bare key when it is none of the entry's fields (`http.route`,
+	// `service.name`); `message` is not a grouping. An attribute's values are its JSON
+	// values: `500` and `"500"` are two series, and JSON `null` is a value (`value`
+	// `"null"`) apart from the entries without the key (`value` null).
+	By *string `form:"by,omitempty" json:"by,omitempty"`
 
-// LogStatsParamsBy defines parameters for LogStats.
-type LogStatsParamsBy string
+	// Series The most series of values in the answer (1 to 100; 10 when absent), besides the one of `other` values.
+	Series *int `form:"series,omitempty" json:"series,omitempty"`
+}
 
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
@@ -1166,6 +1172,19 @@ func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "by"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "by", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "series" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "series", r.URL.Query(), &params.Series, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "series"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "series", Err: err})
 		}
 		return
 	}
@@ -3180,154 +3199,167 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rchs5suarIGrPRpNxihQvulhUdGyobXWPz6htjy2fPmddXhdYlSQxKgLsAiiK7VHE/t2n2H+7sa+x",
-	"8yb7JBuZAOpCFiXKl56eOd0xE6ZYFwCJRF6/TH4MEjVfKAnS6GD0MZgBTyGnj6/B5OvziYEc/0pBJ7lY",
-	"GKFkMAreQKJkqplRbMWFYWOYqBxYjo8IOe0GYQC3fL7IIBj1w0AnM5hzfM1E5XNuglEgpBkOgjAw6wXY",
-	"P2EKeXB3dxcGC57zORg3jwuZXok5bE/ipczWDKTJBWi2EmbGYiPmEDNumMr9nMxMaPZWiluGF5mQbC6y",
-	"TGi3gpaQSbbU4gbaZ0yqYimxNjw3H+iF9eWcnB4dDvvHPfwvDATO5Ocl5OsgDCTHeQYgU3ow2LXy48Om",
-	"lYfBpZpewg1k+6yV1hVneHt8xnJYADdMGDZROeNyzdSEabiBnGesFWdq+oFu/RbyXOXRstcbHJdfTrjh",
-	"WdwOkXJzpQ3rHxO1dJc9VfMFzyFlXDO6WTOeA9NG5ZCOWMI1dITUILUw4gZCxlmmplPIv9FMLyDLhJzi",
-	"s8JolnCppEh4Zt9Um9dP569fPH/xQ8y4TFnl+xXPpZDTmGnIIDEsxi/iM6YBWHypphfS5OvncrE0XUuL",
-	"dpdd8GTGhGY3PBMpe3v1fecJ0UwtDXvx9jJkfWTc4YAlM57zBBmNtcwM2ERAln6jmVpJli8zZAku12aG",
-	"a4BMA770sNdjks/xK3yk4NUak7wLiM5BGBBpg/d4bZGpFIKRyZfQzDfFqmuMIwzM6SA4htEmF3Ia3IXB",
-	"nN8+txf7xwU/8Tzna7yqzRqnQoyHf7/K1Z8hMc+fbXPXFS7EXv5GM5HW1hL0+qfD40kPOk+SAe+cjIfQ",
-	"OU0PJ50BPx4/SXppHwaTwK1owc2sXJBIgzDI4eelyCH1Ky9XtrGg6hz/RJS5b6JsNVMaijOBTDkHLs0Z",
-	"HoL5UhsGt0KbT1/Kxua4YT88ek1/eug00zriOWjNpxCzREnDhdT2hBu4NY5hB0fHFY4NmZhKhaPQIWTj",
-	"dSTfSpGoFJgWuF77/URlKd7Uiv/6P2I25yaZgWbxX/9PfMbiN1evz9+8uYhZqkCT+KMbUPrl/K//E/A0",
-	"PTdM6EhmwqAwGbH4P8chiz+4kxpFMZvxG2BS4XlPBM9oH1ALRLJG/BSSTEhIdxD45xrXz/ntJcipmQWj",
-	"wdFxGMyF9H/3wwYqv0Fx/Ul6gqOKe4Sa2NYGgye9e7RBqUgerQ/eLMfIc/ssCW55YrK1UwvaPhizlob8",
-	"BlI2XjMumZAp3LZHuwVjIf/D3uCQjdcG9KeKwCCZQXKtlmbHdrspBvcfnqucJ9AksmoUUBN3WPDuEUr2",
-	"GdzyFBIx5xlLxVQYHRJ78yxjv0CuzthysYDcHhF/KIxSXXb+aas9HE9OB5Ph0cnJeHiY8mM+TOB0cJr2",
-	"oAeHJ8PjHVSgGVuZ0sj7w0GN9fHPbSK91ZA/SKMGLllqyD+INH4cQ3xhVRksO4eDHdRxE7yXR+5QGuuF",
-	"khpIS37H09fw8xI0HRsUpiDpI18sMpFwpM3BIlfjDOb//GeNhPpYzgZJaLjIcGtmaNDSm3AxQhKRcOqo",
-	"2nUwele5mRTOGAp61YyLIAwWCs91HoyCg8GB1fF371FHc7PUwegQhYcRhgjyHU+ZX0Kp1sdqaUbjjMtr",
-	"Uu4FPf4ph0kwCv7TQWnIH9ir+uCVXaal0rYmraxuzjMUSJCS5ZwDv9aM08aesdguOMa9BM0ArSs1mYAk",
-	"vUKMgE9VtvcuDL5X+VikKcjP3gWh2TWsSw2VqBsvr9UCcnpVUCXlsCRlOYuvSsjzV88fniPRyBoRRKHn",
-	"8vtMTGefy6a82MbSLXiewnyhDMhk3fkjrC37sokdrkqq05JUT5WcZCL5iix3vjlTYJrPoWm22ogsY2NA",
-	"BptxmWaQnlnvkmXcs9gLZb5XS5l+JgG9PYn7NqH3VSl0WFLohTLse3fDV2QmP5+CmZwdi9pQqUueT+Gz",
-	"WWZMVt5MZakuRTyaMF5dVGnQH9a4BEdlV0oxO5WvSouxStd4bpBX7JyFZhmOi99xaZkITZyc8SSBhdGe",
-	"UD9yuXZSVH8mvVa5MMByboDBbQKQQo1HBpVThHTBkVkx9FelDwqdGddsqSFlywV52eVs/ZHxFi6wqbgB",
-	"SRYu6uDNYE+niPY0TcndfVCJC9Gs3kq+NDOVi1/gc48ivgikcY+wwsuqHsh+SezayF+Nzi+Ul+8hsqKS",
-	"UOW64pReS7XaIOpPP/3UOS+X1OCaxN8BzyGPawaR/e5+o8fS/YaLjI8z+AKWDgV08HQtK68t6X5U1apv",
-	"IL8RCbC3tVu/IpvbySVc2gAdy9EGgZTlqNCYVKvQCwm3K6hCZpCSgZIpvqk8vhzr465LF7X4zF1Y2pd5",
-	"+b/D0JSqDIAU+p7M0oqJ2TuoRCtqduZgUD0+i1wloDVuILuQRpj1V9T+hmXAtaEDhFpm7exJXizIzPim",
-	"2iMPZOO5b7R34IWOJM9y4KglstQrBZSCZTgrB9wRlCet+GB4YJ+MAjTNykdMNQIWyfIZNWEnLOVrHQXt",
-	"gss2LZaVF8EueEw7w1kqJhPIUV2iHjuLkH3JQcL7bQS1y5C/7UYTParq2CvjMxrUsgDTfK3ZTK3YHNXM",
-	"XOUQSTMDHBVy6EYyIMbUy8VC5QbSHyEV/Ir29LOFBKnjwtWpvIAerJoMR1U2K+bCaDKMZvP17QZh+YiC",
-	"A8DmNDSOSX+WZrnh1+jU/subly/OGGf4L5tDPkWHFS2OicrZq/Orp39od8nbdlPAGZ4bk4vx0ljPk6ep",
-	"wDfy7FWOrzdoR7kA4Ub6xOTLxCxzSFnKDfdTJO4eMSvlUeFQggW3mSZ1w7MlztRe1yGTy/mYIoFjpTLg",
-	"UoeRlMssCxkFgXXIFMVYdDu0b7uGhWE3kI+5EXPWSpWxgVMkUw5oOBiQ7S479zw4eGIf5IaYjBm1sLH7",
-	"0LuBTaHJs4KJjw/ZH8V3jOuqcAaZqBQ0EyaSLdxbnpj2GZOgkUUqHrTLN6QAizOKL1rCqJzsnjlfkwXL",
-	"Xry9ZK23/4zma7vL/pWoFMlEzdFmTK5xdA3SFPRiFMtLIWWtuD8YHh4dnzw57ZWfYqYNHjIKlrTPLAWK",
-	"10VSEy+HFP/kNBV8PTMr1InXAAub7chQaNGebQRCPwYzYxbdOZiZSoNR8MPFFWok/M4eoA8JJQqOeoMw",
-	"IL3lucjwKaqDYMHXc8rYhQEsg/d3xVlSPqZ225mqjvsSD2f3NV/9aCPM1asdfS0WHbWwbNspVAgOZ/NR",
-	"lF/ZNlzOnfximZpavu2yl+41NiSgrThHoUT8RTRCZlNzZDPKMSwq5+RjwGun6b7TXzl3d2Eg0qYEJbJa",
-	"h2stphI3aynFz0vYkQ045f1e5yQZpJ0nMJx0DvnR+Dg5SZ/A6SQIt/MuWXOODgXPVoprd57qrAjNOVI6",
-	"5eG4nghXvg6VnGVn7zyL3EYsa0vyaaftXJHb/Kp093zEKpH5rQcrlkTt2T1TKVvv0wsuPzRtWf+YZWoF",
-	"eYdistsB3I296016xyec98b8tDcYnzQOVYbPG8PSWw+YxvzBzqzAjkxAfzAMHw7vh2Xsd2tElH37k2KP",
-	"0PPWSn1ktUYaF4ndDjCX6a53NqdXS4bNC7nik5dEx/ebUqkiUOggNAWsoRQoKLc5SzKBHKpBpihWu+yc",
-	"zQHFOAkVtJhSRtaPcOpNSBaXkiRmS5lCHkmUyGhdk41lT+Wrl2+u2EGmphoPI7e5gBueCy7JauD2Znp7",
-	"K760pxbH4eyw17NC/ctIsB0CZTtNfVbVoyQ2NIuFnKiYrWaAli/Nb4zCtssui3x9JDcT9aS9nOAppExY",
-	"BuWUZHAD+ZoJOQVt0BaasdbLq8tXKHTao0gSh1qite5JPLatoqQXOzwAJWwSNZ8r6cACGjdbSYikM4W0",
-	"uGUvFyCvIIO5dd1oMaNIRvIv7I2d+F/YG9IqmrXQSsJh2+wvkfxLp9Oh/+O9MZ2zmBWfQhZPBFob+Amt",
-	"IaXxMt2bwng5pXvtJ3ev/zf391ma+w+h/RdPvFBy40+e4RdSGZEUwxCIgfkPof2XYA72OolxusF+CukD",
-	"/kOYjuI9FrjBik8hi5NcGNxL/xn/5Rnk9AHQsC0+oP+Cfyy4FAl+SO0nfHkkz+WaKfQsnCqrHLDq1sfn",
-	"y1SY2EZtlUOKxJy+bIdMK5YstVFzt4GRXKn8ust+QnYlkxJunXFg3SXNJrmasyImkbrhx7BWMvWDFnAR",
-	"e08kcVBHTBQM8YWlYGVKlpLt0B0SWoszTItzG0lLYGHWH3BicchWM5HMWKKW0qC+XfE8rT/DMjEXhvKk",
-	"97yoNPCt94cLJk2+ElJvZsq9Ft+dCOzfr+K3XO+qNd46PgqPhscum6cmNu9Xz2s3mQaV2RwfHQ2PHzQW",
-	"dse2S2KMIVMoEYz6EsCN/a0NCistnOe/ORXki/7x45LIKHcpAo3sVsrW2ml50ISpkLi/AXo4vt/Aqa/u",
-	"JzS9y5WRTlBL05zP9RzAWlKhM9W2QQmrqr7RrJiUPwUV2BSuVKDopqQyam+lIWdjtZSpVVY4hj0ieOMK",
-	"J+aRCKh4rAtXaBui2k4cQZU8vcHh51twVX36jba3kCJ1KvRrGXhIX7razH6tn4ZPGUEfGCVcbk1Y14Zt",
-	"5NDHwhwez6F7WJaPwirU7M5tiuDFCkESJRPIpf675FpnSz/EsRvGdaNdvcOQfgO5Mzsb3FC75EpcqYCA",
-	"KAk2KuGvTnO1XDjQbt2ctW9pNtPpGkPeGi+TazAh8hEF1vIUcnx3bC/oOnz23TDsvQ9LUOM+x2gD2GiU",
-	"4VnNc+kf7XUeadnNBLM2hsqZE6lnTC6zjGJ/VeqppWHc30NshHfE4/W3UskNoHChxfFNNkvjojj3soCd",
-	"ZOiJ75e7iwkMb9qhp8X++9mXO0X7joIOp49f78kNbjt3qFLDc2Nfi4PyZOZHa5Hwnet2aA27KrCaKVln",
-	"DpSxw9OBg9PZv44s1PozmUbvOC3IyzuJYENY5FogQSF1kmnGdWgZ3ULr7MMtyzIi16Z95oCGnjMK5JWS",
-	"JCiKpdznJJaHvGlBBhbNe7ESqZlZB9btwX1xi6FHsu9DVH/y6oP+wWcjPLMRoC5kBIKxEtJOpD7wyXG4",
-	"Fwqyejpo1WHBi8W+PnBM9NMcuIF0j7l7cITLz2wLxfJNxVIGj1+If82uCT+DDPadcEr3shzm6qZpymn5",
-	"rlJkfsKc/Xua5vzSZItzuf7XZhGLp6zIw7ikBddeZVBUweZd+GJhwcpCGnpXTHH+MaDYJYHZbggc45ko",
-	"Rq5fs0mTGo7+viNXW8bWqbtrWPhYqawY2111+Ri6jMZKcb2gOH7d5K+kajnOYPN9NnFBsW5HFryoJLyc",
-	"UHZ48zV7SMj3d2FwfZMJbb4c4f4IjyGcne3mUitasZHHijG2JnwN68YqiULr77/vTYP7jOO2dy3Z6++f",
-	"stPDoxPmEqksVcly7hyIzbNo86nVuOtOpOnWWjwioNHf8yoGDdZcyWlItp6LlqKO87MjlFsly9frUWIG",
-	"mQHSM+sA2cQyJSHo9pDFduoxo1AsqbdaGpqVWeiQQXfajWTcOj3t9exVN7jNydqh2rENfOzFYI7+3wvI",
-	"0iZ9KKQ2XCYbGQ4K7zZR0tF7py/irlM5DMkqSGbKeku4XfG/dRzCq/M8jZlHIDOLFDljPy+VASaMJWYO",
-	"C5UbqoTydPgymSifcK8s+XBTlzeW2RXp+SqxGoHHFd/agQg2M4FvXz9nORDSgRxabhyyw4EqiOfw4TMW",
-	"V5L9MdWJuMwwrcNiGwS5r3X6VDECDxnQxqELaH0FiUJ/8t7vPtuWt3YoL493JmiBBT23YpcwjdvoOhB4",
-	"vYRB42X/OW7vJwkegpFvB9z8CM1cTAkMp3jLJdiJEmTbzHbB8mtlK9vj+kzx5qikxt1V1kLBeHza67eZ",
-	"kEaxqqAjSIx1T+cLs/bJ/ZInVjOVWSRHfWIFgP4hRrh/w5sDZ+dFiLKOWXC5FmF2GoQf+EaicdAbHHf6",
-	"/c5geNXvjXr4v64FGfzXoHJCU26gs4vMe6S22du3z5/dnHyZcKmtu9g3XVqgpD6kfP2gAH/t736GN9+F",
-	"wXKRfiXCNaUsaWlhdbdqM9hazT1sU2QvmxE/E57pLcgPaeginYk2rUZXXJbwN4K42ISL09mVgN022/mt",
-	"akgZbhYKEgpKZmu2mglDYe8EuuwFyWgJkLq650aMRHP09eGSvM/kjo0dpMXesyOv0GV75I6cb0O9SF6d",
-	"DE+P29Z9djszKiOFzntBJWV1XDLjcgpo60QbK46CEQWRYocJ8v7aROXoE58x7vc5g4lhamkc7oiqpZnQ",
-	"XfZCRXInRzTknz+XJxp3vnMz+PU3f2uj67fs9opxuCqaswrIcsgCAdqXgB8f9c5YXN0lMyMDmbaoG8lz",
-	"6ZN2tkrX406r2FGJYwu51E6/eeio0GyqJIzI2qW0dwb8Bgj3hrtd5DnnilJt9actY2nW4ixTcgp55dqY",
-	"AIAODkQoK052dST1ChaGrcG0Q4pkJNfTHM13plcACxcpIP5CA57iQnJpkCAWzVYWhhDSTgJhbHOYELyV",
-	"jP7DwcClb0mWFlYtUjukJeJXwnJ0xcTzSZYUJnyZmUi24suXP3x4fXF18eLq+csXH56d//ubOPTEZ0uZ",
-	"gdYoJttnhRmd8cRPrPXq7VV7c8BI2hHtnlL6mbvnwBGZU4+EKRh7imksT5eUG76RjB32iPnFfDkPRsgw",
-	"xPv2z/7O4G41hKIhWebCrN8gt7tYKkH8z5dm1uhP+noyrll87kocCEswYrY4gP3x4t/jsCiQsOSpmCsz",
-	"rj1sUU7EdEkp8hZtn6RNJUdTLSzaM50LaW9HvZQqG7MjqPJZBZ7tQZcERXN4mkgW9pJMLUNASAxPX7jI",
-	"FBG9RGSjT2apTAKAIia+5sHRb2bMwoJ7hZwoD13m1mRz1aEvx7haPhaZMGui2ZwLqp1HY3kLF+xUhfZw",
-	"FJFXJYINVv7h6urVAaqFbiQjeUGhS/K5SfJKFu9CTceFy2+VyOnh0UnbF5uvFwQgIY+EMBzkksSRpAp6",
-	"51af2SJci0l2gHCepjSqL8AkZ9eJIq+JyMSv2/doM0fS+ihjBx4uTPLCZ7FOOou9PW2dmCZPYZdLE8mn",
-	"1pwRaBC5o5Twpaao5NHtLVHxhQO9b2K5NNMiA0kRi6m0YPjzrRHrWO2iOCCFJCNcU4uzudB6AZlhE5Hh",
-	"I3qZzOjo2GXZFE3RWyO2MH7OtJDTDDoUHkpJorjqqJVIIKQNj2SlhFmYEsnknRgvpB2wHxdA1K4B5avF",
-	"1S0fxqQzEUmLUbczkgx0whcEqpXA9DLP1ZTOk8eclVPRxYbmnAwE0kS2YJIjFSBth5bBPFzOFlvkFp3V",
-	"qQPBrOXndYI9HFb3slYcBWgqRkHsEfUxvis+i6RDyFXo1jDVdpe5o4dkwaNm+DVsm1R2VGsSRJKme1Y7",
-	"oaigbWubmkm0gffbxvZZUZOJBKSGivw4X/BkBp1Bt4euQJ45saNHBwer1arL6XJX5dMD96w+uHz+9OLF",
-	"mwt8pjsz86wSSNkWR0EY3ECunRHW7XV7eDsKXb4QwSgYdnvdIdpw3MxIK9hgVRGw31YNz5yaqlWrFPQh",
-	"KWv7d9iki90Xdyoo41+tHUFrrzhZz9Pi9Zc2YlZtwvSu2XwrbznYaNxyFz74hGtasMedRVekPe71HTP2",
-	"uPVP+9zk+0/sM3TRgWSPm31Tq7v3G+0LBr3ePYU6jQU6LrnTH+xdPVNNMO2ooCE+omYOPv0NOTh9nlKN",
-	"7aGdadM4xYoOKt0Y6JH+w4/UqjrpoeHDD5WF/vTE4cNPFNXj+MDg9OEHNmuK78LgaJ+pVaskyRxczuc8",
-	"XxfnrSrjgrLGg2TB+7swmEJDnOo1mGUuP0kS1DLXzqExaD/GIo1RoerEaX9ngcd0/7c4gbjtTH8K6dfS",
-	"vVYDxYSZiS2QOL4U8jp2MfFIJjx3CcscMk66pxI2ttFBCbeGLfgUWCvOIfs2CvCbKIjbI1vqWMblKXjJ",
-	"ZRpJazO4ors4WeZa5TEaT5CG+GKqGNUqu4GU8SkXUltn6+3ry5o2L4CZRrEWemnWovFlijOljUMZUW0P",
-	"TXNGnld9qWT2ENwR7yBgbA6EVPeuvbWh60BXNB6chUT7Z+vSyFxXE9fZzVZhFa6UNjzLCHWBvlarf8Q0",
-	"bqrzsNosU9ppi0RJCQkyjzViiFjCuL4sU1eiVFcHl0Kb35XBr6kMwq36cK6TmLVUliJ/ErQkdMWgbovR",
-	"tqWTyVoSVsVdG2hevGNHjx063LVic5Do274LOD1Dj75vCLE25RsoaVF4VNKdAOoz4UIu/V7Y6/XOWB//",
-	"2Y213NVMi8RLcG9HycJZ71tcS9Vb3/bOt5I9C46W8EJpUVSHSntS0ROGG6GWmpb1jd449XXw1/pfes//",
-	"rG5f/HLdf/Hs+eGPz85XP149/2Xypx37YMXWrj5QzeDBzzQe3m1WrOxdl+hSE/vmLV19S4lr90j1Jph5",
-	"FUO+byKjgHk3gaoLlHQtmUFA4Q1MbwnY3Qf6WmBZLdiT6uy3uzY+YIfZ+sptwMSWUfbSnyY12TLONjoa",
-	"IFc29JqIlr3eMCEn47/8v//+v2wTUMt237q/h9QzpKJ23Ql1UWgaf6KyTK20jXM8GTx50h5VVDoFC51O",
-	"b3E63CpbGijUtfXwQ8JMDE+fHLP/+78Pu4N22KyiC3UfybevLzfrJKorKtnm232YprZ6f1gnf2oiwoOd",
-	"OP6BLOHPtGjRZHjInl0o3WDQvrEJVld/bwNdvrrc6oxCr7QoulL2SWA/iu/O2FiZmSvFsR1qyUiKpAZD",
-	"wfc2E9I2b8m51Dyx4VQQxNjWSi6KJRwyXuUuWqq7rEwEWBhwJJ3pTIHkrSqCsIAL+ygU3WfLxWphMTI4",
-	"hUZbzeBBMmrRsWhkF+BQEwoN0eDG13VYhizjYRSHcVVNkRSVshZUU1v1kKxeDhl/jLxMjoJRFMyjIIyC",
-	"HKZCSfoCllFwV6nxiqQNbVZfjC/ZeqRS/bdZMEUNJNbe8Kc0XOqCTt1IFmWetGShGc8oln8N61q7hM3l",
-	"bcafiC1crExHshUf9A7sLF0D04PeQfm8v9Su1JnacCsRqlahxn3rO5pNJN2WUFxLSF+otlk2Wosmavv1",
-	"dhBNlt1OiFkuNzsvVyrD7ykxH7GyUK5en0elcm4X65tTr1sbMf8Cmse568h14yKzWvzittOHMIuTW/MQ",
-	"ix4rNr/kniA/iDJLbiaH/aGvgvcI17U9G+qaWkPgtjgibncitLcXYW+36bTnZduXAmEjmbMCoyAkLiga",
-	"8FJvGJ9asVcHG49aNsVTIuOD/kGVAd19VCDCN/po2JcdHng7o/rWejVPJG05D3WdEdI3QrPO5ZanZtHN",
-	"zb5aXcz+SE5luROaT8j3pjYTIx8AHhyymVoSSNffR3W2qJg3mvddwzqSraLCF79y2at2leUcIZRMyM+1",
-	"3Zjqb7JSXeqVCwZHUuViKiTP2KDXt4OHLqVSbcDzGhYZX0M6YiZfQnxWm9tWK55I1sY5HAzOyHqxOV6R",
-	"2VwK+VBVTGZDQ8LyHb3TTcOEiNYpgSwdtDC94W8ttdLy3+gmtLsN8tFm2n3BjYEc3/nf3kXR7aDXiaLb",
-	"k4v3//xPwQ5ngRb0nUrXv5qf8B/D9g8/VhZmuQk3MV1mn7iuujfR0OEIOWzU0B2rUi1nzaYyIGRjVzUf",
-	"3Z3vSBbddEgjedSbtZ1YK/7x/N8+fHd+9fQPHy5eXL1+fvHGtkywwoHUgTDWxDnsDx+B6q03hKj3tC/c",
-	"d/9Fk5NU78R+t+UQ9x8XTS+qOx4XTPflJQ1+20XFtCz7frGWykP7Ww0kfASkm13FQjbjKRsDyPaGf9ck",
-	"/Rr8PRKHHhpA+Wsrr7y4s4blZi8z4/EkXnTb/mr16Aa+ujFmRBcaokW/dTdpj/h/0a8XH+gP90oY2Bap",
-	"9MDRPgtp6NpG6YnBPg/XehH+7bIaP1H/0UI2TO73B+9Cm/Y80L6SsTHf4QoaPyXx6dqVZ1T5qyYs/uGi",
-	"SA0zISPpisnomjawiOut/7erFo1isf+NlxjdUTNjxe8DWPsj49r4N/sKJj3Drc3bti7DFq7Vaw/j8Tru",
-	"smcgNYxqhXMolRc5WF9RRtKVHYPFspGN8wvkytf9rqgSw9Zj2P5uErrs4pYnZsRiqpQjh4AyLkvnZUay",
-	"Rs8Fn6Lor1Brw17zJF1Tt6+Qwe2CsEj+LR7VGEmeiWsgLNbWwxRRhZVFscXPLi4vri6K4dQyS11VW2N+",
-	"wpe//p6f2M5P7CrRdb6zNXB96fan/e5FWaj78O9e7P7BlD2KEJtWA9J73izncgrhF/+Np5Mnw1P878Hf",
-	"ePria3uwgLfSFbVv0ymVDglo8jmJtiDUKEn25prf5n2jEttHrKrMsNBL90iy1OWfD5G1qpmt0F4qf8lk",
-	"sw6foLXxjS0Slcssaxf9md27ybzKMtaKqQY7rN9dt2h8SUkTRcbrRlun+Kmm4pdMcJgm6+ezQR5F7f19",
-	"FfLuL3fxfVnz/q5s5fBuGPbC/uB9UcvdPyoqJJ2LhttV3N4f9MLTJ2H/cFg+Mjzul88QPNO2GIZFhbP8",
-	"vSfHjzGkrTzfAUmxk/pHw558prVFhtE2kNXXxewwtlzlGf7tzKndppeHmlibowB6V3PS3UbsgAfcBp+d",
-	"payWWD1QHvSYyIHPvJaRgc2yhWGvXqZ07+CfkACsWOsP5f/Os8wTX29S/zd9Ir5ESmlRslLRA9d/tTun",
-	"ZL3yaodxFw3UGyV0ImUt7grpqqH/XZmWsIrD6agVviMWqW2551nV5RdK9omLxsP3Inp3B3hfFZ3hPzGQ",
-	"93Evln9ME+6yHO4rRmN+6+f+kfR66IdfVly7Sop0M7GvLK12NNfj1mq0OLpVKarjQsgffBTp3UabovLi",
-	"nuTb/8cPf+NRn185iPM3icZYyVGKwGYJWjUEiEceiUInUWcNhLJ/rzBMraTehTOvSrOakDi8v3ckNW+z",
-	"5Xy/o5K/Hir5AY55AJdM2D/3Y2fsXKKGrTSGKH/EJKz+8pwEva0iD7f55wcwO5mn97uGeVDD/O5C1Rj+",
-	"BzAPc/snRhjJKVj46vQNix5Zs8Q8NRaih/WSQ7qnQ/fYssP2dm26tU3te2o16g6h01SjfrejSD2MZPND",
-	"J3cxm4kUyicqBdH2B3Po53VlYgvMZtyVVjtZbQEfZf0xGt2UmPdwH+pi6oEW7od3CvnB7zHQI9mqTdnN",
-	"tl3a3Ge1IrLiV2E4O+wfdesGO89WtJL0hssEdJNpTq0HHmuZb+7jhlTaFBYnjxUAth/CXib534vAPLlH",
-	"XvZHQxr7+OhwOOh/QXlJPwyc/qPKzf8YBjAJP6aV7YT0sKBfNpo11EFgMwFpf7BLpmVrhhHjLK6zblz2",
-	"96j2JmAtlLiRdJK23dCrIEEBiNI9I8gPdUAoWkCsmZoLramip9rEwPYwYFcqklbuV7vA8UxJCO3PWT0g",
-	"6u6Ngtj63JB9+ShIJO8Jg7ylt3z5MIhtcfKrRkJ+k2J3Fx3+BqLXDfi76P07Fr1Oau4TfLjp++L3ascU",
-	"MrWrvVLevb+zea2bZnjrVdkChcxF+qwt/Kls0BHP+TWwfClj24iS/FU2M2YxOjjoD066vW6v2x896T3p",
-	"UZbQ9gY4IFvezf/jruYiaiWr2ZgzK5VrTXIqXXhcL5TyJBZk2U6aXlbbF7nf6mNCMp5lHZV3/G9LEuwG",
-	"tFNLnDpWXsNagy1YrQ5GFG8qgav97o6aav8jQPT7Pwd/uLp61bbgtTfP/sjgljguLxqrsKcqyyAxKq+M",
-	"pUy2CO7e3/3/AAAA//8=",
+	"7H3ZchtJttivZJSvo4G4BRALFxGMDgdbYndrRi1pRGr6XqtkVaIqAeSwkImuTBBEaxjhV3+F3+zwb3j+",
+	"xF/iOOdk1gIUSFDLbLcV3UEAVZXLybNv9TFI9HyhlVDWBKOPwUzwVOT48Y2w+fp8YkUO31JhklwurNQq",
+	"GAWXItEqNcxqtuLSsrGY6FywHB6RatoNwkDc8vkiE8GoHwYmmYk5h2EmOp9zG4wCqexwEISBXS8EfRVT",
+	"kQd3d3dhsOA5nwvr1nGh0is5F9uLeKWyNRPK5lIYtpJ2xmIr5yJm3DKd+zXZmTTsrZK3DC4yqdhcZpk0",
+	"bgctqZJsaeSNaJ8xpYutxMby3H7AAevbOTk9Ohz2j3vwLwwkrOSXpcjXQRgoDusMhErxwWDXzo8Pm3Ye",
+	"Bi/09IW4Edk+e8V9xRncHp+xXCwEt0xaNtE542rN9IQZcSNynrFWnOnpB7z1W5HnOo+Wvd7guPxxwi3P",
+	"4nYIkJtrY1n/GKFluuypni94LlLGDcObDeO5YMbqXKQjlnAjOlIZoYy08kaEjLNMT6ci/8YwsxBZJtUU",
+	"npXWsIQrrWTCMxqptq6fz9+8fP7yh5hxlbLK7yueK6mmMTMiE4llMfwQnzEjBItf6OmFsvn6uVosbZdg",
+	"0e6yC57MmDTshmcyZW+vvu88QZjppWUv374IWR8QdzhgyYznPAFEYy07E2wiRZZ+Y5heKZYvM0AJrtZ2",
+	"BnsQmREw6GGvxxSfw0/wSIGrNSR5FyCcgzBA0Abv4doi06kIRjZfima8KXZdQxxpxRwJwSGMsblU0+Au",
+	"DOb89jld7B8X+MTznK/hqrFrWAoiHnx/nes/icQ+f7aNXVewEbr8jWEyre0l6PVPh8eTnug8SQa8czIe",
+	"is5pejjpDPjx+EnSS/tiMAncjhbczsoNyTQIg1z8spS5SP3Oy51tbKi6xj8gZO5bKFvNtBEFTQBSzgVX",
+	"9gyIYL40lolbaeynb2XjcNy0Hx69pz88RM24j3gujOFTEbNEK8ulMkThVtxah7CDo+MKxoZMTpWGWZAI",
+	"2XgdqbdKJjoVzEjYL/0+0VkKN7Xiv/yPmM25TWbCsPgv/yc+Y/Hl1Zvzy8uLmKVaGGR/eANwv5z/5X8K",
+	"oKbnlkkTqUxaYCYjFv/nOGTxB0epURSzGb8RTGmg90TyDM8BpECkasBPRZJJJdIdAP6lhvVzfvtCqKmd",
+	"BaPB0XEYzKXy3/thA5QvgV1/kpzgIOIeISa2pcHgSe8eaVAKkkfLg8vlGHBuny2JW57YbO3EgqEHY9Yy",
+	"Ir8RKRuvGVdMqlTctke7GWPB/8Pe4JCN11aYT2WBQTITybVe2h3H7ZYY3E88VzlPRBPLqkFATxyxwN0j",
+	"4OwzcctTkcg5z1gqp9KaENGbZxn7VeT6jC0XC5ETiXiisFp32fmn7fZwPDkdTIZHJyfj4WHKj/kwEaeD",
+	"07QneuLwZHi8Awq4YuIpjbg/HNRQH75uA+mtEfmDMGrAkqUR+QeZxo9DiC8sKoNl53CwAzpugffiyB1w",
+	"Y7PQygiUkt/x9I34ZSkMkg0wU6HwI18sMplwgM3BItfjTMz/9U8GAPWxXA2A0HKZwdHMQKHFkWAzUiGQ",
+	"YOkg2k0wele5GQXOWBTwqikXQRgsNNB1HoyCg8EByfi79yCjuV2aYHQIzMNKiwD5jqfMb6EU62O9tKNx",
+	"xtU1CvcCHv+Si0kwCv7TQanIH9BVc/CatklQ2pakld3NeQYMSaSoOeeCXxvG8WDPWEwbjuEshWECtCs9",
+	"mQiFcgURAZ6qHO9dGHyv87FMU6E++xSkYddiXUqoRN94fq0XIsehgioohyUoy1V8VUCev37+8BoRRqRE",
+	"IISeq+8zOZ19Lpry4hhLs+B5KuYLbYVK1p3fizWhL5vQdFVQnZageqrVJJPJV0S5882VCmb4XDSt1liZ",
+	"ZWwsAMFmXKWZSM/IumQZ9yj2Utvv9VKlnwlAr0/CuU1wvCqEDksIvdSWfe9u+IrI5NdTIJPTY0Eaav2C",
+	"51Px2SgzRi1vprPUlCweVBgvLqow6A9rWAKzsiutGS3lq8JirNM10A3gCq1ZGpbBvPAbV4REoOLkjCeJ",
+	"WFjjAfUTV2vHRc1nwmuVSytYzq1g4jYRIhU1HBlUqAjgAjOzYuqvCh9gOjNu2NKIlC0XaGWXq/Uk4zVc",
+	"wabyRijUcEEGbzp7OoW3p2lJ7u6Dil8IV/VW8aWd6Vz+Kj6XFGEgoax7hBVWVpUg+yWwazN/NTi/1J6/",
+	"h4CKWokq1hVUeq30agOoP//8c+e83FKDaRJ/J3gu8rimENFv9ys9BPcbLjM+zsQX0HTQoQPUtawMW8L9",
+	"qCpVL0V+IxPB3tZu/YpoTotLuCIHHctBBxEpy0GgMaVXoWcS7lRAhMxEigpKpvmm8PhyqA+nrpzX4jNP",
+	"YUmDef6/Q9FUunSAFPIe1dKKitk7qHgranrmYFAln0WuE2EMHCC7UFba9VeU/pZlghuLBARSZu30SV5s",
+	"yM74pthDC2TjuW+MN+CliRTPcsFBSmSpFwrABUt3Vi7gRICftOKD4QE9GQWgmpWP2KoHLFLlM3rCTljK",
+	"1yYK2gWWbWosK8+CnfMYT4azVE4mIgdxCXLsLAL0RQMJ7icPapcBftNBIzyq4tgL4zOclFCAGb42bKZX",
+	"bA5iZq5zESk7EzCryEU3UgEiplkuFjq3Iv1JpJJf4Zl+NpNAcVyYOpUB8MGqynBURbNiLQwXw3A1X19v",
+	"kIRH6BwQbI5Tw5z4tVTLLb8Go/Z3l69enjHO4C+bi3wKBitoHBOds9fnV09/bHfR2nZLgBWeW5vL8dKS",
+	"5cnTVMKIPHudw/AW9CjnINwIn9h8mdhlLlKWcsv9EhG7R4y4PAgcDLDAMeOibni2hJXSdRMytZyP0RM4",
+	"1joTXJkwUmqZZSFDJ7AJmUYfi2mHNNq1WFh2I/Ixt3LOWqm25DgFMOUCFAcrVLvLzj0ODp7Qg9wikjGr",
+	"F+S7D70Z2OSaPCuQ+PiQ/V5+x7ipMmehEp0Kw6SNVAvOlie2fcaUMIAiFQvaxRtSIRZn6F8kwOgc9Z45",
+	"X6MGy16+fcFab/8V1Nd2l/0RoRSpRM9BZ0yuYXYjlC3gxdCXl4qUteL+YHh4dHzy5LRXfoqZsUBk6Cxp",
+	"nxEEiuEiZRCXQ/R/clwKDM/sCmTitRALinZkwLTwzDYcoR+DmbWL7lzYmU6DUfDDxRVIJPiNCOhDgoGC",
+	"o94gDFBueSyyfAriIFjw9RwjdmEglsH7u4KWtPep3XamuuN+BOLsvuGrn8jDXL3aMddy0dELQttOIUJg",
+	"OopHYXxlW3E5d/yLZXpKeNtlr9ww5BIwxM6BKSF+IYwA2fQc0AxjDIsKnXwMeI2a7qP+Ct3dhYFMmwKU",
+	"gGodboycKjispZK/LMWOaMAp7/c6J8kg7TwRw0nnkB+Nj5OT9Ik4nQThdtwla47RAePZCnHtjlOdFa45",
+	"B0onPBzWI+DK4UDIETp741nm5LGsbcmHnbZjRe7wq9zd4xGreOa3HqxoErVn9wylbI1nFlx9aDqy/jHL",
+	"9ErkHfTJbjtwN86uN+kdn3DeG/PT3mB80jhV6T5vdEtvPWAb4wc7owI7IgH9wTB82L0flr7frRmB9+0P",
+	"ij1cz1s79Z7VGmicJ3bbwVyGu95RTK8WDJsXfMUHLxGO7ze5UoWhICE0OaxFyVCAb3OWZBIw1AiVAlvt",
+	"snM2F8DGkamAxpQy1H6kE29SsbjkJDFbqlTkkQKODNo16lhEla9fXV6xg0xPDRAjp1jADc8lV6g1cLoZ",
+	"R2/FL4hqYR7ODns9YupfhoPtYCjbYeqzqhxFtmFYLNVEx2w1E6D54vrGwGy77EURr4/UZqAepZdjPAWX",
+	"CUunnFZM3Ih8zaSaCmNBF5qx1qurF6+B6bRHkUIMJaC17gk8tklQ4sAuHwADNomez7VyyQIGDlsrESmn",
+	"Chl5y14thLoSmZiT6YabGUUqUn9ml7TwP7NLlCqGtUBLgmnb7M+R+nOn08H/4d4Y6SxmxaeQxRMJ2gZ8",
+	"Am1IG7iM96ZivJzivfTJ3ev/5v4+grn/ENJfoHip1cZXnsEPSluZFNNgEgPzH0L6i2kOdB3ZON5An0L8",
+	"AH8wp6MYhxI3WPEpZHGSSwtn6T/DX56JHD8IUGyLD2C/wJcFVzKBDyl9gsEjda7WTINl4URZhcCqRx+f",
+	"L1NpY/LaapcpEnP8sR0yo1myNFbP3QFGaqXz6y77GdAVVUpx65QDMpcMm+R6zgqfROqmH4u1VqmftEgX",
+	"oXsiBZM6YAJjiC8IgpUlESTboSMS3ItTTAu6jRQBWNr1B1hYHLLVTCYzluilsiBvVzxP68+wTM6lxTjp",
+	"PQOVCj5Zf7BhlOQrqcxmpNxL8d2BwP79In7L9K5q463jo/BoeOyieXpCcb96XLtJNais5vjoaHj8oLKw",
+	"27ddAmMsMg0cweovkbixv7aBbqWFs/w3lwJ40T9+XBAZ+C56oAHdSt5ao5YHVZgKiPsbSQ/H9ys49d39",
+	"DKp3uTOUCXppm+O5HgNYS2kwptrklCBR9Y1hxaI8FVTSpmCnElg3BpVBemsjcjbWS5WSsII5iETgxhUs",
+	"zGcigOAhE66QNgi1nXkEVfD0Boefr8FV5ek3hm5BQepE6NdS8AC+eLUZ/Vo/D58yTH1gGHC5tWFdGrYB",
+	"Qx+b5vB4DN1Ds3xUrkJN79yGCFysACTRKhG5Mv+QWOt06YcwdkO5btSrdyjSlyJ3ameDGUpbrviVihQQ",
+	"rQR5JfzVaa6XC6mm6N1sUX4Uyv24DbfQDumJBTfEVrgyK6SY2OAq4nus+Q/4bAOPwpnG67gmOMO6cP3G",
+	"uKnRGCjdYCEq6GpNDr0Wd76dSJHrxn8/Y7FaZlmMTjx8Gr62u+wc6Rt/3oSQXtr6GsIIlDkPFESe6nNr",
+	"lwVDXo8NUX7U64UBzElhGudXoeNptn/wGgOiHS+Ta2FDIFD0WOapyGHbMV0w9bzkd8Ow9z4ss0X34U8b",
+	"GaO4we1Vvc4F+c9Qj88R+EA5ugi/AujQ2+PVpApIH4VCxW6cv4sW6NybuGRteVazWvtHe/HiHUgIxIKX",
+	"RsQIyLfp5GpIHEmmoWPWEhNdUG2QKZPWiGxy5jKua/gC1ibt1zlVAX8R/1DdbcVREEVRIdrgcxTEBVo5",
+	"R2fsr4NuHgVHvV4UxISMcBehOAMUg8uAZX6QEtVRA8ezUZrZlfbHZWY8F4yzGJcZRwqzumjNtDGXNRJv",
+	"EHLc7rKXyyy7l3aQFjzdjNffKq1ESTmOknZpvXVyeYhl0sEWNOVRZBfTtLyJ8J4W/NLvpiRA5JOgGMDy",
+	"4edG7rnNAB2V7lA9Lc8tDQuT8mTmZ2uhsjI37ZAMoWohAtOqTvOgkwxPBy79lL4dUWnCZ/ICs0O6AIva",
+	"CQRCNDTFAaAidZJ8xitC3NO7e3iOqKeNKLOCMMED2AScpMGwWypyymJ1+MpaCnFQ5saiyFAoslfSiDZ9",
+	"p4CFw3bgmo59uyjKytmfQAS5wDjamUsOLvDVZ0tq5Vz4BUDvc+2UorkJrFYsmjFiJVM7I7eTw4T7vI1D",
+	"X3+yz9F6nlmf9EcfQ/Qoj2mwIcPUNWLZtJD6xCfH4V65y1UaxV2HBUUU2PUAsZqnueBWpHus3ac0uajq",
+	"FjEm5UjFVgaP34gfZteCn4lM7LvgFO9luZjrm6Ylp+VYpbD7hDX7cZrW/Mpmi3O1/mOzcARaL6KnLtTI",
+	"jddH0BdI0VK+WFCJgVT2j0Sfc77GILGTZe0GBRFoopi5fo2ItFb9ch/J1baxRXV3DRsHlaKYe1vNQBOj",
+	"uF5AHH5u8jKkejnOxOZ4JJ8xQuXAAhe1Eq8mmNOxOcwefPr9XRhc32TS2C8HuN+LxwCOVru51YpsbsSx",
+	"Yo6tBV+LdWNtU6Gv7X/uTZP7PIFtn5hib75/yk4Pj06YS39gqU6Wc2f2b9IiZUFUoyU788O39uLzeBq9",
+	"NF7IgJmZazTDlKc3lLR+dZibWonN93oouQAZRHpGAo3SQTB0iLeHLKalxwwDKCjgaskjrMwdCZnoTruR",
+	"ilunp70eXXWTUyYFTdWOHyEMHfy/B32wSR5KMNhUshGXxKBMEyQdvHd6ENx1LGJDXiWSmSYfBxxX/G8d",
+	"l5fZeZ7GzNcNMMrvOmO/LLUF9ZeAmYuFzi3WL3o4fJn4sU+TqWz5cFOWNxbHFkk1VWA1lgtUPGIu9Wcz",
+	"fv/2zXOWC8xPQjcUty4fy6VCIc7Bw2csrqToxFjd5fI5cB+UkSTR6VSHTzWz5yE13rqcINxfAaLQU977",
+	"3bRNuLVDePkqBUwIolKFVuzSHOI2WHNYclIWL8Bl/zlu78cJHir+2HaT+xmasRjDjk7wllughWKhhZ3t",
+	"KqapFZttz+vzOzZnRTHurrIWMMbj016/zaSymlUZHSaykdk3X9i1t1RLnFjNdEb5V/WFFWUvDyHC/Qfe",
+	"7O4+LwIL9UwjFyGVdqdC+IFvpAcMeoPjTr/fGQyv+r1RD/7rUmrQfw0qFJpyKzq7wLxHQgp7+/b5s5uT",
+	"LxPkoGqpfZMcitzGDylfP8jA3/i7n8HNd2GwXKRfCXBNiQa4tbB6WrUVbO3mHrQpcg6a8/QmPDNbiXoo",
+	"oYskBNBpjbBMqzJpFRPTKEzqZHbFzb6Ndv6oGgL9m+W9mLuosjVbzaTFYFUiuuwl8mglROq6FTRmNjXH",
+	"TB4upP1M7Ng4QdzsPSfyGky2R57I+XaCJvKrk+HpcZvMZ3cyo9K/76wXEFIk45IZV1Mw6uNoY8dRMGLk",
+	"MqZMPm+vTXQONvEZ4/6cMzGxTC+tyxbEHgdMmi57qSO1EyMaskY+FycaT75zM/jrH/7WQddv2W0Vw3TV",
+	"HOxqGqXLB5LC+MYNx0e9wrFPN9oZKsh4RN1InSsfaqfaep8tXs34VjC3VEvj5JtP+JaGTbUSI9R2MVkl",
+	"E/xGYLYqnHaRnTDXGCCvP02IZViLs0yrqcgr18aYtuuS+DA3kqNeHSmzEgvL1sK2Q/RkJNfTHNR3ZlZC",
+	"LJynAPELFHj0C6mlBYBQDmpZzoX5sUpgZnwuJpiUjkr/4WDgki6QlxZaLfm5YYvwkySMrqh4PjSaiglf",
+	"ZjZSrfjFqx8+vLm4unh59fzVyw/Pzv/9Mg498NlSZcIYYJPts0KNznjiF9Z6/faqvTlhpGhGOlN0WXP3",
+	"nHBA5hismQpLVIxzebik3PINZ/Kwh8gv58t5MAKEQdynr/2dLuaqC8WIZJlLu74EbHceXSzMOV/aWaM9",
+	"6atAuWHxuStMwgygEaOSHvb7i3+Pw6KsqfBBenVlxo1PNlYTOV1iYgtF5BQeKhqaekE52ulcKrod5FKq",
+	"yWeHBQZnlaIKnyqNCaQuCy5Shb6kUkIIESLC4w/OM4VAL+sowCYjKCMDQI+Jr1Ry8JtZu6CUfKkm2hcc",
+	"cFLZXE33qzHslo9lJu0aYTbnEjtegLK8lc3vRIXxSWQyr3IEclb+eHX1+gDEQjdSkbpA1yXa3Mh5FYt3",
+	"1TrEhclPQuT08Oik7VtErBeY9oUWCWZeoUkSRwr7Xjiz+oxK56mSwJVx8DTFWX3ZNBq7jhV5SYQqfl2/",
+	"B505UmSjjF3Kf6GSFzYLGeks9vo0GTFNlsIukyZST0mdkaAQOVJK+NKgV/Lo9hah+NKVqmxmYBpmZCYU",
+	"eiymikpYzrdmrFdYFCU9qUgyzEZscTaXxixEZtlEZvCIWSYzJB3aFgWKio44MRXfcGakmmaig+6hFDmK",
+	"q2lcyUSEeOCRqjQekLbMP/RGjGfSrhwHNoDQrpW3VFsitLwbE2kiUlRZQitSTJiELzAVXglmlnmup0hP",
+	"PlO0XIopDjTnqCCgJKIyZw5QEGk7JATzSa5UIpVTTmWnnr5Jmp+XCUQcJHsxwgiqYhTEvg4mhrHis0i5",
+	"vNYK3BqW2u4yR3oAFgzw8muxrVLRrKQSRAqXe1ajUBDQ1JCqphJtZOluZ+QSq8lkIpQRFf5xvuDJTHQG",
+	"3R6YAnnm2I4ZHRysVqsux8tdnU8P3LPm4MXzpxcvLy/gme7MzrOKI2WbHQVhcCNy45Swbq/bw9D4Qii+",
+	"kMEoGHZ73SHocNzOUCqQs6pw2G+LhmdOTNVqzAr4IJelrjsUdKFzcVSBeTrVii/Q9grKep4Ww78gj1m1",
+	"ddq7ZvWtvOVgo93SXfjgE67VyB53Fr3M9rjX97nZ49Y/7HOT7xqzz9RF36A9bvat6O7ebzQdGfR695TX",
+	"NZbVueBOf7B3zVs1wLSj7g3xCFuw+KC8yIWT5ylWxh/SSpvmKXZ0UOmhgo/0H36kVouNDw0ffqhsz4FP",
+	"HD78RNHzAR4YnD78wGYngLswONpnadXaZlQHl/M5z9cFvVV5XFBWZiEveH8XBlPR4Kd6I+wyV5/ECepB",
+	"cDJoMOwdyzQGgWoSJ/2dBh7j/d/CAuK2U/3RpV8L95IEijHTLabcq/iFVNex84lHKuG5C1jmIuMoeypu",
+	"Y/IOKnFr2YJPBWvFuci+jQL4JQri9ogKlEu/PDovuUojRTqDK5WNk2VudB6D8iTSEAbGOm+jsxuRMj7l",
+	"UrnEobdvXtSkeZFObTVrgZVGGo0vLp5pY11uIFbk4TJnaHnVt4pqDyYpwx2Yzp4LrC/xpj3p0PX0dFAe",
+	"nIaE50fVpKiu64nrx1ikIpApZSzPMsz9AFur1T9iBg7VWVhtlmnjpEWilRIJIA8pMQgsaV03panLSqiL",
+	"gxfS2N+EwV9TGIRbXR24SWLW0lkK+FnmqJRHDLotUiZrKbEq7trIwYc7dnTGQuKutYgQCmzbdwHHZ/DR",
+	"9w0u1qZ4AwYtCotKOQrA7jDO5dLvhb1e74z14c/uDOldLfCQvQT39oEtjPU+5bVUrfVt63wr2LPgoAkv",
+	"tJFFTbciSgVLWNxIvTS4rW/MBtXXU9DWv+s9/5O+ffnrdf/ls+eHPz07X/109fzXyR92nAOxrV3d25pT",
+	"fj9TeXi3WWe2dzWxC03sG7d0VWllNYqvL2kqDqlWfuwbyCiKM5pKIYrahlowA9P7NzLxyzT7fRLWiwx0",
+	"StHG7hjbvVYf0MOoKno7YWJLKXvlqUlPtpSzjT4kgJUNHWKiZa83TNDI+C//77//L2rdS2j3rfs+xE4/",
+	"FbHrKNR5oXH+ic4yvTLk53gyePKkPaqIdHQWOpne4kjcOltaUYhrsvBDzJkYnj45Zv/3fx92B+2wWUQX",
+	"4j5Sb9+82MzzrO6oRJtv90Ga2u49sU7+0ASEB/vn/BNpwp+p0YLK8JA+u9CmQaG9pACry8wnR5fvCUEy",
+	"o5ArLfSulN1N2E/yuzM21nbmCuiorzQqSZEywqLzvc2kopZLOVeGJ+ROFRIRm7TkosTJ1bPo3HlLTZeV",
+	"gQBKTo6UU53RkbxV+xMWSczeC4X3UZFnzS2GCqc0oKtZICSrFx2qU3QODixPcJNbX41FCFn6w9AP42oR",
+	"IyVVraZgu4qZ1YuY44+R58lRMIqCeRSEUZCLqdQKfxDLKLirVGZGilyb1YFhkK1HKjW7m2WO2PZl7RV/",
+	"DMOlzunUjVRRnI1blobxDH3512Jda3Kyub1N/xOihfOVmUi14oPeAa3StR0+6B2Uz/tL7Up1OLlbEVC1",
+	"ulLuG1biaiLljgT9WlL58tLNYu+aN9HQz9tONFX2KEJkebHZL73Sz+GexhAjVpa31qtqscDVnWL9cOrV",
+	"piPmB8B1nLs+ejfOM2vkr+44vQuzoNyahVh0RqL4knsC7SCMLLmVHPaHvneFz3BdE23oa2zoAsfigLjd",
+	"P5RuL9ze7tDxzMtmTUWGjWJOC4yCELGgaJuNHZ18aIWuDjYeJTQFKlHxQf+gioDuPizr4hvdb2iwwwOv",
+	"Z1RHrdfgRYqK8LBXlFS+fSEZl1uWGmU3N9tqdTb7ExqV5UkYPkHbG5vDjLwDeHDIZnqJSbr+PqyOB8G8",
+	"0XLzWqwj1Srq8uEnF71qV1HOAUKrBO1c6qFWH4m4OtbyGKIoncupVDxjg16fJg9dSKXaNuuNWGR8LdIR",
+	"VhTFZ7W1bTXQilRtnsPB4Ay1F4rxyky4qpPc2GpOZkMb0XKM3ummYoJA65SJLB3QML3iT5paqflv9ADb",
+	"3bz8aDPsvuDWihzG/G/vouh20OtE0e3Jxft//Zdgh7GAG/pOp+u/mp3wH0P3Dz9WNkbYBIeYLrNP3Ffd",
+	"mmjoSwYYNmroaVepcSW1qXQIke+qZqM7+o5U0QMLJZLPeiPdibXin87/7cN351dPf/xw8fLqzfOLS2p0",
+	"QswBxYG0pOIc9oePK3GptHGpv4miMN/9D01GUv39CXdbBnH/cd70orrjcc50X17SYLddVFTLslsfa+k8",
+	"pHo/ZD5SpJu9AEM24ykbC6HaG/ZdE/drsPeQHfrUAIxfE7/y7I4Uy80OhNbnk3jWTV0R694NGLrRZ4QX",
+	"GrxFf+9m0h7+/6LLNjzQH+4VMKDGxvjA0T4baei1iOGJwT4P1zqI/u2iGj9j1+CCN0zutwfvQgp7Hhhf",
+	"T9kY73halgM/NvDpXjKQYb2+nrD4h4siNMykipQrJsNrxopFXH9hx3btpNUs9m9misEctTNWvNXjzBUe",
+	"GutH9hVMZgZHm7epLsPVE9YqIOPxOh7tLG8MSSvyZYfNNY6sZWHY8bpajOzm8iYpdzNWah4jVSl65CoN",
+	"y5SinCvvwyWlnhbgqkt07oePFFiAeNGnPoYsolJw+AH5c0z1nP5FDlul3eRncoX5DnzjtYek63G6q0wY",
+	"GzgUFdf4OZmVpk0b+O28ApBIuaw+VwkqDa6aWheg7e66F4QAhGuKmEls3mN5xjJ5jXZKlz0TyogRbaE4",
+	"dWnYgurdQYF37R0EZR/i4f0qcu3r3FdYO1NWkSqtRJdd3PLEjpx5SWfIU2zPDSiIq3ChNlfBXSk7ppwr",
+	"PsXy7xLl60p3pDxhrLHnQMjE7QIzyvwwRW4qh+26GnCnX/tn0S0uVpiKGKn42cWLi6uLYj69zFJXm9hl",
+	"P+oVxtQwV9Nh8gaShZWifjwSgX4cn4MIMlMSUPwA2AmgoBZMcXFFw1IV1botzMDwBifjGDY0vjOvK2Di",
+	"iqGqc3l1fnX54fICNR1WpbiaEQ/02m4Mnfn68N9CZ9uhs1017M6tQ7aXb1nxaS9SKivZH36R0u43cO1R",
+	"H9u0G6G8U4jQOvziLw08eTI8hX8PvjTwi+/twdrySpvtPkX6Ki13wBpxwnaBCc1Igs3l6M3nhtXfj9hV",
+	"GfzDQR/epKvT8L0tLEcVQOejersb79VtVYOxYfm6rLB8J1IYqbh0+Oicxc5ijVlrU5RhurgXR67rBqnp",
+	"lbY29OqAQiKgEQFSK8ZeA2H9efRcl949aVynSyfJ8F0EHGR3aeF3KaxyLdYUDYlZi2crrEyoDDWq+l2d",
+	"wxGG3/AmOk9kpGCV3vOUO99M2WjSpzlU/bqu+W8rRtdCrpdWIDANvTSgi1mI7bPKC+9cfiIve2nUdu9b",
+	"AJEjFbb/u8tXL71GNWLxUa/nX0bneqTgnWWzE/JmY4jCVQ2guUxo0So6oJQ9VNqML4C3FakeTcoLwKJV",
+	"P7UNf1IJgR3R4/GG2+j+d9ztDN2XTS4coFwkwUnjlgvH9M5Yvxa8b4dsLIxMnTR3h1lvlLER4N9B4b6d",
+	"Q9X3gdRFz1SD+w+E9j87s65ou3JfcxT3zV18X7Y7efexaM70bhj2wv7gfdFAo39UlKU7vxicSXF7f9AL",
+	"T5+E/cNh+cjwuF8+gznx9DYGsajwTH/vyfFjvBekqezIA6RF/bMl/H2miYvW6Hb1gC9G3GHhunJf+O5s",
+	"2N32rs/vI7OhqK6pJgJ1GxO2fJVD8NmpIdW61gdqMh/jrvXpLqU7drNWbNir14beO/knZF1UXCQPJV2c",
+	"Z5kHvtmE/t81RXyJOP6iRKXidQH+p92BfHKFVl/G4uwms1G3LFPW4q56uRpv3RXeDqvJjx29gjFi0K9Y",
+	"XKKqE98l+sTFOxruLaPYHVV7XbxE5xOjJx/3QvnHvK+krEH+ii7wv3e6fyS8HnpH3oobV76WbmZTaYLV",
+	"jj7EnOwhSl5elaw6Lpj8wUeZ3sUbTQyKi3uCb//3RP+du9r/yp7zv4kLnDhHyQKbOWhVEUAceWTpD7I6",
+	"UhDKVx1Iy/RKmV3FPVVuVmMSh/e32cY+t1RD/VspyNcrBXkAYx4oBsGEa/deWDB8ZVrtxlO+7y2svqRX",
+	"CbMtIg+38ecHYXciT+83CfOghPnNhKoh/A/CPoztn+g7R6Ng4VuCbGj0gJplomlj94+wXueN93TwHqr1",
+	"bm83BCHdlMapNQZxaZFNjUHudnQGCSmStv3QyV3MZuhkKczOsgsFvVuQcUqyQoY9466fhePVlGVXNn0A",
+	"pRuzoXyOJTrPfHabe0dhwT/4PQp6pFq1JbvVtkud+6xWuVu8QI+zw/5Rt66we2djesNVIkyTao79Xh6r",
+	"mW+e4wZX2mQWJ49lANSEZi+V/B+FYZ7cwy/7oyHOfXx0OBz0vyC/BDCK9J+Vb/7HUICR+TGjqf3cw4x+",
+	"2ajWYNuWzawPerepSst+OCPGWVxH3bgMXFcbwrAWcFzsJg6ctt3QICYBBgjcPUMHOradKfrurJmeS2Ow",
+	"jLLaOYYax7ArHSni+9XWmzzTSoT05s8HWN29XhBqihCyL+8FidQ9bpC3OMqXd4NQX6m/qifk75Lt7oLD",
+	"34D1ugl/Y73/wKzXcc19nA83fd9xpNqmClXtaoOqd+/vKK5101xTcFX2nUJ1ET8byjktuyLFc34tWL5U",
+	"MXX/RXuVzaxdjA4O+oOTbq/b6/ZHT3pPepjPQQ1ZDlCXd+v/uKujk16pajTmjLhyrTNZpfWZa0BVUmIB",
+	"lu3I6Itqzzj/Bg6pGM+yjs47/jXcmOsojBNLHBOPrsXaCOoSUJ0MId5Ud1x7RaGeGv++RHxV4sGPV1ev",
+	"25QxfPns90zcIsblRTcr9lRnmUiszitzaZstgrv3d/8/AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -40,7 +40,6 @@ type Config struct {
 	MaxInFlightPer  int
 	MaxReadsPerKey  int
 	ReadShareWait   time.Duration
-	MaxStatsSeries  int
 	TwirpMaxBody    int64
 	OTLPMaxBody     int64
 	OTLPMaxDecodes  int
@@ -81,7 +80,6 @@ func DefaultConfig() Config {
 		MaxInFlight:     64,
 		MaxInFlightPer:  16,
 		ReadShareWait:   domain.DefaultLimits().ReadShareWait,
-		MaxStatsSeries:  domain.DefaultLimits().MaxStatsSeries,
 		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
 		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
 		OTLPMaxDecodes:  otlpapi.DefaultMaxDecodes,
@@ -189,7 +187,6 @@ func (c Config) Limits() domain.Limits {
 	l.DefaultRetentionDays = c.RetentionDays
 	l.MaxReadsPerKey = c.MaxReadsPerKey
 	l.ReadShareWait = c.ReadShareWait
-	l.MaxStatsSeries = c.MaxStatsSeries
 	return l
 }
 
