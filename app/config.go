@@ -55,7 +55,6 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxInFlightPer, "max-in-flight-per-client", "requests one API key (one address without keys) may have in flight; more are refused with 429 (0 = no cap)")
 	num(&c.MaxReadsPerKey, "max-reads-per-key", "store reads (listings, searches, stats, facets, filtered deletes, a tail's replay and catch-up) one API key (one project without keys) runs at once; more wait READ_SHARE_WAIT for one to finish, then are refused with 429 (0 = half the store's read connections and at most half of GOMAXPROCS, at least 1)")
 	dur(&c.ReadShareWait, "read-share-wait", "how long a read past MAX_READS_PER_KEY waits for one of its key's reads to finish before 429 (a `duration`)")
-	num(&c.MaxStatsSeries, "max-stats-series", "most series (values of by) in one GET /logs/stats answer; a question with more is refused with 400 naming by")
 	num(&c.MaxQueryChars, "max-query-chars", "longest query parameter (the query language) in `characters`; 400 naming query beyond")
 	num(&c.MaxQueryDepth, "max-query-depth", "deepest nesting of parentheses and NOT in a query parameter; 400 naming query beyond")
 	num(&c.MaxQueryTerms, "max-query-terms", "most terms (words, phrases, field conditions) in a query parameter; 400 naming query beyond")
@@ -154,8 +153,6 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_READS_PER_KEY: must not be negative")
 	case c.ReadShareWait < 0:
 		return fmt.Errorf("invalid READ_SHARE_WAIT: must not be negative")
-	case c.MaxStatsSeries < 1:
-		return fmt.Errorf("invalid MAX_STATS_SERIES: must be at least 1")
 	case c.MaxQueryChars < 1:
 		return fmt.Errorf("invalid MAX_QUERY_CHARS: must be at least 1")
 	case c.MaxQueryDepth < 1:

@@ -43,9 +43,6 @@ type Limits struct {
 	// to finish, then is KindRateLimited. Zero or less: no share.
 	MaxReadsPerKey int
 	ReadShareWait  time.Duration
-	// MaxStatsSeries is the most series (values of by) one stats answer holds; a question
-	// whose answer would hold more is KindInvalid, found before the answer is built.
-	MaxStatsSeries int
 	// Query bounds the query parameter's text and tree.
 	Query QueryLimits
 }
@@ -73,7 +70,6 @@ func DefaultLimits() Limits {
 
 		MaxReadsPerKey: 2,
 		ReadShareWait:  5 * time.Second,
-		MaxStatsSeries: 1000,
 		Query:          QueryLimits{MaxChars: 4096, MaxDepth: 32, MaxTerms: 256},
 	}
 }

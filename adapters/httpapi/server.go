@@ -185,6 +185,9 @@ func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (
 	if p.By != nil {
 		q.By = string(*p.By)
 	}
+	if p.Series != nil {
+		q.Series = *p.Series
+	}
 	st, err := s.svc.LogStats(ctx, q)
 	if err != nil {
 		return nil, err
@@ -192,10 +195,17 @@ func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (
 	out := rest.LogStats200JSONResponse{Step: st.Step, Buckets: st.Buckets, Series: make([]rest.LogSeries, len(st.Series)), Total: st.Total}
 	for i, sr := range st.Series {
 		value := nullable.NewNullNullable[string]()
+		var attr nullable.Nullable[any] // absent unless an attribute's value
 		if sr.Value != nil {
 			value.Set(*sr.Value)
+			if st.Attribute {
+				attr.Set(json.RawMessage(*sr.Value)) // the stored JSON text, a number as written
+			}
 		}
-		out.Series[i] = rest.LogSeries{Value: value, Counts: sr.Counts, Total: sr.Total}
+		out.Series[i] = rest.LogSeries{Value: value, AttributeValue: attr, Counts: sr.Counts, Total: sr.Total}
+		if sr.Other {
+			out.Series[i].Other = &sr.Other
+		}
 	}
 	return out, nil
 }

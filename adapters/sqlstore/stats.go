@@ -185,28 +185,31 @@ const statsBounds = statsCut + ", minutes AS (SELECT lo," +
 
 // statsFound is the last part of every stats statement: one row of bucket -1 when the project
 // exists, so that an empty answer and an unknown project are told apart by the same statement.
-const statsFound = " UNION ALL SELECT -1, CAST(NULL AS TEXT), 0 FROM cut"
+const statsFound = " UNION ALL SELECT -1, CAST(NULL AS TEXT), 0, 0 FROM cut"
 
 // LogStats implements domain.LogStore in one statement, which is its own snapshot on both
 // engines: the project's retention, then the counts. When the rollups can answer q, the whole
 // minutes from start_time (or the retention boundary) to end_time are summed from them (the
 // whole hours from log_counts_hour when the buckets are whole hours from a whole hour, the rest
-// from log_counts), and the cut minutes at either end are counted from the entries; otherwise
-// every count comes from the entries. The rollups' statement shapes are few (by, number of
-// levels: at most 34) and are prepared once in the listings' cache, so the dashboard question
-// is one round trip; the others, whose plans depend on their values, are planned each time.
+// from log_counts), and the cut minutes at either end are counted from the entries, every level
+// answered (a few; the service keeps the top q.Series); otherwise every count comes from the
+// entries, ranked in the statement (statsTop). The rollups' statement shapes are few (by,
+// number of levels: at most 34) and are prepared once in the listings' cache, so the dashboard
+// question is one round trip; the others, whose plans depend on their values, are planned each
+// time.
 func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
 	start, hi := *q.Start, *q.End
 	head := []any{start, start, q.Now, start, q.ProjectID}
-	if !rollupAnswers(q) {
+	if !rollupAnswers(q) || (q.By != domain.ByLevel && q.By != domain.ByNone) {
 		f := q.LogFilter
 		f.Start, f.End = nil, &hi // lo, the later of start and the retention, is added below
 		w, args := where(s.eng, f)
-		query := statsCut + " SELECT (time - ?) / ? AS bucket, " + groupColumn(q.By) + " AS grp, count(*) AS n FROM logs" +
-			w + " AND time >= (SELECT lo FROM cut) GROUP BY bucket, grp" + statsFound
-		args = append(append(head, start, q.Step), args...)
+		group, groupArgs := s.groupColumn(q.By)
+		query := statsCut + ", counts AS (SELECT (time - ?) / ? AS bucket, " + group + " AS grp, count(*) AS n FROM logs" +
+			w + " AND time >= (SELECT lo FROM cut) GROUP BY bucket, grp)" + s.statsTop() + statsFound
+		args = append(append(append(append(head, start, q.Step), groupArgs...), args...), topArgs(q)...)
 		rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
-		return s.scanStats(rows, err, q.MaxSeries)
+		return s.scanStats(rows, err)
 	}
 	// The rollup counts the whole minutes [a, b), a from the statement: the whole hours [h, B)
 	// of them from log_counts_hour when the buckets are whole hours from a whole hour, the
@@ -236,7 +239,7 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 	}
 	// part counts table's rows (n, or 1 for each entry) with column >= from and column upto.
 	part := func(table, column, n, from, upto string) string {
-		return " SELECT (" + column + " - ?) / ? AS bucket, " + g + " AS grp, " + n + " AS n FROM " + table +
+		return " SELECT (" + column + " - ?) / ? AS bucket, " + g + " AS grp, " + n + " AS n, 0 AS other FROM " + table +
 			" WHERE project_id = ?" + levels + " AND " + column + " >= " + from + " AND " + column + " " + upto + " GROUP BY bucket, grp"
 	}
 	query := statsBounds +
@@ -255,36 +258,69 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 		return nil, s.translate("stats", err)
 	}
 	rows, err := stmt.QueryContext(ctx, args...)
-	return s.scanStats(rows, err, q.MaxSeries)
+	return s.scanStats(rows, err)
 }
 
-// groupColumn is the column a stats query groups by, or a constant for none.
-func groupColumn(by string) string {
-	switch by {
-	case domain.BySubject:
-		return "subject"
-	case domain.ByNone:
-		return "CAST(NULL AS TEXT)"
+// groupColumn is the expression a stats statement groups by, and its arguments: a column, a
+// constant for none, or an attribute's value as the JSON text stored (NULL when the entry lacks
+// the key). The key is an argument, never part of a JSON path: PostgreSQL takes the member by
+// name (attributes is json, whose members keep their text as written), SQLite finds the key
+// with json_each and reads its member by the path json_each writes itself (fullkey), which ->
+// answers as the stored text too (an attribute's numbers, escapes and nesting byte for byte).
+func (s *Store) groupColumn(by string) (string, []any) {
+	if key, ok := strings.CutPrefix(by, domain.ByAttributePrefix); ok {
+		if _, lite := s.eng.(sqliteEngine); lite {
+			return "(SELECT logs.attributes -> j.fullkey FROM json_each(logs.attributes) AS j WHERE j.key = ?)", []any{key}
+		}
+		return "CAST(attributes -> CAST(? AS TEXT) AS TEXT)", []any{key}
 	}
-	return "level"
+	switch by {
+	case domain.BySubject, domain.ByUserID, domain.ByTraceID, domain.BySpanID:
+		return by, nil
+	case domain.ByNone:
+		return "CAST(NULL AS TEXT)", nil
+	}
+	return "level", nil
 }
 
-// scanStats reads the answer of a stats statement: counts per bucket and group, and the row of
-// bucket -1 that says the project exists (KindNotFound without it). It stops at the first row
-// of a group past maxSeries distinct ones (zero: no bound) with domain.ErrTooManySeries, so
-// what it holds stays within maxSeries groups of every bucket.
-func (s *Store) scanStats(rows *sql.Rows, err error, maxSeries int) ([]domain.BucketCount, error) {
+// statsTop is the tail of an entries' stats statement after the CTE counts (bucket, grp, n): the
+// rows of the first ? groups ranked by total (largest first, then NULL, then by value, bytewise
+// on both engines), and the sum per bucket of every other group as rows of other = 1, so that
+// the answer is exact and holds at most ? + 1 groups however many the range has. Placeholders:
+// the number of groups kept, twice.
+func (s *Store) statsTop() string {
+	bytewise := "" // SQLite compares text with BINARY unless told otherwise
+	if _, lite := s.eng.(sqliteEngine); !lite {
+		bytewise = ` COLLATE "C"`
+	}
+	return ", totals AS (SELECT bucket, grp, n, SUM(n) OVER (PARTITION BY grp) AS total FROM counts)" +
+		", ranked AS (SELECT bucket, grp, n, DENSE_RANK() OVER (ORDER BY total DESC, CASE WHEN grp IS NULL THEN 0 ELSE 1 END, grp" + bytewise + ") AS rk FROM totals)" +
+		" SELECT bucket, grp, n, 0 AS other FROM ranked WHERE rk <= ?" +
+		" UNION ALL SELECT bucket, CAST(NULL AS TEXT), SUM(n), 1 FROM ranked WHERE rk > ? GROUP BY bucket"
+}
+
+// topArgs are statsTop's placeholders for q: its Series, or every group when zero.
+func topArgs(q domain.StatsQuery) []any {
+	n := int64(q.Series)
+	if n <= 0 {
+		n = math.MaxInt64
+	}
+	return []any{n, n}
+}
+
+// scanStats reads the answer of a stats statement: counts per bucket and group (or of the other
+// groups), and the row of bucket -1 that says the project exists (KindNotFound without it).
+func (s *Store) scanStats(rows *sql.Rows, err error) ([]domain.BucketCount, error) {
 	if err != nil {
 		return nil, s.translate("stats", err)
 	}
 	defer rows.Close()
 	var out []domain.BucketCount
 	found := false
-	groups := map[sql.NullString]struct{}{}
 	for rows.Next() {
-		var bucket, n int64
+		var bucket, n, other int64
 		var grp sql.NullString
-		if err := rows.Scan(&bucket, &grp, &n); err != nil {
+		if err := rows.Scan(&bucket, &grp, &n, &other); err != nil {
 			return nil, s.translate("stats", err)
 		}
 		if bucket == -1 {
@@ -294,14 +330,8 @@ func (s *Store) scanStats(rows *sql.Rows, err error, maxSeries int) ([]domain.Bu
 		if bucket < 0 || bucket > math.MaxInt32 {
 			return nil, fmt.Errorf("stats: bucket %d out of range", bucket)
 		}
-		if _, ok := groups[grp]; !ok && maxSeries > 0 {
-			if len(groups) == maxSeries {
-				return nil, fmt.Errorf("stats: %w", domain.ErrTooManySeries)
-			}
-			groups[grp] = struct{}{}
-		}
-		c := domain.BucketCount{Bucket: int(bucket), N: n}
-		if grp.Valid {
+		c := domain.BucketCount{Bucket: int(bucket), N: n, Other: other != 0}
+		if grp.Valid && !c.Other {
 			v := grp.String
 			c.Value = &v
 		}

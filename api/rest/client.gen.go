@@ -201,10 +201,18 @@ type ClientInterface interface {
 	//
 	// Counts the project's entries that match every given filter (the filters of `GET /logs`) in
 	// buckets of `step` milliseconds from `start_time` to `end_time` (both inclusive; the last
-	// bucket may be shorter), one series per value of `by`. Dense: every bucket is present in
-	// every series, with zero counts where there are none. Exact: `total` is the number of
-	// entries that paging `GET /logs` with the same filters yields, expired entries left out
-	// alike, so the same filters preview what `DELETE /logs` would remove.
+	// bucket may be shorter), one series per value of `by`: at most `series` of them, the
+	// values with the largest totals (ties by value: the series without a value first, then
+	// bytewise), and, when the range holds more values, one more series
+	// `{"value": null, "other": true}` counting the entries of every other value, bucket by
+	// bucket. The entries without the field (no subject, no such attribute) form the series
+	// whose `value` is null (without `other`), ranked by its total like any. Dense: every
+	// bucket is present in every series, with zero counts where there are none. Exact: the
+	// series add up to `total`, the number of entries that paging `GET /logs` with the same
+	// filters yields, expired entries left out alike, so the same filters preview what
+	// `DELETE /logs` would remove. However many values the range holds, the answer is never
+	// refused for it: the values past `series` are counted in `other` (1.0.0 refused a
+	// question of more than `MAX_STATS_SERIES` values with a 400 naming `by`).
 	//
 	// Corresponds with GET /logs/stats (the `LogStats` operationId).
 	LogStats(ctx context.Context, params *LogStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -474,10 +482,18 @@ func (c *Client) LogFields(ctx context.Context, params *LogFieldsParams, reqEdit
 //
 // Counts the project's entries that match every given filter (the filters of `GET /logs`) in
 // buckets of `step` milliseconds from `start_time` to `end_time` (both inclusive; the last
-// bucket may be shorter), one series per value of `by`. Dense: every bucket is present in
-// every series, with zero counts where there are none. Exact: `total` is the number of
-// entries that paging `GET /logs` with the same filters yields, expired entries left out
-// alike, so the same filters preview what `DELETE /logs` would remove.
+// bucket may be shorter), one series per value of `by`: at most `series` of them, the
+// values with the largest totals (ties by value: the series without a value first, then
+// bytewise), and, when the range holds more values, one more series
+// `{"value": null, "other": true}` counting the entries of every other value, bucket by
+// bucket. The entries without the field (no subject, no such attribute) form the series
+// whose `value` is null (without `other`), ranked by its total like any. Dense: every
+// bucket is present in every series, with zero counts where there are none. Exact: the
+// series add up to `total`, the number of entries that paging `GET /logs` with the same
+// filters yields, expired entries left out alike, so the same filters preview what
+// `DELETE /logs` would remove. However many values the range holds, the answer is never
+// refused for it: the values past `series` are counted in `other` (1.0.0 refused a
+// question of more than `MAX_STATS_SERIES` values with a 400 naming `by`).
 //
 // Corresponds with GET /logs/stats (the `LogStats` operationId).
 func (c *Client) LogStats(ctx context.Context, params *LogStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1502,6 +1518,18 @@ func NewLogStatsRequest(server string, params *LogStatsParams) (*http.Request, e
 
 		}
 
+		if params.Series != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "series", *params.Series, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1908,10 +1936,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Counts the project's entries that match every given filter (the filters of `GET /logs`) in
 	// buckets of `step` milliseconds from `start_time` to `end_time` (both inclusive; the last
-	// bucket may be shorter), one series per value of `by`. Dense: every bucket is present in
-	// every series, with zero counts where there are none. Exact: `total` is the number of
-	// entries that paging `GET /logs` with the same filters yields, expired entries left out
-	// alike, so the same filters preview what `DELETE /logs` would remove.
+	// bucket may be shorter), one series per value of `by`: at most `series` of them, the
+	// values with the largest totals (ties by value: the series without a value first, then
+	// bytewise), and, when the range holds more values, one more series
+	// `{"value": null, "other": true}` counting the entries of every other value, bucket by
+	// bucket. The entries without the field (no subject, no such attribute) form the series
+	// whose `value` is null (without `other`), ranked by its total like any. Dense: every
+	// bucket is present in every series, with zero counts where there are none. Exact: the
+	// series add up to `total`, the number of entries that paging `GET /logs` with the same
+	// filters yields, expired entries left out alike, so the same filters preview what
+	// `DELETE /logs` would remove. However many values the range holds, the answer is never
+	// refused for it: the values past `series` are counted in `other` (1.0.0 refused a
+	// question of more than `MAX_STATS_SERIES` values with a 400 naming `by`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -3428,10 +3464,18 @@ func (c *ClientWithResponses) LogFieldsWithResponse(ctx context.Context, params 
 //
 // Counts the project's entries that match every given filter (the filters of `GET /logs`) in
 // buckets of `step` milliseconds from `start_time` to `end_time` (both inclusive; the last
-// bucket may be shorter), one series per value of `by`. Dense: every bucket is present in
-// every series, with zero counts where there are none. Exact: `total` is the number of
-// entries that paging `GET /logs` with the same filters yields, expired entries left out
-// alike, so the same filters preview what `DELETE /logs` would remove.
+// bucket may be shorter), one series per value of `by`: at most `series` of them, the
+// values with the largest totals (ties by value: the series without a value first, then
+// bytewise), and, when the range holds more values, one more series
+// `{"value": null, "other": true}` counting the entries of every other value, bucket by
+// bucket. The entries without the field (no subject, no such attribute) form the series
+// whose `value` is null (without `other`), ranked by its total like any. Dense: every
+// bucket is present in every series, with zero counts where there are none. Exact: the
+// series add up to `total`, the number of entries that paging `GET /logs` with the same
+// filters yields, expired entries left out alike, so the same filters preview what
+// `DELETE /logs` would remove. However many values the range holds, the answer is never
+// refused for it: the values past `series` are counted in `other` (1.0.0 refused a
+// question of more than `MAX_STATS_SERIES` values with a 400 naming `by`).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -42,27 +42,6 @@ func (e ListLogsParamsOrder) Valid() bool {
 	}
 }
 
-// Defines values for LogStatsParamsBy.
-const (
-	LogStatsParamsByLevel   LogStatsParamsBy = "level"
-	LogStatsParamsByNone    LogStatsParamsBy = "none"
-	LogStatsParamsBySubject LogStatsParamsBy = "subject"
-)
-
-// Valid indicates whether the value is a known member of the LogStatsParamsBy enum.
-func (e LogStatsParamsBy) Valid() bool {
-	switch e {
-	case LogStatsParamsByLevel:
-		return true
-	case LogStatsParamsByNone:
-		return true
-	case LogStatsParamsBySubject:
-		return true
-	default:
-		return false
-	}
-}
-
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
 // null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
 // the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
@@ -245,17 +224,35 @@ type LogField struct {
 	Field string `json:"field"`
 }
 
-// LogSeries The counts of the entries with one value of the grouping.
+// LogSeries The counts of the entries with one value of the grouping, or (with `other`) of every value past the answer's `series`.
 type LogSeries struct {
+	// AttributeValue With `by` an attribute, the attribute's value as a JSON value, of any type (a number
+	// stays a number; `null` for JSON null). Absent for the entries without the attribute,
+	// for `other` and for the entry's own fields.
+	//
+	//
+	// Example: 500
+	AttributeValue nullable.Nullable[interface{}] `json:"attribute_value,omitempty"`
+
 	// Counts One count per bucket, in the order of `buckets`.
 	//
 	// Example: [3,0]
 	Counts []int64 `json:"counts"`
 
+	// Other Present, and true, only on the series that counts the entries of every value past the answer's `series`.
+	//
+	// Example: true
+	Other *bool `json:"other,omitempty"`
+
 	// Total Example: 15
 	Total int64 `json:"total"`
 
-	// Value The level or subject; null for entries without a subject and for `by=none`.
+	// Value The value: the level, subject, user id, trace id or span id itself; for an attribute,
+	// its value written as JSON text (`"\"checkout\""` for the string `checkout`, `"500"`
+	// for the number 500, `"null"` for JSON null), so that no two series share a `value`
+	// (the value itself is in `attribute_value`). Null for the entries without the field,
+	// for `by=none` and for `other`.
+	//
 	//
 	// Example: error
 	Value nullable.Nullable[string] `json:"value"`
@@ -268,7 +265,9 @@ type LogStats struct {
 	// Example: [1795392000000,1795395600000]
 	Buckets []int64 `json:"buckets"`
 
-	// Series One per value of the grouping that any counted entry has, ordered by value (null first); with `by=none` exactly one.
+	// Series One per value of the grouping that any counted entry has, at most `series` of them
+	// (those with the largest totals), ordered by `value` (null first, then bytewise), then
+	// the series of `other` values when there are more; with `by=none` exactly one.
 	Series []LogSeries `json:"series"`
 
 	// Step The width of a bucket in milliseconds.
@@ -939,12 +938,19 @@ type LogStatsParams struct {
 	// Step The width of a bucket in milliseconds, at least 1,000; at most 1,000 buckets per request.
 	Step int64 `form:"step" json:"step"`
 
-	// By One series per `level` (the default), per `subject` (entries without one: `value` null), or one series for all (`none`, `value` null).
+	// By What a series stands for: one value of `level` (the default), `subject`, `user_id`,
+	// `trace_id` or `span_id` (entries without one: `value` null), of an attribute, or one
+	// series for all (`none`, `value` null). An attribute is named by its key, as
+	// `attributes.<key>` (always an attribute: `attributes.level` is the attribute `level`)
+	// or as the bare key when it is none of the entry's fields (`http.route`,
+	// `service.name`); `message` is not a grouping. An attribute's values are its JSON
+	// values: `500` and `"500"` are two series, and JSON `null` is a value (`value`
+	// `"null"`) apart from the entries without the key (`value` null).
 	By *LogStatsParamsBy `form:"by,omitempty" json:"by,omitempty"`
-}
 
-// LogStatsParamsBy defines parameters for LogStats.
-type LogStatsParamsBy string
+	// Series The most series of values in the answer (1 to 100; 10 when absent), besides the one of `other` values.
+	Series *int `form:"series,omitempty" json:"series,omitempty"`
+}
 
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
@@ -1871,6 +1877,19 @@ func (siw *ServerInterfaceWrapper) LogStats(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "by"})
 		} else {
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "by", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "series" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "series", r.URL.Query(), &params.Series, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "series"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "series", Err: err})
 		}
 		return
 	}
@@ -4199,194 +4218,208 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rcttI1tirdJAvZXIXonjRxaLKldLYmhl/67E9tpz5NoZjNIEmiRXYzUE3RXE8qsrfPEX+JZXXyL5J",
-	"niR1zuluACQoUZa9O7vfuGZKJNHoy+nT535OfwoSNZsrKaTRwfBTMBU8FQV+fCNMsTobG1HAt1TopMjm",
-	"JlMyGAZvRaJkqplRbMkzw0ZirArBCnglk5NOEAbims/muQiGvTDQyVTMOHQzVsWMm2AYZNIM+kEYmNVc",
-	"0FcxEUVwc3MTBnNe8Jkwdh7nMr3IZmJzEq9kvmJCmiITmi0zM2WxyWYiZtwwVbg5mWmm2TuZXTN4yDLJ",
-	"ZlmeZ9quoJXJJF/o7Eq0T5lUfimxNrwwH7HD+nKOTw4PBr2jLvwLgwxm8vNCFKsgDCSHeQZCpvhisG3l",
-	"RwdNKw+DF2ryQlyJfJe14rriHJrHp6wQc8ENywwbq4JxuWJqzLS4EgXPWSvO1eQjNn0iikIV0aLb7R+V",
-	"P4654XncDgFyM6UN6x0htHSHPVWzOS9Eyrhm2FgzXgimjSpEOmQJ12Ivk1pInZnsSoSMs1xNJqJ4pJme",
-	"izzP5ATezYxmCZdKZgnPqafavH46e/Py+cvvYsZlyiq/L3khMzmJmRa5SAyL4Yf4lGkhWPxCTc6lKVbP",
-	"5XxhOgSLdoed82TKMs2ueJ6l7N3Ft3uPEWZqYdjLdy9C1gPEHfRZMuUFTwDRWMtMBRtnIk8faaaWkhWL",
-	"HFCCy5WZwhpErgV0etDtMsln8BO84nG1hiTvA4RzEAYI2uADPJvnKhXB0BQL0Yw3ftU1xMmMmOFBsAij",
-	"TZHJSXATBjN+/Zwe9o48PvGi4Ct4qs0KpoKIB99fF+ovIjHPn21i1wUshB4/0ixLa2sJur2TwdG4K/Ye",
-	"J32+dzwaiL2T9GC81+dHo8dJN+2J/jiwK5pzMy0XlKVBGBTi50VWiNStvFzZ2oKqc/wRIXPbRNlyqrTw",
-	"ZwKQcia4NKdwCGYLbZi4zrT5/KWsbY4d9uO91/TjXacZ1xHPhNZ8ImKWKGl4JjWdcCOujUXY/uFRBWND",
-	"lk2kglHwELLRKpLvZJaoVDCdwXrp97HKU2jUiv/6P2I24yaZCs3iv/6f+JTFby/enL19ex6zVAmN5A8b",
-	"APUr+F//p4DT9NywTEcyzwwQkyGL/1McsvijPalRFLMpvxJMKjjvScZz3AfgApGsAT8VSZ5JkW4B8M81",
-	"rJ/x6xdCTsw0GPYPj8Jglkn3vRc2QbkZYWqQNlPuFoiwxQmEwBLgJOM3lnM5WfCJYCORq2XIzl4+E6mj",
-	"uIIpMxVFJEsOxVrxzzG7FGJONM6ufQh0kCDG9GJEEwXSNJubFXAnPtJCmiEDEk0zXHUiGck4jiNJU2Hs",
-	"CVNFJFXB8N8ThPgnFgWv3kQBfrmJJPyhpwvJixX7xN5HwdnLZ1Hwwf5yE0n6AI1aUfDy1UUUsF9ZFOxF",
-	"Qds2+pXNi2zGi1Uk7Qf2hEVBKwpgtlHQxleQQLIoGEYBUNeFWPuNXsAn2r+0VEWqI2l/ZU8QkJrPBHv1",
-	"hu0DhNk+e/nqgk0KPpvxgqkrUdhOQiaAmPP5PM9ECqcAh7O94YqgezsKi4I/4JDzaQG4/6v/oRUFwPQG",
-	"wq6cvjypfktqX54AaORiNoLtZvYfPH4fBfZ3FgUXr6rfPkRBJO3Q7Al7FAWP2KfyyLJf2aMogh/pQ/SI",
-	"3WAju+uRfF2IRKRCJmLI4pevLmLWgu3lLBccD3G8F7fZKEPRK5tMjdAmBHBKFp+9fAbNc60YnH6A1kiY",
-	"pRAykmapmBHFTLdd61dv4iGLOezAiCUxMDb61hrhhiTtOCz3SUmLp4VaGIF4usd+gm0FPLeU65GmnUZS",
-	"DEchV3IitGHFQmoQR3JhiHCl2QSeI/34GIcssTIGALpO1Fq3ULQQxIr45xiYNAOCDGNlKdMLQBgNncXH",
-	"gxN+MDpMx4ePj4/6B0e4UCUFzrTDztgIJotio1qYkjz6RbGpJZ8AC3jpFPud89UfYsYJ6ZCsjMQEaDaJ",
-	"oXO+imFWFhfiKJjz1UxIwxwNjIIYYUQQyyQsQS1D6Hw55QagzbQAMmOQcIkZa8W2k9D38h/8jNsdz0GG",
-	"17hKv3kApeu4A1v2LZwdPXRiY8hivRgBV4OPCy2Kj1kKH03BE2E/6zmX8JG2y3MpjqK1gAkj8XqkT0ns",
-	"BAIJApJwkzBqvkfyHjemyEYLIxw95YZdihX00Yqnxsw7iF/D/WQqkkvYEBhfFFdZIjrQ5TDhhYENj31X",
-	"ukPnFfrBMx0zni/5SuMctJtjOXSr+q4XGX9cKCMYt0QNZwY7DzIsT4QGGqhX0vDrKgfG3cINh2PtGSKw",
-	"RK6Z0Amfw/zkngX4MHaorhvFaRCIsZ0XhuFYosALa7Z7NcSBEA3tlg1jJq55YvLVabl3Qzsfu3/DuDxa",
-	"sCt4ktQYPmeFPZGE2wiCP+DYnM0LMc6ucQ1nHmxDFg8Pu93yuECHlgoedrtEtOLDbrfTjds4C0RG5IFw",
-	"GA673SiIaTQUoOxUh2OeaxFj65FSueBSU2cGZSTqQeOBt73RflXmAZ3aZxYmHRYPLbmHSYf+a/kxqXx8",
-	"4ibzvt/tsotXrH9y8iGu6oluE2EoWjXQFBjoFW6QDhkK4UTh5CLPmfh5wXOQr6YkF+2xGPnY8A8lEGtS",
-	"CopUXiUZMi6rpwehcSlWsEfzQoAkgYfIkw4gLQiakMbHyaciraDRLkd+OQXuwZgWhlAAhNM0A9kKeAK3",
-	"vB/miUSgFCNx/plmuKMhA6ZktOVpQBeKhaiCoUWcqB1bTq+J7dvTqEpIIO95kc2gtxaQBqSTxiBeDL3+",
-	"ehB2T45q6l38w9m/ffzx3fmbP398+v3Zm7eg7Uqh4UWmxijRCWmmQgvLmHCqrr9Bn6VCzGvdPDt/ffF9",
-	"VWkG+Ry5bCSr7S7O3/zwFmjMmRUx1cLoLKXt9SJPgV9zWhkePVA0rW6AyqSOI4l0taZ2shg7jUsRda60",
-	"3aExfS/UKBczYLMLaUQK3KYCmXGhZpHssVa8kOJ6LhJoQqIbN6x3DDO/yGZw+gClM1kzjRCsnMEjXhf5",
-	"68TbUnUUMIjcCz1XUouONtws9Edg9ZWzig1BMKzwhijYnwqem2kUbNMj7NfbdLI3XE7EuUybNUwhUwe8",
-	"Aho6yIVf3I50/HhwAv/utCNtVzh3sSvhct/CRJoXjHN8yJI3VjY46XdvsZCVQHnw2nBZn2Ug5GM4P7vb",
-	"Bze3r/9450Xec1FEo3dZkuVy1h7oiLsljikbrYB3ZDIV1+3hdouYN/yF3f4BG62M0J9r+wrcOd9yPu0U",
-	"7zihF8CPmmxVNQggyiI/4aAzDfpsKq55KpJsxnMr1YR4HHmes19EoU7ZYj4XBck/Xm5QqsPOPm+1B6Px",
-	"SX88ODw+Hg0OUn7EB4k46Z+kXdEVB8eDoy1QcPx2m9Fj0K/ZPODrJpDeaVHcCaMGLHF8/34I8YVtpMFi",
-	"76C/BTp2grfiyA1QDuIfaB79hqdvSAuEb4mSRkj8iCJFwgE2+5YZ/vEvGgD1qZwNgNDwLIetASLo9Eng",
-	"eAgkmDqy4WD4vtIYLY0jUZUUSuYahMFcwbkugmGw398n4+7NhzAghhcMD4B4mMwgQL7hKXNLKO25I7Uw",
-	"w1HO5SVadT08/qUQ42AY/Mf90oOzT0/1/mtaJkFpk95XVjfjORAkkaLLpBD8EmQP2NhTL3dYVQpFMjUe",
-	"C4kaMcl+qqhu700YfKuKUZamQj54FzKNMq6XKRO0C+Hvai4K7CqognJQgrKcxVcF5Nnr53fPEWFE1mOE",
-	"0HP5bZ5Npg9F09LoUfqDnqdiNldGyGS19yfSDzLJxjRcFVQnJaieKjnOs+QrotzZ+kytZaJhttpkec5G",
-	"AhBsymWai/SU3Ios5w7FXirzrVqQ9PYAADpHAuzbGPurQuighNBLZdi3tsFXRCY3H49M1oEB3FCpF7yY",
-	"iAejzAit32Ta8CQeRBjHLqow6A1qWAKjsgulGE3lq8JipNKVU4pozplmOYwLv3Gy2Fv9jyeJmBvtAPUD",
-	"lytLRfUD4bUsMgMCsRFMXCdCpKKGI/3KKQK4wMjMD/1V4QNEZ8o1W2iRssWcbIl+tu7IOAlXsEl2JSRK",
-	"uMCD1738e97N3zQl23q/EhCAs3on+cJMVZH9Ih56FKEjIY19hXmNoHogeyWwayN/NTi/VI6+h4CKSooq",
-	"1vlTeinVcg2oP/30095ZuaQG1ST+RvBCFHFNIKLfbhd6CO5XPMv5KBdfQNJB0yOcrkWl2xLuh1Wu+pbU",
-	"efau1vQrojlNLuGSNGpWgAwiUlYAQ2NSLUNHJOyuAAuZihQFlFzxdebx5VAfdl1ad/UDd2FBnTn6v0XQ",
-	"lKr0fHt+j2JpRcTs7lfc1DU5s9+vHp95oRKhNWwgO5cmM6uvyP0NywXXBg8QmQlJnuR+QWjyrLM91EDW",
-	"3nuknQKf6UjyvBAcuESeOqYAVLCMYygE7AjQk1a8P9inN6MARLPyFVMNfYhk+Y4as2OW8pWOgrbHsnWJ",
-	"ZelIsLX24M5wlmbjsSiAXQIfO42ktfxie7L1dxhamnCjyV1SYceOGZ/ioIQCTPOVZlO1ZDNgMzNViEia",
-	"qYBRRSE6kQwQMfViPleFEekPIs34Be7pg4kEsmOv6lQ6wBerIsNhFc38XBhOhuFsvr7ckBEeWXvWDIeG",
-	"McmD78Vywy9Bqf3Xt69enjLO4C+biWICCitIHGNVsNdnF0+/b3dQ27ZTgBmWvhCEaEo2cZ6/LqB7A3KU",
-	"NWatxc2ZYpGYRSFSlnLD3RQRu4fOb3EpVhhZB9uMk7Ke85b1f4TO6xB6L0kYSbnIc+d4CJkiT0Q7pN4u",
-	"xdywK1GMuMlmrJUqQ34nAFMhQHAwQrY77MzhYP8xvcgNIhkzak7+qtCpgU0xKaceiY8O2J+ybxjXVeIs",
-	"ZKJSoVlmItlCJ0pi2qdohhdpVYO2nrFUiPkpBpYQYFSBcs+Mr1CCZS/fvWCtd38E8bXdYf8FoRTJRM1A",
-	"ZkwuYXSN/lLnpXFuENaKe/3BweHR8eOTbvkptjZuNJa0TwkCvrtIasTlkJFPHqYC3TOzBJ5YhoDkQLRw",
-	"z9bM4Z8CNGTPhJmqNBgG351fAEeC3yoGcOC5/TBAvuWwyPAJsAPnRgbhUiyCDzf+LClnU7vem6g9+yMc",
-	"zs4bvvyBnLbVp3v6MpvvqTmh7Z5nITAcKPE8EQYB2mRcEtYxo8beBQQgKWkTHB+0B1kTFHmDMBZrXjkh",
-	"QJYWRJQ8jA764d0W0jC4ap4bkACaG9d4djBIwHlXuXNSlntlxLU5ZTEcHvJ4bvrZqD+gKYs8rxuBg/2K",
-	"rRMek0xGe3bbTpDxypm939vlhBYeH9a3lUJDMdRxc81nbn25mthAIvbKbiztjvUpApvAE49YC8dfzeDg",
-	"p5v7wmv07TZ6XKGEN2GQpU2xwnD497jW2UTC8VnI7OeF2BKYd8J73b3jpJ/uPRaD8d4BPxwdJcfpY3Ey",
-	"DsLNEMi8OVz2Aj3ca9Gm20NGTz2mWlBadm7pEAKu7A7EDiIwzpyRFWRDri3JRYBuhm1aJKii/UaASNOL",
-	"Fdmu9u6OUY0b/Vk/7yb4ekcsV0tR7KGVfNOkvrZ33XH36Jjz7oifdPuj48ahSodGo6Ng4wXT6NHZ6qfZ",
-	"4pvp9Qc7kRNvjd8YEbjR7qDYwRmwsVJn666BxtrGN03+VapB0n81LnXmKb2LI0Y43kZQ8CA0U3lPUICI",
-	"cpbkGWCoFjIF4tlhZ2wmkJ4CUQEZNmUoj2ZW4MhkNVAnZguZiiKSQHdB30Gpl07l61dvL9h+riaawrkQ",
-	"2Fe8yLg0xGawMfbeil/QqfVucmKzX4aCbSEomxHjp1XJBsmGZnEmx4rCJliG5nUK8+ywFz7WJ5LrMfPI",
-	"PC3h8VSmKfouo3i6OTdT1np18eI1EJ32MJKIoXdHzLXDMhjHhuajCy1Rs5mSNm4fQ5OUFJG0wqnOrtmr",
-	"uZAXIhczUqZxMcNIRvJX9pYm/it7i1wFA3ZWOGyb/RrJX/f29vB/aEtRJjHzn0IWjzOQ/+ATyKdKw2Ns",
-	"m4rRYoJt6ZNt6/4Wrh3B3H0I6S+c+EzJta8cY96kMlnih8HwKuY+hPQXMw7oOZJxbECfQvxAkWlXovD9",
-	"UA4F859CFidFZmAv3Wf4y3NR4AcBqob/ABolfJlzmWE0UkqfoPNInvnAOmJllQNW3fr4bJFmJiY7urJJ",
-	"GzHHH9sYhJMstFEzu4GRXKrissN+AnRFIV9cW+GAFFgKDmHeSpTa4UdipWTqBvXBatQmklx7YAJhiM8J",
-	"gpUpESTboT0kuBarKvhzG0kCcGZWH2FicciW0yyZUmQC8NslL9L6OzZ+5rQmxm10VIlXWloVgTj5MpN6",
-	"PYLFcfHtrtne7Sx+wxhS1Y9aR4fh4eDI+lfVmDyxa0Jmg2hQmc3R4eHg6E5hYbu3oQTGSOQKKIJRXyKH",
-	"YndpAw19c2uLWZ8K4EXv6H5ufaC76BMQaZW21k7LnSJMBcS9tfyDo9sFnPrqfgLRu1wZ8gS1MM0edocB",
-	"rCUVqLdtMhMRq3qkmZ+UOwWVQC5YaUaRiBRLppQWBRuphUyJWcEYdESg4RIm5mJDgPGQUu25DUJta2RH",
-	"FTzd/sHDJbgqP32kqQkyUstCv5aAB/DFp83o1/pp8JRhMApDF9i1CevcsA0Yet/Ak/tj6A6S5b2iR2py",
-	"5yZE4GEFIImSiSik/ofEWitL34Wxa8J1o1y9RZBGc0kzIBFYVsCydjw1RpO2NZzMlI2SWbeabGrl+Ebz",
-	"MLYzkMuRqaE0XgdDGUTZqJRmWsPHjd6/32rVSVUZ6lsG6FbHPOjudDhRtLnPyPUhndWdDDUwpTzTZm35",
-	"B7ublfR2th0jHsY+Oam6u+Os0OaUwWa5lDJA3WWmBVNFKgpUZCqCySMyUdkUP1U4azCKYRZJqgbiR9qa",
-	"c2BhPiv0NtWmYsa7WU8QXUN3wi0PAbcpJWLchvr6PriP9mOHr5ciZWNVNOD6ln5BLwUyih343D2Cr8cI",
-	"a7Lxh2AnYPlzfCeoaGrbANJ8SM+qhsVLsbrLYgpEbTeL6WCwm8nUU4/dSMIW/LjVQvlWFJnYggyW9FcQ",
-	"2gcnqqpFmaLi1WJu6wg0LH8LWuAzRI7RIrkUZg071JjF9EDXI7HfD8LuhwqS7CJOrOVaG2V4XoNt7/Ch",
-	"dmzStVTBrGh5SqkcY1XUoKcWhnHXBrEKWsSj1ROp5FrMuddm1m3Vt+99zTqNgS3KJrU3IoHhTTv01O+/",
-	"m325U7jvIPDB9Ocu+fNubLDbeVtQO3brqI4drYVCKGZDooJbS2hQso4c9Wh2+nZI1R8eiDR6y2lxJK4R",
-	"CGTKRxOLTecgCW3KdUiITkHf9HKLUAY4U/vUhsA7zPAxwUqK+xBJe8ibFmTEvHkvlllqpmTIs3twm/12",
-	"4Ipr7AJUd/K2yA4O2ZDChpRaTJIiTaQ+8PFRuFN8fvV04KpDj4t+X+84JvppIbgR6Q5zd2F7NnJgkyiW",
-	"Pfml9O+/ENfNtgk/E7nYdcIptmWFmKmrpimnZV8lyfyMObt+mub8yuTzM7m6xY3pIwSsO517yQ2tqxQR",
-	"wOdzqp+QSZKlYvRAj4TPQmw3ONDgTPiR689KIXOnI1dbRpNssrHwkVK5H9s+tZEC+BiUNv/cQxx+btIM",
-	"UrUY5WK9P/Kkos9Plp5iJcWrMcYtrXezA4X8cBMGl1cgu385wP1J3AdwNNv1pVa4YiOO+TE2JnwpVo2F",
-	"WzzX333fmwZ3sTBNwuabb5+yk4PDY5f+x1KVLGbWkLJ+FinSpyoZbs2B2FiLi1VrtHs5FgOKe6HkJERZ",
-	"z3qNgMe52WH8dSX+pNtFBzUpcqdkCKKQJ5TssXnIYpp6zNAlheytFiDFyviokInOpBPJuHVy0u3SUzu4",
-	"ruiMbZvCuBOCWfiTxN/ADzOpDZfJmqcX3VxNkLTw3mqTsc+xQg/SKpFMFVmNYLvif9uzscd7z9OYudwY",
-	"RjGMp+xnTHHPDAGzEHNVYPYrd3D4Mh55FwpWjelY5+WNlb984FgVWI0pMRUbow1vW4+IePfmOSsExuAl",
-	"Np3flwPwOAcvn7K4EoYWY/kWG7OE66CouwzNeHX4VKPX7hKgjY17w/V5EIXu5H3Yfra3aJPEvFwmDga9",
-	"kUbdim0oT9wG1YESjstk4VbsP8ft3SjBXQlOm44HN0IzFqMj1zLecgk2M7og5+aWhLFaQuXmuC6GaX1U",
-	"ZOP2KWsBYTw66fbaLJM2s9wROgzWJPUUy/TYsLMSJ5ZTlVOM4VoYkEvtugsRbt/wZgfCmXfV1KPprM+5",
-	"0UhAktxHvhZw0e/2j/Z6vb3+4KLXHXbhvw6Fv/3XoHJCU27E3jYw7xDiw969e/7s6vjLuI0oI3DXsBEf",
-	"v/sx5as7Cfgb1/oZNL4Jg8U8/UqAawrdwKWF1d2qzWBjNbegjY/iaI5FpTIMTRzah3WATKtBFZdlYDYG",
-	"X5Lj2fLsiuNiE+3cVjWETqzXLsP4XJmv2HKaGUFVVjrsJdJoKURqU+gbY8WavVB3Vwl7IHas7SAu9pYd",
-	"eQ0q2z135GwzCBnp1fHg5KhN6rPdmWHpMbHaCzAp4nHJlMuJAFknWltxFAwZhTpSBKTT18aqAJ34FOse",
-	"4T7nYmyYWhgbEUuOhUx32EsVya0Y0RCH81CcaNz5vav+337zNza63mS7VgzDVfMMqqHCypt8XVXKo8Ou",
-	"D0ilhlj9yW5RJ5Jn0gUvUHEQlxFRzWqQMHYmF9ryN5fUkGk2UVIMUdrF8J9cUGxuJGG3fbzHTGHIQf1t",
-	"QizNWpxqexWVZyMMTbdhkRhtylGujqReirlhK2HaIVoykstJAeI700sh5tZSQI6rzEzRLiQXBgBCcdZl",
-	"yiLGgEuB2R+FGGPiBQr9B/2+DWNBWuqlWoB2iEuEnzLC6IqI55zNqRjzRW4i2YpfvPru45vzi/OXF89f",
-	"vfz47OzPb+PQAZ8tZC60BjLZPvVidM4TN7HW63cX7fUBI0kj0p5iGA637wkLZI5lWyfC0CnGsRxcUm74",
-	"WlDKoIvIn80Ws2AICIO4T197W427VROKFsmiyMzqLWC7taVi8tnZwkwb9UmX6cw1i89s8h3GVA0Zpa2x",
-	"P53/OQ596h6BpyKuTLl2AfVynE0WGCrUwu2TuKmoaKo55SGks0xSc+BLqSKbHSbRnFYSh1w6AIbk2rjC",
-	"SHp5SaaEECJEhMcfrGUKgV7mCoFORlBGAoAWE5eNZ+E3NWZOaSeZHCuXVMNJZLN1C16NYLV8lOWZWSHM",
-	"ZjzDcp4gLG9krFhWoV1YXlZUKQIZK7+/uHi9D2wBSx+dU7lI0LltuHq8LZ8n9io/MZGTg8PjtiuDsppj",
-	"IB1qJBjLhipJTOUknVp9SuUhKFvGpirxNMVRXWkAVHYtKXKcyFcpqqsokSQdZWTTWrxI7nUWUtJZ7ORp",
-	"UmKaNIVtKk0kn5I4k4FAZI9SwhdY1okdXl8jFF/adKz1mFbNdJYLiRaLiaQ0rbONEetZRD5tLRVJjvGd",
-	"Lc5mmdZzkRs2znJ4xdYkdIX3yEXjy/3GlGDGmc7kJBd7aB5KkaLYvN1llogQNzySleIamSkjOp0S44i0",
-	"KzbGrFBRS+Gqlv1o+WJqcCYiSdlTNCNpq9ilQPAF04uiUBM8T75ElZ+K9htacBQQkBNRKj8HKIi0HRKC",
-	"ubBhSgMsKEp1rx4QS5Kf4wl0OIj3slYcBSAqYhFFAn4MfcWnkbSRwhW4NUy13WH26AFYsOgavxSbIhWN",
-	"SiIBFd/Sp7UTCgy6UvbQiURrcc+bMc5EavIsEVKLCv04m/NkKvb6nS6oAkVuyY4e7u8vl8sOx8cdVUz2",
-	"7bt6/8Xzp+cv357DO52pmeUVQ8omOQrC4EoU2gphnW6ni/EXcyH5PAuGwaDT7QxAhuNmilyBjFXeYL/J",
-	"Gp5ZNlXLo2yquEtOF9oXeyow8qma1QjSnj9Zz1Pf/QuymFXrwr9vFt/KJvtrtaRvwjvfsOV0dmjpC7Xv",
-	"0NbVctqh6Y87Ndp1Oa6E0i5z9EW0dmjsCvLffFirwNPvdm/JNW3MMbVeoF5/5wTQqidqSxLoRjQF2ozt",
-	"YFgm4oBm2jSOX9F+paAQvtK7+5VaYQJ8aXD3S2WtGnzj4O43fAEUeKF/cvcL62UxbsLgcJepVRP9UW5c",
-	"zGa8WPmDWSWGQZmmiETjw00YTJrC4t4IsyjkZ5GMmovbaj5U0DhLY+C8OrFighXVY2z/BCYQt62OgLb/",
-	"ml+YWJUN7qLMi/hFJi9jazyPZMIL69ksRM6RSVXsy2RGlOLasDmfCNaKC5E/iQL4JQri9pCy9UsDPlo5",
-	"sYorCRc2gi1OFoVWRQxSlkhD6BiLHmiVX4mU8QnPpCat7N2bFzW27yPZjWItUOdI9HGZ9lOljQ3LxPRU",
-	"nOYUVbT6UlE+wvhwaIGZBIXA1B5nAyBhu54ZAFKGFaVw/yi1WtoINrqVghKJvc6lDc9zZisvs1bvkGnY",
-	"VKuKtVmutGUriZJSJIA8JO0gsDJjS4tNbJZtnW+8yLT5nWv8JrlGuFELheskZi2Vp4DIGKwS2sIHFhdA",
-	"WsYjzFpSLH2rtTwJaLGlnhxSgVphFSFBW34fcHwHX/3QYLTdGtbodTRpjwrWVLJGnF437Ha7p6wHf7ZH",
-	"sW8rHIl0KLj12hyv/vcoUqaq/2/q+xvuozkH2dpXioXjKulIY8nnq0wtNC7rkV4jD/VwstW/dp//RV2/",
-	"/OWy9/LZ84Mfnp0tf7h4/sv4xy37QPRtW83D5rDsB0oZ79dzAXfOwbfOjl09oTZzsMwYcjlATQk81eyc",
-	"XV0jPoGmKV3F55/U3COYgrGWLVGmQuySVOCzBCiMHmvKbF5Nc4fARpnrmyEYG9LbK3ea1LgxHr5SvQew",
-	"sqGuEhXxRrXlP/+///6/6KYjQrsn9vsA62NV+LM9odaujeOPVZ6rpSbLyeP+48ftYYX3o/nRMv8Wx8Ot",
-	"8oURnq+7q0Xg7cHJ4yP2f//3QaffDpt5uZcLIvnuzYv1DLTqikq0ebIL0tRW7w7r+McmINxZdeqfSGR+",
-	"oOgLssVdgu9c6QbJ9y25bG2tGTKduUoqxDM8X2mhvaasCcR+yL45ZSNlpq5ION4bgNJUJH0JdJZJKlRW",
-	"cKl5QgZakSFiV66aqaSIqsLaX3WHla4FCiyOpJWx0TS9kZ8V+gBkZ9fCdpSIWzO0oWSaaRDqDByk8k4I",
-	"azKh1Aga3LiMOULI0sLmbpW4FHMTyUzWUiM2M81ZPdE8/hQ5moyX1cyiIIyCQkwyJfEHsYiCm0r2bCTJ",
-	"WFrtGDrZeKWSV72eiorFklZOQ0DHXmrNWJ1I+gR6XHKmGV7fQqVl1jI/arNYt2ghWljrG1af3+/u0yxt",
-	"gfb97n75vnvUrmTwkwEXAVXL/XX1XWg2kbRbgpayTLoU4PWE/Jp90paz3zTLybKyF5X137gPo6y5cUvx",
-	"jiGLq/dlVNKMMQnZ7mJ9c+oZwUPmOsB5nNnqk1fW1quzX+x2OqOoP7k1VdLXEyOPlX0DFSb0VdmZHPQG",
-	"rr6Ii5ld0dlQl1gGCbbFAnGz6i4194Z0u+m452WJMx+zI5mVAqMgRCzw97dgHTTnrKGn/bVXCU3hlMh4",
-	"v7dfRUDbDrNU+FrNKOrsYN/fKFHptZ4nGUlKlMQKa5l0RT9JC91Q6Sheulmpq5PZH1D7LHdC8zEq6VhS",
-	"aehMyv0DNlULDPt17bCCATDmtUK1eElNy9dOgJ+sP6xdRTkLCCUTVIip8mC9J6LqUi+teTmSqsgmmeQ5",
-	"63d7NHhonTTVYnNvxDznK5EO8eqM+LQ2t42yc5GsjXPQ79MdSeQ1znKXPFdoU43ybCi+W/bRPVkXTBBo",
-	"e2VozB5ImE7wJ0mtlPzXKudtv+vtcN2RP+fGiAL6/G/vo+i6392Louvj8w9//Jdgi7KAC/pGpau/mZ7w",
-	"70P2Dz9VFkbYBJuYLvLPXFddm2io5gcYNmyoBFnJQyaxqbQckZGrpqPb8x1JXzkOOVL9+hh7t8s3ZxdP",
-	"v/94/vLizfPzt1SMhoiDont1SMQ56A3uESdcL7VTv7jTq+/uhyYlqX5Dxs2GQty7n9nd54vcz+ruElYa",
-	"9Lbzimi5rFRcU0VIF9Ii8clEul5BM2RTnrKRELK9pt81Ub8GfY+uj7LBBugRJ3rlyB0Jlut1O42LUHGk",
-	"m2qJ1q0b0HWjzQgfNFiLfutq0g6OAl+bHl7oDXbyLFA5cHzhcJeFNFQoRT9Gf5eXa3V3/37uj5+w1ran",
-	"DePb9cGbkByp+2VWc6Nn5FtVkLxH12LRxQtpWCkSsOkvqd5rk0n2vprMCJKbv5vpw+2ulSG5PWoJ7nUy",
-	"OuVXgsp/WknW51q0MM/Dpvg2ZMWHd2bFR/LhafHDSsks7HkEGiyQH1s41QeRYSqEDjEYTedcT+mGP6Cg",
-	"hcorQYntkMVoFYpDv9pI1soQlN5/e+Ea3ZNIWfOV17aUS2C457gbNqXd1JKl6To+HbN5vtBuMvaLGySS",
-	"9jbGJidaS1zPMSDLPXOhnXR/5nfnLiiBQgFtuKFamDYqQ3RlJBWL9W6gxgtzSUWj28jad90xGcl7XDLp",
-	"99mHqoTMrp0oPxW1NO3TSNbvoET8ue2yyHDnWyrLArMwq2pdXs9GhsxXGLVhs+6rdVlRvVGfFeVcdq34",
-	"sNt1sVd0bSItfansGBg6aaN0Shh4HQ3VUtRJYQycG46I6pgtW3t6a21TG3A6tSkG9Lv90ZZowduhCeqN",
-	"HjdfC+J3l9vXc7lVbnLbtfU5Gj03s0rs3Y3K1k3w2w5kJ6wddnuoT1kh5oIb689laEPhOWsRt3qCx4dM",
-	"zvRDWV4ibrs7zLtoOdQNlTtIcqOY5/IO/4ZIcTK5V4tpPNJkbUGLFq2L5u8DwFyyPOrm9Zv6XeZOpRjG",
-	"btf1u5IY2++v2+Xq/v7t4v/GPf5bw8xdMvNm0ZVKxZU806b0UnZPWe82/+QXcU/e4Zx8cBCRk6ne+wJJ",
-	"fkt9UaOuLzLULYv8vPfVVAZHPZ+US9G9AGf7sHdYPiP9/uYD5jPbwbbeZFmdwEE5g4PGGfS7fpR+t1sd",
-	"vu8fHHb7Nx8wTXpnpc2S5C2BUk1FeXarqfN7DNUXUCKeesLbXCmJ4H6bOkENtqkTpJU3STZ4fZA1Ie+i",
-	"VkSyrlewndWKcC0tG6kUiB52oEjaUkdWidhJTCHxuH2XphHJTVXD0OVJ5U0F8APFaVQ6s7dzWLFTLaXd",
-	"i0i2SrnWiakh63Q6bX+fgi0+xs7X5G7MZ98ie0dyTfjeJmE5jPhdwvqtSVgPD1NxrADredWYCwolFZ5Q",
-	"a1K9YzlYYxyujbhOBFKFDvLfz4vi2FLnoJm11GhNk03gdx7yRXgIBiOYDYADBVxocQvv0K5MVyPrsNW6",
-	"Pieq394Sm6OorsZVMtdGVmIrJeEzbcQ8rt+4vFmSy6gKv2Et9Hb7a5nJFZZzbVzPrjyPnoLiW7Sp6AhV",
-	"ZaoX1opHq7jDngmpxbBWFapysT5O2dYWFZSoiRztF1EoZ6dZYpkRKjZCbEAKYAA8MUMWYxmo2BkarEVA",
-	"jUs7EuWi8Qlo91WDTN116EC6Qh4Qsm12nUjyPLukS/c3XsbgPrGkFM342fmL84tzP5xa5Kkt2bSF/1Bt",
-	"t9/ZzwPYzx23r5NT1hUw/I1fvr7L5fn/qJfmf1YZu8qtdT0KAa7US+52mSN9c8ydRibQXPmued+w0Nw9",
-	"VlUq3tjpDoHBdULpwrpa1WjskB6VN82vV6PEBHOyW8d0aZK/P9P2jS7BPGetGCsRhvXWdS+c0+WbIDJa",
-	"Nfrn3CvlTfMwTJPH7sHGB1+B8rY6kfabffihrPz4vixo+n4QdsNe/4OvaNhgdggrzXv9bnjyOOwdDMpX",
-	"GswYH1xVRo9Zru3x0X3sCET4t8h6NKl/NoHuiyj3G+ncrjrMFqnM1l+C71bu2i6juTwqEk58uYNqHkWn",
-	"MTHGpZ0HD1dZKoWG7iiSc59oF5ctUEazrBfvGHTrxXpuHfwz1J2Kh/kubecszx3w9Tr0f9Mn4ktoHvMS",
-	"lfwdhe6n7XHQFElSvQHWRrDptUJSGd7aR+WkquGq26KDw2qS2Z5aQh8xuRhLVLVexhJ9Yn8x5K157duD",
-	"El/7m3s/M/js004of59LUsuiUF8xgui3fu7vCa+7LuZfcm3riaTrySiKYLXlqh1OUiMliS5LUh17Ir//",
-	"KUtv1op1lw93BN92yfAfLFLpbxx49Pcx/iMilSSwmYJWBQHEkXvWYkBSRwJCeZtfZphaSr2t2kKVmtWI",
-	"xMHtN0lhnAAVtfo95f7rpdzfgTF3JN1jviq1xnyfLK2WRy0vmQ/ZjOegUFIhGr3JIg828ec7YbYiT/d3",
-	"DnMnh/ldhaoh/HfC3I3tn2mKRKVg7mo0rkn0gJplnl5jOcawXngL2+xhGyq+1d6s0EiyKfVTq9Ros8qa",
-	"KjXebCnVGEay+aXjm5hNs1SUb1TKAh5TLUJOOSp0BQ23TkdLqym0s6zCB0I3JpO4FDW808wFnoVUn8vT",
-	"D36LgB7JVm3KdrbtUuY+rZVS8rf2c3bQO+zUBXaeL3El6RWXidBNojkW4LyvZL6+j2tUaZ1YHN+XAFBV",
-	"0J1E8n8Ugnl8C73sDQc49tHhwaDf+4L0EsAo0n9WuvnvQwBG4se0onrgdxP6RaNYg3U01z2VmGwK5M0j",
-	"65BxFtdRNy6r3FYrdLIWUFwMHAdK226o2JkAAQTqnmOaGtYB9YVQV0xh2JeSYa2UJ1XyZBcqkkT3q3ch",
-	"8FxJEbLXZxdPv7+D1N1qBaEqdSH78laQSN5iBnmHvXx5MwgV+v2bWkJ+k2R3Gxz+DqTXDvg76f0HJr2W",
-	"au5ifLjquRKQ1brBKGpXKwa//3BDfq2r5pTsi7IQMIqL+FlTyl5Zpjae8UvBioWMKYoO9VU2NWY+3N/v",
-	"9Y873U630xs+7j7uopeQKmTuoyxv5/9pW4ldtZRVb8wpUeVaqehKLWpbEbg8iR4sm07TF9Ui3ssiM0ZI",
-	"lknG83xPFXu2ECuliglt2RLHe1suxUoLqsZWHQwh3lS2qXYLv5qAVj4R2rDWq4sXr/e/v7h43aaEy7fP",
-	"/sTENWJc4csLs6cqz0Vi6L5NVxrL5PPg5sPN/w8AAP//",
+	"7H39chu5lt+rIJ1Nmbzbokjqy6LKldLYmjve65E9tpzZjdtxg2yQ7FUT4DRAUbweVeXfPEX+SyqvkX2T",
+	"PEnqnAOg0WRTosb23Xt3Z+reMkX2B3BwcL7PD5+jkZrNlRTS6GjwOZoKnokSP74Vplydj40o4a9M6FGZ",
+	"z02uZDSI3omRkplmRrElzw0birEqBSvhllxOOlEciVs+mxciGvTiSI+mYsbhMWNVzriJBlEuzUE/iiOz",
+	"mgv6U0xEGd3d3cXRnJd8Jowdx4XMrvKZ2BzEa1msmJCmzIVmy9xMWWrymUgZN0yVbkxmmmv2Xua3DH5k",
+	"uWSzvChybWfQyuWoWOj8RrTPmFR+Kqk2vDSf8IH16ZycHh0e9I678F8c5TCSXxaiXEVxJDmMMxIywxuj",
+	"bTM/PmyaeRy9UpNX4kYUu8wV55UWcHl6xkoxF9yw3LCxKhmXK6bGTIsbUfKCtdJCTT7hpc9EWaoyWXS7",
+	"/ePqyzE3vEjbMVBuprRhvWOklu6w52o256XIGNcML9aMl4Jpo0qRDdiIa7GXSy2kzk1+I2LGWaEmE1E+",
+	"0UzPRVHkcgL35kazEZdK5iNe0JNq4/r5/O3ly8s/pozLjAXfL3kpczlJmRaFGBmWwhfpGdNCsPSVmlxI",
+	"U65eyvnCdIgW7Q674KMpyzW74UWesfdX3+89RZqphWGX71/FrAeMe9Bnoykv+QgYjbXMVLBxLorsiWZq",
+	"KVm5KIAluFyZKcxBFFrAQw+7XSb5DL6CWzyv1pjkQ4R0juIISRt9hN/mhcpENDDlQjTzjZ91jXFyI2a4",
+	"ESzDaFPmchLdxdGM376kH3vHnp94WfIV/KrNCoaCjAd/vynVP4uReflik7uuYCL08xPN8qw2l6jbOz04",
+	"HnfF3tNRn++dDA/E3ml2ON7r8+Ph01E364n+OLIzmnMzrSaUZ1EcleKXRV6KzM28mtnahMIx/oSUuW+g",
+	"bDlVWvg9AUw5E1yaM9gEs4U2TNzm2vz2qawtjn3tp0fP6aeHdjPOI50JrflEpGykpOG51LTDjbg1lmH7",
+	"R8cBx8Ysn0gFb8FNyIarRL6X+Uhlgukc5kvfj1WRwUWt9F/+R8pm3IymQrP0X/5PesbSd1dvz9+9u0hZ",
+	"poRG8YcXgPQr+b/8TwG76aVhuU5kkRsQJgOW/qc0Zuknu1OTJGVTfiOYVLDfRzkvcB1ACySyRvxMjIpc",
+	"imwLgX+pcf2M374ScmKm0aB/dBxHs1y6v3txE5WbGaZGaTPlboJIWxxADCoBdjL+xQouJws+EWwoCrWM",
+	"2fnlC5E5iSuYMlNRJrLSUKyV/pKyayHmJOPs3AcgB4liTC+GNFAQTbO5WYF24kMtpBkwENE0wlUnkYlM",
+	"0zSRNBTGnjFVJlKVDP97hhT/zJLo9dskwj/uEgn/0K8LycsV+8w+JNH55Ysk+mi/uUskfYCLWkl0+foq",
+	"idivLIn2kqhtL/qVzct8xstVIu0H9owlUSuJYLRJ1MZbUECyJBokEUjXhVj7jm7AX7S/aanKTCfSfsue",
+	"ISE1nwn2+i3bBwqzfXb5+opNSj6b8ZKpG1Hah8RMgDDn83mRiwx2Ab7OPg1nBI+3b2FJ9Ad85XxaAu//",
+	"6r9oJREovQNhZ05/PAv/GtX+eAakkYvZEJab2f/g5w9JZL9nSXT1OvzrYxIl0r6aPWNPkugJ+1xtWfYr",
+	"e5Ik8CV9SJ6wO7zIrnoi35RiJDIhR2LA0svXVylrwfJyVgiOmzjdS9tsmKPplU+mRmgTAzklS88vX8Dl",
+	"hVYMdj9QayjMUgiZSLNUzIhyptvu6tdv0wFLOazAkI1SUGz0V2uICzJqp3G1TkpaPi3Vwgjk0z32Mywr",
+	"8LmVXE80rTSKYtgKhZIToQ0rF1KDOVIIQ4IryyfwO8qPT2nMRtbGAELXhVrrHokWg1mR/pKCkmYgkOFd",
+	"ecb0AhhGw8PSk4NTfjg8ysZHT0+O+4fHOFElBY60w87ZEAaLZqNamEo8+kmxqRWfQAu46QyfO+erP6SM",
+	"E9OhWBmKCchsMkPnfJXCqCwvpEk056uZkIY5GZhEKdKIKJZLmIJaxvDw5ZQboDbTAsSMQcElZqyV2ofE",
+	"/in/wY+43fEaZHCLs/SLB1S6TTuwZN/D3tEDZzbGLNWLIWg1+LjQovyUZ/DRlHwk7Gc95xI+0nJ5LcXR",
+	"tBYwYBReT/QZmZ0gIMFAEm4QRs33yN7jxpT5cGGEk6fcsGuxgme00qkx8w7y12B/NBWja1gQeL8ob/KR",
+	"6MAjByNeGljw1D9Kd2i/wnNwT6eMF0u+0jgG7cZYvboV3utNxp8WygjGrVDDkcHKgw3LR0KDDNQrafht",
+	"qIFxtXDBYVt7hQgqkWsm9IjPYXxyzxJ8kDpW143mNBjEeJ03hmFbosELc7ZrNcAXIRvaJRukTNzykSlW",
+	"Z9XaDex47PoN0mprwargTlJj+JyXdkcSbyMJ/oDv5mxeinF+i3M492QbsHRw1O1W2wUeaKXgUbdLQis9",
+	"6nY73bSNo0BmRB0Im+Go202ilN6GBpQd6mDMCy1SvHqoVCG41PQwgzYSPUHjhrdPo/UKxgEPtb9ZmnRY",
+	"OrDiHgYd+z+rj6Pg4zM3mA/9bpddvWb909OPaegnukWEV9GsQabAi17jAumYoRFOEk4uioKJXxa8APtq",
+	"SnbRHktRjw3+UBGxZqWgSeVdkgHjMtw9SI1rsYI1mpcCLAncRF50gGhB0sT0fhx8JrKAjXbZ8sspaA/G",
+	"tDDEAmCcZjnYVqATuNX9ME4UApUZiePPNcMVjRkoJaOtTgO5UC5ESIYWaaJ2ajW9JrVvd6OqKIG651U+",
+	"g6e1QDSgnDQG+WLg/dfDuHt6XHPv0h/P//HTT+8v3v7Tp+c/nL99B96uFBpuZGqMFp2QZiq0sIoJh+qe",
+	"d9BnmRDz2mNeXLy5+iF0msE+Ry2byPC6q4u3P74DGXNuTUy1MDrPaHm9yVPinwXNDLceOJrWN0BnUqeJ",
+	"RLlacztZig9NKxN1rrRdoTH9XaphIWagZhfSiAy0TUCZcalmieyxVrqQ4nYuRnAJmW7csN4JjPwqn8Hu",
+	"A5bOZS00QrRyAY903eSvC28r1dHAIHEv9FxJLTracLPQn0DVB3sVLwTDMNANSbQ/Fbww0yTa5kfYP+/z",
+	"yd5yOREXMmv2MIXMHPFKuNBRLv7qcaSTpwen8N+DcaTtDucucSWc7jsYSPOEcYxfMuWNmR2c9rv3RMgq",
+	"onzx3HBavylAyMewf3aPD24uX//pzpN85KRIRu8yJavlbDzQCXcrHDM2XIHuyGUmbtuD7RExH/iLu/1D",
+	"NlwZoX9r7Cty+3zL/rRDfGCHXoE+aopV1SiALIv6hIPPdNBnU3HLMzHKZ7ywVk2M25EXBfuzKNUZW8zn",
+	"oiT7x9sNSnXY+W+b7eFwfNofHxydnAwPDjN+zA9G4rR/mnVFVxyeHBxvoYLTt9uCHgf9WswD/twk0nst",
+	"ygdp1MAlTu8/jiG+cow0Wuwd9rdQxw7wXh65A8lB+gPDo9/x7C15gfDXSEkjJH5Ek2LEgTb7Vhn+/T9r",
+	"INTnajRAQsPzApYGhKDzJ0HjIZFg6KiGo8GH4GKMNA5FaClUyjWKo7mCfV1Gg2i/v0/B3buPcUQKLxoc",
+	"gvAwuUGCfMcz5qZQxXOHamEGw4LLa4zqenr8XSnG0SD6j/tVBmefftX7b2iaRKVNeR/MbsYLEEgiw5RJ",
+	"Kfg12B6wsGfe7rCuFJpkajwWEj1isv1UGS7vXRx9r8phnmVCfvEq5BptXG9TjjAuhN+ruSjxUVFIyoOK",
+	"lNUovikhz9+8fHiMSCOKHiOFXsrvi3wy/VI2rYIeVT7oZSZmc2WEHK32/kT+QS7ZmF4Xkuq0ItVzJcdF",
+	"PvqGLHe+PlIbmWgYrTZ5UbChAAabcpkVIjujtCIruGOxS2W+Vwuy3r6AgC6RAOs2xueFFDqsKHSpDPve",
+	"XvANmcmNxzOTTWCANlTqFS8n4otZZojRbwpteBEPJoxTFyENegc1LoG3siulGA3lm9JiqLKVc4pozLlm",
+	"BbwXvuMUsbf+Hx+NxNxoR6gfuVxZKaq/kF7LMjdgEBvBxO1IiEzUeKQf7CKgC7yZ+Vd/U/qA0JlyzRZa",
+	"ZGwxp1iiH63bMs7CFWyS3wiJFi7o4PUs/55P8zcNyV69HxQE4KjeS74wU1XmfxZfuhXhQUIaewvzHkG4",
+	"IXsVsWtv/mZ0vlROvsfAikqKkOv8Lr2WarlG1J9//nnvvJpSg2uSfid4Kcq0ZhDRd/cbPUT3G54XfFiI",
+	"r2DpYOgRdtcieGxF96NQq74jd569r136DdmcBjfikjxqVoINIjJWgkJjUi1jJyTsqoAKmYoMDZRC8XXl",
+	"8fVYH1Zd2nT1F67Cgh7m5P8WQ1OqKvPt9T2apYGJ2d0P0tQ1O7PfD7fPvFQjoTUsILuQJjerb6j9DSsE",
+	"1wY3EIUJyZ7kfkIY8qyrPfRA1u57op0Dn+tE8qIUHLREkTmlAFKwqmMoBawIyJNWun+wT3cmEZhm1S0m",
+	"LH1IZHWPGrMTlvGVTqK257J1i2XpRLCN9uDKcJbl47EoQV2CHjtLpI384vUU6+8wjDThQlO6JFDHThmf",
+	"4UuJBZjmK82maslmoGZmqhSJNFMBbxWl6CQyQsbUi/lclUZkP4os51e4pl8sJFAde1cneADeGJoMRyGb",
+	"+bEwHAzD0Xx7uyEnPrLxrBm+Gt5JGXxvlht+DU7tP7x7fXnGOIN/2UyUE3BYweIYq5K9Ob96/kO7g962",
+	"HQKMsMqFIEUzionz4k0JjzdgR9lg1lrdnCkXI7MoRcYybrgbInL3wOUtrsUKK+tgmXFQNnPesvmP2GUd",
+	"Yp8liRMpF0XhEg8xU5SJaMf0tGsxN+xGlENu8hlrZcpQ3gnIVAowHIyQ7Q47dzzYf0o3coNMxoyaU74q",
+	"dm5gU03KmWfi40P2p/w7xnUonIUcqUxolptEtjCJMjLtMwzDiyz0oG1mLBNifoaFJUQYVaLdM+MrtGDZ",
+	"5ftXrPX+78F8bXfYf0EqJXKkZmAzjq7h7RrzpS5L49IgrJX2+geHR8cnT0+71afUxrgxWNI+Iwr4xyVS",
+	"Iy/HjHLyMBR4PDNL0IlVCUgBQgvXbC0c/jnCQPZMmKnKokH0x4sr0EjwXRAAB53bjyPUW46LDJ+AOnBp",
+	"ZDAuxSL6eOf3knIxtdu9idqzX8Lm7Lzlyx8paRv+uqev8/memhPb7nkVAq8DJ56PhEGCNgWXhE3MqLFP",
+	"AQFJKtkE2wfjQTYERdkgrMWaBzsExNKChJKn0WE/fjhCGkc3zWMDEUBj4xr3DhYJuOwqd0nKaq2MuDVn",
+	"LIXNQxnPzTwbPQ9kyqIo6kHgaD+IdcLPZJPRmt23EhS8cmHvD3Y6saXHx/VlpdJQLHXcnPO5m1+hJraQ",
+	"iL22C0urY3OKoCZwxyPXwvZXM9j42ea68Jp8u08eB5LwLo7yrKlWGDb/Htc6n0jYPguZ/7IQWwrzTnmv",
+	"u3cy6md7T8XBeO+QHw2PRyfZU3E6juLNEsiiuVz2CjPca9Wm20tGzzynWlJadW7lEBKuehyYHSRgXDgj",
+	"LymGXJuSqwDdLNu0TBCy/UaBSNONgW1Xu3fHqsaN59k87yb5esesUEtR7mGUfDOkvrZ23XH3+ITz7pCf",
+	"dvvDk8ZXVQmNxkTBxg2mMaOzNU+zJTfT6x/sJE58NH7jjaCNdifFDsmAjZm6WHeNNDY2vhnyD6UGWf9h",
+	"XerMS3pXR4x0vE+g4EZolvJeoIAQ5WxU5MChWsgMhGeHnbOZQHkKQgVs2IyhPZpbgyOXYaFOyhYyE2Ui",
+	"Qe6Cv4NWL+3KN6/fXbH9Qk00lXMhsW94mXNpSM3gxfj0VvqKdq1Pk5Oa/ToSbItA2awYPwstGxQbmqW5",
+	"HCsqm2A5htepzLPDXvlan0Su18yj8rSCx0uZpuq7nOrp5txMWev11as3IHTag0Qihz5cMdeOq2IcW5qP",
+	"KbSRms2UtHX7WJqkpEikNU51fstez4W8EoWYkTONkxkkMpG/snc08F/ZO9QqWLCzwte22a+J/HVvbw//",
+	"D9dSlUnK/KeYpeMc7D/4BPap0vAzXpuJ4WKC19Ine637t3TXEc3dh5j+hR2fK7n2J8eaN6lMPvKvwfIq",
+	"5j7E9C92HNDvKMbxAvoU4weqTLsRpX8O9VAw/ylm6ajMDayl+wz/8kKU+EGAq+E/gEcJf8y5zLEaKaNP",
+	"8PBEnvvCOlJlwQYLlz49X2S5SSmOrmzTRsrxyzYW4YwW2qiZXcBELlV53WE/A7uikS9urXFADiwVhzAf",
+	"Jcrs64dipWTmXuqL1eiaRHLtiQmCIb0gCgZDIkq2Y7tJcC7WVfD7NpFE4NysPsHA0pgtp/loSpUJoG+X",
+	"vMzq99j6mbOaGbfxoKBeaWldBNLky1zq9QoWp8W3p2Z796v4jWBI6B+1jo/io4Njm19VY8rErhmZDaZB",
+	"MJrjo6OD4weNhe3ZhooYQ1EokAhGfY0eit2tDQz0zW0sZn0owBe948el9UHuYk5AZKFsre2WB02YgMS9",
+	"tf6D4/sNnPrsfgbTu5oZ6gS1MM0ZdscBrCUVuLdtChORqnqimR+U2wVBIRfMNKdKRKolU0qLkg3VQmak",
+	"rOAdtEXgwiUMzNWGgOIhp9prG6Ta1sqOkDzd/uGXW3ChPn2i6RJUpFaFfisDD+iLvzazX+vng+cMi1EY",
+	"psBuTVzXhm3g0McWnjyeQ3ewLB9VPVKzOzcpAj8GBBkpORKl1H+TXGtt6Yc4ds24brSrtxjSGC5pJiQS",
+	"yxpYNo6nxhjStoGTmbJVMutRk02vHO9ofo19GNjlqNTQGq+ToSqibHRKc63h48bTf9ga1clUVepbFeiG",
+	"7zzs7rQ50bR5zJvrr3RRdwrUwJCKXJu16R/uHlbS29V2inyY+uakcHXHeanNGYPFci1lwLrLXAumykyU",
+	"6MgEhskTClHZFj9VumgwmmGWScIA8RNtwzkwMd8Vep9rE4Tx7tYbRNfYnXjLU8AtSsUY97G+fgzvY/zY",
+	"8eu1yNhYlQ28vuW54JeCGMUH+N49oq/nCBuy8ZtgJ2L5ffwgqWho2wjSvEnPw8DitVg9FDEFobZbxPTg",
+	"YLeQqZceu4mELfxxb4TynShzsYUZrOgPGNoXJ6owokxV8WoxxxYvVbIWVe4iP6Zt5CCU9HTHnGsyr7jU",
+	"S7QcUo2jSO+Jan7aEj7+Gd80XKW1fRrXnYwnugox8yBBE9P+XlGqyQebE0lJBfe3jzaPVUl3U1yZnaOd",
+	"g1+vU0gtTH0McQJOrSMK8lJ438rWZ1pxUXdpjrrd9WD1nV3XLfsNf8NdN1yMroVZ23ZqzFL6QddL3D8c",
+	"xN2Pwe7bxU5ba2LfohreUNOLjWeUSHywIJQvDPKdNM5dDEj6KBbys7GZGBqgTbzhkJXhRW1f9Y6+Sg5j",
+	"QAYRZd2sfxGTZZZnsTVacyzBRPcpB4mhRTE+syAQNX7xLUHMpvtcioT0TStNoiRJvIkPn5Mo9WzlurfC",
+	"1jzXyUXMWG8Cw5+By9xDKlbHSASujVTMLJVbLj3lpWDcdqClicR6Y5t+wYnZesZ0bSOn7Q67XBTFvXuH",
+	"FIbdN8PVM6mkqHaO3UnbvP/13M79srKWzcFCMGVBIBqFpuFNG++5l5duNtUGRDkJDhIMf+6apdel56YA",
+	"tLv0viYQfKzT0vZtLXTasHsYA0K1BiAl63u+3v1Bfx0RWsoXygK9Rbs4k6CRCMRoGJK07U/k0Ux54My4",
+	"/W5vniHrKS2qelUsPQQxASupsSAkEyX1V1h+ZS1stUMz0LZZO/vPtl1TKt1yO0hNK76tbbS0cTjYBKXA",
+	"Co8z27bi+dXV8Stpk8u7mjZWNTeR1Yh5M0cs88xMKfxuOeG+rMuBg8TZZWmdzNxi8TuWR7soJkAAEtk0",
+	"kPqLT47jnbpqwj2Ks479jvDc9cBm1c9LwY3Idhi7K7a19T6bllz1JD+V/uMn4h6zbcAvRCF2HXCG17JS",
+	"zNRN05Cz6lmVsvsNY3bPaRrza1PMz+XqnuIDX9dji2C497cwJ0J1PHw+J9STXJIHlGLdyFD43uF2g4EI",
+	"e8K/uf5b5RrutOVq02jyKDYmDiaFf/emmYGhFv+7pzh83eTPZ2oxLMT680g/Y6ZeVvUdSorXY6w2XH/M",
+	"DnL6410cXd+Ax/31CPcn8RjC0WjXpxro5kYe8+/YGPC1WDXCLXl7bfd1b3q5q2BrchHffv+cnR4enbim",
+	"XZap0WJmw5/re5Hq80J/bmvn0sZcXIVpY7TaKZlcs2Wp0A2Tbr+hpnWjw66JoGqs20XNReGXM1JoVKiI",
+	"/jheHrOUhp4yTCSjgquVNbKqqjFmojPpJDJtnZ52u/SrfbkOIj3t9BHK0NKf/PQGfZiDwyZHa/UZmJxu",
+	"oqSl99ZIqv0dcbVQVonRVFGsF5Yr/cc92zGw9zJLmetoY1R5fMZ+QWCK3BAxSzFXJfasc0eHr1NH4wo4",
+	"w0qsdV3eiNfnyz1DYjU2sgWZAVuUul7H9P7tS1YKrJwdWRAOD+LheQ5uPmNpUDyaIuiSrTTEeVCtbI7B",
+	"9zp9wprTh8x4Y6tVcX6eRLHbeR+37+0tMSBSXq5/DktVKQ7WSm0BXtoGb45gAqoW/1bqP6ft3STBQ22J",
+	"m+lC94ZmLsbyC6t4qylYPIOSShK2tHnW2qA33+sqD9ffimrc/spaIBiPT7u9NsulxYNwgg5LrMntQ3At",
+	"66lWPLGcqoIqg9eK91xD5kOMcP+CN6f9zn2CtV4DaytFGkN7ZMl94mtlUv1u/3iv19vrH1z1uoMu/K9D",
+	"Rav/NQp2aMaN2NtG5h0K89j79y9f3Jx8nWQv9fHuWuzlq+4/ZXz1oAB/665+ARffxdFinn0jwjUVXOHU",
+	"4nC1aiPYmM09bONrr5oryAk8pUlD+2IssGm1MITGYjkOS6apXMTq7CDduMl2bqkaCp7WEQexql4WK7ac",
+	"5kYQNlKHXaKMlkJkFviiscKzOXf8MLbfF3LH2griZO9ZkTfgsj1yRc43WwdQXp0cnB63yX22KzOo8pzW",
+	"ewElRTpuNOVyAk59mqzNOIkGjELGVLfs/LWxKsEnPkO0MlznQowNUwtj69gpHZjrDrtUidzKEQ3Vc1/K",
+	"E40rv3fT/8sv/sZC1y/Z7hXD68LuoLDAX/lEjcOSPT7q+sA+XYiYbXaJOok8l67kiCB9XB9T2Isk4d25",
+	"XGir31wrUq7ZREkxQGsXi/YKQRX1iYTV9lVaM4WFQvW7ibE0a3FC5CuD34bYUGKLmbFGnKNdnUi9FHPD",
+	"VsK0Y4xkjK4nJZjvTC+FmNtIAaWbczPFuJBcGCAIdUdUjcbYuSEF9myVYoztUmj0H/b7tvgMZam3ainO",
+	"DVOEr3Li6MDEcyUimRjzRWES2Upfvf7jp7cXVxeXVy9fX356cf5P79LYEZ8tZCG0BjHZPvNmdMFHbmCt",
+	"N++v2usvTCS9kdYUQ9bc3icskTkmaybC0C7Gdzm6ZNzwtWDyQReZP58tZtEAGAZ5n/7sbQ0xhyEULUaL",
+	"Mjerd8DtNqKLLaPnCzNt9CcdPgHXLD23LbNYCTlg1GzK/nTxT2nsG259DNKZK1OuXRuMHOeTBRb4UUZO",
+	"4qKio6nm1D2UzXJJl4NeyhTF7LD17Sxo93NNPFhIb6uBE+ntJZkRQ4gYGR6/sJEpJHrV4Qc+GVEZBQBG",
+	"TFwPraXf1Jg5NYvlcqxcKxwnk82ijbwewmz5MC9ys0KazXiOILxgLG/0mVlVoV0xbV6GEoGClT9cXb3Z",
+	"B7WAgGUXBPIKPrdtMkm3deGl3uUnJXJ6eHTSduBFqzmWv6JHghWo6JKkBALr3OozAnWhHjfbYMizDN/q",
+	"AD3Q2bWiyGkijy1Wd1ESST7K0DajeZPc+yzkpLPU2dPkxDR5CttcmkQ+J3MmB4PIbqURXyAYGzu6vUUq",
+	"XtomyvVKdM10XgiJEYuJpObK84031nv/fLNpJkYFVmW3OJvlWs9FYdg4L+AWiyTq4DIpUeRBulNqC+VM",
+	"53JSiD0MD2UoUWy3/TIfiRgXPJEBJE5uqjps58Q4Ie0gApk1KmqNlyFYT8tDIMKeSCT1PNKIpMWezEDg",
+	"C6YXZakmuJ88sJwfivYLWnI0EFATEQAHByqIrB0Tg7lif2reLam2fK9exk6Wn9MJtDlI92KGEUxFhD4l",
+	"4qfwrPQskba+P6Bbw1DbHWa3HpAFE7z8WmyaVPRWMgkIMk+f1XYoKOgArNSZRGvdCpudCSRqinwkpBaB",
+	"/Dif89FU7PU7XXAFysKKHT3Y318ulx2OP3dUOdm39+r9Vy+fX1y+u4B7OlMzK4JAyqY4iuLoRpTaGmGd",
+	"bqeLqfG5kHyeR4PooNPtHIANx80UtQIFq3zAflM1vLBqqtb93ISTTUkXWhe7K7BeMexFBmvP76yXmX/8",
+	"K4qYhac5fGg236pL9tcQ4O/iB++wIFg7XOmPV9jhWofAtsOlP+100a7TccBnu4zRQ9/tcLE7RuPu4xpu",
+	"Vr/bvadDvLEz3GaBev2d27bDTNSW1u2NGiiMGduXIbjLIY206T1+RvsBDBje0nv4lhqcCN508PBNFcIU",
+	"3nH48B0etghu6J8+fMM6mM1dHB3tMrQQngPtxsVsxsuV35ihMIyq5mIUGh/v4mjSVMz6VphFKX+TyKhn",
+	"y8nzIRjyPEtB8+qRNROsqZ7i9c9gAGnb+ggY+6/lhUlV2ZJMKtJKX+XyOrXB80SOeGkzm6UoOCqpIL5M",
+	"YUQpbg2b84lgrbQUxbMkgm+SKG0PCGOjCuBjlBOxl8m4sHWn6WhRalWmYGWJLIYHI1SJVsWNyBif8Fza",
+	"CqP3b1/V1L7vPzGKtcCdI9PH4WNMlTa2mBqbynGYU3TR6lNF+wi7OuAK7P8pBTbkuRgAGdv1fh6wMqwp",
+	"hetHgAjS1p3SWTK+ZoF8Lm14UTCLl85avSOmYVGtK9ZmhdJWrYyUlGIEzEPWDhIrNxYQcGLLF+p641Wu",
+	"ze9a469Sa8QbCEZcj1LWUkUGjFxVvVS8ANYybmHWkmLpr1rrboIrtqBAohSowSEJCd7yh4jjPXjrx4ag",
+	"7dZiZO+jSbtVEAnNBnF63bjb7Z6xHvyzvfdkG9wryqHo3sOuvPvfo0qZ0P/f9Pc30kdzDra1x3eG7Spp",
+	"SyNQ+02uFhqn9USviYd6UdvqH7ov/1ndXv75unf54uXhjy/Olz9evfzz+Kct60DybRtSaXMzxRdaGR/W",
+	"O3h3Rs6wyY5dM6G237fq83Ode01td2FP3a6pEd/21tRk5rvGaukRbJxa63GqGph2aQXyvT3U/IJIUJsH",
+	"Sj1gsBHexGYJxob19trtJjVu7GIJMLeAKxvQ0Ah6H92W//z//vv/ovPJiO2e2b8PENUu0M92h9q4Nr5/",
+	"rIpCLTVFTp72nz5tDwLdj+FHq/xbHDe3KhZGeL3uDgSCuw9Onx6z//u/Dzv9dtysy71dkMj3b1+tV46G",
+	"M6rY5tkuTFObvdus45+aiPAgVty/IZP5C01fsC0eMnznSjdYvu8oZWtr/Sl05vCPSGd4vdLCeE2F5MV+",
+	"zL87Y0Nlpg7aH0/7QGsqkf7gApZLghcsudR8RAFakSNjBwdEBY3dqrTxV91hVWqByp0TaW1sDE1vdFXG",
+	"vizaxbXwOmqfrwXa0DLNNRh1BjZSdZKLDZlQQxO93Lg+V2LIKsLmzoK5FnOTyFzWuhQ28SFYHR4i/Zw4",
+	"mYxHTM2SKE6iUkxyJfELsUiiu6DnPZEULA0fDA/ZuCVAQ1hvIEeIs5XzEDCxl9kwVieRHvYCp5xrhocu",
+	"ESDUWr9WbRTrES1kCxt9wzMj9rv7NEp7rMJ+d7+63/3UDnA3KICLhKp17DtUJhpNIu2SYKQsl65xfx1G",
+	"oxaftIdQbIblZIXHR4dxbJxiUyHl3AO5M2BpeMpNAA6A0AF2FeuLU+/jHzD3ABzHucWMvbGxXp3/2S6n",
+	"C4r6nVtzJT0KIGWs7B3oMGGuyo7ksHfgUIFczeyK9oa6RvAyWBZLxE2sbLrcB9LtouOaV8CEvmZHMmsF",
+	"JlGMXOBPXUL0QpesoV/7a7cSm8Iukel+bz9kQHsd9pbxNaQ3etjhvj8HJnhqvbs5kdTejLiIuXRQveSF",
+	"brh0VC/d7NTVxeyP6H1WK6H5GJ10BEIbuJBy/5BN1QLLft11iDsCinkNXhqPlmp5xBP4yubD2iHLWUIo",
+	"OUKHmPBC608iqY7dQfaQIVXmk1zygvW7PXp5bJM0IUTkWzEv+EpkA+xRSs9qY9sAi0xk7T2H/T6dbEZZ",
+	"47xwLa+lNmGVZwNkdvWM7um6YYJE26tKY/bAwnSGP1lqleW/hne5/YTGo/VE/pwbI0p45n/7kCS3/e5e",
+	"ktyeXHz8+7+LtjgLOKHvVLb6i/kJ/z5s//hzMDHiJljEbFH8xnnVvYkGDE7gsEEDfmuAHkBmUxU5oiBX",
+	"zUe3+zuRHu8RNVL90Cd7ItN351fPf/h0cXn19uXFO4KQIuGg6DQsMnEOewePa5oJALLqx+1699190eQk",
+	"1c+1udtwiHuPC7v7fpHHRd1dw0qD33YRmJbLACdRlTF1EKLwyUW2jnsbsynP2FAI2V7z75qkX4O/R4e+",
+	"2WIDzIiTvHLijgzLdbRd4ypUnOgmBOB6dAMe3Rgzwh8aokV/7W7SDokCf6IE3NA72CmzQCD+eMPRLhNp",
+	"wBXGPEZ/l5traNn/eumPnxEh38uG8f3+4F1MidT9CougMTPyvSrJ3qPD7Oi4lCwOoD028yXhaVS5ZB/C",
+	"lkqw3PyJah/vT61Qj3AdlqIuRqf8RhBor7Vkfa9FC/s8bIN0A5ZF/CCWRSK/HMxiEADd4ZOH4MGC+LFw",
+	"x76IDFshdIzFaLrgekrncoIELVURFCW2Y9daGfvZJrIGHlJl/23vPp1uSlgXwW1bQE4YrjmuhgWiMDWI",
+	"A2oJ1SmbFwvt+zzpD/eSRNozVJuSaC1xO8eCLPebK+2kU2//eOGKEqgU0JYbqoVpozNEB70SxLNPAzUe",
+	"c00uGp0h2H7oZNhEPuJoWL/OvlQlZnbuJPkJita0zxJZPzkW+ee+I17jnc+WrWChYVQhmrZXIwMPzcDq",
+	"SA0uZUUowb4ryqXsWulRt+tqr+iwU5r6Utl3YOmkrdKpaOB9NHRL0SeFd+DY8I3ojlmw6bN7EYltwenU",
+	"thjQ9/ZLC6yEZ7oT1Rszbh7B5feU27dLuQXnL+569QUGPTe7SuyJq8qCcvhlB7ET1za73dRnrBRzwY3N",
+	"5zKMofCCtUhbPcPtQyFn+qIChUnbNjPW72LkUDfg7ZDlRjXPHXbB6aSehkpxCrmHEDhPNEVbMKJF86Lx",
+	"+wIw17KPvnkNZcDj2wYQNh/hgnmBDh7V0DYlsxyQzfZTJ713sAmS5T2A/v3mfxxps0JzdKzKWcNC+jJz",
+	"18y8CZUU4CQVuTZVlrJ7xnr35Se/SnrygeTkFxcROZvqg4c180vqoci6Hv+lW0FzffAYSAfHPd+US9W9",
+	"QGf7Y++o+o38+7uP2M9sX7b1/NlwAIfVCA4bR9Dv+rf0u93w9X3/w1G3f/cR26R3dtqsSN5SKNUEpbUb",
+	"EtbvNVRfwYl47gVvM74Z0f0+d4Iu2OZOkFfeZNngoV82hLyLW5HIul/BdnYr4rW2bJRSYHrYFyXSApRZ",
+	"J2InM4XM4/ZDnkYiN10NQ0eeVeeLwBdUpxE8zJ6pswGAlchWZdc6MzVmnU6n7U9BsZCB7GLN7sZ+9i22",
+	"dyLXjO9tFpbjiN8trL82C+vLy1ScKkAUvppyQaMk0Am1S8KT0aM1xeGuEbcjgVKhg/r3t1VxbME5aFYt",
+	"NVnTFBP4XYd8FR2CxQhmg+AgARda3KM7tAMLa1Qdzyusu8dW9duznQs01dU4FHNtVCUWKQl/00bM0/o5",
+	"6ZvAYEYF+oa1MNvtD1M/s6ha2rgnO3gePQXHt2wT6IgFy6rBe6XDVTrYit0Vkw5xmFrNAF6shQpnuAqR",
+	"9uy7XHWEA5QNAL0q1UTFA3HVL0en5tPBqphfdhCxCJ2iSvf4RKafEzINXV9vzBKyMuELTBVYXenOz97A",
+	"LaxFriz5hitHyUoNNmLgIUqzhxPEz6NpxYht8BJnAUESaVtWLcyZPQmJcDmxjMRCc8ZAhGuq8saoCZCa",
+	"Ffk1hts67IWQWgxoCn7Vc83mBOYIzG8xnAW11uLi/VmUykXWlggMU0GkSSUFqGw+MgNb6UBryDM8FRVY",
+	"EEdhy8NtXCfA1KOGQj5BbMMgqlbL/ybSbYwVavKYbYvOMQ7TtQCHNqrp7sUKTbHEPttEpi8uXl1cXfj3",
+	"qUWRWeCtDvtBLbEOHG0vy8lrTBaH3jcsicCSItdgC55+TkRxD0CYS79bsH/Lute59CHKFrYXudoHxrHU",
+	"XbsDES06D5cMs27vrs6v3n16d4FJNxbuuFo9CezX9hbTiMAPf7eMvsAy2obkaM1mqhdwwK1b4fdZy8vm",
+	"9gbWfoXn2BhaqCG8bI+r7IAS1zQbIV0hE/H/jpM4s2AUWLITKqbNkwROnh6cwn/Ns3M67FvM7UGExeAY",
+	"1B5VpwcA/N0uc1p5jm39uFebQRmb1w0xEB8xqyomhA99eJIWrcQhvBqOtoIqB3XQZ1eJ2AobCHZIQmCi",
+	"wKchWus6D0ETnN6y2LNrIOzuaGevOjDxDeotRcTNuH4/VltWRltukfadysOzojko+XuyF6zFiyUmGoJH",
+	"DWoJD0uOXK9XwNnquUTCKF21VGnriapjp+TWdBtrpUGAN8bDcSpPJG2fBYkcmz7gFaJsbfYOCJucZJfD",
+	"cKbXAJMiNjfkkIJ9gsSpePgVMx/BEYyWLVoeB7hCEm4zPgfZ5vuYmqwcoEWrvmprNVA13POmnTFcK3W6",
+	"B6OkftCjU2lvQFbr71b3dqNUSLCWjjaGZ7V6a1u8tx2zodB5Zq0Cu9Z1NNmdYsIe8zQs58HNR/f8JQPC",
+	"Hpv4PgRh+5f98WOFCewccU2o43Gv/9GjzDaEguPg8l6/G58+jXuHB9UtDaHljw4p14tUd+3J8WNiu2Tx",
+	"bPG/aVD/1pzsrxJw3YDYcIhdWzxli4kHf1tfeLvf7Hpbyf3wEDRhb1unsVnRQYFEXx5GCsDfHgAue0wF",
+	"ouvgqioM1wGVDrp1ALV7X/4bQlBB1c9DEajzonDE1+vU/6veEV8jGjSvWMmf9uy+2t6bQtV94Vn61v/S",
+	"a+B+OZ5/TBB/YQvBto6NOGz83VNLeEZKZR8Vq1rtXrFP6o/YvhdrZHuhuOOW31wQ/Hknln/McfMVUN83",
+	"rOr8a9/3j6TXNv3mmZRri/GUrTcIKqLVlkMLOblL1Li/rER16oX8/uc8u0vXkD79jzuSb7tL9DdWPfoX",
+	"Lgb910nIIiNVIrBZgoaGAPLII/FxUNSRgVCdi5wbppZSb0PACaVZTUgc3n8mJ9ZuEdDg7zAo3w4G5QGO",
+	"eQAIBTEE6Gr0i/MshKyWqhJOM16MVTkjcDC9qSIPN/nnj8JsZZ7u7xrmQQ3zuwtVY/g/CvMwt//GGDw6",
+	"BXOHm7tm0QNrVr3TjRC5cR0MEa/Zw2sIELG9iZpLtik9p4aeazt9m9Bz77bA58aUkdu86eQuZVMMsni3",
+	"s4JqPSF8WE59g3SYH7eFIFZWU7l9hYwKRjc2+Lm2YYytuWLgmDATvfzg9xjoiWzVhmxH265s7rMavF2W",
+	"czqUjrPD3lGnbrC7WGR2w+VI6CbTHEGRH2uZr6/jmlRaFxYnjxUAhNS8k0n+tyIwT+6Rl73BAb77+Ojw",
+	"oN/7ivISyCiyf6ty89+HAYzCj2lFZzQ8LOgXjWYNYhuvV48gAACIN8+sA8ZZWmfdtEqAh6jJrAUSF5t5",
+	"QNK2G1CURyAAQboXGF9HbGYPTr1iCktxlYxr8MqErsyuVCJJ7ofn0/BCSRGzN+dXz394QNTdGwUh5NCY",
+	"ff0oSCLvCYO8x6d8/TAIga//RSMhf5Vidxsd/hVEr33h76L3b1j0Wqm5S/DhpudgeUMsdzS1QxT3Dx/v",
+	"KK910wyTcVWBs6O5iJ81tVFX0OHpjF8LVi5kSpXN6K+yqTHzwf5+r3/S6Xa6nd7gafdpF8s9CLV4H215",
+	"O/7P22DP1VKG2Zgzkso1+P7gfACL0l7tRE+Wzczoq/BgBXdMbS4ZL4o9Ve5ZcGxq3xXaqiWOBUzXYqUF",
+	"IWSGL0OKN0HpCXklCjHDbnMMs+QS6wNbr69evdn/4erqTZua4N+9+BMTt8hxpYd8Z89VUYiRoZPLHVyh",
+	"KebR3ce7/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

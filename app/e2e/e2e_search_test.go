@@ -92,7 +92,7 @@ func testSearchAndStats(t *testing.T, open storeOpener) {
 		{base + "&start_time=0&end_time=1&step=999", "?step"},
 		{base + "&start_time=0&end_time=1000000&step=1000", "?step"},
 		{base + "&start_time=-9223372036854775808&end_time=9223372036854775807&step=9223372036854775807", "?step"},
-		{base + "&start_time=0&end_time=1&step=1000&by=user", "?by"},
+		{base + "&start_time=0&end_time=1&step=1000&by=message", "?by"},
 		{base + "&start_time=0&end_time=1&step=1000&q=", "?q"},
 		{base + "&start_time=0&end_time=1&step=1000&q=" + url.QueryEscape(strings.Repeat("x", 257)), "?q"},
 		{base + "&start_time=0&end_time=1&step=1000" + strings.Repeat("&log_level=x", 17), "?log_level"},

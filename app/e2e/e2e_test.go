@@ -34,6 +34,7 @@ func runContract(t *testing.T, open storeOpener) {
 		{"RetentionMergePatch", testRetentionMergePatch},
 		{"RetentionHidesAndRefuses", testRetentionHidesAndRefuses},
 		{"SearchAndStats", testSearchAndStats},
+		{"StatsSeries", testStatsSeries},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -28,14 +28,14 @@ func TestHostileInput(t *testing.T) {
 
 func testHostileInput(t *testing.T, open storeOpener) {
 	const maxSeries = 3
-	e := newEnv(t, open, func(c *server.Config) { c.MaxStatsSeries = maxSeries })
+	e := newEnv(t, open, nil)
 	p := e.project("target").Id
 	other := e.project("other").Id
 	seedResp, _ := e.do("POST", "/logs", "application/json", fmt.Sprintf(`[{"project_id":%q,"message":"kept","user_id":"u","level":"info"}]`, p))
 	if seedResp.StatusCode != 201 {
 		t.Fatalf("seed = %d", seedResp.StatusCode)
 	}
-	// One subject more than MAX_STATS_SERIES, in another project so the cases' counts hold.
+	// One subject more than series=maxSeries holds, in another project so the cases' counts hold.
 	var subjects []string
 	for i := range maxSeries + 1 {
 		subjects = append(subjects, fmt.Sprintf(`{"project_id":%q,"message":"s","time":1000,"subject":"s%d"}`, other, i))
@@ -113,8 +113,9 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		{"a limit out of range", "GET", "/logs?project_id=" + p + "&limit=9223372036854775808", nil, "", 400, "limit"},
 		{"a start_time out of range", "GET", "/logs?project_id=" + p + "&start_time=9223372036854775808", nil, "", 400, "start_time"},
 		{"a valid entry beside one of no project", "POST", "/logs", nil, fmt.Sprintf(`[%s,{"project_id":%q,"message":"m"}]`, valid, server.NewID()), 422, "/1/project_id"},
-		{"stats of more subjects than MAX_STATS_SERIES", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=60000&by=subject", nil, "", 400, "by"},
-		{"stats of more subjects than MAX_STATS_SERIES, one bucket a second", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=1000&by=subject", nil, "", 400, "by"},
+		{"stats of no series", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=60000&by=subject&series=0", nil, "", 400, "series"},
+		{"stats of more series than 100, one bucket a second", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=1000&by=subject&series=101", nil, "", 400, "series"},
+		{"stats by an attribute key of 257 characters", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=1000&by=attributes." + strings.Repeat("k", 257), nil, "", 400, "by"},
 
 		// A statement the request's deadline cancels is a 503 with Retry-After on every store
 		// (PostgreSQL's query_canceled was a 500).

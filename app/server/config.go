@@ -40,7 +40,6 @@ type Config struct {
 	MaxInFlightPer  int
 	MaxReadsPerKey  int
 	ReadShareWait   time.Duration
-	MaxStatsSeries  int
 	MaxQueryChars   int
 	MaxQueryDepth   int
 	MaxQueryTerms   int
@@ -84,7 +83,6 @@ func DefaultConfig() Config {
 		MaxInFlight:     64,
 		MaxInFlightPer:  16,
 		ReadShareWait:   domain.DefaultLimits().ReadShareWait,
-		MaxStatsSeries:  domain.DefaultLimits().MaxStatsSeries,
 		MaxQueryChars:   domain.DefaultLimits().Query.MaxChars,
 		MaxQueryDepth:   domain.DefaultLimits().Query.MaxDepth,
 		MaxQueryTerms:   domain.DefaultLimits().Query.MaxTerms,
@@ -195,7 +193,6 @@ func (c Config) Limits() domain.Limits {
 	l.DefaultRetentionDays = c.RetentionDays
 	l.MaxReadsPerKey = c.MaxReadsPerKey
 	l.ReadShareWait = c.ReadShareWait
-	l.MaxStatsSeries = c.MaxStatsSeries
 	l.Query = domain.QueryLimits{MaxChars: c.MaxQueryChars, MaxDepth: c.MaxQueryDepth, MaxTerms: c.MaxQueryTerms}
 	return l
 }

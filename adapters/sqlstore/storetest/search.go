@@ -17,6 +17,7 @@ func runSearch(t *testing.T, open Open) {
 	t.Run("SubjectAndRepeatedLevels", func(t *testing.T) { t.Parallel(); testSubjectAndLevels(t, open(t)) })
 	t.Run("StatsMatchAGoReferenceOverRandomFilters", func(t *testing.T) { t.Parallel(); testStatsProperty(t, open(t)) })
 	t.Run("QueryLanguageMatchesTheGoEvaluator", func(t *testing.T) { t.Parallel(); testQueryDifferential(t, open(t)) })
+	t.Run("StatsTopSeriesAndOtherOverEveryGrouping", func(t *testing.T) { t.Parallel(); testStatsTopSeries(t, open(t)) })
 }
 
 func testSearchQ(t *testing.T, s domain.Store) {
@@ -119,7 +120,8 @@ func Matches(e domain.LogEntry, f domain.LogFilter) bool {
 		(f.Start == nil || e.Time >= *f.Start) && (f.End == nil || e.Time <= *f.End)
 }
 
-// StatsKey is one cell of a stats answer: a bucket and a value of the grouping ("" for none).
+// StatsKey is one cell of a stats answer: a bucket and a value of the grouping ("" for none;
+// "=" and the value for a grouping that may have none; statsOther for the other values).
 type StatsKey struct {
 	Bucket int
 	Value  string
@@ -138,9 +140,15 @@ func ReferenceStats(held []domain.LogEntry, q domain.StatsQuery, cutoff int64) m
 		switch q.By {
 		case domain.ByLevel:
 			k.Value = e.Level
-		case domain.BySubject:
-			if e.Subject != nil {
-				k.Value = "=" + *e.Subject
+		case domain.BySubject, domain.ByUserID, domain.ByTraceID, domain.BySpanID:
+			if v := map[string]*string{domain.BySubject: e.Subject, domain.ByUserID: e.UserID, domain.ByTraceID: e.TraceID, domain.BySpanID: e.SpanID}[q.By]; v != nil {
+				k.Value = "=" + *v
+			}
+		default:
+			if key, ok := q.Attribute(); ok {
+				if v, ok := attributeText(e, key); ok {
+					k.Value = "=" + v
+				}
 			}
 		}
 		out[k]++
@@ -158,9 +166,12 @@ func StoreStats(t *testing.T, s domain.Store, q domain.StatsQuery) map[StatsKey]
 	out := map[StatsKey]int64{}
 	for _, c := range counts {
 		k := StatsKey{Bucket: c.Bucket}
-		if c.Value != nil {
+		switch {
+		case c.Other:
+			k.Value = statsOther
+		case c.Value != nil:
 			k.Value = *c.Value
-			if q.By == domain.BySubject {
+			if q.By != domain.ByLevel {
 				k.Value = "=" + k.Value
 			}
 		}

@@ -280,7 +280,8 @@ function reload() {
 async function loadStats(seq, startT, endT, signal) {
   // The same range as the table's, so the counts are those of the entries it lists.
   const step = stepFor(endT - startT + 1);
-  const q = query({ start_time: startT, end_time: endT, step, by: 'level' }).toString();
+  // Every level a project uses, up to the most series an answer holds (past them, one "other").
+  const q = query({ start_time: startT, end_time: endT, step, by: 'level', series: 100 }).toString();
   $('hist').dataset.query = q; // what the counts answer, for anyone checking them against the API
   try {
     const { body } = await getJSON('/logs/stats?' + q, signal);

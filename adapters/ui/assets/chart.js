@@ -63,7 +63,7 @@ export class Histogram {
       series: [{}].concat(series.map((s) => {
         const color = COLORS[s.value] || OTHER[other++ % OTHER.length];
         return {
-          label: `${s.value || '(none)'} ${s.total}`,
+          label: `${s.other ? '(other)' : s.value || '(none)'} ${s.total}`,
           stroke: color,
           fill: color,
           width: 0,

@@ -178,10 +178,18 @@ export interface paths {
          * Count log entries over time
          * @description Counts the project's entries that match every given filter (the filters of `GET /logs`) in
          *     buckets of `step` milliseconds from `start_time` to `end_time` (both inclusive; the last
-         *     bucket may be shorter), one series per value of `by`. Dense: every bucket is present in
-         *     every series, with zero counts where there are none. Exact: `total` is the number of
-         *     entries that paging `GET /logs` with the same filters yields, expired entries left out
-         *     alike, so the same filters preview what `DELETE /logs` would remove.
+         *     bucket may be shorter), one series per value of `by`: at most `series` of them, the
+         *     values with the largest totals (ties by value: the series without a value first, then
+         *     bytewise), and, when the range holds more values, one more series
+         *     `{"value": null, "other": true}` counting the entries of every other value, bucket by
+         *     bucket. The entries without the field (no subject, no such attribute) form the series
+         *     whose `value` is null (without `other`), ranked by its total like any. Dense: every
+         *     bucket is present in every series, with zero counts where there are none. Exact: the
+         *     series add up to `total`, the number of entries that paging `GET /logs` with the same
+         *     filters yields, expired entries left out alike, so the same filters preview what
+         *     `DELETE /logs` would remove. However many values the range holds, the answer is never
+         *     refused for it: the values past `series` are counted in `other` (1.0.0 refused a
+         *     question of more than `MAX_STATS_SERIES` values with a 400 naming `by`).
          */
         get: operations["logStats"];
         put?: never;
@@ -576,7 +584,11 @@ export interface components {
              *     ]
              */
             buckets: number[];
-            /** @description One per value of the grouping that any counted entry has, ordered by value (null first); with `by=none` exactly one. */
+            /**
+             * @description One per value of the grouping that any counted entry has, at most `series` of them
+             *     (those with the largest totals), ordered by `value` (null first, then bytewise), then
+             *     the series of `other` values when there are more; with `by=none` exactly one.
+             */
             series: components["schemas"]["LogSeries"][];
             /**
              * Format: int64
@@ -635,13 +647,29 @@ export interface components {
              */
             count: number;
         };
-        /** @description The counts of the entries with one value of the grouping. */
+        /** @description The counts of the entries with one value of the grouping, or (with `other`) of every value past the answer's `series`. */
         LogSeries: {
             /**
-             * @description The level or subject; null for entries without a subject and for `by=none`.
+             * @description The value: the level, subject, user id, trace id or span id itself; for an attribute,
+             *     its value written as JSON text (`"\"checkout\""` for the string `checkout`, `"500"`
+             *     for the number 500, `"null"` for JSON null), so that no two series share a `value`
+             *     (the value itself is in `attribute_value`). Null for the entries without the field,
+             *     for `by=none` and for `other`.
              * @example error
              */
             value: string | null;
+            /**
+             * @description With `by` an attribute, the attribute's value as a JSON value, of any type (a number
+             *     stays a number; `null` for JSON null). Absent for the entries without the attribute,
+             *     for `other` and for the entry's own fields.
+             * @example 500
+             */
+            attribute_value?: unknown;
+            /**
+             * @description Present, and true, only on the series that counts the entries of every value past the answer's `series`.
+             * @example true
+             */
+            other?: boolean;
             /**
              * @description One count per bucket, in the order of `buckets`.
              * @example [
@@ -1960,10 +1988,22 @@ export interface operations {
                  */
                 step: number;
                 /**
-                 * @description One series per `level` (the default), per `subject` (entries without one: `value` null), or one series for all (`none`, `value` null).
-                 * @example level
+                 * @description What a series stands for: one value of `level` (the default), `subject`, `user_id`,
+                 *     `trace_id` or `span_id` (entries without one: `value` null), of an attribute, or one
+                 *     series for all (`none`, `value` null). An attribute is named by its key, as
+                 *     `attributes.<key>` (always an attribute: `attributes.level` is the attribute `level`)
+                 *     or as the bare key when it is none of the entry's fields (`http.route`,
+                 *     `service.name`); `message` is not a grouping. An attribute's values are its JSON
+                 *     values: `500` and `"500"` are two series, and JSON `null` is a value (`value`
+                 *     `"null"`) apart from the entries without the key (`value` null).
+                 * @example http.route
                  */
-                by?: "level" | "subject" | "none";
+                by?: string;
+                /**
+                 * @description The most series of values in the answer (1 to 100; 10 when absent), besides the one of `other` values.
+                 * @example 10
+                 */
+                series?: number;
             };
             header?: never;
             path?: never;
