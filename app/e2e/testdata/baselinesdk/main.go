@@ -179,6 +179,21 @@ func run(ctx context.Context, base string) error {
 	if stats.JSON200.Total != 3 || len(stats.JSON200.Buckets) != 2 {
 		return fmt.Errorf("logStats: %+v", stats.JSON200)
 	}
+	// by as 1.0.0's client typed it: its named type, constants and Valid.
+	by := rest.LogStatsParamsByNone
+	if !by.Valid() {
+		return fmt.Errorf("logStats: %q is not Valid", by)
+	}
+	one, err := c.LogStatsWithResponse(ctx, &rest.LogStatsParams{ProjectId: p.Id, StartTime: 0, EndTime: 9999, Step: 5000, By: &by})
+	if err != nil {
+		return err
+	}
+	if err := want("logStats by none", 200, one.HTTPResponse, one.Body); err != nil {
+		return err
+	}
+	if one.JSON200.Total != 3 || len(one.JSON200.Series) != 1 {
+		return fmt.Errorf("logStats by none: %+v", one.JSON200)
+	}
 
 	deleted, err := c.DeleteLogsWithResponse(ctx, &rest.DeleteLogsParams{ProjectId: p.Id, EndTime: &t2})
 	if err != nil {
