@@ -414,9 +414,9 @@ func TestStartupLogsConfigurationWithoutSecrets(t *testing.T) {
 	}
 }
 
-// TestReadmeConfigurationTableMatchesFlags keeps README's table and -h from drifting apart.
+// TestReadmeConfigurationTableMatchesFlags keeps app/README.md's table and -h from drifting apart.
 func TestReadmeConfigurationTableMatchesFlags(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
