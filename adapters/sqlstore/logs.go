@@ -20,9 +20,10 @@ import (
 const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id, message_fold, tail_pos"
 
 // writeRows executes stmt once per entry with the entry's values in logColumns order, then
-// extra (the same for every row).
-func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, extra ...any) error {
-	args := make([]any, 0, 12+len(extra))
+// extra (the same for every row); with words, the message's words (domain.WordText) last, where
+// the engine keeps them in a column (PostgreSQL's words). each, when set, runs after each row.
+func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, words bool, each func(domain.LogEntry) error, extra ...any) error {
+	args := make([]any, 0, 13+len(extra))
 	for i, e := range entries {
 		// Attributes go as text: lib/pq's COPY would write a []byte as bytea, and SQLite would
 		// keep it as a BLOB.
@@ -31,8 +32,16 @@ func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, e
 			attrs = string(e.Attributes)
 		}
 		args = append(append(args[:0], e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID, foldedMessage(e.Message), i), extra...)
+		if words {
+			args = append(args, domain.WordText(e.Message))
+		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return err
+		}
+		if each != nil {
+			if err := each(e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -154,7 +163,8 @@ func chunks(ids []string, n int) iter.Seq[[]string] {
 const projectCondition = " WHERE project_id = ?"
 
 // where renders f as a WHERE clause with ? placeholders: every filter of a listing, delete or
-// count, in one place. It is the same SQL on both engines but for q's operator.
+// count, in one place, the query language's tree included. It is the same SQL on both engines
+// but for q's operator and the leaves of the tree that the engines render (query.go).
 func where(e engine, f domain.LogFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.ProjectID}
@@ -201,6 +211,12 @@ func where(e engine, f domain.LogFilter) (string, []any) {
 	if f.End != nil {
 		b.WriteString(" AND time <= ?")
 		args = append(args, *f.End)
+	}
+	if f.Parsed.Root != nil {
+		// The query language's tree (query.go), its values as arguments.
+		cond, qargs := renderQuery(e, f.Parsed.Root)
+		b.WriteString(" AND " + cond)
+		args = append(args, qargs...)
 	}
 	return b.String(), args
 }
@@ -355,15 +371,26 @@ func (s *Store) listing(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	return stmt, nil
 }
 
+// queryRows runs a listing or tail read: prepared once and kept in the listings' cache when
+// cached, that is when its text is one of the bounded set of shapes the filters make; sent
+// unprepared when a tree of the query language shapes it, since the texts of trees are
+// unbounded (a cache of them would grow with every new query a client sends).
+func (s *Store) queryRows(ctx context.Context, query string, cached bool, args ...any) (*sqlx.Rows, error) {
+	if !cached {
+		return s.r.QueryxContext(ctx, query, args...)
+	}
+	stmt, err := s.listing(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return stmt.QueryxContext(ctx, args...)
+}
+
 // ListLogs implements domain.LogStore. The rows are scanned and handed on one at a time; nothing
 // holds a whole page in memory.
 func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageFunc) error {
 	query, args := listQuery(s.eng, q)
-	stmt, err := s.listing(ctx, s.bind(query))
-	if err != nil {
-		return s.translate("list logs", err)
-	}
-	rows, err := stmt.QueryxContext(ctx, args...)
+	rows, err := s.queryRows(ctx, s.bind(query), q.Parsed.Root == nil, args...)
 	if err != nil {
 		return s.translate("list logs", err)
 	}
