@@ -326,6 +326,12 @@ const leastID = "00000000-0000-0000-0000-000000000000"
 // window functions add the count and the key of row number limit to every row. Entries older
 // than the project's retention at q.Now are not read at all.
 func listQuery(e engine, q domain.LogQuery) (string, []any) {
+	return listQueryFrom(e, q, "logs")
+}
+
+// listQueryFrom is listQuery reading from table, logs or, for a needle on SQLite, logs NOT
+// INDEXED (see needleFirst).
+func listQueryFrom(e engine, q domain.LogQuery, table string) (string, []any) {
 	w, args := where(e, q.LogFilter)
 	dir, cmp := "ASC", ">"
 	if q.Desc {
@@ -350,7 +356,7 @@ func listQuery(e engine, q domain.LogQuery) (string, []any) {
 	return "SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id," +
 		" count(*) OVER win AS found," +
 		" nth_value(time, ?) OVER win AS last_time, nth_value(id, ?) OVER win AS last_id" +
-		" FROM (SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id FROM logs" + w + order + " LIMIT ?) page" +
+		" FROM (SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id FROM " + table + w + order + " LIMIT ?) page" +
 		" WINDOW win AS (" + order + " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)" +
 		order, args
 }
@@ -389,7 +395,13 @@ func (s *Store) queryRows(ctx context.Context, query string, cached bool, args .
 // ListLogs implements domain.LogStore. The rows are scanned and handed on one at a time; nothing
 // holds a whole page in memory.
 func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageFunc) error {
-	query, args := listQuery(s.eng, q)
+	table := "logs"
+	if needle, err := s.needleFirst(ctx, q.Parsed.Root); err != nil {
+		return s.translate("list logs: words", err)
+	} else if needle {
+		table = "logs NOT INDEXED"
+	}
+	query, args := listQueryFrom(s.eng, q, table)
 	rows, err := s.queryRows(ctx, s.bind(query), q.Parsed.Root == nil, args...)
 	if err != nil {
 		return s.translate("list logs", err)
