@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -20,10 +22,11 @@ import (
 const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id, message_fold, tail_pos"
 
 // writeRows executes stmt once per entry with the entry's values in logColumns order, then
-// extra (the same for every row); with words, the message's words (domain.WordText) last, where
-// the engine keeps them in a column (PostgreSQL's words). each, when set, runs after each row.
-func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, words bool, each func(domain.LogEntry) error, extra ...any) error {
-	args := make([]any, 0, 13+len(extra))
+// extra (the same for every row); with search, the message's words (domain.WordText) and the
+// hashes of the attributes' terms (migrations.AttributeTerms, TermHashes) last, where the engine keeps them in columns
+// (PostgreSQL's words and attr_terms). each, when set, runs after each row.
+func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, search bool, each func(domain.LogEntry) error, extra ...any) error {
+	args := make([]any, 0, 14+len(extra))
 	for i, e := range entries {
 		// Attributes go as text: lib/pq's COPY would write a []byte as bytea, and SQLite would
 		// keep it as a BLOB.
@@ -32,8 +35,12 @@ func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, w
 			attrs = string(e.Attributes)
 		}
 		args = append(append(args[:0], e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID, foldedMessage(e.Message), i), extra...)
-		if words {
-			args = append(args, domain.WordText(e.Message))
+		if search {
+			var terms any
+			if h := migrations.TermHashes(migrations.AttributeTerms(e.Attributes)); h != nil {
+				terms = pq.Array(h)
+			}
+			args = append(args, domain.WordText(e.Message), terms)
 		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return err

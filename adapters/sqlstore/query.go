@@ -6,6 +6,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -402,7 +403,30 @@ func (postgresEngine) queryAttribute(key string, t attrTest) (string, []any) {
 	if !t.exists {
 		q += " AND " + orJoin(conds...)
 	}
-	return q + ")", args
+	q += ")"
+	if terms := equalityTerms(key, t); terms != nil {
+		// An equality's candidates from the GIN index logs_attr_terms: an entry matching it
+		// holds one of these terms (migrations.AttributeTerms), whose hashes the index finds.
+		q = "(attr_terms IS NOT NULL AND attr_terms && CAST(? AS int4[]) AND " + q + ")"
+		args = append([]any{pq.Array(migrations.TermHashes(terms))}, args...)
+	}
+	return q, args
+}
+
+// equalityTerms are the attr_terms (migration 00011) one of which every entry matching t holds:
+// t an equality (no prefix), else nil.
+func equalityTerms(key string, t attrTest) []string {
+	if t.str == nil || t.prefix || t.exists || t.rng {
+		return nil
+	}
+	terms := []string{migrations.StringTerm(key, *t.str)}
+	if t.num != nil {
+		terms = append(terms, migrations.NumberTerm(key, *t.num))
+	}
+	if t.boolean != nil {
+		terms = append(terms, migrations.BoolTerm(key, *t.boolean))
+	}
+	return terms
 }
 
 // needleDocs is the most entries (of all projects) a word may be in for a SQLite listing to be

@@ -44,7 +44,7 @@ func wordsMigration(t *testing.T, engine, dsn string, prepare func(*sql.DB) erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	insert := bind("INSERT INTO logs (project_id, time, id, level, message) VALUES (?, ?, ?, 'info', ?)")
+	insert := bind("INSERT INTO logs (project_id, time, id, level, message, attributes) VALUES (?, ?, ?, 'info', ?, ?)")
 	ids := map[string]string{} // by message, for the first project
 	for pi, p := range projects {
 		if _, err := tx.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, 'p', ?, ?)"), p, timeArg(created), timeArg(created)); err != nil {
@@ -65,7 +65,15 @@ func wordsMigration(t *testing.T, engine, dsn string, prepare func(*sql.DB) erro
 				msg = ""
 			}
 			id := uuid.Must(uuid.NewV7()).String()
-			if _, err := tx.ExecContext(ctx, insert, p, int64(i), id, msg); err != nil {
+			// Attributes on some: a number, the same number as a string, or neither.
+			var attrs any
+			switch i % 3 {
+			case 0:
+				attrs = fmt.Sprintf(`{"http.status":%d.0,"svc":"cart"}`, 500+i%2)
+			case 1:
+				attrs = `{"http.status":"500"}`
+			}
+			if _, err := tx.ExecContext(ctx, insert, p, int64(i), id, msg, attrs); err != nil {
 				t.Fatalf("write an old entry: %v", err)
 			}
 			if pi == 0 {
@@ -81,6 +89,7 @@ func wordsMigration(t *testing.T, engine, dsn string, prepare func(*sql.DB) erro
 	count := func(root domain.QueryNode) int {
 		return len(listIDs(t, s, domain.LogFilter{ProjectID: projects[0], Parsed: domain.Query{Root: root}}))
 	}
+	fiveHundred := 500.0
 	words := func(text string, prefix bool) domain.QueryNode {
 		return domain.QueryWords{Words: domain.Words(text), Prefix: prefix}
 	}
@@ -95,6 +104,9 @@ func wordsMigration(t *testing.T, engine, dsn string, prepare func(*sql.DB) erro
 		{words("request 2", true), 10 + 100 + 300}, // 20-29, 200-299, 2000-2299 (2 is the empty message)
 		{words("retry_after 3", false), 329},       // 3, 10, ..., 2299
 		{domain.QueryNot{Term: words("payment", false)}, 3},
+		// Attributes written before: i%3 == 1 (767) hold "500", i%6 == 0 (384) hold 500.0.
+		{domain.QueryEquals{Field: domain.QueryField{Name: "http.status", Attribute: true}, Value: "500", Number: &fiveHundred}, 767 + 384},
+		{domain.QueryEquals{Field: domain.QueryField{Name: "svc", Attribute: true}, Value: "cart"}, 767},
 	} {
 		if got := count(c.root); got != c.want {
 			t.Errorf("%#v: %d entries, want %d", c.root, got, c.want)

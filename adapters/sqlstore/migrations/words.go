@@ -17,6 +17,8 @@ import (
 //   - PostgreSQL: logs.words, the message's WordText (its words joined by single spaces), and
 //     logs_words, a GIN index (array_ops) over string_to_array(words, ' '): a needle's words
 //     find their entries in the index, and strpos on ' ' || words || ' ' tests the phrase.
+//     logs.attr_terms, the hashes of the attributes' terms (AttributeTerms, TermHashes), and
+//     logs_attr_terms, a GIN index over them: an attribute equality finds its candidates there.
 //   - SQLite: logs_words, a contentless FTS5 table (contentless_delete=1) keyed by logs' rowid,
 //     whose ascii tokenizer with "_" a token character splits WordText exactly at its spaces;
 //     the store inserts a row's words beside the row, and a trigger removes them with the row
@@ -34,17 +36,25 @@ const wordsMigrationVersion = 11
 const wordsBatch = 2000
 
 const (
-	wordsUpPostgres    = `ALTER TABLE logs ADD COLUMN words text NOT NULL DEFAULT ''`
-	wordsIndexPostgres = `CREATE INDEX logs_words ON logs USING gin (string_to_array(words, ' '))`
-	wordsDownPostgres  = `DROP INDEX logs_words;
+	wordsUpPostgres = `ALTER TABLE logs ADD COLUMN words text NOT NULL DEFAULT '';
+ALTER TABLE logs ADD COLUMN attr_terms int4[]`
+	wordsIndexPostgres = `CREATE INDEX logs_words ON logs USING gin (string_to_array(words, ' '));
+CREATE INDEX logs_attr_terms ON logs USING gin (attr_terms)`
+	wordsDownPostgres = `DROP INDEX logs_attr_terms;
+DROP INDEX logs_words;
+ALTER TABLE logs DROP COLUMN attr_terms;
 ALTER TABLE logs DROP COLUMN words`
 	wordsUpSQLite = `CREATE VIRTUAL TABLE logs_words USING fts5(words, content='', contentless_delete=1, tokenize="ascii tokenchars '_'");
 CREATE TRIGGER logs_words_delete AFTER DELETE ON logs BEGIN DELETE FROM logs_words WHERE rowid = old.rowid; END`
 	wordsDownSQLite = `DROP TRIGGER logs_words_delete;
 DROP TABLE logs_words`
 
-	wordsRead       = "SELECT time, id, message FROM logs WHERE project_id = $1 AND (time, id) > ($2, $3) ORDER BY time, id LIMIT $4"
-	wordsWriteBatch = "UPDATE logs SET words = v.w FROM unnest($2::bigint[], $3::uuid[], $4::text[]) AS v(t, i, w)" +
+	wordsRead = "SELECT time, id, message, attributes FROM logs WHERE project_id = $1 AND (time, id) > ($2, $3) ORDER BY time, id LIMIT $4"
+	// wordsWriteBatch: the batch's hashes are one array ($7), each row's a slice of it from o to
+	// e (none when o > e): a cast of text to an array is a STABLE function, which Citus refuses
+	// in an UPDATE with column references.
+	wordsWriteBatch = "UPDATE logs SET words = v.w, attr_terms = CASE WHEN v.o <= v.e THEN ($7::int4[])[v.o:v.e] END" +
+		" FROM unnest($2::bigint[], $3::uuid[], $4::text[], $5::int4[], $6::int4[]) AS v(t, i, w, o, e)" +
 		" WHERE logs.project_id = $1 AND logs.time = v.t AND logs.id = v.i"
 	wordsReadSQLite  = "SELECT rowid, message FROM logs WHERE rowid > ? ORDER BY rowid LIMIT ?"
 	wordsWriteSQLite = "INSERT INTO logs_words (rowid, words) VALUES (?, ?)"
@@ -56,7 +66,7 @@ func WordsStatements() []Statement {
 	return []Statement{
 		{"words: read entries", wordsRead, func(p string) []any { return []any{p, int64(math.MinInt64), leastID, wordsBatch} }},
 		{"words: write a batch", wordsWriteBatch, func(p string) []any {
-			return []any{p, pq.Array([]int64{1}), pq.Array([]string{leastID}), pq.Array([]string{"a b"})}
+			return []any{p, pq.Array([]int64{1}), pq.Array([]string{leastID}), pq.Array([]string{"a b"}), pq.Array([]int32{1}), pq.Array([]int32{2}), pq.Array([]int32{7, 8})}
 		}},
 	}
 }
@@ -101,26 +111,33 @@ func upWordsPostgres(ctx context.Context, tx *sql.Tx) error {
 	return execAll(ctx, tx, wordsIndexPostgres)
 }
 
-// projectWords fills words on one project's entries (those with any words).
+// projectWords fills words and attr_terms on one project's entries (those with any).
 func projectWords(ctx context.Context, tx *sql.Tx, project string) error {
 	afterTime, afterID := int64(math.MinInt64), leastID
 	times, ids, words := make([]int64, 0, wordsBatch), make([]string, 0, wordsBatch), make([]string, 0, wordsBatch)
+	from, to, hashes := make([]int32, 0, wordsBatch), make([]int32, 0, wordsBatch), make([]int32, 0, 4*wordsBatch)
 	for {
 		rows, err := tx.QueryContext(ctx, wordsRead, project, afterTime, afterID, wordsBatch)
 		if err != nil {
 			return fmt.Errorf("read entries: %w", err)
 		}
 		times, ids, words = times[:0], ids[:0], words[:0]
+		from, to, hashes = from[:0], to[:0], hashes[:0]
 		n := 0
 		for rows.Next() {
 			var msg string
-			if err := rows.Scan(&afterTime, &afterID, &msg); err != nil {
+			var attrs []byte
+			if err := rows.Scan(&afterTime, &afterID, &msg, &attrs); err != nil {
 				_ = rows.Close()
 				return fmt.Errorf("read entries: %w", err)
 			}
 			n++
-			if w := domain.WordText(msg); w != "" {
+			w, h := domain.WordText(msg), TermHashes(AttributeTerms(attrs))
+			if w != "" || len(h) > 0 {
+				// PostgreSQL's arrays count from 1: this row's hashes are [o, e] (o > e: none).
 				times, ids, words = append(times, afterTime), append(ids, afterID), append(words, w)
+				from, to = append(from, int32(len(hashes)+1)), append(to, int32(len(hashes)+len(h)))
+				hashes = append(hashes, h...)
 			}
 		}
 		if err := rows.Close(); err != nil {
@@ -130,7 +147,7 @@ func projectWords(ctx context.Context, tx *sql.Tx, project string) error {
 			return fmt.Errorf("read entries: %w", err)
 		}
 		if len(ids) > 0 {
-			if _, err := tx.ExecContext(ctx, wordsWriteBatch, project, pq.Array(times), pq.Array(ids), pq.Array(words)); err != nil {
+			if _, err := tx.ExecContext(ctx, wordsWriteBatch, project, pq.Array(times), pq.Array(ids), pq.Array(words), pq.Array(from), pq.Array(to), pq.Array(hashes)); err != nil {
 				return fmt.Errorf("write words: %w", err)
 			}
 		}
