@@ -71,6 +71,8 @@ func queryCases() []struct {
 		{"string exactly", domain.QueryEquals{Field: attr("svc"), Value: "cart"}, "e0"},
 		{"string prefix", domain.QueryEquals{Field: attr("svc"), Value: "cart", Prefix: true}, "e0 e1"},
 		{"empty string", domain.QueryEquals{Field: attr("svc"), Value: ""}, "e6"},
+		{"empty prefix", domain.QueryEquals{Field: attr("svc"), Value: "", Prefix: true}, "e0 e1 e6"},
+		{"empty field prefix", domain.QueryEquals{Field: field("subject"), Value: "", Prefix: true}, "e0"},
 		{"boolean true", domain.QueryEquals{Field: attr("ok"), Value: "true", Bool: b(true)}, "e0 e1"},
 		{"boolean false", domain.QueryEquals{Field: attr("ok"), Value: "false", Bool: b(false)}, "e2"},
 		{"exists null", domain.QueryExists{Field: attr("n")}, "e2"},
