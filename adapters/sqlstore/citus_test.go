@@ -264,6 +264,23 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 		"project+levels":                 {ProjectID: p, Levels: []string{"info", "warn"}},
 		"project+q+subject+levels+range": {ProjectID: p, Q: ptr("1"), Subject: ptr("s"), Levels: []string{"info", "error"}, Start: start, End: end},
 	}
+	// The query language: every node type, each engine-rendered leaf.
+	five := 5.0
+	for name, root := range map[string]domain.QueryNode{
+		"words":  domain.QueryWords{Words: []string{"message", "1"}},
+		"prefix": domain.QueryWords{Words: []string{"mess"}, Prefix: true},
+		"tree": domain.QueryOr{Terms: []domain.QueryNode{
+			domain.QueryAnd{Terms: []domain.QueryNode{
+				domain.QueryEquals{Field: domain.QueryField{Name: "http.status", Attribute: true}, Value: "5", Number: &five},
+				domain.QueryNot{Term: domain.QueryExists{Field: domain.QueryField{Name: "subject"}}},
+			}},
+			domain.QueryRange{Field: domain.QueryField{Name: "n", Attribute: true}, Min: &five, MinInclusive: true},
+			domain.QueryEquals{Field: domain.QueryField{Name: "level"}, Value: "WARNING"},
+			domain.QueryEquals{Field: domain.QueryField{Name: "svc", Attribute: true}, Value: "ca", Prefix: true},
+		}},
+	} {
+		filters["project+query "+name] = domain.LogFilter{ProjectID: p, Parsed: domain.Query{Root: root}, Start: start}
+	}
 	for mask := range 32 {
 		f := domain.LogFilter{ProjectID: p}
 		name := "project"
@@ -327,6 +344,7 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 		{LogFilter: domain.LogFilter{ProjectID: p, Start: &minute, End: ptr[int64](179_999), Levels: []string{"info"}}, Step: 60_000, By: domain.ByNone, Now: 150_000},
 		{LogFilter: domain.LogFilter{ProjectID: p, Start: ptr[int64](500), End: ptr[int64](150_500)}, Step: 60_000, By: domain.ByLevel, Now: 150_000},
 		{LogFilter: domain.LogFilter{ProjectID: p, Start: &minute, End: ptr[int64](179_999), Q: ptr("message"), UserID: ptr("u")}, Step: 1000, By: domain.BySubject, Now: 150_000},
+		{LogFilter: domain.LogFilter{ProjectID: p, Start: &minute, End: ptr[int64](179_999), Parsed: filters["project+query tree"].Parsed}, Step: 60_000, By: domain.ByLevel, Now: 150_000},
 	}
 	for _, q := range stats {
 		_, err := s.LogStats(ctx, q)
@@ -338,6 +356,8 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 	must("read tail", err)
 	_, err = s.ReadTail(ctx, domain.TailQuery{LogFilter: filters["project+q+subject+levels+range"], After: head, Limit: 10})
 	must("read tail, filtered", err)
+	_, err = s.ReadTail(ctx, domain.TailQuery{LogFilter: filters["project+query tree"], After: head, Limit: 10})
+	must("read tail, a query", err)
 	_, err = s.ReplayTail(ctx, domain.LogFilter{ProjectID: p, Level: ptr("warn")}, head, 10)
 	must("replay tail", err)
 	// The hub's read: bounded by a horizon and skipping the batches it holds. A batch is read at

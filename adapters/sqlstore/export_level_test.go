@@ -23,3 +23,13 @@ func LevelMigrationSQL() []Statement {
 	}
 	return out
 }
+
+// WordsMigrationSQL is every per-project statement of the words migration (00011) as it runs on
+// PostgreSQL, with arguments for a project.
+func WordsMigrationSQL() []Statement {
+	var out []Statement
+	for _, st := range migrations.WordsStatements() {
+		out = append(out, Statement{st.Name, st.Query, st.Args})
+	}
+	return out
+}

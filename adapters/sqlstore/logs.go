@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -20,9 +22,11 @@ import (
 const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id, message_fold, tail_pos"
 
 // writeRows executes stmt once per entry with the entry's values in logColumns order, then
-// extra (the same for every row).
-func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, extra ...any) error {
-	args := make([]any, 0, 12+len(extra))
+// extra (the same for every row); with search, the message's words (domain.WordText) and the
+// hashes of the attributes' terms (migrations.AttributeTerms, TermHashes) last, where the engine keeps them in columns
+// (PostgreSQL's words and attr_terms). each, when set, runs after each row.
+func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, search bool, each func(domain.LogEntry) error, extra ...any) error {
+	args := make([]any, 0, 14+len(extra))
 	for i, e := range entries {
 		// Attributes go as text: lib/pq's COPY would write a []byte as bytea, and SQLite would
 		// keep it as a BLOB.
@@ -31,8 +35,20 @@ func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, e
 			attrs = string(e.Attributes)
 		}
 		args = append(append(args[:0], e.ProjectID, e.Time, e.ID, e.Level, e.Message, e.Subject, e.UserID, attrs, e.TraceID, e.SpanID, foldedMessage(e.Message), i), extra...)
+		if search {
+			var terms any
+			if h := migrations.TermHashes(migrations.AttributeTerms(e.Attributes)); h != nil {
+				terms = pq.Array(h)
+			}
+			args = append(args, domain.WordText(e.Message), terms)
+		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return err
+		}
+		if each != nil {
+			if err := each(e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -154,7 +170,8 @@ func chunks(ids []string, n int) iter.Seq[[]string] {
 const projectCondition = " WHERE project_id = ?"
 
 // where renders f as a WHERE clause with ? placeholders: every filter of a listing, delete or
-// count, in one place. It is the same SQL on both engines but for q's operator.
+// count, in one place, the query language's tree included. It is the same SQL on both engines
+// but for q's operator and the leaves of the tree that the engines render (query.go).
 func where(e engine, f domain.LogFilter) (string, []any) {
 	var b strings.Builder
 	args := []any{f.ProjectID}
@@ -201,6 +218,12 @@ func where(e engine, f domain.LogFilter) (string, []any) {
 	if f.End != nil {
 		b.WriteString(" AND time <= ?")
 		args = append(args, *f.End)
+	}
+	if f.Parsed.Root != nil {
+		// The query language's tree (query.go), its values as arguments.
+		cond, qargs := renderQuery(e, f.Parsed.Root)
+		b.WriteString(" AND " + cond)
+		args = append(args, qargs...)
 	}
 	return b.String(), args
 }
@@ -310,6 +333,12 @@ const leastID = "00000000-0000-0000-0000-000000000000"
 // window functions add the count and the key of row number limit to every row. Entries older
 // than the project's retention at q.Now are not read at all.
 func listQuery(e engine, q domain.LogQuery) (string, []any) {
+	return listQueryFrom(e, q, "logs")
+}
+
+// listQueryFrom is listQuery reading from table, logs or, for a needle on SQLite, logs NOT
+// INDEXED (see needleFirst).
+func listQueryFrom(e engine, q domain.LogQuery, table string) (string, []any) {
 	w, args := where(e, q.LogFilter)
 	dir, cmp := "ASC", ">"
 	if q.Desc {
@@ -334,7 +363,7 @@ func listQuery(e engine, q domain.LogQuery) (string, []any) {
 	return "SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id," +
 		" count(*) OVER win AS found," +
 		" nth_value(time, ?) OVER win AS last_time, nth_value(id, ?) OVER win AS last_id" +
-		" FROM (SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id FROM logs" + w + order + " LIMIT ?) page" +
+		" FROM (SELECT id, project_id, time, level, message, subject, user_id, attributes, trace_id, span_id FROM " + table + w + order + " LIMIT ?) page" +
 		" WINDOW win AS (" + order + " ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)" +
 		order, args
 }
@@ -355,15 +384,32 @@ func (s *Store) listing(ctx context.Context, query string) (*sqlx.Stmt, error) {
 	return stmt, nil
 }
 
+// queryRows runs a listing or tail read: prepared once and kept in the listings' cache when
+// cached, that is when its text is one of the bounded set of shapes the filters make; sent
+// unprepared when a tree of the query language shapes it, since the texts of trees are
+// unbounded (a cache of them would grow with every new query a client sends).
+func (s *Store) queryRows(ctx context.Context, query string, cached bool, args ...any) (*sqlx.Rows, error) {
+	if !cached {
+		return s.r.QueryxContext(ctx, query, args...)
+	}
+	stmt, err := s.listing(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return stmt.QueryxContext(ctx, args...)
+}
+
 // ListLogs implements domain.LogStore. The rows are scanned and handed on one at a time; nothing
 // holds a whole page in memory.
 func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageFunc) error {
-	query, args := listQuery(s.eng, q)
-	stmt, err := s.listing(ctx, s.bind(query))
-	if err != nil {
-		return s.translate("list logs", err)
+	table := "logs"
+	if needle, err := s.needleFirst(ctx, q.Parsed.Root); err != nil {
+		return s.translate("list logs: words", err)
+	} else if needle {
+		table = "logs NOT INDEXED"
 	}
-	rows, err := stmt.QueryxContext(ctx, args...)
+	query, args := listQueryFrom(s.eng, q, table)
+	rows, err := s.queryRows(ctx, s.bind(query), q.Parsed.Root == nil, args...)
 	if err != nil {
 		return s.translate("list logs", err)
 	}

@@ -204,17 +204,18 @@ func (postgresEngine) trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, erro
 
 // createLogs streams the batch with COPY inside tx: one prepared COPY statement, one Exec per row
 // (lib/pq buffers them into CopyData messages), a final Exec without arguments to flush. A row the
-// server rejects fails the whole COPY, and the caller rolls tx back. tail_tx is left to the
+// server rejects fails the whole COPY, and the caller rolls tx back. Each row carries its
+// message's words and its attributes' terms (migration 00011) in the same COPY. tail_tx is left to the
 // column's default, the writing transaction's id (see migration 00007), which the coordinator
 // fills in on Citus too, so tailTx is unused. (pq.CopyIn only builds this statement text and is
 // deprecated in lib/pq 1.12.)
 func (postgresEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, _ uint64) error {
-	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+") FROM STDIN")
+	stmt, err := tx.PrepareContext(ctx, "COPY logs ("+logColumns+", words, attr_terms) FROM STDIN")
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	if err := writeRows(ctx, stmt, entries); err != nil {
+	if err := writeRows(ctx, stmt, entries, true, nil); err != nil {
 		return err
 	}
 	_, err = stmt.ExecContext(ctx) // flush

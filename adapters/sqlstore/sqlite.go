@@ -90,15 +90,30 @@ func (sqliteEngine) trySweepLock(context.Context, *sqlx.Tx) (bool, error) { retu
 
 // createLogs uses one prepared statement for every row: with the statement compiled once and one
 // transaction, SQLite's cost is the B-tree work itself. The rows carry the batch's tail_clock
-// number as tail_tx (see tail_sqlite.go).
+// number as tail_tx (see tail_sqlite.go), and each row's words go into logs_words beside it.
 func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, tailTx uint64) error {
 	stmt, err := tx.PrepareContext(ctx, "INSERT INTO logs ("+logColumns+", tail_tx) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 	if err != nil {
 		return err
 	}
 	defer stmt.Close()
-	return writeRows(ctx, stmt, entries, int64(tailTx))
+	words, err := tx.PrepareContext(ctx, wordsInsert)
+	if err != nil {
+		return err
+	}
+	defer words.Close()
+	return writeRows(ctx, stmt, entries, false, func(e domain.LogEntry) error {
+		if w := domain.WordText(e.Message); w != "" {
+			_, err := words.ExecContext(ctx, w)
+			return err
+		}
+		return nil
+	}, int64(tailTx))
 }
+
+// wordsInsert indexes the words of the row just inserted on the same connection (logs_words,
+// migration 00011; a trigger removes them with the row).
+const wordsInsert = "INSERT INTO logs_words (rowid, words) VALUES (last_insert_rowid(), ?)"
 
 // containsText uses instr, which at each start position whose first byte matches compares the
 // rest with memcmp: LIKE's pattern matcher instead decodes and compares character by character

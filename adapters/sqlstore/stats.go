@@ -160,7 +160,7 @@ func deleteCounted(ctx context.Context, tx *sqlx.Tx, bind func(string) string, d
 // grouped by level or not at all, buckets that are whole minutes starting on a minute.
 func rollupAnswers(q domain.StatsQuery) bool {
 	f := q.LogFilter
-	return f.UserID == nil && f.Subject == nil && f.TraceID == nil && f.Q == nil && f.Level == nil &&
+	return f.UserID == nil && f.Subject == nil && f.TraceID == nil && f.Q == nil && f.Level == nil && f.Parsed.Root == nil &&
 		q.By != domain.BySubject && q.Step%minuteMs == 0 && floorMinute(*q.Start) == *q.Start
 }
 

@@ -47,6 +47,14 @@ type engine interface {
 	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
 	// term's length times them (see README, the "Listing" row: the cost of q).
 	containsText(column, term string) (string, any)
+	// queryWords renders a QueryWords of the query language (words folded, at least one) as a
+	// condition that is never NULL, with its arguments (query.go).
+	queryWords(words []string, prefix bool) (string, []any)
+	// queryAttribute renders a test of one top-level attribute as a condition that is never
+	// NULL, with its arguments (query.go).
+	queryAttribute(key string, t attrTest) (string, []any)
+	// hasPrefix renders "column begins with the value" with one ? placeholder.
+	hasPrefix(column string) string
 	// classify says what a driver error means by the engine's codes, for translate.
 	classify(err error) dbError
 }
@@ -75,7 +83,8 @@ type Store struct {
 
 	// listings caches a prepared statement per listing shape (filters x order x cursor, at most
 	// 64): PostgreSQL then plans each shape once per connection instead of once per request,
-	// which was most of a small page's time in the database.
+	// which was most of a small page's time in the database. A statement shaped by a tree of
+	// the query language is never cached (queryRows): those texts are unbounded.
 	listings sync.Map // query text -> *sqlx.Stmt
 }
 

@@ -96,7 +96,7 @@ func (s *Store) TailHorizon(ctx context.Context, projectID string) (domain.TailP
 // once per filter.
 func (s *Store) ReadTail(ctx context.Context, q domain.TailQuery) ([]domain.TailEntry, error) {
 	query, args := s.readTailSQL(q)
-	return s.readTail(ctx, query, args)
+	return s.readTail(ctx, query, q.Parsed.Root == nil, args)
 }
 
 // readTailSQL is ReadTail's statement and its arguments.
@@ -126,17 +126,14 @@ func (s *Store) ReplayTail(ctx context.Context, f domain.LogFilter, upTo domain.
 	from, args := tailFrom(s.eng, f)
 	last := tailNumber(upTo.Tx)
 	args = append(args, last, last, upTo.Pos, limit)
-	out, err := s.readTail(ctx, "SELECT "+tailColumns+from+" AND b.seq <= ? AND (b.seq < ? OR l.tail_pos <= ?) ORDER BY b.seq DESC, l.tail_pos DESC LIMIT ?", args)
+	out, err := s.readTail(ctx, "SELECT "+tailColumns+from+" AND b.seq <= ? AND (b.seq < ? OR l.tail_pos <= ?) ORDER BY b.seq DESC, l.tail_pos DESC LIMIT ?", f.Parsed.Root == nil, args)
 	slices.Reverse(out)
 	return out, err
 }
 
-func (s *Store) readTail(ctx context.Context, query string, args []any) ([]domain.TailEntry, error) {
-	stmt, err := s.listing(ctx, s.bind(query))
-	if err != nil {
-		return nil, s.translate("read tail", err)
-	}
-	rows, err := stmt.QueryxContext(ctx, args...)
+// readTail runs a tail read, its statement prepared and cached when cached (see queryRows).
+func (s *Store) readTail(ctx context.Context, query string, cached bool, args []any) ([]domain.TailEntry, error) {
+	rows, err := s.queryRows(ctx, s.bind(query), cached, args...)
 	if err != nil {
 		return nil, s.translate("read tail", err)
 	}

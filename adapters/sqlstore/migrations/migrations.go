@@ -5,6 +5,7 @@
 //	00003  SQLite only: idempotency scopes hashed (SQLite has no SHA-256; PostgreSQL's 00003 is SQL)
 //	00006  both: messages folded by domain.FoldCase, the subject index, the per-minute rollup
 //	00009  both: levels made canonical by domain.CanonicalLevel
+//	00011  both: the words of every message (domain.WordText), indexed
 //
 // A migration, once released, never changes: its version and its text are what databases written
 // by earlier releases were migrated with, so they migrate exactly as before. A change to the
@@ -53,6 +54,9 @@ func SQLite(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 		goose.WithGoMigrations(goose.NewGoMigration(levelMigrationVersion,
 			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return q }, writeLevelRows)},
 			&goose.GoFunc{RunTx: downCanonicalLevels})),
+		goose.WithGoMigrations(goose.NewGoMigration(wordsMigrationVersion,
+			&goose.GoFunc{RunTx: upWordsSQLite},
+			&goose.GoFunc{RunTx: downWordsSQLite})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }
@@ -71,7 +75,10 @@ func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error)
 			&goose.GoFunc{RunTx: downSearch})),
 		goose.WithGoMigrations(goose.NewGoMigration(levelMigrationVersion,
 			&goose.GoFunc{RunTx: upCanonicalLevels(func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }, writeLevelBatch)},
-			&goose.GoFunc{RunTx: downCanonicalLevels})))
+			&goose.GoFunc{RunTx: downCanonicalLevels})),
+		goose.WithGoMigrations(goose.NewGoMigration(wordsMigrationVersion,
+			&goose.GoFunc{RunTx: upWordsPostgres},
+			&goose.GoFunc{RunTx: downWordsPostgres})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

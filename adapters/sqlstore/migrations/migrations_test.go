@@ -47,6 +47,7 @@ func TestVersions(t *testing.T) {
 			{3, goose.TypeGo, "", ""},
 			{6, goose.TypeGo, "", ""},
 			{9, goose.TypeGo, "", ""},
+			{11, goose.TypeGo, "", ""},
 		}},
 		{"postgres", "postgres", "postgres://localhost/none", Postgres, postgresMigrations, "postgres", []released{
 			{1, goose.TypeSQL, "00001_init.sql", "f54efb4ab284b3f21544b86b3409c0e4fb7feab5e2abfc3fcb53ba5bed725009"},
@@ -59,6 +60,7 @@ func TestVersions(t *testing.T) {
 			{10, goose.TypeSQL, "00010_tail_batches.sql", "165917921305710c207f8834c42d35b16d2f05a87729a9143fb15e4fac91f8e7"},
 			{6, goose.TypeGo, "", ""},
 			{9, goose.TypeGo, "", ""},
+			{11, goose.TypeGo, "", ""},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
