@@ -149,7 +149,7 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 // DeleteLogs implements rest.StrictServerInterface.
 func (s *server) DeleteLogs(ctx context.Context, req rest.DeleteLogsRequestObject) (rest.DeleteLogsResponseObject, error) {
 	p := req.Params
-	n, err := s.svc.DeleteLogs(ctx, domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime})
+	n, err := s.svc.DeleteLogs(ctx, filter(p.ProjectId, p.UserId, p.LogLevel, p.Subject, p.Q, p.Query, p.TraceId, p.StartTime, p.EndTime))
 	if err != nil {
 		return nil, err
 	}
@@ -167,28 +167,33 @@ func query(p *rest.Query) *string {
 	return p
 }
 
-// levels is the repeated log_level parameter; absent means no level filter.
-func levels(p *rest.LogLevel) []string {
-	if p == nil {
-		return nil
+// orZero is *p, or T's zero value when p is nil.
+func orZero[T any](p *T) T {
+	var v T
+	if p != nil {
+		v = *p
 	}
-	return *p
+	return v
+}
+
+// filter is the filters every read route shares (a listing's, a delete's, stats', facets',
+// fields'), as the domain takes them: an absent log_level is no level filter, an empty query
+// none.
+func filter(project string, user *string, lv *rest.LogLevel, subject, q *string, qry *rest.Query, trace *string, start, end *int64) domain.LogFilter {
+	f := domain.LogFilter{ProjectID: project, UserID: user, Subject: subject, Q: q, Query: query(qry), TraceID: trace, Start: start, End: end}
+	if lv != nil {
+		f.Levels = *lv
+	}
+	return f
 }
 
 // LogStats implements rest.StrictServerInterface.
 func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (rest.LogStatsResponseObject, error) {
 	p := req.Params
-	q := domain.StatsQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
-		Step:      p.Step,
-	}
-	if p.By != nil {
-		q.By = string(*p.By)
-	}
-	if p.Series != nil {
-		q.Series = *p.Series
-	}
-	st, err := s.svc.LogStats(ctx, q)
+	st, err := s.svc.LogStats(ctx, domain.StatsQuery{
+		LogFilter: filter(p.ProjectId, p.UserId, p.LogLevel, p.Subject, p.Q, p.Query, p.TraceId, &p.StartTime, &p.EndTime),
+		Step:      p.Step, By: string(orZero(p.By)), Series: orZero(p.Series), // zero: the default
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +219,7 @@ func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (
 func (s *server) LogFacets(ctx context.Context, req rest.LogFacetsRequestObject) (rest.LogFacetsResponseObject, error) {
 	p := req.Params
 	q := domain.FacetsQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
+		LogFilter: filter(p.ProjectId, p.UserId, p.LogLevel, p.Subject, p.Q, p.Query, p.TraceId, &p.StartTime, &p.EndTime),
 		Fields:    p.Field,
 	}
 	if p.Limit != nil {
@@ -242,7 +247,7 @@ func (s *server) LogFacets(ctx context.Context, req rest.LogFacetsRequestObject)
 func (s *server) LogFields(ctx context.Context, req rest.LogFieldsRequestObject) (rest.LogFieldsResponseObject, error) {
 	p := req.Params
 	keys, err := s.svc.Fields(ctx, domain.FieldsQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: &p.StartTime, End: &p.EndTime},
+		LogFilter: filter(p.ProjectId, p.UserId, p.LogLevel, p.Subject, p.Q, p.Query, p.TraceId, &p.StartTime, &p.EndTime),
 	})
 	if err != nil {
 		return nil, err
@@ -259,7 +264,7 @@ func (s *server) LogFields(ctx context.Context, req rest.LogFieldsRequestObject)
 func (s *server) ListLogs(ctx context.Context, req rest.ListLogsRequestObject) (rest.ListLogsResponseObject, error) {
 	p := req.Params
 	q := domain.LogQuery{
-		LogFilter: domain.LogFilter{ProjectID: p.ProjectId, UserID: p.UserId, Levels: levels(p.LogLevel), Subject: p.Subject, Q: p.Q, Query: query(p.Query), TraceID: p.TraceId, Start: p.StartTime, End: p.EndTime},
+		LogFilter: filter(p.ProjectId, p.UserId, p.LogLevel, p.Subject, p.Q, p.Query, p.TraceId, p.StartTime, p.EndTime),
 		Desc:      p.Order != nil && *p.Order == rest.Desc,
 	}
 	if p.Limit != nil {

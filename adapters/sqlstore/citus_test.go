@@ -12,13 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
-
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 )
 
 func openCitus(t *testing.T) domain.Store { return storetest.OpenPostgres(t, citus.NewDatabase(t)) }
@@ -232,18 +231,8 @@ func citusTasks(t *testing.T, db *sqlx.DB, query string, args []any) (int, strin
 // at the driver and EXPLAINed with the arguments it ran with.
 func TestCitusQueriesAreRouted(t *testing.T) {
 	ctx := t.Context()
-	rec := sqlstore.NewRecorder()
-	s := openRecorded(t, rec)
-	p := uuid.Must(uuid.NewV7()).String()
+	s, rec, p, batch := recordedProject(t, 100, func(e *domain.LogEntry, i int) { e.UserID, e.TraceID = ptr("u"), ptr(traceID(i%3)) })
 	now := time.Now().UTC()
-	if err := s.CreateProject(ctx, domain.Project{ID: p, Name: "p", CreatedAt: now, UpdatedAt: now, RetentionDays: ptr(3)}); err != nil {
-		t.Fatal(err)
-	}
-	batch := make([]domain.LogEntry, 100)
-	for i := range batch {
-		batch[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: int64(i) * 1000, Level: []string{"info", "warn"}[i%2],
-			Message: "Message " + fmt.Sprint(i), Subject: ptr("s"), UserID: ptr("u"), TraceID: ptr(traceID(i % 3))}
-	}
 	idem := &domain.IdempotencyRecord{Scope: strings.Repeat("ab", 32), Key: "k", Fingerprint: "f", Created: 100, CreatedAt: now}
 	if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{Record: idem, Window: time.Hour}); err != nil {
 		t.Fatal(err)
@@ -659,3 +648,59 @@ func TestCitusRebalanceKeepsEveryEntry(t *testing.T) {
 }
 
 func abs(n int) int { return max(n, -n) }
+
+// recordedProject opens a recorded store with one project (retention 3 days) and makes n
+// entries of it, one a second from time 0, levels info and warn in turn, subject "s", each
+// finished by more; it stores none of them.
+func recordedProject(t *testing.T, n int, more func(e *domain.LogEntry, i int)) (*sqlstore.Store, *sqlstore.Recorder, string, []domain.LogEntry) {
+	t.Helper()
+	rec := sqlstore.NewRecorder()
+	s := openRecorded(t, rec)
+	p := uuid.Must(uuid.NewV7()).String()
+	now := time.Now().UTC()
+	if err := s.CreateProject(t.Context(), domain.Project{ID: p, Name: "p", CreatedAt: now, UpdatedAt: now, RetentionDays: ptr(3)}); err != nil {
+		t.Fatal(err)
+	}
+	batch := make([]domain.LogEntry, n)
+	for i := range batch {
+		batch[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: int64(i) * 1000, Level: []string{"info", "warn"}[i%2],
+			Message: "Message " + fmt.Sprint(i), Subject: ptr("s")}
+		more(&batch[i], i)
+	}
+	return s, rec, p, batch
+}
+
+// TestCitusFacetsAreRouted runs the facets and fields statements on a Citus coordinator, with
+// every filter, entry fields and attributes, and EXPLAINs each: one task, a router query.
+func TestCitusFacetsAreRouted(t *testing.T) {
+	ctx := t.Context()
+	s, rec, p, batch := recordedProject(t, 50, func(e *domain.LogEntry, i int) {
+		e.Attributes = []byte(fmt.Sprintf(`{"route":"/r%d","status":%d}`, i%4, 200+i%3))
+	})
+	if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	start, end := ptr[int64](0), ptr[int64](90_000)
+	filters := []domain.LogFilter{
+		{ProjectID: p, Start: start, End: end},
+		{ProjectID: p, Start: start, End: end, Q: ptr("message"), UserID: ptr("u"), Subject: ptr("s"), Levels: []string{"info", "warn"}, TraceID: ptr(traceID(1))},
+	}
+	targets := []domain.QueryField{{Name: "level"}, {Name: "subject"}, {Name: "route", Attribute: true}, {Name: "status", Attribute: true}}
+	for _, f := range filters {
+		facets, err := s.Facets(ctx, domain.FacetsQuery{LogFilter: f, Fields: []string{"level", "subject", "route", "status"}, Targets: targets, Limit: 2, Now: 150_000})
+		if err != nil {
+			t.Fatalf("facets: %v", err)
+		}
+		if f.Q == nil && (len(facets) != 4 || facets[2].Values[0].Count+facets[2].Values[1].Count+facets[2].Other != 50) {
+			t.Errorf("facets = %+v", facets)
+		}
+		keys, err := s.Fields(ctx, domain.FieldsQuery{LogFilter: f, Limit: 1000, Now: 150_000})
+		if err != nil {
+			t.Fatalf("fields: %v", err)
+		}
+		if f.Q == nil && (len(keys) != 2 || keys[0] != (domain.FieldCount{Field: "route", Count: 50})) {
+			t.Errorf("fields = %+v", keys)
+		}
+	}
+	t.Run("EveryStatementIsRouted", func(t *testing.T) { checkRouted(t, rec) })
+}

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"github.com/lib/pq"
@@ -46,32 +47,18 @@ func renderNode(e engine, b *strings.Builder, args *[]any, n domain.QueryNode) {
 	switch n := n.(type) {
 	case domain.QueryAnd:
 		renderTerms(e, b, args, n.Terms, " AND ", "1 = 1")
-	case *domain.QueryAnd:
-		renderTerms(e, b, args, n.Terms, " AND ", "1 = 1")
 	case domain.QueryOr:
-		renderTerms(e, b, args, n.Terms, " OR ", "1 = 0")
-	case *domain.QueryOr:
 		renderTerms(e, b, args, n.Terms, " OR ", "1 = 0")
 	case domain.QueryNot:
 		renderNot(e, b, args, n)
-	case *domain.QueryNot:
-		renderNot(e, b, args, *n)
 	case domain.QueryWords:
 		renderWords(e, b, args, n)
-	case *domain.QueryWords:
-		renderWords(e, b, args, *n)
 	case domain.QueryEquals:
 		renderEquals(e, b, args, n)
-	case *domain.QueryEquals:
-		renderEquals(e, b, args, *n)
 	case domain.QueryExists:
 		renderExists(e, b, args, n)
-	case *domain.QueryExists:
-		renderExists(e, b, args, *n)
 	case domain.QueryRange:
 		renderRange(e, b, args, n)
-	case *domain.QueryRange:
-		renderRange(e, b, args, *n)
 	default:
 		// The domain's tree has no other node type; an unknown one matches nothing rather
 		// than everything (a DELETE must never widen).
@@ -227,21 +214,16 @@ func numberTests(t attrTest, x string, cast func(string) string) (string, []any)
 	if t.rng {
 		conds := []string{x + " IS NOT NULL"}
 		var args []any
-		if t.min != nil {
-			op := " > "
-			if t.minIncl {
-				op = " >= "
+		for _, b := range []struct {
+			bound     *float64
+			op, opEq  string
+			inclusive bool
+		}{{t.min, " > ", " >= ", t.minIncl}, {t.max, " < ", " <= ", t.maxIncl}} {
+			if b.bound != nil {
+				op := map[bool]string{false: b.op, true: b.opEq}[b.inclusive]
+				conds = append(conds, x+op+cast("?"))
+				args = append(args, *b.bound)
 			}
-			conds = append(conds, x+op+cast("?"))
-			args = append(args, *t.min)
-		}
-		if t.max != nil {
-			op := " < "
-			if t.maxIncl {
-				op = " <= "
-			}
-			conds = append(conds, x+op+cast("?"))
-			args = append(args, *t.max)
 		}
 		return strings.Join(conds, " AND "), args
 	}
@@ -302,27 +284,23 @@ const sqliteFloat = "(CASE WHEN j.type IN ('integer', 'real') AND abs(CAST(j.val
 // cannot quote every key): any key, with dots, quotes, "$", brackets or any script, is matched
 // exactly. EXISTS is never NULL.
 func (sqliteEngine) queryAttribute(key string, t attrTest) (string, []any) {
-	args := []any{key}
-	var conds []string
-	if t.str != nil {
-		c := "j.type = 'text' AND j.value = ?"
-		if t.prefix {
-			c = "j.type = 'text' AND instr(j.value, ?) = 1"
-		}
-		conds = append(conds, c)
-		args = append(args, *t.str)
-	}
-	num, numArgs := numberTests(t, sqliteFloat, func(p string) string { return "CAST(" + p + " AS REAL)" })
-	conds = append(conds, num)
-	args = append(args, numArgs...)
-	if t.boolean != nil {
-		conds = append(conds, "j.type = '"+map[bool]string{true: "true", false: "false"}[*t.boolean]+"'")
-	}
 	q := "EXISTS (SELECT 1 FROM json_each(logs.attributes) j WHERE j.key = ?"
+	args := []any{key}
 	if !t.exists {
-		q += " AND " + orJoin(conds...)
+		cond, more, _ := valueTests(t, sqliteAttr)
+		q += " AND " + cond
+		args = append(args, more...)
 	}
 	return q + ")", args
+}
+
+// sqliteAttr tests a row of json_each: its type and value.
+var sqliteAttr = attrSQL{
+	eq:      "j.type = 'text' AND j.value = ?",
+	prefix:  "j.type = 'text' AND instr(j.value, ?) = 1",
+	boolean: func(b bool) string { return "j.type = '" + strconv.FormatBool(b) + "'" },
+	float:   sqliteFloat,
+	cast:    func(p string) string { return "CAST(" + p + " AS REAL)" },
 }
 
 // queryWords on PostgreSQL: the exact test is a substring of " "+words+" " (containsText: strpos,
@@ -379,29 +357,16 @@ const pgNumberParts = ` CROSS JOIN LATERAL (SELECT CASE WHEN json_typeof(a.v) = 
 // subquery, tests its json_typeof, and for numbers its value as pgFloat gives it. EXISTS is
 // never NULL. attributes stays json: jsonb would refuse numbers beyond numeric's range.
 func (postgresEngine) queryAttribute(key string, t attrTest) (string, []any) {
+	cond, more, num := valueTests(t, postgresAttr)
 	args := []any{key}
-	var conds []string
-	if t.str != nil {
-		c := "json_typeof(a.v) = 'string' AND (a.v #>> '{}') = CAST(? AS text)"
-		if t.prefix {
-			c = "json_typeof(a.v) = 'string' AND starts_with(a.v #>> '{}', CAST(? AS text))"
-		}
-		conds = append(conds, c)
-		args = append(args, *t.str)
-	}
-	num, numArgs := numberTests(t, pgFloat, func(p string) string { return "CAST(" + p + " AS float8)" })
-	conds = append(conds, num)
-	args = append(args, numArgs...)
-	if t.boolean != nil {
-		conds = append(conds, "json_typeof(a.v) = 'boolean' AND (a.v #>> '{}') = '"+map[bool]string{true: "true", false: "false"}[*t.boolean]+"'")
-	}
 	q := "EXISTS (SELECT 1 FROM (SELECT logs.attributes -> CAST(? AS text) AS v) a"
-	if num != "" {
+	if num {
 		q += pgNumberParts
 	}
 	q += " WHERE a.v IS NOT NULL"
 	if !t.exists {
-		q += " AND " + orJoin(conds...)
+		q += " AND " + cond
+		args = append(args, more...)
 	}
 	q += ")"
 	if terms := equalityTerms(key, t); terms != nil {
@@ -411,6 +376,48 @@ func (postgresEngine) queryAttribute(key string, t attrTest) (string, []any) {
 		args = append([]any{pq.Array(migrations.TermHashes(terms))}, args...)
 	}
 	return q, args
+}
+
+// postgresAttr tests a.v, the member's json: its json_typeof and its text.
+var postgresAttr = attrSQL{
+	eq:     "json_typeof(a.v) = 'string' AND (a.v #>> '{}') = CAST(? AS text)",
+	prefix: "json_typeof(a.v) = 'string' AND starts_with(a.v #>> '{}', CAST(? AS text))",
+	boolean: func(b bool) string {
+		return "json_typeof(a.v) = 'boolean' AND (a.v #>> '{}') = '" + strconv.FormatBool(b) + "'"
+	},
+	float: pgFloat,
+	cast:  func(p string) string { return "CAST(" + p + " AS float8)" },
+}
+
+// attrSQL is how an engine tests an attribute's value: a string equal to (eq) or beginning with
+// (prefix) the argument, a boolean, and the value as a finite float (float, NULL otherwise)
+// against bounds cast by cast.
+type attrSQL struct {
+	eq, prefix string
+	boolean    func(bool) string
+	float      string
+	cast       func(string) string
+}
+
+// valueTests renders t's tests of an attribute's value, ORed, and their arguments in order;
+// num reports whether a number test is among them.
+func valueTests(t attrTest, d attrSQL) (cond string, args []any, num bool) {
+	var conds []string
+	if t.str != nil {
+		c := d.eq
+		if t.prefix {
+			c = d.prefix
+		}
+		conds = append(conds, c)
+		args = append(args, *t.str)
+	}
+	n, numArgs := numberTests(t, d.float, d.cast)
+	conds = append(conds, n)
+	args = append(args, numArgs...)
+	if t.boolean != nil {
+		conds = append(conds, d.boolean(*t.boolean))
+	}
+	return orJoin(conds...), args, n != ""
 }
 
 // equalityTerms are the attr_terms (migration 00011) one of which every entry matching t holds:
@@ -456,17 +463,13 @@ func (s *Store) needleFirst(ctx context.Context, root domain.QueryNode) (bool, e
 	switch n := root.(type) {
 	case domain.QueryAnd:
 		terms = n.Terms
-	case *domain.QueryAnd:
-		terms = n.Terms
 	}
 	for _, t := range terms {
 		var w domain.QueryWords
 		switch n := t.(type) {
 		case domain.QueryWords:
 			w = n
-		case *domain.QueryWords:
-			w = *n
-		default:
+			default:
 			continue
 		}
 		whole := w.Words

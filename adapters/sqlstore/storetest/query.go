@@ -165,13 +165,13 @@ func RandomQuery(r *rand.Rand, d int) domain.QueryNode {
 	return q
 }
 
+// testQueryDifferential is the differential test this file opens with; the project keeps one
+// day, so some entries are expired, and another project's entries must never show.
 func testQueryDifferential(t *testing.T, s domain.Store) {
-	r := rand.New(rand.NewPCG(uint64(base.UnixNano()), 32))
 	const span = 6 * 3600_000
-	at := now
-	p := projectWith(t, s, ptr(1))
-	other := projectWith(t, s, nil)
-	cutoff := at - day
+	p, other := projectWith(t, s, ptr(1)), projectWith(t, s, nil)
+	r := rand.New(rand.NewPCG(uint64(base.UnixNano()), 32))
+	at, cutoff := now, now-day
 	held := QueryCorpus(r, p.ID, 700, at, span)
 	for i := range held[:30] { // expired: invisible to every question
 		held[i].Time = cutoff - 1 - r.Int64N(span)
