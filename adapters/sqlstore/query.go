@@ -469,7 +469,7 @@ func (s *Store) needleFirst(ctx context.Context, root domain.QueryNode) (bool, e
 		switch n := t.(type) {
 		case domain.QueryWords:
 			w = n
-			default:
+		default:
 			continue
 		}
 		whole := w.Words
