@@ -460,16 +460,12 @@ func (s *Store) needleFirst(ctx context.Context, root domain.QueryNode) (bool, e
 		return false, nil
 	}
 	terms := []domain.QueryNode{root}
-	switch n := root.(type) {
-	case domain.QueryAnd:
-		terms = n.Terms
+	if and, ok := root.(domain.QueryAnd); ok {
+		terms = and.Terms
 	}
 	for _, t := range terms {
-		var w domain.QueryWords
-		switch n := t.(type) {
-		case domain.QueryWords:
-			w = n
-		default:
+		w, ok := t.(domain.QueryWords)
+		if !ok {
 			continue
 		}
 		whole := w.Words
