@@ -32,6 +32,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,6 +67,7 @@ type options struct {
 	// victoriaLogs the path of VictoriaLogs' binary, their baseline.
 	searchRows   int
 	victoriaLogs string
+	only         string // the stages to run, comma-separated; empty: all
 }
 
 // harness is one run: its directory, binaries, database cluster and processes.
@@ -92,6 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.pprofFor, "pprof-time", 10*time.Second, "length of each Go profile (-pprof)")
 	fs.IntVar(&o.searchRows, "search-rows", 1_000_000, "entries in the query-language corpus, written to the service on PostgreSQL and SQLite and to VictoriaLogs (0: no search figures)")
 	fs.StringVar(&o.victoriaLogs, "victorialogs", "", "VictoriaLogs' `binary`, the search figures' baseline (default: victoria-logs on PATH)")
+	fs.StringVar(&o.only, "only", "", "run only these stages, comma-separated: ingest, reads, makehat, search (default: all)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run's directory (binaries, logs, databases) afterwards")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything and fail after this long")
 	fs.SetOutput(stderr)
@@ -124,13 +127,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	started := time.Now()
-	h.measureIngestPostgres(ctx)
-	h.measureIngestSQLite(ctx)
-	if err := h.measureReads(ctx); err != nil {
-		return err
+	run := func(stage string) bool { return o.only == "" || slices.Contains(strings.Split(o.only, ","), stage) }
+	if run("ingest") {
+		h.measureIngestPostgres(ctx)
+		h.measureIngestSQLite(ctx)
 	}
-	h.measureMakeHat(ctx)
-	if o.searchRows > 0 {
+	if run("reads") {
+		if err := h.measureReads(ctx); err != nil {
+			return err
+		}
+	}
+	if run("makehat") {
+		h.measureMakeHat(ctx)
+	}
+	if run("search") && o.searchRows > 0 {
 		if err := h.measureSearch(ctx); err != nil {
 			return fmt.Errorf("search: %w", err)
 		}
