@@ -20,6 +20,12 @@ func FuzzHTTP(f *testing.F) {
 	f.Add(uint8(0), "/logs", "project_id=PROJECT&limit=5&order=desc", "", []byte(nil))
 	f.Add(uint8(2), "/projects/PROJECT", "", "application/json", []byte(`{"name":"x"}`))
 	f.Add(uint8(3), "/logs", "project_id=PROJECT&start_time=1&end_time=0", "", []byte(nil))
+	// The query language on every route that takes it, a delete among them.
+	f.Add(uint8(0), "/logs", "project_id=PROJECT&query="+url.QueryEscape(`level:error OR "a b" -x:[1 TO 2] (pay* AND NOT y:*)`), "", []byte(nil))
+	f.Add(uint8(3), "/logs", "project_id=PROJECT&query="+url.QueryEscape(`attributes.level:"x\"y" AND n:>=1e308`), "", []byte(nil))
+	f.Add(uint8(0), "/logs/stats", "project_id=PROJECT&start_time=0&end_time=9999&step=1000&by=http.route&query="+url.QueryEscape(`a:<5 OR -b:{1 TO *]`), "", []byte(nil))
+	f.Add(uint8(0), "/logs/facets", "project_id=PROJECT&start_time=0&end_time=9999&field=a.b&field=level&query="+url.QueryEscape(`((x`), "", []byte(nil))
+	f.Add(uint8(0), "/logs/fields", "project_id=PROJECT&start_time=0&end_time=9999&query="+url.QueryEscape(`ü* ß:"\u0000"`), "", []byte(nil))
 	methods := []string{"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"}
 	f.Fuzz(func(t *testing.T, m uint8, path, query, contentType string, body []byte) {
 		method := methods[int(m)%len(methods)]
