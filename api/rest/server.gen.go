@@ -551,9 +551,14 @@ type DeleteLogsParams struct {
 	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
 	// values  = the same OR / AND / NOT grammar over values, each applied to field
 	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-	//         | "[" number "TO" number "]"
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
 	// phrase  = '"' { character | '\"' | '\\' } '"'
 	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
 	//
 	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
 	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -571,9 +576,10 @@ type DeleteLogsParams struct {
 	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
 	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
 	//   `value*` is a prefix.
-	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-	//   `:true` and `:false` the booleans (and those strings); a string value matches the
-	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
 	//   numbers only. Objects, arrays and null equal nothing.
 	// - `field:*` matches entries that have the field: an attribute whose key is present
 	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -628,9 +634,14 @@ type ListLogsParams struct {
 	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
 	// values  = the same OR / AND / NOT grammar over values, each applied to field
 	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-	//         | "[" number "TO" number "]"
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
 	// phrase  = '"' { character | '\"' | '\\' } '"'
 	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
 	//
 	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
 	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -648,9 +659,10 @@ type ListLogsParams struct {
 	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
 	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
 	//   `value*` is a prefix.
-	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-	//   `:true` and `:false` the booleans (and those strings); a string value matches the
-	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
 	//   numbers only. Objects, arrays and null equal nothing.
 	// - `field:*` matches entries that have the field: an attribute whose key is present
 	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -729,9 +741,14 @@ type LogFacetsParams struct {
 	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
 	// values  = the same OR / AND / NOT grammar over values, each applied to field
 	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-	//         | "[" number "TO" number "]"
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
 	// phrase  = '"' { character | '\"' | '\\' } '"'
 	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
 	//
 	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
 	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -749,9 +766,10 @@ type LogFacetsParams struct {
 	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
 	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
 	//   `value*` is a prefix.
-	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-	//   `:true` and `:false` the booleans (and those strings); a string value matches the
-	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
 	//   numbers only. Objects, arrays and null equal nothing.
 	// - `field:*` matches entries that have the field: an attribute whose key is present
 	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -812,9 +830,14 @@ type LogFieldsParams struct {
 	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
 	// values  = the same OR / AND / NOT grammar over values, each applied to field
 	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-	//         | "[" number "TO" number "]"
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
 	// phrase  = '"' { character | '\"' | '\\' } '"'
 	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
 	//
 	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
 	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -832,9 +855,10 @@ type LogFieldsParams struct {
 	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
 	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
 	//   `value*` is a prefix.
-	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-	//   `:true` and `:false` the booleans (and those strings); a string value matches the
-	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
 	//   numbers only. Objects, arrays and null equal nothing.
 	// - `field:*` matches entries that have the field: an attribute whose key is present
 	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -889,9 +913,14 @@ type LogStatsParams struct {
 	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
 	// values  = the same OR / AND / NOT grammar over values, each applied to field
 	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-	//         | "[" number "TO" number "]"
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
 	// phrase  = '"' { character | '\"' | '\\' } '"'
 	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
 	//
 	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
 	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -909,9 +938,10 @@ type LogStatsParams struct {
 	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
 	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
 	//   `value*` is a prefix.
-	// - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-	//   `:true` and `:false` the booleans (and those strings); a string value matches the
-	//   string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
 	//   numbers only. Objects, arrays and null equal nothing.
 	// - `field:*` matches entries that have the field: an attribute whose key is present
 	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -4218,208 +4248,211 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39chu5lt+rIJ1Nmbzbokjqy6LKldLYmjve65E9tpzZjdtxg2yQ7FUT4DRAUbweVeXfPEX+SyqvkX2T",
-	"PEnqnAOg0WRTosb23Xt3Z+reMkX2B3BwcL7PD5+jkZrNlRTS6GjwOZoKnokSP74Vplydj40o4a9M6FGZ",
-	"z02uZDSI3omRkplmRrElzw0birEqBSvhllxOOlEciVs+mxciGvTiSI+mYsbhMWNVzriJBlEuzUE/iiOz",
-	"mgv6U0xEGd3d3cXRnJd8Jowdx4XMrvKZ2BzEa1msmJCmzIVmy9xMWWrymUgZN0yVbkxmmmv2Xua3DH5k",
-	"uWSzvChybWfQyuWoWOj8RrTPmFR+Kqk2vDSf8IH16ZycHh0e9I678F8c5TCSXxaiXEVxJDmMMxIywxuj",
-	"bTM/PmyaeRy9UpNX4kYUu8wV55UWcHl6xkoxF9yw3LCxKhmXK6bGTIsbUfKCtdJCTT7hpc9EWaoyWXS7",
-	"/ePqyzE3vEjbMVBuprRhvWOklu6w52o256XIGNcML9aMl4Jpo0qRDdiIa7GXSy2kzk1+I2LGWaEmE1E+",
-	"0UzPRVHkcgL35kazEZdK5iNe0JNq4/r5/O3ly8s/pozLjAXfL3kpczlJmRaFGBmWwhfpGdNCsPSVmlxI",
-	"U65eyvnCdIgW7Q674KMpyzW74UWesfdX3+89RZqphWGX71/FrAeMe9Bnoykv+QgYjbXMVLBxLorsiWZq",
-	"KVm5KIAluFyZKcxBFFrAQw+7XSb5DL6CWzyv1pjkQ4R0juIISRt9hN/mhcpENDDlQjTzjZ91jXFyI2a4",
-	"ESzDaFPmchLdxdGM376kH3vHnp94WfIV/KrNCoaCjAd/vynVP4uReflik7uuYCL08xPN8qw2l6jbOz04",
-	"HnfF3tNRn++dDA/E3ml2ON7r8+Ph01E364n+OLIzmnMzrSaUZ1EcleKXRV6KzM28mtnahMIx/oSUuW+g",
-	"bDlVWvg9AUw5E1yaM9gEs4U2TNzm2vz2qawtjn3tp0fP6aeHdjPOI50JrflEpGykpOG51LTDjbg1lmH7",
-	"R8cBx8Ysn0gFb8FNyIarRL6X+Uhlgukc5kvfj1WRwUWt9F/+R8pm3IymQrP0X/5PesbSd1dvz9+9u0hZ",
-	"poRG8YcXgPQr+b/8TwG76aVhuU5kkRsQJgOW/qc0Zuknu1OTJGVTfiOYVLDfRzkvcB1ACySyRvxMjIpc",
-	"imwLgX+pcf2M374ScmKm0aB/dBxHs1y6v3txE5WbGaZGaTPlboJIWxxADCoBdjL+xQouJws+EWwoCrWM",
-	"2fnlC5E5iSuYMlNRJrLSUKyV/pKyayHmJOPs3AcgB4liTC+GNFAQTbO5WYF24kMtpBkwENE0wlUnkYlM",
-	"0zSRNBTGnjFVJlKVDP97hhT/zJLo9dskwj/uEgn/0K8LycsV+8w+JNH55Ysk+mi/uUskfYCLWkl0+foq",
-	"idivLIn2kqhtL/qVzct8xstVIu0H9owlUSuJYLRJ1MZbUECyJBokEUjXhVj7jm7AX7S/aanKTCfSfsue",
-	"ISE1nwn2+i3bBwqzfXb5+opNSj6b8ZKpG1Hah8RMgDDn83mRiwx2Ab7OPg1nBI+3b2FJ9Ad85XxaAu//",
-	"6r9oJREovQNhZ05/PAv/GtX+eAakkYvZEJab2f/g5w9JZL9nSXT1OvzrYxIl0r6aPWNPkugJ+1xtWfYr",
-	"e5Ik8CV9SJ6wO7zIrnoi35RiJDIhR2LA0svXVylrwfJyVgiOmzjdS9tsmKPplU+mRmgTAzklS88vX8Dl",
-	"hVYMdj9QayjMUgiZSLNUzIhyptvu6tdv0wFLOazAkI1SUGz0V2uICzJqp3G1TkpaPi3Vwgjk0z32Mywr",
-	"8LmVXE80rTSKYtgKhZIToQ0rF1KDOVIIQ4IryyfwO8qPT2nMRtbGAELXhVrrHokWg1mR/pKCkmYgkOFd",
-	"ecb0AhhGw8PSk4NTfjg8ysZHT0+O+4fHOFElBY60w87ZEAaLZqNamEo8+kmxqRWfQAu46QyfO+erP6SM",
-	"E9OhWBmKCchsMkPnfJXCqCwvpEk056uZkIY5GZhEKdKIKJZLmIJaxvDw5ZQboDbTAsSMQcElZqyV2ofE",
-	"/in/wY+43fEaZHCLs/SLB1S6TTuwZN/D3tEDZzbGLNWLIWg1+LjQovyUZ/DRlHwk7Gc95xI+0nJ5LcXR",
-	"tBYwYBReT/QZmZ0gIMFAEm4QRs33yN7jxpT5cGGEk6fcsGuxgme00qkx8w7y12B/NBWja1gQeL8ob/KR",
-	"6MAjByNeGljw1D9Kd2i/wnNwT6eMF0u+0jgG7cZYvboV3utNxp8WygjGrVDDkcHKgw3LR0KDDNQrafht",
-	"qIFxtXDBYVt7hQgqkWsm9IjPYXxyzxJ8kDpW143mNBjEeJ03hmFbosELc7ZrNcAXIRvaJRukTNzykSlW",
-	"Z9XaDex47PoN0mprwargTlJj+JyXdkcSbyMJ/oDv5mxeinF+i3M492QbsHRw1O1W2wUeaKXgUbdLQis9",
-	"6nY73bSNo0BmRB0Im+Go202ilN6GBpQd6mDMCy1SvHqoVCG41PQwgzYSPUHjhrdPo/UKxgEPtb9ZmnRY",
-	"OrDiHgYd+z+rj6Pg4zM3mA/9bpddvWb909OPaegnukWEV9GsQabAi17jAumYoRFOEk4uioKJXxa8APtq",
-	"SnbRHktRjw3+UBGxZqWgSeVdkgHjMtw9SI1rsYI1mpcCLAncRF50gGhB0sT0fhx8JrKAjXbZ8sspaA/G",
-	"tDDEAmCcZjnYVqATuNX9ME4UApUZiePPNcMVjRkoJaOtTgO5UC5ESIYWaaJ2ajW9JrVvd6OqKIG651U+",
-	"g6e1QDSgnDQG+WLg/dfDuHt6XHPv0h/P//HTT+8v3v7Tp+c/nL99B96uFBpuZGqMFp2QZiq0sIoJh+qe",
-	"d9BnmRDz2mNeXLy5+iF0msE+Ry2byPC6q4u3P74DGXNuTUy1MDrPaHm9yVPinwXNDLceOJrWN0BnUqeJ",
-	"RLlacztZig9NKxN1rrRdoTH9XaphIWagZhfSiAy0TUCZcalmieyxVrqQ4nYuRnAJmW7csN4JjPwqn8Hu",
-	"A5bOZS00QrRyAY903eSvC28r1dHAIHEv9FxJLTracLPQn0DVB3sVLwTDMNANSbQ/Fbww0yTa5kfYP+/z",
-	"yd5yOREXMmv2MIXMHPFKuNBRLv7qcaSTpwen8N+DcaTtDucucSWc7jsYSPOEcYxfMuWNmR2c9rv3RMgq",
-	"onzx3HBavylAyMewf3aPD24uX//pzpN85KRIRu8yJavlbDzQCXcrHDM2XIHuyGUmbtuD7RExH/iLu/1D",
-	"NlwZoX9r7Cty+3zL/rRDfGCHXoE+aopV1SiALIv6hIPPdNBnU3HLMzHKZ7ywVk2M25EXBfuzKNUZW8zn",
-	"oiT7x9sNSnXY+W+b7eFwfNofHxydnAwPDjN+zA9G4rR/mnVFVxyeHBxvoYLTt9uCHgf9WswD/twk0nst",
-	"ygdp1MAlTu8/jiG+cow0Wuwd9rdQxw7wXh65A8lB+gPDo9/x7C15gfDXSEkjJH5Ek2LEgTb7Vhn+/T9r",
-	"INTnajRAQsPzApYGhKDzJ0HjIZFg6KiGo8GH4GKMNA5FaClUyjWKo7mCfV1Gg2i/v0/B3buPcUQKLxoc",
-	"gvAwuUGCfMcz5qZQxXOHamEGw4LLa4zqenr8XSnG0SD6j/tVBmefftX7b2iaRKVNeR/MbsYLEEgiw5RJ",
-	"Kfg12B6wsGfe7rCuFJpkajwWEj1isv1UGS7vXRx9r8phnmVCfvEq5BptXG9TjjAuhN+ruSjxUVFIyoOK",
-	"lNUovikhz9+8fHiMSCOKHiOFXsrvi3wy/VI2rYIeVT7oZSZmc2WEHK32/kT+QS7ZmF4Xkuq0ItVzJcdF",
-	"PvqGLHe+PlIbmWgYrTZ5UbChAAabcpkVIjujtCIruGOxS2W+Vwuy3r6AgC6RAOs2xueFFDqsKHSpDPve",
-	"XvANmcmNxzOTTWCANlTqFS8n4otZZojRbwpteBEPJoxTFyENegc1LoG3siulGA3lm9JiqLKVc4pozLlm",
-	"BbwXvuMUsbf+Hx+NxNxoR6gfuVxZKaq/kF7LMjdgEBvBxO1IiEzUeKQf7CKgC7yZ+Vd/U/qA0JlyzRZa",
-	"ZGwxp1iiH63bMs7CFWyS3wiJFi7o4PUs/55P8zcNyV69HxQE4KjeS74wU1XmfxZfuhXhQUIaewvzHkG4",
-	"IXsVsWtv/mZ0vlROvsfAikqKkOv8Lr2WarlG1J9//nnvvJpSg2uSfid4Kcq0ZhDRd/cbPUT3G54XfFiI",
-	"r2DpYOgRdtcieGxF96NQq74jd569r136DdmcBjfikjxqVoINIjJWgkJjUi1jJyTsqoAKmYoMDZRC8XXl",
-	"8fVYH1Zd2nT1F67Cgh7m5P8WQ1OqKvPt9T2apYGJ2d0P0tQ1O7PfD7fPvFQjoTUsILuQJjerb6j9DSsE",
-	"1wY3EIUJyZ7kfkIY8qyrPfRA1u57op0Dn+tE8qIUHLREkTmlAFKwqmMoBawIyJNWun+wT3cmEZhm1S0m",
-	"LH1IZHWPGrMTlvGVTqK257J1i2XpRLCN9uDKcJbl47EoQV2CHjtLpI384vUU6+8wjDThQlO6JFDHThmf",
-	"4UuJBZjmK82maslmoGZmqhSJNFMBbxWl6CQyQsbUi/lclUZkP4os51e4pl8sJFAde1cneADeGJoMRyGb",
-	"+bEwHAzD0Xx7uyEnPrLxrBm+Gt5JGXxvlht+DU7tP7x7fXnGOIN/2UyUE3BYweIYq5K9Ob96/kO7g962",
-	"HQKMsMqFIEUzionz4k0JjzdgR9lg1lrdnCkXI7MoRcYybrgbInL3wOUtrsUKK+tgmXFQNnPesvmP2GUd",
-	"Yp8liRMpF0XhEg8xU5SJaMf0tGsxN+xGlENu8hlrZcpQ3gnIVAowHIyQ7Q47dzzYf0o3coNMxoyaU74q",
-	"dm5gU03KmWfi40P2p/w7xnUonIUcqUxolptEtjCJMjLtMwzDiyz0oG1mLBNifoaFJUQYVaLdM+MrtGDZ",
-	"5ftXrPX+78F8bXfYf0EqJXKkZmAzjq7h7RrzpS5L49IgrJX2+geHR8cnT0+71afUxrgxWNI+Iwr4xyVS",
-	"Iy/HjHLyMBR4PDNL0IlVCUgBQgvXbC0c/jnCQPZMmKnKokH0x4sr0EjwXRAAB53bjyPUW46LDJ+AOnBp",
-	"ZDAuxSL6eOf3knIxtdu9idqzX8Lm7Lzlyx8paRv+uqev8/memhPb7nkVAq8DJ56PhEGCNgWXhE3MqLFP",
-	"AQFJKtkE2wfjQTYERdkgrMWaBzsExNKChJKn0WE/fjhCGkc3zWMDEUBj4xr3DhYJuOwqd0nKaq2MuDVn",
-	"LIXNQxnPzTwbPQ9kyqIo6kHgaD+IdcLPZJPRmt23EhS8cmHvD3Y6saXHx/VlpdJQLHXcnPO5m1+hJraQ",
-	"iL22C0urY3OKoCZwxyPXwvZXM9j42ea68Jp8u08eB5LwLo7yrKlWGDb/Htc6n0jYPguZ/7IQWwrzTnmv",
-	"u3cy6md7T8XBeO+QHw2PRyfZU3E6juLNEsiiuVz2CjPca9Wm20tGzzynWlJadW7lEBKuehyYHSRgXDgj",
-	"LymGXJuSqwDdLNu0TBCy/UaBSNONgW1Xu3fHqsaN59k87yb5esesUEtR7mGUfDOkvrZ23XH3+ITz7pCf",
-	"dvvDk8ZXVQmNxkTBxg2mMaOzNU+zJTfT6x/sJE58NH7jjaCNdifFDsmAjZm6WHeNNDY2vhnyD6UGWf9h",
-	"XerMS3pXR4x0vE+g4EZolvJeoIAQ5WxU5MChWsgMhGeHnbOZQHkKQgVs2IyhPZpbgyOXYaFOyhYyE2Ui",
-	"Qe6Cv4NWL+3KN6/fXbH9Qk00lXMhsW94mXNpSM3gxfj0VvqKdq1Pk5Oa/ToSbItA2awYPwstGxQbmqW5",
-	"HCsqm2A5htepzLPDXvlan0Su18yj8rSCx0uZpuq7nOrp5txMWev11as3IHTag0Qihz5cMdeOq2IcW5qP",
-	"KbSRms2UtHX7WJqkpEikNU51fstez4W8EoWYkTONkxkkMpG/snc08F/ZO9QqWLCzwte22a+J/HVvbw//",
-	"D9dSlUnK/KeYpeMc7D/4BPap0vAzXpuJ4WKC19Ine637t3TXEc3dh5j+hR2fK7n2J8eaN6lMPvKvwfIq",
-	"5j7E9C92HNDvKMbxAvoU4weqTLsRpX8O9VAw/ylm6ajMDayl+wz/8kKU+EGAq+E/gEcJf8y5zLEaKaNP",
-	"8PBEnvvCOlJlwQYLlz49X2S5SSmOrmzTRsrxyzYW4YwW2qiZXcBELlV53WE/A7uikS9urXFADiwVhzAf",
-	"Jcrs64dipWTmXuqL1eiaRHLtiQmCIb0gCgZDIkq2Y7tJcC7WVfD7NpFE4NysPsHA0pgtp/loSpUJoG+X",
-	"vMzq99j6mbOaGbfxoKBeaWldBNLky1zq9QoWp8W3p2Z796v4jWBI6B+1jo/io4Njm19VY8rErhmZDaZB",
-	"MJrjo6OD4weNhe3ZhooYQ1EokAhGfY0eit2tDQz0zW0sZn0owBe948el9UHuYk5AZKFsre2WB02YgMS9",
-	"tf6D4/sNnPrsfgbTu5oZ6gS1MM0ZdscBrCUVuLdtChORqnqimR+U2wVBIRfMNKdKRKolU0qLkg3VQmak",
-	"rOAdtEXgwiUMzNWGgOIhp9prG6Ta1sqOkDzd/uGXW3ChPn2i6RJUpFaFfisDD+iLvzazX+vng+cMi1EY",
-	"psBuTVzXhm3g0McWnjyeQ3ewLB9VPVKzOzcpAj8GBBkpORKl1H+TXGtt6Yc4ds24brSrtxjSGC5pJiQS",
-	"yxpYNo6nxhjStoGTmbJVMutRk02vHO9ofo19GNjlqNTQGq+ToSqibHRKc63h48bTf9ga1clUVepbFeiG",
-	"7zzs7rQ50bR5zJvrr3RRdwrUwJCKXJu16R/uHlbS29V2inyY+uakcHXHeanNGYPFci1lwLrLXAumykyU",
-	"6MgEhskTClHZFj9VumgwmmGWScIA8RNtwzkwMd8Vep9rE4Tx7tYbRNfYnXjLU8AtSsUY97G+fgzvY/zY",
-	"8eu1yNhYlQ28vuW54JeCGMUH+N49oq/nCBuy8ZtgJ2L5ffwgqWho2wjSvEnPw8DitVg9FDEFobZbxPTg",
-	"YLeQqZceu4mELfxxb4TynShzsYUZrOgPGNoXJ6owokxV8WoxxxYvVbIWVe4iP6Zt5CCU9HTHnGsyr7jU",
-	"S7QcUo2jSO+Jan7aEj7+Gd80XKW1fRrXnYwnugox8yBBE9P+XlGqyQebE0lJBfe3jzaPVUl3U1yZnaOd",
-	"g1+vU0gtTH0McQJOrSMK8lJ438rWZ1pxUXdpjrrd9WD1nV3XLfsNf8NdN1yMroVZ23ZqzFL6QddL3D8c",
-	"xN2Pwe7bxU5ba2LfohreUNOLjWeUSHywIJQvDPKdNM5dDEj6KBbys7GZGBqgTbzhkJXhRW1f9Y6+Sg5j",
-	"QAYRZd2sfxGTZZZnsTVacyzBRPcpB4mhRTE+syAQNX7xLUHMpvtcioT0TStNoiRJvIkPn5Mo9WzlurfC",
-	"1jzXyUXMWG8Cw5+By9xDKlbHSASujVTMLJVbLj3lpWDcdqClicR6Y5t+wYnZesZ0bSOn7Q67XBTFvXuH",
-	"FIbdN8PVM6mkqHaO3UnbvP/13M79srKWzcFCMGVBIBqFpuFNG++5l5duNtUGRDkJDhIMf+6apdel56YA",
-	"tLv0viYQfKzT0vZtLXTasHsYA0K1BiAl63u+3v1Bfx0RWsoXygK9Rbs4k6CRCMRoGJK07U/k0Ux54My4",
-	"/W5vniHrKS2qelUsPQQxASupsSAkEyX1V1h+ZS1stUMz0LZZO/vPtl1TKt1yO0hNK76tbbS0cTjYBKXA",
-	"Co8z27bi+dXV8Stpk8u7mjZWNTeR1Yh5M0cs88xMKfxuOeG+rMuBg8TZZWmdzNxi8TuWR7soJkAAEtk0",
-	"kPqLT47jnbpqwj2Ks479jvDc9cBm1c9LwY3Idhi7K7a19T6bllz1JD+V/uMn4h6zbcAvRCF2HXCG17JS",
-	"zNRN05Cz6lmVsvsNY3bPaRrza1PMz+XqnuIDX9dji2C497cwJ0J1PHw+J9STXJIHlGLdyFD43uF2g4EI",
-	"e8K/uf5b5RrutOVq02jyKDYmDiaFf/emmYGhFv+7pzh83eTPZ2oxLMT680g/Y6ZeVvUdSorXY6w2XH/M",
-	"DnL6410cXd+Ax/31CPcn8RjC0WjXpxro5kYe8+/YGPC1WDXCLXl7bfd1b3q5q2BrchHffv+cnR4enbim",
-	"XZap0WJmw5/re5Hq80J/bmvn0sZcXIVpY7TaKZlcs2Wp0A2Tbr+hpnWjw66JoGqs20XNReGXM1JoVKiI",
-	"/jheHrOUhp4yTCSjgquVNbKqqjFmojPpJDJtnZ52u/SrfbkOIj3t9BHK0NKf/PQGfZiDwyZHa/UZmJxu",
-	"oqSl99ZIqv0dcbVQVonRVFGsF5Yr/cc92zGw9zJLmetoY1R5fMZ+QWCK3BAxSzFXJfasc0eHr1NH4wo4",
-	"w0qsdV3eiNfnyz1DYjU2sgWZAVuUul7H9P7tS1YKrJwdWRAOD+LheQ5uPmNpUDyaIuiSrTTEeVCtbI7B",
-	"9zp9wprTh8x4Y6tVcX6eRLHbeR+37+0tMSBSXq5/DktVKQ7WSm0BXtoGb45gAqoW/1bqP6ft3STBQ22J",
-	"m+lC94ZmLsbyC6t4qylYPIOSShK2tHnW2qA33+sqD9ffimrc/spaIBiPT7u9NsulxYNwgg5LrMntQ3At",
-	"66lWPLGcqoIqg9eK91xD5kOMcP+CN6f9zn2CtV4DaytFGkN7ZMl94mtlUv1u/3iv19vrH1z1uoMu/K9D",
-	"Rav/NQp2aMaN2NtG5h0K89j79y9f3Jx8nWQv9fHuWuzlq+4/ZXz1oAB/665+ARffxdFinn0jwjUVXOHU",
-	"4nC1aiPYmM09bONrr5oryAk8pUlD+2IssGm1MITGYjkOS6apXMTq7CDduMl2bqkaCp7WEQexql4WK7ac",
-	"5kYQNlKHXaKMlkJkFviiscKzOXf8MLbfF3LH2griZO9ZkTfgsj1yRc43WwdQXp0cnB63yX22KzOo8pzW",
-	"ewElRTpuNOVyAk59mqzNOIkGjELGVLfs/LWxKsEnPkO0MlznQowNUwtj69gpHZjrDrtUidzKEQ3Vc1/K",
-	"E40rv3fT/8sv/sZC1y/Z7hXD68LuoLDAX/lEjcOSPT7q+sA+XYiYbXaJOok8l67kiCB9XB9T2Isk4d25",
-	"XGir31wrUq7ZREkxQGsXi/YKQRX1iYTV9lVaM4WFQvW7ibE0a3FC5CuD34bYUGKLmbFGnKNdnUi9FHPD",
-	"VsK0Y4xkjK4nJZjvTC+FmNtIAaWbczPFuJBcGCAIdUdUjcbYuSEF9myVYoztUmj0H/b7tvgMZam3ainO",
-	"DVOEr3Li6MDEcyUimRjzRWES2Upfvf7jp7cXVxeXVy9fX356cf5P79LYEZ8tZCG0BjHZPvNmdMFHbmCt",
-	"N++v2usvTCS9kdYUQ9bc3icskTkmaybC0C7Gdzm6ZNzwtWDyQReZP58tZtEAGAZ5n/7sbQ0xhyEULUaL",
-	"Mjerd8DtNqKLLaPnCzNt9CcdPgHXLD23LbNYCTlg1GzK/nTxT2nsG259DNKZK1OuXRuMHOeTBRb4UUZO",
-	"4qKio6nm1D2UzXJJl4NeyhTF7LD17Sxo93NNPFhIb6uBE+ntJZkRQ4gYGR6/sJEpJHrV4Qc+GVEZBQBG",
-	"TFwPraXf1Jg5NYvlcqxcKxwnk82ijbwewmz5MC9ys0KazXiOILxgLG/0mVlVoV0xbV6GEoGClT9cXb3Z",
-	"B7WAgGUXBPIKPrdtMkm3deGl3uUnJXJ6eHTSduBFqzmWv6JHghWo6JKkBALr3OozAnWhHjfbYMizDN/q",
-	"AD3Q2bWiyGkijy1Wd1ESST7K0DajeZPc+yzkpLPU2dPkxDR5CttcmkQ+J3MmB4PIbqURXyAYGzu6vUUq",
-	"XtomyvVKdM10XgiJEYuJpObK84031nv/fLNpJkYFVmW3OJvlWs9FYdg4L+AWiyTq4DIpUeRBulNqC+VM",
-	"53JSiD0MD2UoUWy3/TIfiRgXPJEBJE5uqjps58Q4Ie0gApk1KmqNlyFYT8tDIMKeSCT1PNKIpMWezEDg",
-	"C6YXZakmuJ88sJwfivYLWnI0EFATEQAHByqIrB0Tg7lif2reLam2fK9exk6Wn9MJtDlI92KGEUxFhD4l",
-	"4qfwrPQskba+P6Bbw1DbHWa3HpAFE7z8WmyaVPRWMgkIMk+f1XYoKOgArNSZRGvdCpudCSRqinwkpBaB",
-	"/Dif89FU7PU7XXAFysKKHT3Y318ulx2OP3dUOdm39+r9Vy+fX1y+u4B7OlMzK4JAyqY4iuLoRpTaGmGd",
-	"bqeLqfG5kHyeR4PooNPtHIANx80UtQIFq3zAflM1vLBqqtb93ISTTUkXWhe7K7BeMexFBmvP76yXmX/8",
-	"K4qYhac5fGg236pL9tcQ4O/iB++wIFg7XOmPV9jhWofAtsOlP+100a7TccBnu4zRQ9/tcLE7RuPu4xpu",
-	"Vr/bvadDvLEz3GaBev2d27bDTNSW1u2NGiiMGduXIbjLIY206T1+RvsBDBje0nv4lhqcCN508PBNFcIU",
-	"3nH48B0etghu6J8+fMM6mM1dHB3tMrQQngPtxsVsxsuV35ihMIyq5mIUGh/v4mjSVMz6VphFKX+TyKhn",
-	"y8nzIRjyPEtB8+qRNROsqZ7i9c9gAGnb+ggY+6/lhUlV2ZJMKtJKX+XyOrXB80SOeGkzm6UoOCqpIL5M",
-	"YUQpbg2b84lgrbQUxbMkgm+SKG0PCGOjCuBjlBOxl8m4sHWn6WhRalWmYGWJLIYHI1SJVsWNyBif8Fza",
-	"CqP3b1/V1L7vPzGKtcCdI9PH4WNMlTa2mBqbynGYU3TR6lNF+wi7OuAK7P8pBTbkuRgAGdv1fh6wMqwp",
-	"hetHgAjS1p3SWTK+ZoF8Lm14UTCLl85avSOmYVGtK9ZmhdJWrYyUlGIEzEPWDhIrNxYQcGLLF+p641Wu",
-	"ze9a469Sa8QbCEZcj1LWUkUGjFxVvVS8ANYybmHWkmLpr1rrboIrtqBAohSowSEJCd7yh4jjPXjrx4ag",
-	"7dZiZO+jSbtVEAnNBnF63bjb7Z6xHvyzvfdkG9wryqHo3sOuvPvfo0qZ0P/f9Pc30kdzDra1x3eG7Spp",
-	"SyNQ+02uFhqn9USviYd6UdvqH7ov/1ndXv75unf54uXhjy/Olz9evfzz+Kct60DybRtSaXMzxRdaGR/W",
-	"O3h3Rs6wyY5dM6G237fq83Ode01td2FP3a6pEd/21tRk5rvGaukRbJxa63GqGph2aQXyvT3U/IJIUJsH",
-	"Sj1gsBHexGYJxob19trtJjVu7GIJMLeAKxvQ0Ah6H92W//z//vv/ovPJiO2e2b8PENUu0M92h9q4Nr5/",
-	"rIpCLTVFTp72nz5tDwLdj+FHq/xbHDe3KhZGeL3uDgSCuw9Onx6z//u/Dzv9dtysy71dkMj3b1+tV46G",
-	"M6rY5tkuTFObvdus45+aiPAgVty/IZP5C01fsC0eMnznSjdYvu8oZWtr/Sl05vCPSGd4vdLCeE2F5MV+",
-	"zL87Y0Nlpg7aH0/7QGsqkf7gApZLghcsudR8RAFakSNjBwdEBY3dqrTxV91hVWqByp0TaW1sDE1vdFXG",
-	"vizaxbXwOmqfrwXa0DLNNRh1BjZSdZKLDZlQQxO93Lg+V2LIKsLmzoK5FnOTyFzWuhQ28SFYHR4i/Zw4",
-	"mYxHTM2SKE6iUkxyJfELsUiiu6DnPZEULA0fDA/ZuCVAQ1hvIEeIs5XzEDCxl9kwVieRHvYCp5xrhocu",
-	"ESDUWr9WbRTrES1kCxt9wzMj9rv7NEp7rMJ+d7+63/3UDnA3KICLhKp17DtUJhpNIu2SYKQsl65xfx1G",
-	"oxaftIdQbIblZIXHR4dxbJxiUyHl3AO5M2BpeMpNAA6A0AF2FeuLU+/jHzD3ABzHucWMvbGxXp3/2S6n",
-	"C4r6nVtzJT0KIGWs7B3oMGGuyo7ksHfgUIFczeyK9oa6RvAyWBZLxE2sbLrcB9LtouOaV8CEvmZHMmsF",
-	"JlGMXOBPXUL0QpesoV/7a7cSm8Iukel+bz9kQHsd9pbxNaQ3etjhvj8HJnhqvbs5kdTejLiIuXRQveSF",
-	"brh0VC/d7NTVxeyP6H1WK6H5GJ10BEIbuJBy/5BN1QLLft11iDsCinkNXhqPlmp5xBP4yubD2iHLWUIo",
-	"OUKHmPBC608iqY7dQfaQIVXmk1zygvW7PXp5bJM0IUTkWzEv+EpkA+xRSs9qY9sAi0xk7T2H/T6dbEZZ",
-	"47xwLa+lNmGVZwNkdvWM7um6YYJE26tKY/bAwnSGP1lqleW/hne5/YTGo/VE/pwbI0p45n/7kCS3/e5e",
-	"ktyeXHz8+7+LtjgLOKHvVLb6i/kJ/z5s//hzMDHiJljEbFH8xnnVvYkGDE7gsEEDfmuAHkBmUxU5oiBX",
-	"zUe3+zuRHu8RNVL90Cd7ItN351fPf/h0cXn19uXFO4KQIuGg6DQsMnEOewePa5oJALLqx+1699190eQk",
-	"1c+1udtwiHuPC7v7fpHHRd1dw0qD33YRmJbLACdRlTF1EKLwyUW2jnsbsynP2FAI2V7z75qkX4O/R4e+",
-	"2WIDzIiTvHLijgzLdbRd4ypUnOgmBOB6dAMe3Rgzwh8aokV/7W7SDokCf6IE3NA72CmzQCD+eMPRLhNp",
-	"wBXGPEZ/l5traNn/eumPnxEh38uG8f3+4F1MidT9CougMTPyvSrJ3qPD7Oi4lCwOoD028yXhaVS5ZB/C",
-	"lkqw3PyJah/vT61Qj3AdlqIuRqf8RhBor7Vkfa9FC/s8bIN0A5ZF/CCWRSK/HMxiEADd4ZOH4MGC+LFw",
-	"x76IDFshdIzFaLrgekrncoIELVURFCW2Y9daGfvZJrIGHlJl/23vPp1uSlgXwW1bQE4YrjmuhgWiMDWI",
-	"A2oJ1SmbFwvt+zzpD/eSRNozVJuSaC1xO8eCLPebK+2kU2//eOGKEqgU0JYbqoVpozNEB70SxLNPAzUe",
-	"c00uGp0h2H7oZNhEPuJoWL/OvlQlZnbuJPkJita0zxJZPzkW+ee+I17jnc+WrWChYVQhmrZXIwMPzcDq",
-	"SA0uZUUowb4ryqXsWulRt+tqr+iwU5r6Utl3YOmkrdKpaOB9NHRL0SeFd+DY8I3ojlmw6bN7EYltwenU",
-	"thjQ9/ZLC6yEZ7oT1Rszbh7B5feU27dLuQXnL+569QUGPTe7SuyJq8qCcvhlB7ET1za73dRnrBRzwY3N",
-	"5zKMofCCtUhbPcPtQyFn+qIChUnbNjPW72LkUDfg7ZDlRjXPHXbB6aSehkpxCrmHEDhPNEVbMKJF86Lx",
-	"+wIw17KPvnkNZcDj2wYQNh/hgnmBDh7V0DYlsxyQzfZTJ713sAmS5T2A/v3mfxxps0JzdKzKWcNC+jJz",
-	"18y8CZUU4CQVuTZVlrJ7xnr35Se/SnrygeTkFxcROZvqg4c180vqoci6Hv+lW0FzffAYSAfHPd+US9W9",
-	"QGf7Y++o+o38+7uP2M9sX7b1/NlwAIfVCA4bR9Dv+rf0u93w9X3/w1G3f/cR26R3dtqsSN5SKNUEpbUb",
-	"EtbvNVRfwYl47gVvM74Z0f0+d4Iu2OZOkFfeZNngoV82hLyLW5HIul/BdnYr4rW2bJRSYHrYFyXSApRZ",
-	"J2InM4XM4/ZDnkYiN10NQ0eeVeeLwBdUpxE8zJ6pswGAlchWZdc6MzVmnU6n7U9BsZCB7GLN7sZ+9i22",
-	"dyLXjO9tFpbjiN8trL82C+vLy1ScKkAUvppyQaMk0Am1S8KT0aM1xeGuEbcjgVKhg/r3t1VxbME5aFYt",
-	"NVnTFBP4XYd8FR2CxQhmg+AgARda3KM7tAMLa1Qdzyusu8dW9duznQs01dU4FHNtVCUWKQl/00bM0/o5",
-	"6ZvAYEYF+oa1MNvtD1M/s6ha2rgnO3gePQXHt2wT6IgFy6rBe6XDVTrYit0Vkw5xmFrNAF6shQpnuAqR",
-	"9uy7XHWEA5QNAL0q1UTFA3HVL0en5tPBqphfdhCxCJ2iSvf4RKafEzINXV9vzBKyMuELTBVYXenOz97A",
-	"LaxFriz5hitHyUoNNmLgIUqzhxPEz6NpxYht8BJnAUESaVtWLcyZPQmJcDmxjMRCc8ZAhGuq8saoCZCa",
-	"Ffk1hts67IWQWgxoCn7Vc83mBOYIzG8xnAW11uLi/VmUykXWlggMU0GkSSUFqGw+MgNb6UBryDM8FRVY",
-	"EEdhy8NtXCfA1KOGQj5BbMMgqlbL/ybSbYwVavKYbYvOMQ7TtQCHNqrp7sUKTbHEPttEpi8uXl1cXfj3",
-	"qUWRWeCtDvtBLbEOHG0vy8lrTBaH3jcsicCSItdgC55+TkRxD0CYS79bsH/Lute59CHKFrYXudoHxrHU",
-	"XbsDES06D5cMs27vrs6v3n16d4FJNxbuuFo9CezX9hbTiMAPf7eMvsAy2obkaM1mqhdwwK1b4fdZy8vm",
-	"9gbWfoXn2BhaqCG8bI+r7IAS1zQbIV0hE/H/jpM4s2AUWLITKqbNkwROnh6cwn/Ns3M67FvM7UGExeAY",
-	"1B5VpwcA/N0uc1p5jm39uFebQRmb1w0xEB8xqyomhA99eJIWrcQhvBqOtoIqB3XQZ1eJ2AobCHZIQmCi",
-	"wKchWus6D0ETnN6y2LNrIOzuaGevOjDxDeotRcTNuH4/VltWRltukfadysOzojko+XuyF6zFiyUmGoJH",
-	"DWoJD0uOXK9XwNnquUTCKF21VGnriapjp+TWdBtrpUGAN8bDcSpPJG2fBYkcmz7gFaJsbfYOCJucZJfD",
-	"cKbXAJMiNjfkkIJ9gsSpePgVMx/BEYyWLVoeB7hCEm4zPgfZ5vuYmqwcoEWrvmprNVA13POmnTFcK3W6",
-	"B6OkftCjU2lvQFbr71b3dqNUSLCWjjaGZ7V6a1u8tx2zodB5Zq0Cu9Z1NNmdYsIe8zQs58HNR/f8JQPC",
-	"Hpv4PgRh+5f98WOFCewccU2o43Gv/9GjzDaEguPg8l6/G58+jXuHB9UtDaHljw4p14tUd+3J8WNiu2Tx",
-	"bPG/aVD/1pzsrxJw3YDYcIhdWzxli4kHf1tfeLvf7Hpbyf3wEDRhb1unsVnRQYFEXx5GCsDfHgAue0wF",
-	"ouvgqioM1wGVDrp1ALV7X/4bQlBB1c9DEajzonDE1+vU/6veEV8jGjSvWMmf9uy+2t6bQtV94Vn61v/S",
-	"a+B+OZ5/TBB/YQvBto6NOGz83VNLeEZKZR8Vq1rtXrFP6o/YvhdrZHuhuOOW31wQ/Hknln/McfMVUN83",
-	"rOr8a9/3j6TXNv3mmZRri/GUrTcIKqLVlkMLOblL1Li/rER16oX8/uc8u0vXkD79jzuSb7tL9DdWPfoX",
-	"Lgb910nIIiNVIrBZgoaGAPLII/FxUNSRgVCdi5wbppZSb0PACaVZTUgc3n8mJ9ZuEdDg7zAo3w4G5QGO",
-	"eQAIBTEE6Gr0i/MshKyWqhJOM16MVTkjcDC9qSIPN/nnj8JsZZ7u7xrmQQ3zuwtVY/g/CvMwt//GGDw6",
-	"BXOHm7tm0QNrVr3TjRC5cR0MEa/Zw2sIELG9iZpLtik9p4aeazt9m9Bz77bA58aUkdu86eQuZVMMsni3",
-	"s4JqPSF8WE59g3SYH7eFIFZWU7l9hYwKRjc2+Lm2YYytuWLgmDATvfzg9xjoiWzVhmxH265s7rMavF2W",
-	"czqUjrPD3lGnbrC7WGR2w+VI6CbTHEGRH2uZr6/jmlRaFxYnjxUAhNS8k0n+tyIwT+6Rl73BAb77+Ojw",
-	"oN/7ivISyCiyf6ty89+HAYzCj2lFZzQ8LOgXjWYNYhuvV48gAACIN8+sA8ZZWmfdtEqAh6jJrAUSF5t5",
-	"QNK2G1CURyAAQboXGF9HbGYPTr1iCktxlYxr8MqErsyuVCJJ7ofn0/BCSRGzN+dXz394QNTdGwUh5NCY",
-	"ff0oSCLvCYO8x6d8/TAIga//RSMhf5Vidxsd/hVEr33h76L3b1j0Wqm5S/DhpudgeUMsdzS1QxT3Dx/v",
-	"KK910wyTcVWBs6O5iJ81tVFX0OHpjF8LVi5kSpXN6K+yqTHzwf5+r3/S6Xa6nd7gafdpF8s9CLV4H215",
-	"O/7P22DP1VKG2Zgzkso1+P7gfACL0l7tRE+Wzczoq/BgBXdMbS4ZL4o9Ve5ZcGxq3xXaqiWOBUzXYqUF",
-	"IWSGL0OKN0HpCXklCjHDbnMMs+QS6wNbr69evdn/4erqTZua4N+9+BMTt8hxpYd8Z89VUYiRoZPLHVyh",
-	"KebR3ce7/x8AAP//",
+	"7H39chu5lt+rIJ1Nmbzbokjqy6LKldLYmjve65E8tpzZjVtxg2xQ7FUT4DRAUbweVeXfPEX+SyqvkX2T",
+	"PEnqnAOg0WRTosb23Xt3Z2r3miL7Azg4ON/nh8/RSE1nSgppdDT4HE0Ez0SJH98JUy5Px0aU8Fcm9KjM",
+	"ZyZXMhpE78VIyUwzo9iC54YNxViVgpVwSy6vO1EciTs+nRUiGvTiSI8mYsrhMWNVTrmJBlEuzV4/iiOz",
+	"nAn6U1yLMrq/v4+jGS/5VBg7jjOZXeZTsT6IC1ksmZCmzIVmi9xMWGryqUgZN0yVbkxmkmv2QeZ3DH5k",
+	"uWTTvChybWfQyuWomOv8VrRPmFR+Kqk2vDSf8IH16RwdH+zv9Q678F8c5TCSX+aiXEZxJDmMMxIywxuj",
+	"TTM/3G+aeRy9UddvxK0otpkrzist4PL0hJViJrhhuWFjVTIul0yNmRa3ouQFa6WFuv6El74QZanKZN7t",
+	"9g+rL8fc8CJtx0C5qdKG9Q6RWrrDXqrpjJciY1wzvFgzXgqmjSpFNmAjrsVOLrWQOjf5rYgZZ4W6vhbl",
+	"M830TBRFLq/h3txoNuJSyXzEC3pSbVw/n747f33+x5RxmbHg+wUvZS6vU6ZFIUaGpfBFesK0ECx9o67P",
+	"pCmXr+VsbjpEi3aHnfHRhOWa3fIiz9iHy+93niPN1Nyw8w9vYtYDxt3rs9GEl3wEjMZaZiLYOBdF9kwz",
+	"tZCsnBfAElwuzQTmIAot4KH73S6TfApfwS2eV2tM8jFCOkdxhKSNruC3WaEyEQ1MORfNfONnXWOc3Igp",
+	"bgTLMNqUubyO7uNoyu9e04+9Q89PvCz5En7VZglDQcaDv9+W6p/FyLx+tc5dlzAR+vmZZnlWm0vU7R3v",
+	"HY67Yuf5qM93joZ7Yuc42x/v9Pnh8Pmom/VEfxzZGc24mVQTyrMojkrxyzwvReZmXs1sZULhGH9Cyjw0",
+	"ULaYKC38ngCmnAouzQlsgulcGybucm1++1RWFse+9tOT5/TTY7sZ55FOhdb8WqRspKThudS0w424M5Zh",
+	"+weHAcfGLL+WCt6Cm5ANl4n8IPORygTTOcyXvh+rIoOLWum//I+UTbkZTYRm6b/8n/SEpe8v352+f3+W",
+	"skwJjeIPLwDpV/J/+Z8CdtNrw3KdyCI3IEwGLP1PaczST3anJknKJvxWMKlgv49yXuA6gBZIZI34mRgV",
+	"uRTZBgL/UuP6Kb97I+S1mUSD/sFhHE1z6f7uxU1UbmaYGqXNhLsJIm1xADGoBNjJ+BcruLye82vBhqJQ",
+	"i5idnr8SmZO4gikzEWUiKw3FWukvKbsRYkYyzs59AHKQKMb0fEgDBdE0nZklaCc+1EKaAQMRTSNcdhKZ",
+	"yDRNE0lDYewFU2UiVcnwvxdI8c8siS7eJRH+cZ9I+Id+nUteLtln9jGJTs9fJdGV/eY+kfQBLmol0fnF",
+	"ZRKxX1kS7SRR2170K5uV+ZSXy0TaD+wFS6JWEsFok6iNt6CAZEk0SCKQrnOx8h3dgL9of9NClZlOpP2W",
+	"vUBCaj4V7OId2wUKs112fnHJrks+nfKSqVtR2ofETIAw57NZkYsMdgG+zj4NZwSPt29hSfQHfOVsUgLv",
+	"/+q/aCURKL09YWdOf7wI/xrV/ngBpJHz6RCWm9n/8Dkf7XWf4Yqhmkt47eVFEtk/Wkl0ZS+5h0sY+8iu",
+	"mDczYvaZ3TNxZ/9MJN0FM6HX+VE/8t8fWCH4rWNrnWeCqZmQibSTZy/YsyR6xj5XQoP9yp4lCXxJH5Jn",
+	"7B4vsnyXyPT0/BVs74t38L/nF5d2m19epChib8QSlxM2zXw2EyUJGQXbrJVymaWgIzmuRrvDThM55KMb",
+	"XXA9YUKP+AxEtVwGQ1JjezncnySDIcicU5bupKzMryeGcTBBWYrrPkhxX8prnUijkJGIEVqpEdPZYOcA",
+	"3w/fW2LuHLRPUHcvJqIUsCsFR3kILwALCuaIO+9tKUYiE3IkBnbmLZh67Y42G+Zo98LIhDYxvEoypBpr",
+	"8UIrBqIXWHUozELAcpiFYkaUU912V1+8Swcs5cD+QzaiYeBfrSHuhlE7jatNoqQVEqWaG4FD3WE/wyKA",
+	"kLFq45mmbYaLBHIIiCS0YeVcaqBxIQxpjSy/ht9xVT+lMRtZAw+4vK5RWg+okxhsuvSXFCwkBtoQ3pVn",
+	"TM9ht2p4WHq0d8z3hwfZ+OD50WF//xAnqqTAkcIaD2GwaLOrual0k58Um1jdBbSAm07wuTO+/EPqmAaZ",
+	"fyiuQWGSDzDjyxRGZbdBmkQzvpwKaZhTQEmUIo08J3NWqkUMD19MuAFqMy1AxhvcXmLKWql9SOyf8h/8",
+	"iNsdr74Hd54BcfGASnfAXzvse2BgPXA2e8xSPR+CSQEf51qUn/IMPpqSj4T9rGdcwkdaLm8icPRrBAwY",
+	"NcczfUI2P2gnsE6FG4RRsx0ytrkxZT6cG+GUGTewm+EZrXRizKyD/DXYHU3E6AYWBN4vytt8JDrwyMGI",
+	"lwYWPPWP0h0SlvAcFKgp48WCLzWOQbsxVq9uhfd6e/2nuTKwNWkr48hg5cGB4COhQQHppTT8LjR/cLVw",
+	"wUGieWsE7BGunaxBwhPBB6ljdd3oy4A3gtd5TwS2JXobMGe7VgN8EbKhXbJBysQdH5lieVKt3cCOx67f",
+	"IK22FqwKycwxfM5LuyOJt5EEf7BCdFaKcX6Hczj1ZBuwdHDQ7VbbJRB2B90uCa30oNvtdGEFD0Q/beNg",
+	"kCfRDoE9cdDtJlFKL0Uj1o54MOaFFilePVSqEFxqeqZBO5WeoHHf/wLrlnkJPHBPbcNT3fDsDagiYkeq",
+	"DjvHEWu3JrAkh/s7Q3BgC8UNjHKmcjDnQWIMxVIR2WHfllxewwt7Yr/bTdtM/DLnBYk0v8TIGlKh79Zh",
+	"6cAqfKBc7P+sPo6Cjy8cKT72u112ecH6x8dXaRgpcK+BAUk7EZhfh10gl+iYoRtGY5LzoqAx+gEhW5JG",
+	"+0O1kjU7FY1q75QOGJfhFsa1uBFLYJRZKcCWxJ3s5RfQCRcmpvfj4DORBby8jdxZTECFMaaFIT4E9yTL",
+	"wboGxcSt9QfjRElUORI4/lwz5KeYgWY0Vt2icCrnIiRDi9RhO7W2nibDz4oEVVECFeCbfApPa4F8QmFt",
+	"DHLlwEcw9uPu8WHNwU9/PP3HTz99OHv3T59e/nD67n3ajpkUGllNjdGmF9JMhBZWO5L1Y5+312eZELPa",
+	"Y16dvb38IQybgIeGqj6R4XWXZ+9+fE9mDVn2am7QXoNJeaO3xD8Lmhnu//1u13mHGE7QaSJRuNcCDyzF",
+	"h6aVkzJT2q7QmP4u1bAQU9D1cwk7NpchZcalmiayx1rpXIq7mRjBJWS8c8N6RzDyy3wKex9YOpe14BjR",
+	"yoW80lWnr65BrGpBK4d0jtAzJbXoaMPNXH8CeyPYq3ghuAaBgkqi3YnghZkk0SZP0v75kFf+DmTImcya",
+	"YwxCZo54JGws5eKvHkk8er53DP89GkncHHLYJrKI030PA2meMI7xS6a8NrO94373gRhpRZQvnhtO6zeF",
+	"iMm12D5CvL58/edbT/KJkyIZvc2UrE61EWEn3K1wzNhwCbojl5m4aw82x0R96Dfu9vfZcGmE/q3Rz8jt",
+	"8w370w7xkR16CfqoKVpZowCyLOoTDo7bXp9NxB3PxCif8sKaVjFuR14U7M+iVCeh4+qNKKU67PS3zXZ/",
+	"OD7uj/cOjo6Ge/sZP+R7I3HcP866oiv2j/YON1DB6dtNYa+9fi3qBX+uE+mDFuWjNGrgEqf3n8YQXzlK",
+	"Hs139vsbqGMH+CCP3IPkIP2BAfLvePaOXFH4a6SkERI/okkx4kCbXasM//6fNRDqczUaIKHheQFLA0LQ",
+	"ObWg8ZBIMHRUw9HgY3AxxpqHIrQUKuUaxRGasaKMBtFuf5fC+/dXcUQKLxrsg/AwuUGCfMcz5qZQRfSH",
+	"am4Gw4LLG4zre3r8XSnG0SD6j7tVDm+XftW7b2maRKV1eR/MbsoLEEgiw6RZKfgN2B6wsCfe7rD+HJpk",
+	"ajwWEt1ysv1UGS7vfRx9r8phnmVCfvEq5BptXG9TjjAyiN+rmSjxUVFIyr2KlNUovikhT9++fnyMSCPK",
+	"HyCFXsvvi/x68qVsWkVeqozg60xMZ8oIOVru/In8g1yyMb0uJNVxRaqXSo6LfPQNWe50daQ2PNIwWm3y",
+	"omBDAQw24TIrRHZCiWVWcMdi58p8r+ZkvX0BAV0qCdZtjM8LKbRfUehcGfa9veAbMpMbj2cmm8ICbajU",
+	"G15eiy9mmSHmPyi+4kU8mDBOXYQ06O3VuATeyi6VYjSUb0qLocqWzimiMeeaFfBe+I5Tzsb6f3w0EjOj",
+	"HaF+5HJppaj+QnotytyAQWwEE3cjITJR45F+sIuALvBm5l/9TekDQmfCNZtrkbH5jAKafrRuyzgLV7Dr",
+	"/FZItHBBB6/Weez4Qo+mIdmrd4OSEBzVB8nnZqLK/M/iS7ciPEhIY29h3iMIN2SvInbtzd+MzufKyfcY",
+	"WFFJEXKd36U3Ui1WiPrzzz/vnFZTanBN0u8EL0WZ1gwi+u5ho4fofsvzgg8L8RUsHYx/wu6aB4+t6H4Q",
+	"atX35M6zD7VLvyGb0+BGXJJHzUqwQURmc0NSLWInJOyqgAqZiAwNlELxVeXx9VgfVl3agoUvXIU5PczJ",
+	"/w2GplRV7YPX92iWBiZmdzcoVKjZmf1+uH1mpRoJrWEB2Zk0uVl+Q+1vWCG4NriBKExI9iT3E8KQZ13t",
+	"oQeyct8z7Rz4XCeSF6XgoCWKzCkFkIJVJUspYEVAnrTS3b1dujOJwDSrbjFh8Usiq3vUmB2xjC91ErU9",
+	"l61aLAsngm20B1eGsywfj0UJ6hL02EkibeQXr6eEQ4dhpAkXmnI2gTp2yvgEX0oswDRfajZRCzYFNTNV",
+	"pUikwbTmQpSik8gIGVPPZzNVGpH9KLKcX+KafrGQQHXsXZ3gAXhjaDIchGzmx8JwMAxH8+3thpz4yMaz",
+	"pvhqeCfVcHiz3PAbcGr/4f3F+QnjDP5lU1Feg8MKFsdYlezt6eXLH9od9LbtEGCEVUIGKZpRTJwXb0t4",
+	"vAE7ygazVionTTkfmXkpMpZxw90QkbsHLj9zI5ZYWwnLjIOytRMtm0yJXdYh9jmaOJFyXhQu8RAzRZmI",
+	"dkxPuxEzw25FOeQmn7JWpgwlv4BMpQDDwQjZ7rBTx4P953QjN8hkzKgZJc1i5wY2VSWdeCY+3Gd/yr9j",
+	"XIfCWciRyoRmuUlkC5MoI9M+wTC8yEIP2qbnMiFmJ1haRIRRJdo9U75EC5adf3jDWh/+HszXdof9F6RS",
+	"IkdqCjbj6AberjFp67I0Lg3CWmmvv7d/cHj0/LhbfUptjBuDJe0TooB/XCI18nLMqDAAhgKPZ2YBOrEq",
+	"AipAaOGarYTDP0cYyJ4KM1FZNIj+eHYJGgm+CwLgoHP7cYR6y3GR4degDlwuG4xLMY+u7v1eUi6mdrdz",
+	"rXbsl7A5O+/44kfKHIe/7uibfLajZsS2O16FwOvAiecjYZCgTcElV3aBxRsUBgCSVLIJtg/Gg2wIirJB",
+	"WI03C3YIiKU5CSVPo/1+/HiENI5um8d26UtCuMa9g5UKLsXLXaa0Wisj7swJS2HzUNp1Pc9GzwOZMi+K",
+	"ehA42g1infAz2WS0Zg+tBAWvXNj7o51ObOlxtbqsVByMxa7rcz518yvUtS0lYxd2YWl1bE4R1ATueORa",
+	"2P5qChs/W18XXpNvD8njQBLex1GeNVWLw+bf4Vrn1xK2z1zmv8zFhtLMY97r7hyN+tnOc7E33tnnB8PD",
+	"0VH2XByPo3i9CLZoLpi+xDT7Sr3x5qLhE8+plpRWnVs5hISrHgdmBwkYF87IS4oh16bkaoDXC3ctE4Rs",
+	"v1al0nRjYNvV7t2yrnXteTbPu06+3iEr1EKUOxglXw+pr6xdd9w9POK8O+TH3f7wqPFVVUKjMVGwdoNp",
+	"zOhszNNsyM30+ntbiRMfjV97I2ij7UmxRTJgbaYu1l0jjY2Nr4f8Q6lB1n9YmTz1kt5VkiMdHxIouBGa",
+	"pbwXKCBEORsVOXCoFjID4dlhp2wqUJ6CUAEbNmNoj+bW4MhlWC2UsrnMRJlIkLvg76DVS7vy7cX7S7Zb",
+	"qGtNNWVI7Fte5lwaUjN4MT69lb6hXevT5KRmv44E2yBQ1nsGTkLLBsWGZmkux4rKJliO4XUq9O2wN77g",
+	"KJGrXROoPK3g8VKmqQQwp6K+GTcT1rq4fPMWhE57kEjk0MfL9tpxVQpkmzMwhTZS06mStnMD66OUFIm0",
+	"xqnO79jFTMhLUYgpOdM4mUEiE/kre08D/5W9R62C5UJLfG2b/ZrIX3d2dvD/4VqqMkmZ/xSzdJyD/Qef",
+	"wD5VGn7GazMxnF/jtfTJXuv+Ld11RHP3IaZ/YcfnSq78ybHwTiqTj/xrsMaLuQ8x/Ys9J/Q7inG8gD7F",
+	"+IHK425F6Z9DXTTMf4pZOipzA2vpPsO/vBAlfhDgavgP4FHCHzMuc6xGyugTPDyRp766j1RZsMHCpU9P",
+	"51luUoqjK9u2k3L8so1FOKO5NmpqFzCRC1XedNjPwK5o5Is7axyQA0vFIcxHiTL7eqrHci/1FXN0TSK5",
+	"9sQEwZCeEQWDIREl27HdJDgX6yr4fZtIInBulp9gYGnMFpN8NKHKBNC3C15m9Xts/cxJzYxbe1BQr7Sw",
+	"LgJp8kUu9WoFi9Pim1OzvYdV/FowJPSPWocH8cHeoc2vqjFlYleMzAbTIBjN4cHB3uGjxsLmbENFDFtb",
+	"zYz6Gl0021sbGOib2VjM6lCAL3qHT0vrg9zFnIDIQtla2y2PmjABiXsrHSiHDxs49dn9DKZ3NTPUCWpu",
+	"mjPsjgNYSypwb9sUJiJV9UwzPyi3C4JCLphpTpWIVEumlBYltSWQsoJ30BaBCxcwMFcbAoqHnGqvbZBq",
+	"Gys7QvJ0+/tfbsGF+vSZpktQkVoV+q0MPKAv/trMfq2f914yLEZhmAK7M3FdG7aBQ59aePJ0Dt3CsnxS",
+	"9UjN7lynCPwYEGSk5EiUUv9Ncq21pR/j2BXjutGu3mBIY7ikmZBILGtg2TieGmNI2wZOpspWyaxGTda9",
+	"cryj+TX2YWCXo1JDa7xOhqqIstEpzbWGj2tP/2FjVCdTValvVaAbvnO/u9XmRNPmKW+uv9JF3SlQA0Mq",
+	"cm1Wpr+/fVhJb1bbKfJh6tvTwtUd56U2JwwWyzUVAusuci2YKjPb7BQYJs8oRGWbPFXposFohlkmCQPE",
+	"z7QN58DEfF/wQ65NEMa7X20RXmF34i1PAbcoFWM8xPr6KbyP8WPHrzciY2NVNvD6hueCXwpiFB/guzeJ",
+	"vp4jbMjGb4KtiOX38aOkoqFtIkjzJj0NA4s3YvlYxBSE2nYR07297UKmXnpsJxI28MeDEcr3oszFBmaw",
+	"oj9gaF+cqMKIMlXFq/kM+8xUyVpUuYv8mLaRg1DS0x0zrsm84lIv0HJINY4ifSCq+WlD+PhnfNNwmdb2",
+	"aVx3Mp7pKsTMgwRNTPt7SakmH2xOJCUV3N8+2jxWJd1NcWV2inYOfr1KITU39THECTi1jijIS+F9S1uf",
+	"acVF3aU56HZXg9X3dl037Df8DXfdcD66EWZl26kxS+kHXS9x/7gXd6+C3beNnbYCY7BBNbylphcbzyiR",
+	"+GBBKF8Y5DtpnLsYkPRJLORnYzMxNECbeMMhK8OL2r7qHXyVHMaADCLKuln/IibLLM9ia7TmWIKJ7lMO",
+	"EkOLYnxiYUBq/OJbgphN97kUCembVppESZJ4Ex8+J1Hq2cr1joX9ga7ji5ix3omGPwOXuYdUrI6RCFwb",
+	"qZhZKLdceoKtYLYNLk1kq+rwpYnZesZ0ZSOn7Q47nxfFg3uHFIbdN8PlC6mkqHaO3UmbvP/V3M7DsrKW",
+	"zcFCMGVhQBqFpuFNG++ll5duNtUGRDkJDhIMf+ba5Vel57oAtLv0oSYQfKzT0vZtLXTasIUZA0K1BiAl",
+	"63u+3v1Bfx0QXs4XygK9Qbs4k6CRCMRoGJK07U/k0Ux44My4/W5vniLrKS2qelUsPQQxASupsSAkEyX1",
+	"V1h+ZS1stUMz0PZ6O/vP9n5TKt1yO0hNK76tbbSwcTjYBKXACo8T27bi+dXV8Stpk8vbmjZWNTeR1YhZ",
+	"M0cs8sxMKPxuOeGhrMueA0XaZmmdzNxg8TuWR7soJkgIEtk0kPqLjw7jrbpqwj2Ks479jvDc9chm1S9L",
+	"wY3Ithi7K7a19T7rllz1JD+V/tMn4h6zacCvRCG2HXCG17JSTNVt05Cz6lmVsvsNY3bPaRrzhSlmp3L5",
+	"QPGBr+uxRTDc+1uYE6E6Hj6bEe5NLskDSrFuZAgKxuGxrBuIsCf8m+u/Va7hVluuNo0mj2Jt4mBS+Hev",
+	"mxkYavG/e4rD103+fKbmw0KsPo/0M2bqZVXfoaS4GGO14epjtpDTV/dxdHMLHvfXI9yfxFMIR6NdnWqg",
+	"mxt5zL9jbcA3YtkIuOXtte3XvenlroKtyUV89/1Ldrx/cOSadlmmRvOpDX+u7kWqzwv9uY2dS2tzcRWm",
+	"jdFqp2RyzRalQjdMuv2GmtaNDrsmgqqxbhc1F4VfTkihUaEi+uN4ecxSGnrKMJGMCq5W1siqqsaYic51",
+	"J5Fp6/i426Vf7ct1EOlpp09Qhpb+5Kc36MMcHDY5WqnPwOR0EyUtvTdGUu3viKyGskqMJopivbBc6T/u",
+	"2I6BnddZylxHG6PK4xNCWcCoHhCzFDNVYs86d3T4OnU0roAzrMRa1eWNiI2+3DMkVmMjW5AZsEWpq3VM",
+	"H969ZqXAytmRRQLxSCKe5+DmE5YGxaMpwm7ZSkOcB9XK5hh8r9MnrDl9zIw3tloV5+dJFLudd7V5b2+I",
+	"AZHycv1zWKpKcbBWagvw0jZ4cwQTULX4t1L/OW1vJwkea0tcTxe6NzRzMZZfWMVbTcHiGZRUkrChzbPW",
+	"Br3+Xld5uPpWVOP2V9YCwXh43O21We6gn5ygwxJrcvsQXs16qhVPLCaqoMrgleI915D5GCM8vODNab9T",
+	"n2Ct18DaSpHG0B5Zcp/4SplUv9s/3On1dvp7l73uoAv/16Gi1f8aBTs040bsbCLzFoV57MOH169uj75O",
+	"spf6eLct9vJV958yvnxUgL9zV7+Ci+/jaD7LvhHhmgqucGpxuFq1EazN5gG28bVXzRXkBJ7SpKF9MRbY",
+	"tFoYQmOxHIcl01QuYnV2kG5cZzu3VA0FT6uYk1hVL4slW0xyIwigqcPOUUZLITILfNFY4dmcO34c3fEL",
+	"uWNlBXGyD6zIW3DZnrgip+utAyivjvaOD9vkPtuVGVR5Tuu9gJIiHTeacHkNTn2arMw4iQaMQsZUt+z8",
+	"tbEqwSc+Qcg0XOdCjA1Tc2Pr2CkdmOsOO1eJ3MgRDdVzX8oTjSu/c9v/yy/+2kLXL9nsFcPrwu6gsMBf",
+	"+USNQxM+POj6wD5diMBxdok6iTyVruSIIH1cH1PYiyTh3bmca6vfXCtSrtm1kmKA1i4W7SH2I/ZRwGr7",
+	"Kq2pwkKh+t3EWJq1OMEClsFvQ0LnomJmrBHnaFcnUi/EzLClMO0YIxmjm+sSoSr1QoiZjRRQujk3E4wL",
+	"ybkBglB3RNVojJ0bUmDPVinG2C6FRv9+v2+Lz1CWequW4twwRfgqJ44OTDxXIpKJMZ8XJpGt9M3FHz+9",
+	"O7s8O798fXH+6dXpP71PY0d8NpeF0BrEZPvEm9EFH7mBtd5+uGyvvjCR9EZaUwxZc3ufsETmmKy5FoZ2",
+	"Mb7L0SXjhq8Ek/e6yPz5dD6NBsAwyPv0Z29jiDkMoWgxmpe5Wb4HbrcRXWwZPZ2bSaM/6fAJuGbpqW2Z",
+	"xUrIAaNmU/ans39KY99w62OQzlyZcO3aYOQ4v55jgV/LwqtJYQv41Iy6h7JpLuly0EuZopgdtr6dBO1+",
+	"rokHC+ltNXAivb0kM2IIESPD4xc2MoVErzr8wCcjKqMAwIiJ66G19JsYM6NmsVyOlWuF42SyWbSRiyHM",
+	"lg/zIjdLpNmU5wjDDMbyWp+ZVRXaFdPmZSgRKFj5w+Xl211QCwhYdkYwv+Bz2yaTdFMXXupdflIix/sH",
+	"R20HXrScYfkreiRYgYouSUowwM6tPiFQF+pxsw2GPMvwrQ7QA51dK4qcJvLYYnUXJZHkowxtM5o3yb3P",
+	"Qk46S509TU5Mk6ewyaVJ5EsyZ3IwiOxWGvE5grGxg7s7pOK5baJcrUTXTOeFkBixuJbUXHm69sZ6759v",
+	"Ns3EqMCq7BZn01zrmSgMG+cF3GLhTB1mJyWKPEx7Sm2hnOlcXhdiB8NDGUoU222/yEcixgVPZACJk5uq",
+	"Dts5MU5Ie8xCa1TUGi9DsJ6WC2Pinkgk9TzSiKQFwMxA4Aum52WprnE/eWA5PxTtF7TkaCCgJiIADg5U",
+	"EFk7JgZzxf7UvFtSbflOvYydLD+nE2hzkO7FDCOYioi/SsRP4VnpSSJtfX9At4ahtjvMbj0gCyZ4+Y1Y",
+	"N6norWQSEGSePqntUFDQAWKqM4lWuhXWOxNI1BT5SEgtAvlxOuOjidjpd7rgCpSFFTt6sLu7WCw6HH/u",
+	"qPJ6196rd9+8fnl2/v4M7ulMzLQIAinr4iiKo1tRamuEdbqdLqbGZ0LyWR4Nor1Ot7MHNhw3E9QKFKzy",
+	"Aft11fDKqqla93MTUjolXWhd7K7AesWwFxmsPb+zXmf+8W8oYhae5/Gx2XyrLtldOQPgPn70DguCtcWV",
+	"/oCNLa51CGxbXPrTVhdtOx0HfLbNGD303RYXu4NU7q9WcLP63e4DHeKNneE2C9Trb922HWaiNrRur9VA",
+	"YczYvgzBXfZppE3v8TPaDWDA8Jbe47fU4ETwpr3Hb6oQpvCO/cfv8LBFcEP/+PEbVsFs7uPoYJuhhfAc",
+	"aDfOp1NeLv3GDIVhVDUXo9C4uo+j66Zi1nfCzEv5m0RGPVtOng9hoedZCppXj6yZYE31FK9/AQNI29ZH",
+	"wNh/LS9MqsqWZFKRVvomlzepDZ4ncsRLm9ksRcFRSQXxZQojSnFn2IwjpHApihdJBN8kUdoeEMZGFcDH",
+	"KCcCQJNxYetO09G81KpMwcoSWQwPRqgSrYpbkTF+zXNpK4w+vHtTU/u+/8Qo1gJ3jkwfh48xUdrYYmps",
+	"KsdhTtBFq08V7SPs6oArsP+nFNiQ52IAZGzX+3nAyrCmFK4fASJIW3dKpwn5mgXyubThRcEsaDtr9Q6Y",
+	"hkW1rlibFUpbtTJSUooRMA9ZO0is3FhAwGtbvlDXG29ybX7XGn+VWiNeQzDiepSylioyYOSq6qXiBbCW",
+	"cQuzlhQLf9VKdxNcsQEFEqVADQ5JSPCWP0Yc78FbrxqCthuLkb2PJu1WQSQ0G8TpdeNut3vCevDP5t6T",
+	"TXCvKIeiB4878+5/jyplQv9/3d9fSx/NONjWHt8ZtqukLY1o8be5mmuc1jO9Ih7qRW3Lf+i+/md1d/7n",
+	"m975q9f7P746Xfx4+frP4582rAPJt01Ipc3NFF9oZXxc7eDdGjnDJju2zYTaft+qz8917jW13YU9ddum",
+	"RnzbW1OTme8aq6VHsHFqpcepamDaphXI9/ZQ8wsiQa0fKfaIwUZ4E+slGGvW24XbTWrc2MUSYG4BVzag",
+	"oRH0Prot//n//ff/RSfUEdu9sH/vIapdoJ/tDrVxbXz/WBWFWmiKnDzvP3/eHgS6H8OPVvm3OG5uVcyN",
+	"8HrdHQkFd+8dPz9k//d/73f67bhZl3u7IJEf3r1ZrRwNZ1SxzYttmKY2e7dZxz81EeFRrLh/QybzF5q+",
+	"YFs8ZvjOlG6wfN9TytbW+lPozOEfkc7weqWF8ZoKyYv9mH93wobKTBy0Px45gtZUIv3BBSyXBC9Ycqn5",
+	"iAK0IkfGDo4ICxq7VWnjr7rDqtQClTsn0trYGJpe66qMfVm0i2vhddQ+Xwu0oWWaazDqDGyk6jgZGzKh",
+	"hiZ6uXF9rsSQVYTNHUhzI2YmkbmsdSms40OwOjxE+jlxMhkPGZsmUZxEpbjOlcQvxDyJ7oOe90RSsDR8",
+	"MDxk7ZYADWG1gRwhzpbOQ8DEXmbDWJ1EetgLnHKuGZ78RIBQK/1atVGsRrSQLWz0Dc+M2O3u0ijtsQq7",
+	"3d3qfvdTO8DdoAAuEqrWse9QmWg0ibRLgpGyXLrG/VUYjVp80h5CsR6WkxUeHx3GsXaUToWU8wDkzoCl",
+	"4VE7ATgAQgfYVawvTr2Pf8DcA3AcpxYz9tbGenX+Z7ucLijqd27NlfQogJSxsnegw4S5KjuS/d6eQwVy",
+	"NbNL2hvqBsHLYFksEdexsulyH0i3i45rXgET+podyawVmEQxcoE/+gnRC12yhn7tr9xKbAq7RKa7vd2Q",
+	"Ae112FvGV5De6GH7u/4cmOCp9e7mRFJ7M+Ii5tJB9ZIXuubSUb10s1NXF7M/ovdZrYTmY3TSEQht4ELK",
+	"/X02UXMs+3XXIe4IKOYVeGk836rlEU/gK5sPa4csZwmh5AgdYsILrT+JpDp2B9ljrVSZX+eSF6zf7dHL",
+	"Y5ukCSEi34lZwZciG2CPUnpSG9saWGQia+/Z7/fpeDXKGueFa3kttQmrPBsgs6tndI9XDRMk2k5VGrMD",
+	"FqYz/MlSqyz/FbzLzWd0Hqwm8mfcGFHCM//bxyS563d3kuTu6Ozq7/8u2uAs4IS+U9nyL+Yn/Puw/ePP",
+	"wcSIm2ARs3nxG+dV9yYaMDiBwwYN+K0BegCZTVXkiIJcNR/d7u9EerxH1Ej1Q5/siUzfnV6+/OHT2fnl",
+	"u9dn7wlCioSDotOwyMTZ7+09rWkmAMiqH7js3Xf3RZOTVD/X5n7NIe49Lezu+0WeFnV3DSsNfttZYFou",
+	"ApxEVcbUQYjCJxfZKu5tzCY8Y0MhZHvFv2uSfg3+Hh05Z4sNMCNO8sqJOzIsV9F2jatQcaKbEIDr0Q14",
+	"dGPMCH9oiBb9tbtJWyQK/IkScENvb6vMAoH44w0H20ykAVcY8xj9bW6uoWX/66U/fkaEfC8bxg/7g/cx",
+	"JVJ3KyyCxszI96oke48Os6PjUrI4gPZYz5eEp1Hlkn0MWyrBcvMnql09nFqhHuE6LEVdjE74rSDQXmvJ",
+	"+l6LFvZ52AbpBiyL+FEsi0R+OZjFIAC6wycPwYMF8ePOjnRFZNgKoWPmzxSmw0FBgpaqCIoS27FrrYz9",
+	"bBNZAw+psv+2d5+OWCWsi+C2DSAnDNccV8MCUZgaxAG1hOqUzYq59n2e9Id7SSLtQa5NSbSWuJthQZb7",
+	"zZV20tG7fzxzRQnVMdBiCr+30Rmi02YJ4tmngRoPOicXjc4QbD92PG0in3A+rV9nX6oSMzt3kvwERWva",
+	"J4msH1+L/PPQObPx1gfcVrDQMKoQTdurkYGHZmB1pAaXsiKUYN8V5VJ2rfSg23W1V3TiKk19oew7sHTS",
+	"VulUNPA+Grql6JPCO3Bs+EZ0xyzY9MmDiMS24HRiWwzoe/ulBVbCU/2J6o0ZN4/g8nvK7dul3ILzF7e9",
+	"+gyDnutdJfbEVWVBOfyyg9iJa5vdbuoTVoqZ4MbmcxnGUHjBWqStXuD2oZAzfVGBwqRtmxnrdzFyqBvw",
+	"dshyo5rnDjvjdFJPQ6U4hdxDCJxnmqItGNGiedH4fQGYa9lH37yGMuDxbQMImyu4YFagg0c1tE3JLAdk",
+	"s/nUSe8drINkeQ+g/7D5H0faLNEcHaty2rCQvszcNTOvQyUFOElFrk2VpeyesN5D+cmvkp58JDn5xUVE",
+	"zqb66GHN/JJ6KLKux3/pVtBcHz0G0t5hzzflUnUv0Nn+2DuofiP//v4K+5ntyzaePxsOYL8awX7jCPpd",
+	"/5Z+txu+vu9/OOj276+wTXprp82K5A2FUk1QWtshYf1eQ/UVnIiXXvA245sR3R9yJ+iCTe4EeeVNlg0e",
+	"+mVDyNu4FYms+xVsa7ciXmnLRikFpod9USItQJl1IrYyU8g8bj/maSRy3dUwdORZdb4IfEF1GsHD7Jk6",
+	"awBYiWxVdq0zU2PW6XTa/hQUCxnIzlbsbuxn32B7J3LF+N5kYTmO+N3C+muzsL68TMWpAkThqykXNEoC",
+	"nVC7JDwZPVpRHO4acTcSKBU6qH9/WxXHBpyDZtVSkzVNMYHfdchX0SFYjGDWCA4ScK7FA7pDO7CwRtXx",
+	"ssK6e2pVvz3buUBTXY1DMddGVWKRkvA3bcQsrZ+Tvg4MZlSgb1gLs93+MPUTi6qljXuyg+fRE3B8yzaB",
+	"jliwrBq8VzpcpoON2F0x6RCHqdUM4MVaqHCGyxBpz77LVUc4QNkA0KtSTVQ8EFf9cnRqPh2sivllBxGL",
+	"0CmqdI9PZPo5IdPQ9fXGLCErE77AVIHVle787DXcwlrkypJvuHSUrNRgIwYeojR7OEH8PJpUjNgGL3Ea",
+	"ECSRtmXVwpzZk5AIlxPLSCw0ZwxEuKEqb4yaAKlZkd9guK3DXgmpxYCm4Fc912xGYI7A/BbDWVBrLS7e",
+	"n0WpXGRtgcAwFUSaVFKAyuYjM7CVDrSGPMNTUYEFcRS2PNzGdQJMPWoo5NeIbRhE1Wr530S6jbFETR6z",
+	"TdE5xmG6FuDQRjXdvVihKRbYZ5vI9NXZm7PLM/8+NS8yC7zVYT+oBdaBo+1lOXmFyeLQ+4YlEVhS5Bps",
+	"wdPPiSjuAQhz6XcL9m9Z9zqXPkTZwvYiV/vAOJa6a3cgokXn4ZJh1u395enl+0/vzzDpxsIdV6sngf3a",
+	"3mAaEfjh75bRF1hGm5AcrdlM9QIOuHUj/D5redncXsPar/AcG0MLNYSXzXGVLVDimmYjpCtkIv7fchIn",
+	"FowCS3ZCxbR+ksDR871j+K95dk6HfYu5PYqwGByD2qPq9ACAv9tlTivPsK0f92ozKGPzuiEG4hNmVcWE",
+	"8KGPT9KilTiEV8PRVlDloA767CoRW2EDwRZJCEwU+DREa1XnIWiC01sWe3YFhN0d7exVBya+Qb2liLgZ",
+	"1+/HasvKaMst0r5TeXhWNAcl/0D2grV4scBEQ/CoQS3hYcmR69UKOFs9l0gYpauWKm09UXXslNyYbmOt",
+	"NAjwxng4TuWJpO2TIJFj0we8QpStzd4BYZOT7HIYzvQaYFLE5oYcUrBPkDgVD79i5iM4gtGyRcvjAFdI",
+	"wm3GZyDbfB9Tk5UDtGjVV22lBqqGe960M4YrpU4PYJTUD3p0Ku0tyGr93fLBbpQKCdbS0cbwrFZvbYr3",
+	"tmM2FDrPrFVg17qOJrtVTNhjnoblPLj56J6/ZEDYYxM/hCBs/7I/XlWYwM4R14Q6Hvf6Vx5ltiEUHAeX",
+	"9/rd+Ph53Nvfq25pCC1fOaRcL1LdtUeHT4ntksWzwf+mQf1bc7K/SsB1DWLDIXZt8JQtJh78bX3hzX6z",
+	"620l98ND0IS9bZ3GZkUHBRJ9eRgpAH97BLjsKRWIroOrqjBcBVTa69YB1B58+W8IQQVVP49FoE6LwhFf",
+	"r1L/r3pHfI1o0KxiJX/as/tqc28KVfeFZ+lb/0uvgPvleP4xQfyFLQSbOjbisPF3Ry3gGSmVfVSsarV7",
+	"xT6pP2L7QayRzYXijlt+c0Hw561Y/inHzVdAfd+wqvOvfd8/kV6b9JtnUq4txlO22iCoiFYbDi3k5C5R",
+	"4/6iEtWpF/K7n/PsPl1B+vQ/bkm+zS7R31j16F+4GPRfJyGLjFSJwGYJGhoCyCNPxMdBUUcGQnUucm6Y",
+	"Wki9CQEnlGY1IbH/8JmcWLtFQIO/w6B8OxiURzjmESAUxBCgq9EvzrMQslqqSjhNeTFW5ZTAwfS6itxf",
+	"558/CrORebq/a5hHNczvLlSN4f8ozOPc/htj8OgUzBxu7opFD6xZ9U43QuTGdTBEvGYHryFAxPY6ai7Z",
+	"pvScGnqu7fRtQs+93wCfG1NGbv2mo/uUTTDI4t3OCqr1iPBhOfUN0mF+3BaCWFlN5fYVMioY3djg59qG",
+	"MbbmioFjwkz08oM/YKAnslUbsh1tu7K5T2rwdlnO6VA6zvZ7B526we5ikdktlyOhm0xzBEV+qmW+uo4r",
+	"UmlVWBw9VQAQUvNWJvnfisA8ekBe9gZ7+O7Dg/29fu8ryksgo8j+rcrNfx8GMAo/phWd0fC4oJ83mjWI",
+	"bbxaPYIAACDePLMOGGdpnXXTKgEeoiazFkhcbOYBSdtuQFEegQAE6V5gfB2xmT049ZIpLMVVMq7BKxO6",
+	"MrtUiSS5H55PwwslRczenl6+/OERUfdgFISQQ2P29aMgiXwgDPIBn/L1wyAEvv4XjYT8VYrdTXT4VxC9",
+	"9oW/i96/YdFrpeY2wYfbnoPlDbHc0dQOUdw/Xt1TXuu2GSbjsgJnR3MRP2tqo66gw9MpvxGsnMuUKpvR",
+	"X2UTY2aD3d1e/6jT7XQ7vcHz7vMulnsQavEu2vJ2/J83wZ6rhQyzMScklWvw/cH5ABalvdqJnizrmdE3",
+	"4cEK7pjaXDJeFDuq3LHg2NS+K7RVSxwLmG7EUgtCyAxfhhRvgtIT8lIUYord5hhmySXWB7YuLt+83f3h",
+	"8vJtm5rg37/6ExN3yHGlh3xnL1VRiJGhk8sdXKEpZtH91f3/DwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1126,9 +1126,14 @@ export interface components {
          *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
          *     values  = the same OR / AND / NOT grammar over values, each applied to field
          *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-         *             | "[" number "TO" number "]"
+         *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+         *     bound   = number | "*"                                * leaves that side open
          *     phrase  = '"' { character | '\"' | '\\' } '"'
          *     ```
+         *
+         *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+         *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+         *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
          *
          *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
          *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -1146,9 +1151,10 @@ export interface components {
          *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
          *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
          *       `value*` is a prefix.
-         *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-         *       `:true` and `:false` the booleans (and those strings); a string value matches the
-         *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+         *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+         *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+         *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+         *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
          *       numbers only. Objects, arrays and null equal nothing.
          *     - `field:*` matches entries that have the field: an attribute whose key is present
          *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -1508,9 +1514,14 @@ export interface operations {
                  *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
                  *     values  = the same OR / AND / NOT grammar over values, each applied to field
                  *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-                 *             | "[" number "TO" number "]"
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
                  *     phrase  = '"' { character | '\"' | '\\' } '"'
                  *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
                  *
                  *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
                  *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -1528,9 +1539,10 @@ export interface operations {
                  *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
                  *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
                  *       `value*` is a prefix.
-                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
-                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
                  *       numbers only. Objects, arrays and null equal nothing.
                  *     - `field:*` matches entries that have the field: an attribute whose key is present
                  *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -1744,9 +1756,14 @@ export interface operations {
                  *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
                  *     values  = the same OR / AND / NOT grammar over values, each applied to field
                  *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-                 *             | "[" number "TO" number "]"
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
                  *     phrase  = '"' { character | '\"' | '\\' } '"'
                  *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
                  *
                  *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
                  *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -1764,9 +1781,10 @@ export interface operations {
                  *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
                  *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
                  *       `value*` is a prefix.
-                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
-                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
                  *       numbers only. Objects, arrays and null equal nothing.
                  *     - `field:*` matches entries that have the field: an attribute whose key is present
                  *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -1929,9 +1947,14 @@ export interface operations {
                  *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
                  *     values  = the same OR / AND / NOT grammar over values, each applied to field
                  *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-                 *             | "[" number "TO" number "]"
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
                  *     phrase  = '"' { character | '\"' | '\\' } '"'
                  *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
                  *
                  *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
                  *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -1949,9 +1972,10 @@ export interface operations {
                  *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
                  *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
                  *       `value*` is a prefix.
-                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
-                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
                  *       numbers only. Objects, arrays and null equal nothing.
                  *     - `field:*` matches entries that have the field: an attribute whose key is present
                  *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -2103,9 +2127,14 @@ export interface operations {
                  *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
                  *     values  = the same OR / AND / NOT grammar over values, each applied to field
                  *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-                 *             | "[" number "TO" number "]"
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
                  *     phrase  = '"' { character | '\"' | '\\' } '"'
                  *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
                  *
                  *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
                  *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -2123,9 +2152,10 @@ export interface operations {
                  *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
                  *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
                  *       `value*` is a prefix.
-                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
-                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
                  *       numbers only. Objects, arrays and null equal nothing.
                  *     - `field:*` matches entries that have the field: an attribute whose key is present
                  *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -2274,9 +2304,14 @@ export interface operations {
                  *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
                  *     values  = the same OR / AND / NOT grammar over values, each applied to field
                  *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-                 *             | "[" number "TO" number "]"
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
                  *     phrase  = '"' { character | '\"' | '\\' } '"'
                  *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
                  *
                  *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
                  *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -2294,9 +2329,10 @@ export interface operations {
                  *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
                  *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
                  *       `value*` is a prefix.
-                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
-                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
                  *       numbers only. Objects, arrays and null equal nothing.
                  *     - `field:*` matches entries that have the field: an attribute whose key is present
                  *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
@@ -2412,9 +2448,14 @@ export interface operations {
                  *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
                  *     values  = the same OR / AND / NOT grammar over values, each applied to field
                  *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
-                 *             | "[" number "TO" number "]"
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
                  *     phrase  = '"' { character | '\"' | '\\' } '"'
                  *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
                  *
                  *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
                  *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
@@ -2432,9 +2473,10 @@ export interface operations {
                  *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
                  *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
                  *       `value*` is a prefix.
-                 *     - Attributes: `:500` matches the number 500 (and `500.0`) and the string `"500"`;
-                 *       `:true` and `:false` the booleans (and those strings); a string value matches the
-                 *       string exactly. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
                  *       numbers only. Objects, arrays and null equal nothing.
                  *     - `field:*` matches entries that have the field: an attribute whose key is present
                  *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
