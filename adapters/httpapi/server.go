@@ -200,11 +200,11 @@ func (s *server) LogStats(ctx context.Context, req rest.LogStatsRequestObject) (
 	out := rest.LogStats200JSONResponse{Step: st.Step, Buckets: st.Buckets, Series: make([]rest.LogSeries, len(st.Series)), Total: st.Total}
 	for i, sr := range st.Series {
 		value := nullable.NewNullNullable[string]()
-		var attr nullable.Nullable[any] // absent unless an attribute's value
+		var attr json.RawMessage // absent unless an attribute's value
 		if sr.Value != nil {
 			value.Set(*sr.Value)
 			if st.Attribute {
-				attr.Set(json.RawMessage(*sr.Value)) // the stored JSON text, a number as written
+				attr = json.RawMessage(*sr.Value) // the stored JSON text, a number as written
 			}
 		}
 		out.Series[i] = rest.LogSeries{Value: value, AttributeValue: attr, Counts: sr.Counts, Total: sr.Total}
@@ -236,7 +236,7 @@ func (s *server) LogFacets(ctx context.Context, req rest.LogFacetsRequestObject)
 	for i, f := range facets {
 		values := make([]rest.FacetValue, len(f.Values))
 		for j, v := range f.Values {
-			values[j] = rest.FacetValue{Value: nullable.NewNullableWithValue(json.RawMessage(v.Value)), Count: v.Count}
+			values[j] = rest.FacetValue{Value: json.RawMessage(v.Value), Count: v.Count}
 		}
 		out.Facets[i] = rest.LogFacet{Field: f.Field, Values: values, Other: f.Other, Missing: f.Missing}
 	}

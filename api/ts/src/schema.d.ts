@@ -627,10 +627,10 @@ export interface components {
         /** @description One value of a field and how many matching entries have it. */
         FacetValue: {
             /**
-             * @description The value as JSON, as stored (a number keeps its text; `null` is an attribute whose value is null).
+             * @description The value as JSON, as stored, of any JSON type (a number keeps its text; `null` is an attribute whose value is null).
              * @example /checkout
              */
-            value: unknown;
+            value: (string | null) | number | boolean | Record<string, never> | unknown[];
             /**
              * Format: int64
              * @example 42
@@ -664,7 +664,7 @@ export interface components {
              *     for `other` and for the entry's own fields.
              * @example 500
              */
-            attribute_value?: unknown;
+            attribute_value?: (string | null) | number | boolean | Record<string, never> | unknown[];
             /**
              * @description Present, and true, only on the series that counts the entries of every value past the answer's `series`.
              * @example true
