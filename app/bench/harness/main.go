@@ -149,8 +149,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("stopped: %w", context.Cause(ctx))
 	}
 
-	fmt.Fprintf(stdout, "\nobsvc outside harness, %s: %s rows (%d projects, %d days), %d vCPUs, %s, PostgreSQL %s, MakeHat load: %s; %s\n\n",
-		time.Now().UTC().Format("2006-01-02"), thousands(int64(o.rows)), seedProjects, seedDays, runtime.NumCPU(), runtime.Version(),
+	fmt.Fprintf(stdout, "\nobsvc outside harness, %s: %s rows (%d projects, %d days; search corpus %s), %d vCPUs, %s, PostgreSQL %s, MakeHat load: %s; %s\n\n",
+		time.Now().UTC().Format("2006-01-02"), thousands(int64(o.rows)), seedProjects, seedDays, thousands(int64(o.searchRows)), runtime.NumCPU(), runtime.Version(),
 		serverVersion(ctx, h.pg), map[bool]string{true: "wrk", false: "Go (./load hat)"}[h.wrk != ""], map[bool]string{true: "servers pinned to core 0, load to core 1", false: "not pinned"}[h.pinned])
 	writeTable(stdout, h.figs)
 	h.logf("measured in %v", time.Since(started).Round(time.Second))

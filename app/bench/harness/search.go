@@ -268,6 +268,7 @@ func (h *harness) measureSearch(ctx context.Context) error {
 	h.logf("search: written in %v", time.Since(began).Round(time.Second))
 
 	var vl string
+	var vlProc *proc
 	if bin := h.victoriaLogs(); bin == "" {
 		h.logf("search: VictoriaLogs is not installed (-victorialogs, or victoria-logs on PATH; go install github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@v1.52.1): its column stays empty")
 	} else {
@@ -277,7 +278,7 @@ func (h *harness) measureSearch(ctx context.Context) error {
 			return fmt.Errorf("VictoriaLogs: %w", err)
 		}
 		defer p.halt(30 * time.Second)
-		vl = base
+		vl, vlProc = base, p
 		h.logf("search: VictoriaLogs loaded in %v", time.Since(began).Round(time.Second))
 	}
 
@@ -319,17 +320,17 @@ func (h *harness) measureSearch(ctx context.Context) error {
 				return "/logs?project_id=" + p + month + "&order=desc&limit=100&query=" + url.QueryEscape(`session.id:"`+session(i)+`"`)
 			},
 			func(i int) string {
-				return "/select/logsql/query" + vlRange(start, end) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} session.id:="`+session(i)+`" | sort by (_time desc) | limit 100`)
+				return "/select/logsql/query?" + vlRange(start, end) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} session.id:="`+session(i)+`" | sort by (_time desc) | limit 100`)
 			}, 2, 5},
 		{"facets: top 10 of a 50,000-value attribute over a day",
 			func(int) string { return "/logs/facets?project_id=" + p + daySpan + "&field=k8s.pod.name&limit=10" },
 			func(int) string {
-				return "/select/logsql/query" + vlRange(end-2*day, end-day-1) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} | top 10 (k8s.pod.name)`)
+				return "/select/logsql/query?" + vlRange(end-2*day, end-day-1) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} | top 10 (k8s.pod.name)`)
 			}, 2, 5},
 		{"newest 100 entries with a common word",
 			func(int) string { return "/logs?project_id=" + p + month + "&order=desc&limit=100&query=completed" },
 			func(int) string {
-				return "/select/logsql/query" + vlRange(start, end) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} completed | sort by (_time desc) | limit 100`)
+				return "/select/logsql/query?" + vlRange(start, end) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} completed | sort by (_time desc) | limit 100`)
 			}, 2, 5},
 		{"a day of counts by level, hourly",
 			func(int) string { return "/logs/stats?project_id=" + p + daySpan + "&step=3600000&by=level" },
@@ -360,6 +361,9 @@ func (h *harness) measureSearch(ctx context.Context) error {
 			}
 			h.figs = append(h.figs, f)
 		}
+	}
+	if vlProc != nil {
+		vlProc.halt(time.Minute) // it writes what it still holds in memory as it stops
 	}
 	return h.reportBytes(ctx, rows, pgURL, sqlitePath, vl != "")
 }
