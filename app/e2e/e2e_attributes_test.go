@@ -15,8 +15,7 @@ import (
 // and come back as sent (numbers exactly, keys verbatim, ids in lower case); entries without
 // them come back without them; trace_id filters listing and deleting.
 func testAttributesRoundTrip(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	const trace, span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	attrs := `{"big":12345678901234567890,"exp":1E400,"frac":1.50,"http.method":"GET","list":[1,"2",null,true,{"k":[]}],"nested":{"a.b":{"c":false}},"ключ.имя":"значение"}`
 	batch := rest.CreateLogsJSONRequestBody{

@@ -17,8 +17,7 @@ import (
 )
 
 func testLogsRoundTrip(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	before := time.Now().UnixMilli()
 	body := fmt.Sprintf(`[
 		{"project_id":%[1]q,"message":"full","level":"error","time":1795428000123,"subject":"checkout","user_id":"u-1","unknown":{"nested":[1,2]}},
@@ -111,8 +110,7 @@ func testLogsRoundTrip(t *testing.T, open storeOpener) {
 }
 
 func testBadBatches(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	ok := fmt.Sprintf(`{"project_id":%q,"message":"fine"}`, p.Id)
 	ghost := server.NewID()
 	cases := []struct {
@@ -161,8 +159,7 @@ func testBadBatches(t *testing.T, open storeOpener) {
 }
 
 func testBatchLimits(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	entry := fmt.Sprintf(`{"project_id":%q,"message":"m"}`, p.Id)
 	batch := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat(entry+",", n), ",") + "]" }
 
@@ -230,8 +227,7 @@ func testBatchLimits(t *testing.T, open storeOpener) {
 }
 
 func testListLogsFilters(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	other := e.project("other")
 	seed(t, e, p.Id, 12)
 	seed(t, e, other.Id, 3)
@@ -267,8 +263,7 @@ func testListLogsFilters(t *testing.T, open storeOpener) {
 }
 
 func testListLogsParameterErrors(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	seed(t, e, p.Id, 3)
 	q := "/logs?project_id=" + p.Id
 	cases := []struct {
@@ -311,8 +306,7 @@ func testListLogsParameterErrors(t *testing.T, open storeOpener) {
 }
 
 func testDeleteLogs(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	other := e.project("other")
 	seed(t, e, p.Id, 12)
 	seed(t, e, other.Id, 12)
@@ -347,8 +341,7 @@ func testDeleteLogs(t *testing.T, open storeOpener) {
 }
 
 func testIdempotentRetries(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	body := fmt.Sprintf(`[{"project_id":%[1]q,"message":"a"},{"project_id":%[1]q,"message":"b"}]`, p.Id)
 	post := func(key, body string) (*http.Response, []byte) {
 		t.Helper()

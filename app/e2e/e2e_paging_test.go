@@ -11,8 +11,7 @@ import (
 )
 
 func testListLogsPaging(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	const total = 23
 	var in []rest.LogEntryInput
 	for i := range total {

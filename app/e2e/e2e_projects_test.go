@@ -167,8 +167,7 @@ func testProjectIDsThatDoNotResolve(t *testing.T, open storeOpener) {
 }
 
 func testDeleteProjectDeletesLogs(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	keep := e.project("keep")
 	seed(t, e, p.Id, 5)
 	seed(t, e, keep.Id, 5)

@@ -153,8 +153,7 @@ func listTimes(t *testing.T, e *env, id string) []int64 {
 }
 
 func testRetentionHidesAndRefuses(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	now := time.Now().UnixMilli()
 	old, recent := now-10*dayMs, now-time.Hour.Milliseconds()
 	batch := fmt.Sprintf(`[{"project_id":%q,"message":"old","time":%d},{"project_id":%q,"message":"recent","time":%d}]`, p.Id, old, p.Id, recent)

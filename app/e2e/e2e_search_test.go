@@ -13,8 +13,7 @@ import (
 // GET and DELETE /logs through the generated client, and GET /logs/stats agreeing with what
 // paging yields and previewing a delete.
 func testSearchAndStats(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	const t0 = int64(1_795_392_000_000) // a whole hour
 	batch := rest.CreateLogsJSONRequestBody{
 		{ProjectId: p.Id, Message: "CAFÉ closed", Level: ptr("error"), Subject: ptr("checkout"), Time: ptr(t0 + 1)},

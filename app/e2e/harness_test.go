@@ -110,6 +110,14 @@ func newEnv(t *testing.T, open storeOpener, tweak func(*server.Config)) *env {
 	return &env{t: t, url: srv.URL, store: st, client: c, http: hc, tr: tr}
 }
 
+// newEnvWithProject is newEnv with the default configuration and one project, "p", created
+// through the API.
+func newEnvWithProject(t *testing.T, open storeOpener) (*env, rest.Project) {
+	t.Helper()
+	e := newEnv(t, open, nil)
+	return e, e.project("p")
+}
+
 // do sends a raw request through the validating client.
 func (e *env) do(method, path, contentType, body string) (*http.Response, []byte) {
 	e.t.Helper()

@@ -138,8 +138,7 @@ func testErrorListsAreCapped(t *testing.T, open storeOpener) {
 }
 
 func testEntryTypeErrorsNameTheirField(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	ok := fmt.Sprintf(`{"project_id":%q,"message":"fine"}`, p.Id)
 	entry := func(extra string) string {
 		return fmt.Sprintf(`{"project_id":%q,"message":"m",%s}`, p.Id, extra)
@@ -192,8 +191,7 @@ func testEntryTypeErrorsNameTheirField(t *testing.T, open storeOpener) {
 }
 
 func testParameterRangeErrors(t *testing.T, open storeOpener) {
-	e := newEnv(t, open, nil)
-	p := e.project("p")
+	e, p := newEnvWithProject(t, open)
 	q := "/logs?project_id=" + p.Id
 	cases := []struct{ query, param string }{
 		{"&start_time=9223372036854775808", "start_time"},
