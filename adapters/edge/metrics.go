@@ -102,36 +102,24 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 			Help:    "Twirp call latency by method.",
 			Buckets: prometheus.DefBuckets,
 		}, []string{"method"}),
-		logsCreated: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "obsvc_log_entries_created_total",
-			Help: "Log entries stored by POST /logs.",
-		}),
-		logsDeleted: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "obsvc_log_entries_deleted_total",
-			Help: "Log entries removed by DELETE /logs.",
-		}),
+		logsCreated: counter("obsvc_log_entries_created_total",
+			"Log entries stored by POST /logs."),
+		logsDeleted: counter("obsvc_log_entries_deleted_total",
+			"Log entries removed by DELETE /logs."),
 		batchEntries: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "obsvc_log_batch_entries",
 			Help:    "Entries per stored POST /logs batch.",
 			Buckets: []float64{1, 10, 100, 500, 1000, 2500, 5000, 10000},
 		}),
 	}
-	m.expired = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "obsvc_log_entries_expired_total",
-		Help: "Log entries deleted by the retention sweep.",
-	})
-	m.sweepErrors = prometheus.NewCounter(prometheus.CounterOpts{
-		Name: "obsvc_retention_sweep_errors_total",
-		Help: "Retention sweeps that failed, in whole or for some project (retried at the next interval).",
-	})
-	m.sweepDuration = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "obsvc_retention_last_sweep_duration_seconds",
-		Help: "How long the last retention sweep took.",
-	})
-	m.sweepTime = prometheus.NewGauge(prometheus.GaugeOpts{
-		Name: "obsvc_retention_last_sweep_timestamp_seconds",
-		Help: "When the last retention sweep ended, in Unix seconds.",
-	})
+	m.expired = counter("obsvc_log_entries_expired_total",
+		"Log entries deleted by the retention sweep.")
+	m.sweepErrors = counter("obsvc_retention_sweep_errors_total",
+		"Retention sweeps that failed, in whole or for some project (retried at the next interval).")
+	m.sweepDuration = gauge("obsvc_retention_last_sweep_duration_seconds",
+		"How long the last retention sweep took.")
+	m.sweepTime = gauge("obsvc_retention_last_sweep_timestamp_seconds",
+		"When the last retention sweep ended, in Unix seconds.")
 	m.reg.MustRegister(m.expired, m.sweepErrors, m.sweepDuration, m.sweepTime)
 	m.otlp = newOTLPMetrics(m.reg)
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsCreated, m.logsDeleted, m.batchEntries,
@@ -140,6 +128,16 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 		m.reg.MustRegister(collectors.NewDBStatsCollector(db, name))
 	}
 	return m
+}
+
+// counter is a counter with no labels.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// gauge is a gauge with no labels.
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
 }
 
 // Handler serves the metrics in the Prometheus text format.
@@ -166,18 +164,12 @@ type otlpMetrics struct {
 
 func newOTLPMetrics(reg *prometheus.Registry) otlpMetrics {
 	o := otlpMetrics{
-		exports: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "obsvc_otlp_exports_total",
-			Help: "OTLP log exports (POST /v1/logs) answered 200, replays included.",
-		}),
-		stored: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "obsvc_otlp_log_records_stored_total",
-			Help: "OTLP log records stored (a replayed export stores none).",
-		}),
-		rejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "obsvc_otlp_log_records_rejected_total",
-			Help: "OTLP log records left out of an export and reported in its partial_success.",
-		}),
+		exports: counter("obsvc_otlp_exports_total",
+			"OTLP log exports (POST /v1/logs) answered 200, replays included."),
+		stored: counter("obsvc_otlp_log_records_stored_total",
+			"OTLP log records stored (a replayed export stores none)."),
+		rejected: counter("obsvc_otlp_log_records_rejected_total",
+			"OTLP log records left out of an export and reported in its partial_success."),
 	}
 	reg.MustRegister(o.exports, o.stored, o.rejected)
 	return o
