@@ -174,10 +174,10 @@ func testNothingSentIsIgnored(t *testing.T, open storeOpener) {
 		t.Fatalf("the project holds %d entries after the refusals, want 3", n)
 	}
 
-	// The same refusal on the OTLP route, in its own format (google.rpc.Status).
-	t.Run("OTLP unknown parameter", func(t *testing.T) {
-		before := takeSnapshot(t, e.store)
-		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/v1/logs?project_id="+p, strings.NewReader(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"m"}}]}]}]}`))
+	// postOTLPJSON sends an OTLP/JSON export for p to path and returns the answer.
+	postOTLPJSON := func(t *testing.T, path, export string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+path, strings.NewReader(export))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Project-Id", p)
 		resp, err := http.DefaultClient.Do(req)
@@ -186,6 +186,12 @@ func testNothingSentIsIgnored(t *testing.T, open storeOpener) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		return resp, body
+	}
+	// The same refusal on the OTLP route, in its own format (google.rpc.Status).
+	t.Run("OTLP unknown parameter", func(t *testing.T) {
+		before := takeSnapshot(t, e.store)
+		resp, body := postOTLPJSON(t, "/v1/logs?project_id="+p, `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"m"}}]}]}]}`)
 		if resp.StatusCode != 400 || !strings.Contains(string(body), `"code":3`) || !strings.Contains(string(body), "project_id") {
 			t.Errorf("POST /v1/logs?project_id= = %d %s, want 400 INVALID_ARGUMENT naming project_id", resp.StatusCode, body)
 		}
@@ -196,15 +202,7 @@ func testNothingSentIsIgnored(t *testing.T, open storeOpener) {
 	// OTLP/JSON with invalid UTF-8: protojson refuses it rather than altering it.
 	t.Run("OTLP JSON invalid UTF-8", func(t *testing.T) {
 		before := takeSnapshot(t, e.store)
-		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/v1/logs", strings.NewReader("{\"resourceLogs\":[{\"scopeLogs\":[{\"logRecords\":[{\"body\":{\"stringValue\":\"a\xffb\"}}]}]}]}"))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Project-Id", p)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, body := postOTLPJSON(t, "/v1/logs", "{\"resourceLogs\":[{\"scopeLogs\":[{\"logRecords\":[{\"body\":{\"stringValue\":\"a\xffb\"}}]}]}]}")
 		if resp.StatusCode != 400 {
 			t.Errorf("OTLP/JSON with invalid UTF-8 = %d %s, want 400", resp.StatusCode, body)
 		}

@@ -116,19 +116,11 @@ func seedExplorer(t *testing.T, base, p string, n int) []string {
 	}
 	postLogs(t, base, batch)
 	// The ids, newest first, as the API lists them.
-	req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("%s/logs?project_id=%s&order=desc&limit=%d", base, p, n+1), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+explorerKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := explorerDo(t, http.MethodGet, fmt.Sprintf("%s/logs?project_id=%s&order=desc&limit=%d", base, p, n+1), nil)
 	var listed []struct {
 		ID string `json:"id"`
 	}
-	err = json.NewDecoder(resp.Body).Decode(&listed)
+	err := json.NewDecoder(resp.Body).Decode(&listed)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || err != nil || len(listed) != n {
 		t.Fatalf("GET /logs = %d, %d entries, %v", resp.StatusCode, len(listed), err)
@@ -140,6 +132,25 @@ func seedExplorer(t *testing.T, base, p string, n int) []string {
 	return ids
 }
 
+// explorerDo sends a request with the explorer's key (a body as JSON) and returns the answer,
+// whose body the caller closes.
+func explorerDo(t *testing.T, method, url string, body io.Reader) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Authorization", "Bearer "+explorerKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
 // postLogs posts a batch through the API with the explorer's key.
 func postLogs(t *testing.T, base string, batch []map[string]any) {
 	t.Helper()
@@ -147,16 +158,7 @@ func postLogs(t *testing.T, base string, batch []map[string]any) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPost, base+"/logs", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+explorerKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := explorerDo(t, http.MethodPost, base+"/logs", bytes.NewReader(body))
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("POST /logs = %d", resp.StatusCode)
@@ -166,15 +168,7 @@ func postLogs(t *testing.T, base string, batch []map[string]any) {
 // apiGet GETs url with the explorer's key and decodes the JSON answer into v.
 func apiGet(t *testing.T, url string, v any) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+explorerKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := explorerDo(t, http.MethodGet, url, nil)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s = %d", url, resp.StatusCode)
