@@ -233,21 +233,19 @@ func (s *Server) Start(ctx context.Context) (stop func(), err error) {
 	}
 	jobs.Go(func() { s.sweepIdempotency(bgCtx) })
 	jobs.Go(func() { s.sweepRetention(bgCtx, s.cfg.RetentionEvery) })
-	if s.cfg.MetricsAddr != "" {
-		stopMetrics, err := serveMetrics(s.cfg.MetricsAddr, s.Metrics, s.log, &jobs)
+	for _, p := range []sidePort{
+		{"metrics", "METRICS_ADDR", s.cfg.MetricsAddr, metricsMux(s.Metrics)},
+		{"pprof", "PPROF_ADDR", s.cfg.PprofAddr, pprofMux()},
+	} {
+		if p.addr == "" {
+			continue
+		}
+		closeSide, err := p.serve(s.log, &jobs)
 		if err != nil {
 			stop()
 			return nil, err
 		}
-		closers = append(closers, stopMetrics)
-	}
-	if s.cfg.PprofAddr != "" {
-		stopPprof, err := servePprof(s.cfg.PprofAddr, s.log, &jobs)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		closers = append(closers, stopPprof)
+		closers = append(closers, closeSide)
 	}
 	return stop, nil
 }
@@ -258,18 +256,26 @@ const idempotencySweepInterval = 10 * time.Minute
 // sweepIdempotency deletes idempotency keys past their window until ctx ends; a failed sweep is
 // logged and tried again at the next interval.
 func (s *Server) sweepIdempotency(ctx context.Context) {
-	t := time.NewTicker(idempotencySweepInterval)
+	every(ctx, idempotencySweepInterval, func() {
+		if n, err := s.Core.SweepIdempotency(ctx); err != nil {
+			s.log.Warn("sweep idempotency keys", "err", err)
+		} else if n > 0 {
+			s.log.Debug("swept idempotency keys", "deleted", n)
+		}
+	})
+}
+
+// every calls fn every interval until ctx ends. A call that outlasts the interval is followed by
+// the next one at once (the ticker drops the ticks it missed).
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if n, err := s.Core.SweepIdempotency(ctx); err != nil {
-				s.log.Warn("sweep idempotency keys", "err", err)
-			} else if n > 0 {
-				s.log.Debug("swept idempotency keys", "deleted", n)
-			}
+			fn()
 		}
 	}
 }
@@ -301,78 +307,70 @@ func (c Config) RetentionPace(st Store) domain.SweepPace {
 // sweepRetention deletes entries past their project's retention every interval until ctx ends,
 // paced by s.SweepPace. A failed sweep is logged, counted and tried again at the next
 // interval; it never stops the server. Another instance sweeping the same database is no error.
-// A sweep that outlasts the interval is followed by the next one at once (the ticker drops the
-// ticks it missed).
+// A sweep that outlasts the interval is followed by the next one at once (see every).
 func (s *Server) sweepRetention(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			start := time.Now()
-			res, err := s.Core.SweepRetention(ctx, s.SweepPace, func(n int64) {
-				s.Metrics.RetentionDeleted(n)
-				s.log.Debug("retention batch deleted", "deleted", n)
-			})
-			if ctx.Err() != nil {
-				return // stopped mid-sweep by shutdown: not a failure
-			}
-			s.Metrics.RetentionSwept(time.Since(start), time.Now(), err != nil)
-			switch {
-			case err != nil:
-				s.log.Warn("retention sweep", "err", err, "deleted", res.Deleted)
-			case res.Deleted > 0:
-				s.log.Info("retention sweep", "deleted", res.Deleted, "duration_ms", time.Since(start).Milliseconds())
-			case res.Busy:
-				s.log.Debug("retention sweep left to another instance")
-			}
+	every(ctx, interval, func() {
+		start := time.Now()
+		res, err := s.Core.SweepRetention(ctx, s.SweepPace, func(n int64) {
+			s.Metrics.RetentionDeleted(n)
+			s.log.Debug("retention batch deleted", "deleted", n)
+		})
+		if ctx.Err() != nil {
+			return // stopped mid-sweep by shutdown: not a failure
 		}
-	}
-}
-
-// serveMetrics serves /metrics on an address of its own, its server goroutine joining jobs; the
-// returned func stops it.
-func serveMetrics(addr string, m *edge.Metrics, log *slog.Logger, jobs *sync.WaitGroup) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on METRICS_ADDR %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", m.Handler())
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	jobs.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("metrics server", "err", err)
+		s.Metrics.RetentionSwept(time.Since(start), time.Now(), err != nil)
+		switch {
+		case err != nil:
+			s.log.Warn("retention sweep", "err", err, "deleted", res.Deleted)
+		case res.Deleted > 0:
+			s.log.Info("retention sweep", "deleted", res.Deleted, "duration_ms", time.Since(start).Milliseconds())
+		case res.Busy:
+			s.log.Debug("retention sweep left to another instance")
 		}
 	})
-	log.Info("metrics listening", "addr", ln.Addr().String())
+}
+
+// sidePort is a server on an address of its own beside the service's (METRICS_ADDR,
+// PPROF_ADDR): name is for the log, setting for errors.
+type sidePort struct {
+	name, setting, addr string
+	handler             http.Handler
+}
+
+// serve listens on the port's address and serves its handler, the server goroutine joining jobs;
+// the returned func stops it.
+func (p sidePort) serve(log *slog.Logger, jobs *sync.WaitGroup) (func(), error) {
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s %s: %w", p.setting, p.addr, err)
+	}
+	srv := &http.Server{Handler: p.handler, ReadHeaderTimeout: 10 * time.Second}
+	jobs.Go(func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error(p.name+" server", "err", err)
+		}
+	})
+	log.Info(p.name+" listening", "addr", ln.Addr().String())
 	return func() { _ = srv.Close() }, nil
 }
 
-// servePprof serves Go's runtime profiles (net/http/pprof) on addr, which validate has held to
-// loopback: they show the service's internals and cost CPU while taken. Its server goroutine joins
-// jobs; the returned func stops it.
-func servePprof(addr string, log *slog.Logger, jobs *sync.WaitGroup) (func(), error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on PPROF_ADDR %s: %w", addr, err)
-	}
+// metricsMux serves /metrics.
+func metricsMux(m *edge.Metrics) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", m.Handler())
+	return mux
+}
+
+// pprofMux serves Go's runtime profiles (net/http/pprof), on PPROF_ADDR, which validate has held
+// to loopback: they show the service's internals and cost CPU while taken.
+func pprofMux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	jobs.Go(func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("pprof server", "err", err)
-		}
-	})
-	log.Info("pprof listening", "addr", ln.Addr().String())
-	return func() { _ = srv.Close() }, nil
+	return mux
 }
 
 // NewID makes the service's ids: UUIDv7 (RFC 9562), time-ordered and, within this process,
