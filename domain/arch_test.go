@@ -15,6 +15,10 @@ const module = "example.com/obsvc"
 // appServer is the one constructor of the service.
 const appServer = module + "/app/server"
 
+// serveTest serves the service for the tests under app/; it imports appServer and is imported by
+// tests only.
+const serveTest = module + "/app/internal/servetest"
+
 // listedPackage is what the architecture rules need of `go list -json`.
 type listedPackage struct {
 	ImportPath  string
@@ -38,7 +42,8 @@ type listedPackage struct {
 //     tail's fan-out; readshare, the per-key read semaphore) import only domain and the
 //     standard library.
 //  5. Nothing imports app/server, the one constructor, but the command (app) and the tests under
-//     app/ (its own, the end-to-end tests, the benchmarks and the fault tests).
+//     app/ (its own, the end-to-end tests, the benchmarks and the fault tests), directly or
+//     through app/internal/servetest, which only those tests import.
 func TestArchitecture(t *testing.T) {
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = ".."
@@ -91,12 +96,15 @@ func TestArchitecture(t *testing.T) {
 	}
 	for _, p := range pkgs {
 		for _, imp := range p.Imports {
-			if imp == appServer && p.ImportPath != module+"/app" {
+			if imp == appServer && p.ImportPath != module+"/app" && p.ImportPath != serveTest {
 				t.Errorf("%s imports %s: only app may", p.ImportPath, imp)
+			}
+			if imp == serveTest {
+				t.Errorf("%s imports %s: only tests may", p.ImportPath, imp)
 			}
 		}
 		for _, imp := range append(slices.Clone(p.TestImports), p.XTestImports...) {
-			if l, _ := layerOf(p.ImportPath); imp == appServer && l != "app" {
+			if l, _ := layerOf(p.ImportPath); (imp == appServer || imp == serveTest) && l != "app" {
 				t.Errorf("the tests of %s import %s: only the tests under app/ may", p.ImportPath, imp)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -40,7 +41,7 @@ func ingestDuringSweep(b *testing.B, st server.Store) {
 	cfg := server.DefaultConfig()
 	cfg.MaxInFlight = 0
 	cfg.LogLevel = "warn"
-	svc, srv := serve(b, cfg, st, nil)
+	svc, srv := servetest.Serve(b, cfg, st, nil)
 	admin := domain.WithPrincipal(context.Background(), domain.Principal{Admin: true})
 	ingest, err := svc.Core.CreateProject(admin, domain.ProjectInput{Name: "ingest"})
 	if err != nil {

@@ -11,9 +11,7 @@ import (
 	"database/sql"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -29,6 +27,7 @@ import (
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -38,22 +37,6 @@ var pg *pgtest.Server
 
 // TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
-
-// serve builds the service over st with the one constructor, server.New, and serves it on a
-// loopback port until the benchmark ends. A nil log discards.
-func serve(tb testing.TB, cfg server.Config, st server.Store, log *slog.Logger) (*server.Server, *httptest.Server) {
-	tb.Helper()
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	svc, err := server.New(cfg, st, log, server.Deps{})
-	if err != nil {
-		tb.Fatalf("server.New: %v", err)
-	}
-	srv := httptest.NewServer(svc.Handler)
-	tb.Cleanup(srv.Close)
-	return svc, srv
-}
 
 func benchRows() int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {
@@ -92,7 +75,7 @@ func newBenchEnv(b *testing.B, st server.Store, tweak func(*server.Config)) *ben
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	svc, srv := serve(b, cfg, st, nil)
+	svc, srv := servetest.Serve(b, cfg, st, nil)
 	e := &benchEnv{url: srv.URL, st: st, svc: svc, cfg: cfg}
 	e.project = e.newProject(b, "bench")
 	return e

@@ -9,6 +9,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -22,7 +23,7 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
 	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("admin", "admin-secret"), apitest.KeyLine("project "+a.ID, "key-a"), apitest.KeyLine("project "+b.ID, "key-b")}, ",")
-	svc, srv := serve(t, cfg, st, nil)
+	svc, srv := servetest.Serve(t, cfg, st, nil)
 	adminCtx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
 	client := &http.Client{Transport: apitest.NewTransport(t, nil)}
 
@@ -110,7 +111,7 @@ func TestProjectKeyBatchNamingAnotherProjectIsForbiddenWithPointers(t *testing.T
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
 	cfg.APIKeys = apitest.KeyLine("project "+a.ID, "key-a")
-	_, srv := serve(t, cfg, st, nil)
+	_, srv := servetest.Serve(t, cfg, st, nil)
 	body := fmt.Sprintf(`[{"project_id":%[1]q,"message":"ok"},{"project_id":%[2]q,"message":"not mine"},{"project_id":%[1]q,"message":"ok"}]`, a.ID, b.ID)
 	req, _ := http.NewRequest("POST", srv.URL+"/logs", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

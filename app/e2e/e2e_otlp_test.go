@@ -14,6 +14,7 @@ import (
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 )
 
@@ -223,7 +224,7 @@ func TestOTLPKeysAndEdgeRefusals(t *testing.T) {
 	cfg := server.DefaultConfig()
 	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("admin", "admin-secret"), apitest.KeyLine("project "+a.ID, "key-a"), apitest.KeyLine("project "+b.ID, "key-b")}, ",")
 	cfg.WriteRate, cfg.WriteBurst = 0.001, 2 // the third write of one key is refused
-	_, srv := serve(t, cfg, st, nil)
+	_, srv := servetest.Serve(t, cfg, st, nil)
 	body := encodeOTLP(t, ctProto, otlpRequest(&logspb.LogRecord{Body: str("m")}))
 	cases := []struct {
 		name    string

@@ -14,6 +14,7 @@ import (
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -140,8 +141,8 @@ func TestTailExactlyOnce(t *testing.T) {
 			}
 			cfg := server.DefaultConfig()
 			cfg.TailPoll = 100 * time.Millisecond
-			_, srvA := serve(t, cfg, a, nil)
-			_, srvB := serve(t, cfg, b, nil)
+			_, srvA := servetest.Serve(t, cfg, a, nil)
+			_, srvB := servetest.Serve(t, cfg, b, nil)
 			proj, _ := seedProjects(t, a)
 
 			const total, writers, batch = 10_000, 4, 50

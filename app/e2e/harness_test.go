@@ -40,25 +40,10 @@ import (
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
-
-// serve builds the service over st with the one constructor, server.New, and serves it on a
-// loopback port until the test ends. A nil log discards.
-func serve(tb testing.TB, cfg server.Config, st server.Store, log *slog.Logger) (*server.Server, *httptest.Server) {
-	tb.Helper()
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	svc, err := server.New(cfg, st, log, server.Deps{})
-	if err != nil {
-		tb.Fatalf("server.New: %v", err)
-	}
-	srv := httptest.NewServer(svc.Handler)
-	tb.Cleanup(srv.Close)
-	return svc, srv
-}
 
 // seedProjects creates projects "a" and "b" in st through the service's core, as an admin.
 func seedProjects(t *testing.T, st server.Store) (a, b domain.Project) {
@@ -100,7 +85,7 @@ func newEnv(t *testing.T, open storeOpener, tweak func(*server.Config)) *env {
 		tweak(&cfg)
 	}
 	st := open(t)
-	_, srv := serve(t, cfg, st, nil)
+	_, srv := servetest.Serve(t, cfg, st, nil)
 	tr := apitest.NewTransport(t, nil)
 	hc := &http.Client{Transport: tr}
 	c, err := rest.NewClientWithResponses(srv.URL, rest.WithHTTPClient(hc))

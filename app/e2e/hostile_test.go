@@ -14,6 +14,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -186,7 +187,7 @@ func testTailsKeptForNewKeys(t *testing.T, st server.Store, project string) {
 	}
 	cfg.APIKeys = strings.Join(lines, ",")
 	cfg.MaxTails, cfg.MaxTailsTotal = 3, 8
-	_, srv := serve(t, cfg, st, nil)
+	_, srv := servetest.Serve(t, cfg, st, nil)
 	url := srv.URL + "/logs/tail?project_id=" + project
 	open := func(key string) int {
 		t.Helper()

@@ -13,6 +13,7 @@ import (
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/haberdasher"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 )
 
@@ -25,7 +26,7 @@ func bootForOps(t *testing.T, open storeOpener, logs io.Writer, tweak func(*serv
 		tweak(&cfg)
 	}
 	st := open(t)
-	_, srv := serve(t, cfg, st, edge.NewLogger(logs, cfg.Level()))
+	_, srv := servetest.Serve(t, cfg, st, edge.NewLogger(logs, cfg.Level()))
 	return srv.URL, st
 }
 

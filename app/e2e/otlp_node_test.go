@@ -13,6 +13,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 )
 
@@ -55,7 +56,7 @@ func testOTLPNodeExporters(t *testing.T, open storeOpener) {
 	a, b := seedProjects(t, st)
 	cfg := server.DefaultConfig()
 	cfg.APIKeys = strings.Join([]string{apitest.KeyLine("project "+a.ID, "node-key-a"), apitest.KeyLine("project "+b.ID, "node-key-b")}, ",")
-	_, srv := serve(t, cfg, st, nil)
+	_, srv := servetest.Serve(t, cfg, st, nil)
 
 	for _, c := range []struct {
 		exporter, compression, project, key string

@@ -18,6 +18,7 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 )
 
@@ -120,7 +121,7 @@ func TestOTLPGoSDKRetries(t *testing.T) {
 	st := openSQLiteStore(t)
 	a, _ := seedProjects(t, st)
 	cfg := server.DefaultConfig()
-	svc, _ := serve(t, cfg, st, nil)
+	svc, _ := servetest.Serve(t, cfg, st, nil)
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if calls.Add(1) == 1 {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -70,7 +71,7 @@ func TestSearchDifferential(t *testing.T) {
 				t.Fatalf("%s: seed: %v", o.name, err)
 			}
 		}
-		_, srv := serve(t, server.DefaultConfig(), st, nil)
+		_, srv := servetest.Serve(t, server.DefaultConfig(), st, nil)
 		targets = append(targets, diffTarget{name: o.name, url: srv.URL})
 	}
 	client := &http.Client{}

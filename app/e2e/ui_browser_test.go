@@ -27,6 +27,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/ui"
+	"example.com/obsvc/app/internal/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -183,7 +184,7 @@ func testExplorer(t *testing.T, browser string, s namedStore) {
 	a, _ := seedProjects(t, st)
 	cfg := server.DefaultConfig()
 	cfg.APIKeys = apitest.KeyLine("admin", explorerKey) + "," + apitest.KeyLine("project "+a.ID, projectKey)
-	_, srv := serve(t, cfg, st, nil)
+	_, srv := servetest.Serve(t, cfg, st, nil)
 	const n = 250
 	ids := seedExplorer(t, srv.URL, a.ID, n)
 
