@@ -55,17 +55,10 @@ func r0subject(rows []Row) string { return rows[0].Subject }
 
 // batchJSONWithAttributes is rows as a POST /logs body holding the entries batchOTLP maps to.
 func batchJSONWithAttributes(projectID string, rows []Row) []byte {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, r := range rows {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		fmt.Fprintf(&buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q,"attributes":{"service.name":%q,"user.id":%q}}`,
+	return jsonArray(rows, func(buf *bytes.Buffer, r Row) {
+		fmt.Fprintf(buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q,"attributes":{"service.name":%q,"user.id":%q}}`,
 			projectID, r.Time, r.Level, r.Message, r.Subject, r.User, r.Subject, r.User)
-	}
-	buf.WriteByte(']')
-	return buf.Bytes()
+	})
 }
 
 func postOTLPBatch(client *http.Client, url, projectID string, body []byte) error {

@@ -42,13 +42,20 @@ func Message(k int) string {
 
 // BatchJSON is the body of POST /logs for rows.
 func BatchJSON(projectID string, rows []Row) []byte {
+	return jsonArray(rows, func(buf *bytes.Buffer, r Row) {
+		fmt.Fprintf(buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q}`, projectID, r.Time, r.Level, r.Message, r.Subject, r.User)
+	})
+}
+
+// jsonArray is a JSON array of one element per row, each written by entry.
+func jsonArray(rows []Row, entry func(buf *bytes.Buffer, r Row)) []byte {
 	var buf bytes.Buffer
 	buf.WriteByte('[')
 	for i, r := range rows {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		fmt.Fprintf(&buf, `{"project_id":%q,"time":%d,"level":%q,"message":%q,"subject":%q,"user_id":%q}`, projectID, r.Time, r.Level, r.Message, r.Subject, r.User)
+		entry(&buf, r)
 	}
 	buf.WriteByte(']')
 	return buf.Bytes()
