@@ -76,12 +76,7 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 				if w.header != "" {
 					req.Header.Set("Authorization", w.header)
 				}
-				resp, err := c.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				resp, body := roundTrip(t, c, req)
 				if resp.StatusCode != rt.want[i] {
 					t.Fatalf("status %d, want %d: %.300s", resp.StatusCode, rt.want[i], body)
 				}

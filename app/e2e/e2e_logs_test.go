@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -350,12 +349,7 @@ func testIdempotentRetries(t *testing.T, open storeOpener) {
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
 		}
-		resp, err := e.http.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
+		resp, b := roundTrip(t, e.http, req)
 		return resp, b
 	}
 	resp, b := post("batch-1", body)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -74,12 +73,7 @@ func (e *tailEdges) post(base, key, project string, entries ...string) {
 	// A connection of its own: under a short WRITE_TIMEOUT the server closes idle keep-alive
 	// connections, and a POST sent on one it has just closed fails with EOF (POST is not retried).
 	req.Close = true
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := roundTrip(e.t, http.DefaultClient, req)
 	if resp.StatusCode != http.StatusCreated {
 		e.t.Fatalf("POST /logs: %d %s", resp.StatusCode, body)
 	}

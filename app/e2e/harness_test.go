@@ -125,6 +125,18 @@ func (e *env) do(method, path, contentType, body string) (*http.Response, []byte
 	return resp, b
 }
 
+// roundTrip sends req with client and returns the answer and its body, read and closed.
+func roundTrip(t *testing.T, client *http.Client, req *http.Request) (*http.Response, []byte) {
+	t.Helper()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, body
+}
+
 func (e *env) project(name string) rest.Project {
 	e.t.Helper()
 	r, err := e.client.CreateProjectWithResponse(e.t.Context(), rest.ProjectInput{Name: name})

@@ -236,12 +236,7 @@ func TestAdminBatchOfManyProjectsWithAnIdempotencyKey(t *testing.T) {
 				req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/logs", strings.NewReader(b.String()))
 				req.Header.Set("Content-Type", "application/json")
 				req.Header.Set("Idempotency-Key", "many-projects")
-				resp, err := e.http.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				resp, body := roundTrip(t, e.http, req)
 				if resp.StatusCode != 201 || resp.Header.Get("Idempotency-Replayed") != want {
 					t.Fatalf("attempt %d = %d (replayed %q): %.300s", i, resp.StatusCode, resp.Header.Get("Idempotency-Replayed"), body)
 				}
@@ -289,12 +284,7 @@ func TestMakeHatRefusesALargeBody(t *testing.T) {
 		body := `{"inches":12}` + strings.Repeat(" ", 10<<20)
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+"/twirp/rpc.example.haberdasher.Haberdasher/MakeHat", strings.NewReader(body))
 		req.Header.Set("Content-Type", ct)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, b := roundTrip(t, http.DefaultClient, req)
 		if resp.StatusCode != 400 || !strings.Contains(string(b), `"code":"malformed"`) {
 			t.Errorf("%s: 10 MiB MakeHat = %d %.200s, want 400 malformed", ct, resp.StatusCode, b)
 		}

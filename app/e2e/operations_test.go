@@ -131,12 +131,7 @@ func TestAccessLogAndRequestID(t *testing.T) {
 
 	req, _ := http.NewRequest("GET", base+"/projects/"+server.NewID(), nil)
 	req.Header.Set("X-Request-Id", "trace-42.a_b:c")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	resp, body := roundTrip(t, http.DefaultClient, req)
 	if got := resp.Header.Get("X-Request-Id"); got != "trace-42.a_b:c" {
 		t.Errorf("echoed request id = %q", got)
 	}

@@ -449,12 +449,7 @@ func diffDo(t *testing.T, client *http.Client, method, u string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	resp, body := roundTrip(t, client, req)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s %s = %d %s", method, u, resp.StatusCode, body)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"reflect"
 	"slices"
@@ -180,13 +179,7 @@ func testNothingSentIsIgnored(t *testing.T, open storeOpener) {
 		req, _ := http.NewRequestWithContext(t.Context(), "POST", e.url+path, strings.NewReader(export))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Project-Id", p)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, body
+		return roundTrip(t, http.DefaultClient, req)
 	}
 	// The same refusal on the OTLP route, in its own format (google.rpc.Status).
 	t.Run("OTLP unknown parameter", func(t *testing.T) {
@@ -295,12 +288,7 @@ func TestEveryOperationRefusesAnUnknownParameter(t *testing.T) {
 			t.Run(method+" "+path, func(t *testing.T) {
 				req, _ := http.NewRequestWithContext(t.Context(), method, e.url+strings.ReplaceAll(path, "{id}", p)+"?zz_unknown=1", strings.NewReader("{}"))
 				req.Header.Set("Content-Type", "application/json")
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
+				resp, body := roundTrip(t, http.DefaultClient, req)
 				if resp.StatusCode != 400 || !strings.Contains(string(body), "zz_unknown") {
 					t.Errorf("%s (%s) = %d %.300s, want 400 naming zz_unknown", op.OperationID, path, resp.StatusCode, body)
 				}
