@@ -17,15 +17,9 @@ import (
 	"github.com/lib/pq"
 
 	"example.com/obsvc/adapters/sqlstore"
-	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
 )
-
-// citus is the Citus cluster of this test binary (make test-citus).
-var citus *pgtest.Citus
-
-func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&citus)} }
 
 func openCitus(t *testing.T) domain.Store { return storetest.OpenPostgres(t, citus.NewDatabase(t)) }
 

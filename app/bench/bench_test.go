@@ -35,8 +35,11 @@ import (
 // pg is the PostgreSQL server of this test binary (see pgtest.Run).
 var pg *pgtest.Server
 
+// citus is the Citus cluster of this test binary under the citus build tag (make bench-citus).
+var citus *pgtest.Citus
+
 // TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
-func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, runOptions()...)) }
+func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, pgtest.WithCitus(&citus))) }
 
 func benchRows() int {
 	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {

@@ -9,15 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/app/server"
 )
-
-// citus is the Citus cluster of this test binary (make bench-citus).
-var citus *pgtest.Citus
-
-func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&citus)} }
 
 func benchCitus(b *testing.B) server.Store { return storetest.OpenPostgres(b, citus.NewDatabase(b)) }
 

@@ -14,22 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"example.com/obsvc/adapters/sqlstore/pgtest"
 )
-
-// citus is the Citus cluster of the fault tests (make test-citus): a coordinator and two workers.
-var citus *pgtest.Citus
-
-func runOptions() []pgtest.Option { return []pgtest.Option{pgtest.WithCitus(&citus)} }
-
-// citusStores adds the Citus coordinator to the stores of the kill -9 and drain tests; the
-// service distributes the schema itself when it starts.
-func citusStores() []storeEnv { return []storeEnv{{"citus", citusEnv}} }
-
-func citusEnv(t *testing.T) []string {
-	return []string{"DATABASE_URL=" + citus.NewDatabase(t)}
-}
 
 // workerPort is the port of the worker that holds project's shard of logs.
 func workerPort(t *testing.T, db *sql.DB, project string) string {

@@ -28,6 +28,10 @@ import (
 // pg is the PostgreSQL server of the fault tests.
 var pg *pgtest.Server
 
+// citus is the Citus cluster of the fault tests under the citus build tag (make test-citus): a
+// coordinator and two workers.
+var citus *pgtest.Citus
+
 // batchSize is the entries per batch; every entry of batch n carries user_id "batch-n".
 const batchSize = 50
 
@@ -47,7 +51,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build server:", err)
 		os.Exit(1)
 	}
-	code := pgtest.Run(m, &pg, runOptions()...)
+	code := pgtest.Run(m, &pg, pgtest.WithCitus(&citus))
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -37,14 +37,22 @@ type Citus struct {
 	isShort     bool
 }
 
-// WithCitus makes Run start a Citus cluster too and set *c (nil without Citus).
+// WithCitus makes Run start a Citus cluster too and set *c (nil without Citus), under the citus
+// build tag (CitusTagged); without it (make test) no cluster is started and *c stays nil.
 func WithCitus(c **Citus) Option { return citusOption{c} }
 
 type citusOption struct{ c **Citus }
 
-func (o citusOption) short() { *o.c = &Citus{isShort: true} }
+func (o citusOption) short() {
+	if CitusTagged {
+		*o.c = &Citus{isShort: true}
+	}
+}
 
 func (o citusOption) start() func() {
+	if !CitusTagged {
+		return func() {}
+	}
 	c, err := startCitus()
 	switch {
 	case errors.Is(err, errNoBinaries), errors.Is(err, errNoCitus):
