@@ -385,6 +385,23 @@ func TestTailsLeaveNothingBehind(t *testing.T) {
 	}
 }
 
+// openJoined opens one unfiltered tail and returns its recorder once the tail takes the reads of
+// the project's hub.
+func (s *tailSetup) openJoined(t *testing.T) *tailRecorder {
+	t.Helper()
+	var r tailRecorder
+	s.open(t, domain.LogFilter{}, &r)
+	s.joined(t, 1)
+	return &r
+}
+
+// held is how many entries the project's hub holds.
+func (s *tailSetup) held() int {
+	s.hub.mu.Lock()
+	defer s.hub.mu.Unlock()
+	return s.hub.hubs[s.store.project.ID].heldN
+}
+
 // joined waits until n tails take the reads of the project's hub.
 func (s *tailSetup) joined(t *testing.T, n int) {
 	t.Helper()
@@ -512,9 +529,7 @@ func TestTailHubPacesReads(t *testing.T) {
 // once the horizon moves, and every tail still receives every entry once, in order.
 func TestTailHubHoldsBoundedBatches(t *testing.T) {
 	s := newTailSetup(t)
-	var all tailRecorder
-	s.open(t, domain.LogFilter{}, &all)
-	s.joined(t, 1)
+	all := s.openJoined(t)
 	rows := s.store.rowCount()
 	commit := s.writeHeld(t, 0, 1)
 	batch := s.hub.opts.Batch
@@ -524,10 +539,7 @@ func TestTailHubHoldsBoundedBatches(t *testing.T) {
 		s.write(t, n, batch)
 		n += batch
 	}
-	s.hub.mu.Lock()
-	held := s.hub.hubs[s.store.project.ID].heldN
-	s.hub.mu.Unlock()
-	if held > limit || held < limit-batch {
+	if held := s.held(); held > limit || held < limit-batch {
 		t.Fatalf("the hub holds %d entries; want at most %d, and about that many", held, limit)
 	}
 	commit()
@@ -537,10 +549,7 @@ func TestTailHubHoldsBoundedBatches(t *testing.T) {
 	if read := s.store.rowCount() - rows; read < n-limit || read >= n {
 		t.Errorf("the store handed the tail %d of %d entries; want those the hub could not hold (%d or more) and not all", read, n, n-limit)
 	}
-	s.hub.mu.Lock()
-	held = s.hub.hubs[s.store.project.ID].heldN
-	s.hub.mu.Unlock()
-	if held != 0 {
+	if held := s.held(); held != 0 {
 		t.Errorf("after handing every entry on the hub still holds %d", held)
 	}
 }
@@ -550,9 +559,7 @@ func TestTailHubHoldsBoundedBatches(t *testing.T) {
 // memory; with polls an hour apart nothing else would bring them.
 func TestTailWokenByPartialWrites(t *testing.T) {
 	s := newTailSetup(t)
-	var all tailRecorder
-	s.open(t, domain.LogFilter{}, &all)
-	s.joined(t, 1)
+	all := s.openJoined(t)
 	rows := s.store.rowCount()
 	var in []domain.LogInput
 	for i := range 3 {
