@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"database/sql"
 	"fmt"
 	"io"
@@ -167,16 +166,7 @@ type rawPlain struct {
 
 func newRawPlainPostgres(b *testing.B, before bool) rawPlain {
 	b.Helper()
-	st, url := benchPostgres(b)
-	project := uuid.Must(uuid.NewV7()).String()
-	if err := st.CreateProject(context.Background(), domain.Project{ID: project, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
-		b.Fatal(err)
-	}
-	db, err := sql.Open("postgres", url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = db.Close() })
+	db, project := rawPostgres(b)
 	cols := columnsNow
 	if before {
 		undoEntryAttributes(b, db, "postgres")
@@ -252,12 +242,7 @@ func benchColumns(b *testing.B, e *benchEnv, rawNew, rawBefore rawPlain) {
 	b.Helper()
 	batches := max(b.N, 4) * 4
 	rounds := batches / createClients // each variant's clients send one batch each per round
-	rows := make([][]Row, batches)
-	bodies := make([][]byte, batches)
-	for i := range batches {
-		rows[i] = Batch(i, createBatch)
-		bodies[i] = BatchJSON(e.project, rows[i])
-	}
+	rows, bodies := createBatches(batches, e.project)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	runs := []func(i int) error{
 		func(i int) error { return postBatch(client, e.url, bodies[i]) },

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jmoiron/sqlx"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 
 	"example.com/obsvc/adapters/sqlstore"
@@ -149,17 +148,25 @@ const (
 func BenchmarkCreateLogsPostgres(b *testing.B) {
 	st, _ := benchPostgres(b)
 	e := newBenchEnv(b, st, nil)
-	rawStore, rawURL := benchPostgres(b)
-	rawProject := uuid.Must(uuid.NewV7()).String()
-	if err := rawStore.CreateProject(context.Background(), domain.Project{ID: rawProject, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+	raw, rawProject := rawPostgres(b)
+	createLogsVersus(b, e, func(rows []Row) error { return copyRaw(raw, rawProject, rows) })
+}
+
+// rawPostgres is a PostgreSQL database migrated by the store, holding one project, for writes with
+// the driver alone; the connection closes when b ends.
+func rawPostgres(b *testing.B) (db *sql.DB, project string) {
+	b.Helper()
+	st, url := benchPostgres(b)
+	project = uuid.Must(uuid.NewV7()).String()
+	if err := st.CreateProject(context.Background(), domain.Project{ID: project, Name: "raw", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
 		b.Fatal(err)
 	}
-	raw, err := sqlx.Open("postgres", rawURL)
+	db, err := sql.Open("postgres", url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer raw.Close()
-	createLogsVersus(b, e, func(rows []Row) error { return copyRaw(raw.DB, rawProject, rows) })
+	b.Cleanup(func() { _ = db.Close() })
+	return db, project
 }
 
 // createLogsVersus sends the same batches through the API and through raw, 2 clients each, and
@@ -167,18 +174,24 @@ func BenchmarkCreateLogsPostgres(b *testing.B) {
 func createLogsVersus(b *testing.B, e *benchEnv, raw func([]Row) error) {
 	b.Helper()
 	batches := max(b.N, 4) * 4
-	bodies := make([][]byte, batches)
-	rows := make([][]Row, batches)
-	for i := range bodies {
-		rows[i] = Batch(i, createBatch)
-		bodies[i] = BatchJSON(e.project, rows[i])
-	}
+	rows, bodies := createBatches(batches, e.project)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: createClients}}
 	b.ResetTimer()
 	api := runConcurrent(b, createClients, batches, func(i int) error { return postBatch(client, e.url, bodies[i]) })
 	direct := runConcurrent(b, createClients, batches, func(i int) error { return raw(rows[i]) })
 	b.StopTimer()
 	reportRatio(b, batches*createBatch, api, direct)
+}
+
+// createBatches is the load of the create benchmarks: n batches of createBatch rows, and each as
+// the body of POST /logs for project.
+func createBatches(n int, project string) (rows [][]Row, bodies [][]byte) {
+	rows, bodies = make([][]Row, n), make([][]byte, n)
+	for i := range n {
+		rows[i] = Batch(i, createBatch)
+		bodies[i] = BatchJSON(project, rows[i])
+	}
+	return rows, bodies
 }
 
 func copyRaw(db *sql.DB, projectID string, rows []Row) error {
