@@ -55,6 +55,13 @@ func (e *tailEdges) serve(tweak func(*server.Config)) string {
 	return srv.URL
 }
 
+// serveProject is serve and a new project on that server: the base URL and the project's id.
+func (e *tailEdges) serveProject(tweak func(*server.Config)) (base, p string) {
+	e.t.Helper()
+	base = e.serve(tweak)
+	return base, e.newProject(base)
+}
+
 // post stores entries (JSON objects without project_id) in project under key, in one batch.
 func (e *tailEdges) post(base, key, project string, entries ...string) {
 	e.t.Helper()
@@ -215,8 +222,7 @@ func (e *tailEdges) tooMany() {
 }
 
 func (e *tailEdges) replay() {
-	base := e.serve(nil)
-	p := e.newProject(base)
+	base, p := e.serveProject(nil)
 	const t0 = 1_795_428_000_000
 	// Ingest order differs from time order; one entry is before start_time.
 	e.post(base, tailAdmin, p,
@@ -311,8 +317,7 @@ func (e *tailEdges) ownIDs() {
 }
 
 func (e *tailEdges) cursor() {
-	base := e.serve(nil)
-	p := e.newProject(base)
+	base, p := e.serveProject(nil)
 	tail := base + "/logs/tail?project_id=" + p
 	first := mustTail(e.t, "tail", nil, tail, tailAdmin)
 	e.post(base, tailAdmin, p, tailMessages("c1", "c2", "c3")...)
@@ -341,8 +346,7 @@ func (e *tailEdges) cursor() {
 // live (the entries written through this instance, which the project's hub hands on from memory)
 // and resumed (read from the store).
 func (e *tailEdges) rendering() {
-	base := e.serve(nil)
-	p := e.newProject(base)
+	base, p := e.serveProject(nil)
 	tail := base + "/logs/tail?project_id=" + p
 	l := mustTail(e.t, "tail", nil, tail, tailAdmin)
 	defer l.close()
@@ -398,8 +402,7 @@ func (e *tailEdges) rendering() {
 }
 
 func (e *tailEdges) filters() {
-	base := e.serve(nil)
-	p := e.newProject(base)
+	base, p := e.serveProject(nil)
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
 	const other = "00f067aa0ba902b700f067aa0ba902b7"
 	type entry struct {
@@ -470,8 +473,7 @@ func (e *tailEdges) filters() {
 
 func (e *tailEdges) writeTimeout() {
 	const writeTO = 300 * time.Millisecond
-	base := e.serve(func(c *server.Config) { c.WriteTO, c.TailHeartbeat = writeTO, 100*time.Millisecond })
-	p := e.newProject(base)
+	base, p := e.serveProject(func(c *server.Config) { c.WriteTO, c.TailHeartbeat = writeTO, 100*time.Millisecond })
 	l := mustTail(e.t, "tail", nil, base+"/logs/tail?project_id="+p, tailAdmin)
 	// Entries over several write timeouts, then heartbeats past them: the stream stays up.
 	start := time.Now()
@@ -499,8 +501,7 @@ func (e *tailEdges) writeTimeout() {
 // and resuming from the last whole event it got loses nothing and repeats nothing.
 func (e *tailEdges) stalled() {
 	const stall = 300 * time.Millisecond
-	base := e.serve(func(c *server.Config) { c.StallTO = stall })
-	p := e.newProject(base)
+	base, p := e.serveProject(func(c *server.Config) { c.StallTO = stall })
 	client := &http.Client{Transport: &http.Transport{}}
 	defer client.CloseIdleConnections()
 	l := mustTail(e.t, "tail", client, base+"/logs/tail?project_id="+p, tailAdmin)
@@ -551,8 +552,7 @@ func (e *tailEdges) stalled() {
 }
 
 func (e *tailEdges) deleted() {
-	base := e.serve(nil)
-	p := e.newProject(base)
+	base, p := e.serveProject(nil)
 	tail := base + "/logs/tail?project_id=" + p
 	l := mustTail(e.t, "tail", nil, tail, tailAdmin)
 	e.post(base, tailAdmin, p, tailMessages("before the delete")...)
