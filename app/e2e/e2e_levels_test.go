@@ -108,15 +108,7 @@ func testLevelsAreCanonical(t *testing.T, open storeOpener) {
 	// Filters: log_level in any spelling, alone or repeated.
 	list := func(levels ...string) []string {
 		t.Helper()
-		r, err := e.client.ListLogsWithResponse(t.Context(), &rest.ListLogsParams{ProjectId: p.Id, LogLevel: &levels})
-		if err != nil || r.JSON200 == nil {
-			t.Fatalf("list log_level=%q = %v %d %s", levels, err, r.StatusCode(), r.Body)
-		}
-		var out []string
-		for _, x := range *r.JSON200 {
-			out = append(out, x.Message)
-		}
-		return out
+		return e.listMessages(t, rest.ListLogsParams{ProjectId: p.Id, LogLevel: &levels})
 	}
 	for _, c := range []struct {
 		filter []string

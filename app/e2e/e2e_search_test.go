@@ -28,15 +28,7 @@ func testSearchAndStats(t *testing.T, open storeOpener) {
 	list := func(params rest.ListLogsParams) []string {
 		t.Helper()
 		params.ProjectId = p.Id
-		r, err := e.client.ListLogsWithResponse(t.Context(), &params)
-		if err != nil || r.JSON200 == nil {
-			t.Fatalf("list %+v = %v %d %s", params, err, r.StatusCode(), r.Body)
-		}
-		var out []string
-		for _, x := range *r.JSON200 {
-			out = append(out, x.Message)
-		}
-		return out
+		return e.listMessages(t, params)
 	}
 	for _, c := range []struct {
 		name   string

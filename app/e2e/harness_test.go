@@ -259,6 +259,16 @@ func seed(t *testing.T, e *env, projectID string, n int) []rest.LogEntryInput {
 	return in
 }
 
+// listMessages lists one page of params through the generated client and returns its messages.
+func (e *env) listMessages(t *testing.T, params rest.ListLogsParams) []string {
+	t.Helper()
+	r, err := e.client.ListLogsWithResponse(t.Context(), &params)
+	if err != nil || r.JSON200 == nil {
+		t.Fatalf("list %+v = %v %d %s", params, err, r.StatusCode(), r.Body)
+	}
+	return messages(*r.JSON200)
+}
+
 func messages(es []rest.LogEntry) []string {
 	var out []string
 	for _, e := range es {
