@@ -105,7 +105,7 @@ fmt-check:
 
 ## arch-check: the dependency rules (domain on the standard library only; no adapter imports another;
 ## only app imports adapters; tailhub and readshare import only domain; nothing but app and the
-## tests of app/... imports app/server, directly or through app/internal/servetest, which only
+## tests of app/... imports app/server, directly or through app/server/servetest, which only
 ## those tests import), as TestArchitecture states them
 arch-check:
 	$(GO) test -count=1 -run '^TestArchitecture$$' ./domain

@@ -15,9 +15,10 @@ const module = "example.com/obsvc"
 // appServer is the one constructor of the service.
 const appServer = module + "/app/server"
 
-// serveTest serves the service for the tests under app/; it imports appServer and is imported by
+// serveTest serves the service for the tests under app/ (the httptest of app/server); it imports
+// appServer and is imported by
 // tests only.
-const serveTest = module + "/app/internal/servetest"
+const serveTest = module + "/app/server/servetest"
 
 // listedPackage is what the architecture rules need of `go list -json`.
 type listedPackage struct {
@@ -43,7 +44,7 @@ type listedPackage struct {
 //     standard library.
 //  5. Nothing imports app/server, the one constructor, but the command (app) and the tests under
 //     app/ (its own, the end-to-end tests, the benchmarks and the fault tests), directly or
-//     through app/internal/servetest, which only those tests import.
+//     through app/server/servetest, which only those tests import.
 func TestArchitecture(t *testing.T) {
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	cmd.Dir = ".."

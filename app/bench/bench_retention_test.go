@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"example.com/obsvc/app/internal/servetest"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )

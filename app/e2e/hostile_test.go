@@ -14,7 +14,7 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
-	"example.com/obsvc/app/internal/servetest"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )

@@ -13,7 +13,7 @@ import (
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/haberdasher"
-	"example.com/obsvc/app/internal/servetest"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
 )
 

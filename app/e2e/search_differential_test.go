@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore/storetest"
-	"example.com/obsvc/app/internal/servetest"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
