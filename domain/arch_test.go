@@ -16,8 +16,7 @@ const module = "example.com/obsvc"
 const appServer = module + "/app/server"
 
 // serveTest serves the service for the tests under app/ (the httptest of app/server); it imports
-// appServer and is imported by
-// tests only.
+// appServer and is imported by tests only.
 const serveTest = module + "/app/server/servetest"
 
 // listedPackage is what the architecture rules need of `go list -json`.

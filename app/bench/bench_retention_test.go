@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/domain"
 )
 

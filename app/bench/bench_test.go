@@ -26,8 +26,8 @@ import (
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/domain"
 )
 

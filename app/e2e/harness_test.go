@@ -40,8 +40,8 @@ import (
 	"example.com/obsvc/adapters/sqlstore/pgtest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/domain"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/sqlstore/storetest"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/domain"
 )
 

@@ -13,8 +13,8 @@ import (
 	"example.com/obsvc/adapters/edge"
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/haberdasher"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 )
 
 // bootForOps starts the real wiring with a JSON logger writing to logs.

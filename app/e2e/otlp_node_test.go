@@ -13,8 +13,8 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/api/rest"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 )
 
 var otlpNode = nodePackage{dir: "testdata/otlp-node", what: "OpenTelemetry JS exporter"}

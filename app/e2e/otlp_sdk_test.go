@@ -18,8 +18,8 @@ import (
 
 	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/api/rest"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 )
 
 // sdkExporter is the OpenTelemetry Go SDK's OTLP/HTTP log exporter pointed at url, gzip on, with

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/sqlstore/storetest"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/domain"
 )
 

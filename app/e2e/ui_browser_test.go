@@ -27,8 +27,8 @@ import (
 
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/adapters/ui"
-	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
 	"example.com/obsvc/domain"
 )
 
