@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"example.com/obsvc/adapters/sqlstore"
-	"example.com/obsvc/adapters/sqlstore/storetest"
-	"example.com/obsvc/domain"
 	"github.com/google/uuid"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/domain"
 )
 
 func openCitus(t *testing.T) domain.Store { return storetest.OpenPostgres(t, citus.NewDatabase(t)) }

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"example.com/obsvc/domain"
 	"github.com/google/uuid"
+
+	"example.com/obsvc/domain"
 )
 
 // queryCorpus is the entries the query tests store, by name: every kind of field and attribute

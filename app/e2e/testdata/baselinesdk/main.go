@@ -15,8 +15,9 @@ import (
 	"strings"
 	"time"
 
-	"example.com/obsvc/api/rest"
 	"github.com/oapi-codegen/nullable"
+
+	"example.com/obsvc/api/rest"
 )
 
 func main() {
