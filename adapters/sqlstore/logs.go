@@ -207,7 +207,7 @@ func where(e engine, f domain.LogFilter) (string, []any) {
 		// The folded message (NULL when folding leaves it as it is) against the folded term, a
 		// literal substring, with the engine's operator (see containsText): not LIKE, whose
 		// backtracking cost every start position the term's length.
-		cond, arg := e.containsText("COALESCE(message_fold, message)", domain.FoldCase(*f.Q))
+		cond, arg := e.containsText("COALESCE(message_fold, "+e.lowerASCII("message")+")", domain.FoldCase(*f.Q))
 		b.WriteString(" AND " + cond)
 		args = append(args, arg)
 	}
@@ -229,12 +229,29 @@ func where(e engine, f domain.LogFilter) (string, []any) {
 }
 
 // foldedMessage is what message_fold holds for a message: its folded form, or NULL (nil) when
-// folding leaves it unchanged.
+// that is the message with its ASCII capitals lowered, which q then computes (lowerASCII): most
+// messages are ASCII, and storing their folded copy cost about 100 bytes an entry. Rows written
+// before hold their folded form wherever it differs from the message; both give the same q.
 func foldedMessage(m string) any {
-	if f := domain.FoldCase(m); f != m {
+	if f := domain.FoldCase(m); f != lowerASCII(m) {
 		return f
 	}
 	return nil
+}
+
+// lowerASCII is m with A to Z lowered and every other byte kept, as the engines' lowerASCII.
+func lowerASCII(m string) string {
+	i := strings.IndexFunc(m, func(r rune) bool { return 'A' <= r && r <= 'Z' })
+	if i < 0 {
+		return m
+	}
+	b := []byte(m)
+	for j := i; j < len(b); j++ {
+		if 'A' <= b[j] && b[j] <= 'Z' {
+			b[j] += 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // DeleteLogs implements domain.LogStore in one transaction: the delete returns the minute and
@@ -249,7 +266,11 @@ func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, er
 			_ = tx.Rollback() // nothing of this delete stays; a rollback error adds nothing
 		}
 	}()
-	w, args := where(s.eng, f)
+	eng, _, err := s.sqlitePlan(ctx, f.Parsed.Root)
+	if err != nil {
+		return 0, s.translate("delete logs: plan", err)
+	}
+	w, args := where(eng, f)
 	n, err = deleteCounted(ctx, tx, s.bind, "DELETE FROM logs"+w, args...)
 	if err != nil {
 		return 0, s.translate("delete logs", err)
@@ -337,7 +358,7 @@ func listQuery(e engine, q domain.LogQuery) (string, []any) {
 }
 
 // listQueryFrom is listQuery reading from table, logs or, for a needle on SQLite, logs NOT
-// INDEXED (see needleFirst).
+// INDEXED (see sqlitePlan).
 func listQueryFrom(e engine, q domain.LogQuery, table string) (string, []any) {
 	w, args := where(e, q.LogFilter)
 	dir, cmp := "ASC", ">"
@@ -403,12 +424,13 @@ func (s *Store) queryRows(ctx context.Context, query string, cached bool, args .
 // holds a whole page in memory.
 func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageFunc) error {
 	table := "logs"
-	if needle, err := s.needleFirst(ctx, q.Parsed.Root); err != nil {
-		return s.translate("list logs: words", err)
-	} else if needle {
+	eng, first, err := s.sqlitePlan(ctx, q.Parsed.Root)
+	if err != nil {
+		return s.translate("list logs: plan", err)
+	} else if first {
 		table = "logs NOT INDEXED"
 	}
-	query, args := listQueryFrom(s.eng, q, table)
+	query, args := listQueryFrom(eng, q, table)
 	rows, err := s.queryRows(ctx, s.bind(query), q.Parsed.Root == nil, args...)
 	if err != nil {
 		return s.translate("list logs", err)

@@ -240,6 +240,10 @@ func (postgresEngine) containsText(column, term string) (string, any) {
 	return column + " ~ ?", "***=" + term
 }
 
+// lowerASCII: lower under the "C" collation changes ASCII letters only, whatever the database's
+// own locale.
+func (postgresEngine) lowerASCII(column string) string { return "lower(" + column + ` COLLATE "C")` }
+
 // pqCode is the SQLSTATE of a server error, or "" for any other error.
 func pqCode(err error) pqerror.Code {
 	var pe *pq.Error

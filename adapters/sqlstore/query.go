@@ -255,19 +255,42 @@ const float8Overflow = "17976931348623158079372897140530341507993413271003782693
 // zero (the tie goes to the even zero).
 const float8Underflow = "0.0000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000024703282292062327208828439643411068618252990130716238221279284125033775363510437593264991818081799618989828234772285886546332835517796989819938739800539093906315035659515570226392290858392449105184435931802849936536152500319370457678249219365623669863658480757001585769269903706311928279558551332927834338409351978015531246597263579574622766465272827220056374006485499977096599470454020828166226237857393450736339007967761930577506740176324673600968951340535537458516661134223766678604162159680461914467291840300530057530849048765391711386591646239524912623653881879636239373280423891018672348497668235089863388587925628302755995657524455507255189313690836254779186948667994968324049705821028513185451396213837722826145437693412532098591327667236328125"
 
-// queryWords on SQLite asks the FTS5 table logs_words (migration 00011) for the phrase: its
-// tokenizer (ascii, with "_" a token character) splits a message's WordText exactly at its
-// spaces, since a word holds only letters, digits and "_" and every non-ASCII character is a
-// token character, and folds nothing a folded word still has to fold; so its tokens are the
-// message's words, and the phrase "w1 ... wn" (with "*", its last token a prefix) is exactly
-// " w1 ... wn " in " "+WordText+" " (without the last space with a prefix). The index answers
-// the whole test; rowid ties a row of logs_words to its entry.
-func (sqliteEngine) queryWords(words []string, prefix bool) (string, []any) {
+// queryWords on SQLite: when few entries hold the phrase (sqlitePlan), the FTS5 table
+// logs_words (migration 00011) answers the whole test. Its tokenizer (ascii, with "_" a token
+// character) splits a message's WordText exactly at its spaces, since a word holds only letters,
+// digits and "_" and every non-ASCII character is a token character, and folds nothing a folded
+// word still has to fold; so its tokens are the message's words, and the phrase "w1 ... wn"
+// (with "*", its last token a prefix) is exactly " w1 ... wn " in " "+WordText+" " (without the
+// last space with a prefix). rowid ties a row of logs_words to its entry. Otherwise each entry
+// read is tested: that substring of obsvc_words(message) (sqliteDriver), the same words, so the
+// same answer, at a cost per entry read rather than per entry holding the phrase (the newest
+// 100 with a common word read a few hundred entries, not the word's whole list).
+func (e sqliteEngine) queryWords(words []string, prefix bool) (string, []any) {
+	if phrase := wordsMatch(words, prefix); e.indexed[phrase] {
+		return "(logs.rowid IN (SELECT rowid FROM logs_words WHERE logs_words MATCH ?))", []any{phrase}
+	}
+	return "(instr(" + sqliteWordsFunc + "(logs.message), ?) > 0)", []any{wordNeedle(words, prefix)}
+}
+
+// wordsMatch is the FTS5 MATCH expression of a QueryWords: its words as one phrase, "*" after
+// it with a prefix.
+func wordsMatch(words []string, prefix bool) string {
 	phrase := `"` + strings.ReplaceAll(strings.Join(words, " "), `"`, `""`) + `"`
 	if prefix {
 		phrase += " *"
 	}
-	return "(logs.rowid IN (SELECT rowid FROM logs_words WHERE logs_words MATCH ?))", []any{phrase}
+	return phrase
+}
+
+// termsMatch is the FTS5 MATCH expression of an attribute equality's candidate terms
+// (equalityTerms) in logs_terms (migration 00012): any of their tokens.
+func termsMatch(terms []string) string {
+	hashes := migrations.TermHashes(terms)
+	tokens := make([]string, len(hashes))
+	for i, h := range hashes {
+		tokens[i] = migrations.TermToken(h)
+	}
+	return strings.Join(tokens, " OR ")
 }
 
 // hasPrefix on SQLite: instr finds the first occurrence, which is at 1 exactly when the column
@@ -283,7 +306,11 @@ const sqliteFloat = "(CASE WHEN j.type IN ('integer', 'real') AND abs(CAST(j.val
 // member whose key is the text given (a path would need the key quoted, and SQLite's paths
 // cannot quote every key): any key, with dots, quotes, "$", brackets or any script, is matched
 // exactly. EXISTS is never NULL.
-func (sqliteEngine) queryAttribute(key string, t attrTest) (string, []any) {
+//
+// An equality that few entries match (sqlitePlan) first finds its candidates in logs_terms
+// (migration 00012): an entry matching it holds one of its terms, whose tokens the FTS5 table
+// lists; the exact test follows.
+func (e sqliteEngine) queryAttribute(key string, t attrTest) (string, []any) {
 	q := "EXISTS (SELECT 1 FROM json_each(logs.attributes) j WHERE j.key = ?"
 	args := []any{key}
 	if !t.exists {
@@ -291,7 +318,13 @@ func (sqliteEngine) queryAttribute(key string, t attrTest) (string, []any) {
 		q += " AND " + cond
 		args = append(args, more...)
 	}
-	return q + ")", args
+	q += ")"
+	if terms := equalityTerms(key, t); terms != nil {
+		if m := termsMatch(terms); e.indexed[m] {
+			return "(logs.rowid IN (SELECT rowid FROM logs_terms WHERE logs_terms MATCH ?) AND " + q + ")", append([]any{m}, args...)
+		}
+	}
+	return q, args
 }
 
 // sqliteAttr tests a row of json_each: its type and value.
@@ -436,52 +469,83 @@ func equalityTerms(key string, t attrTest) []string {
 	return terms
 }
 
-// needleDocs is the most entries (of all projects) a word may be in for a SQLite listing to be
-// read from the entries holding it (see needleFirst).
-const needleDocs = 5000
-
-// needleCount counts the entries holding one word, up to a bound: the word's list of entries in
-// logs_words is read only that far (about 1 ms for 5,000; an fts5vocab table would count a common
-// word's whole list, 12 ms for 200,000).
-const needleCount = "SELECT count(*) FROM (SELECT 1 FROM logs_words WHERE logs_words MATCH ? LIMIT ?)"
-
-// needleFirst says whether a SQLite listing of root should start from the entries that hold
-// the words of one of its top-level word terms. SQLite's planner cannot know how many entries
-// a word is in: it reads the project's entries in order and tests each against the list of the
-// word's entries, which is what a common word wants (the first 100 come soon), but a needle
-// then costs a read of the whole project (16 ms for 20,000 entries, against 0.1 ms from the
-// word's entries). So the store counts the entries holding each whole word of the term, up to
-// needleDocs, and when one of them is that rare the listing reads logs NOT INDEXED: by rowid
-// only, that is from the word's entries, each then tested against the rest of the filter. Only
-// a term every match must satisfy (the root, or a term of a root AND) is a safe start; never on
-// PostgreSQL, whose planner has the index's statistics.
-func (s *Store) needleFirst(ctx context.Context, root domain.QueryNode) (bool, error) {
+// sqlitePlan is how SQLite reads a query's tree: SQLite's planner cannot know how many entries
+// hold a word or an attribute's value, so the store counts, for each words term and attribute
+// equality of the tree, the entries listed under its MATCH expression, up to the store's
+// IndexedTerms (about 1 ms for 5,000). A term that few read its list (the index answers it); a
+// commoner one is tested on each entry read (reading a common word's whole list to find the
+// newest 100 cost 0.4 s at 1,000,000 entries). When a term every match must satisfy (the root,
+// or a term of a root AND) is that rare, first is true: a listing then reads logs NOT INDEXED,
+// by rowid only, that is from the term's entries, each tested against the rest of the filter.
+// PostgreSQL's planner has its indexes' statistics: its engine is returned as it is.
+func (s *Store) sqlitePlan(ctx context.Context, root domain.QueryNode) (e engine, first bool, err error) {
 	if _, ok := s.eng.(sqliteEngine); !ok || root == nil {
-		return false, nil
+		return s.eng, false, nil
 	}
-	terms := []domain.QueryNode{root}
-	if and, ok := root.(domain.QueryAnd); ok {
-		terms = and.Terms
+	plan := sqliteEngine{indexed: map[string]bool{}}
+	probed := map[string]bool{}
+	rare := func(table, match string) (bool, error) {
+		if done, ok := probed[match]; ok {
+			return done, nil
+		}
+		if len(probed) >= sqliteProbes {
+			return false, nil
+		}
+		var docs int
+		err := s.r.GetContext(ctx, &docs, "SELECT count(*) FROM (SELECT 1 FROM "+table+" WHERE "+table+" MATCH ? LIMIT ?)", match, s.indexedTerms+1)
+		if err != nil {
+			return false, err
+		}
+		probed[match] = docs <= s.indexedTerms
+		if probed[match] {
+			plan.indexed[match] = true
+		}
+		return probed[match], nil
 	}
-	for _, t := range terms {
-		w, ok := t.(domain.QueryWords)
-		if !ok {
-			continue
-		}
-		whole := w.Words
-		if w.Prefix {
-			whole = whole[:len(whole)-1]
-		}
-		for _, word := range whole {
-			var docs int
-			err := s.r.GetContext(ctx, &docs, needleCount, `"`+strings.ReplaceAll(word, `"`, `""`)+`"`, needleDocs+1)
-			if err != nil {
-				return false, err
+	var walk func(n domain.QueryNode, top bool) error
+	walk = func(n domain.QueryNode, top bool) error {
+		var ok bool
+		var err error
+		switch n := n.(type) {
+		case domain.QueryAnd:
+			for _, t := range n.Terms {
+				if err := walk(t, top); err != nil {
+					return err
+				}
 			}
-			if docs <= needleDocs {
-				return true, nil
+			return nil
+		case domain.QueryOr:
+			for _, t := range n.Terms {
+				if err := walk(t, false); err != nil {
+					return err
+				}
+			}
+			return nil
+		case domain.QueryNot:
+			return walk(n.Term, false)
+		case domain.QueryWords:
+			if len(n.Words) > 0 {
+				ok, err = rare("logs_words", wordsMatch(n.Words, n.Prefix))
+			}
+		case domain.QueryEquals:
+			switch {
+			case n.Field.Attribute && !n.Prefix:
+				ok, err = rare("logs_terms", termsMatch(equalityTerms(n.Field.Name, attrTest{str: &n.Value, num: n.Number, boolean: n.Bool})))
+			case !n.Field.Attribute && n.Field.Name == domain.FieldMessage:
+				if words := domain.Words(n.Value); len(words) > 0 {
+					ok, err = rare("logs_words", wordsMatch(words, n.Prefix))
+				}
 			}
 		}
+		first = first || (top && ok)
+		return err
 	}
-	return false, nil
+	if err := walk(root, true); err != nil {
+		return nil, false, err
+	}
+	return plan, first, nil
 }
+
+// sqliteProbes bounds the terms sqlitePlan counts for one query; the rest are tested on each
+// entry read.
+const sqliteProbes = 32

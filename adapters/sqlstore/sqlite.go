@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"net/url"
@@ -23,11 +25,16 @@ type SQLiteOptions struct {
 	BusyTimeout time.Duration
 	// MaxReaders bounds the read connections.
 	MaxReaders int
+	// IndexedTerms is the most entries (of all projects) a word, a phrase or an attribute's
+	// value may be in for a query to be read from the entries holding it, by the FTS5 tables;
+	// a query term in more is tested on each entry read instead (see sqlitePlan). Negative:
+	// every term is tested on each entry read.
+	IndexedTerms int
 }
 
 // DefaultSQLiteOptions are the settings `go run ./app` uses.
 func DefaultSQLiteOptions() SQLiteOptions {
-	return SQLiteOptions{BusyTimeout: 10 * time.Second, MaxReaders: 4}
+	return SQLiteOptions{BusyTimeout: 10 * time.Second, MaxReaders: 4, IndexedTerms: 5000}
 }
 
 // OpenSQLite opens (creating if missing) the SQLite database at path, applies the migrations and
@@ -52,19 +59,16 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 
 	// One writer connection whose transactions take the write lock up front (no deadlocking
 	// upgrades), and a few readers that WAL lets run beside it.
-	w, err := sqlx.Open("sqlite", dsn+"&_txlock=immediate")
+	drv, err := sqliteDriver()
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
+	w := sqlx.NewDb(sql.OpenDB(sqliteConnector{drv, dsn + "&_txlock=immediate"}), "sqlite")
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	r, err := sqlx.Open("sqlite", dsn+"&_pragma=query_only(1)")
-	if err != nil {
-		_ = w.Close()
-		return nil, fmt.Errorf("sqlite: open: %w", err)
-	}
+	r := sqlx.NewDb(sql.OpenDB(sqliteConnector{drv, dsn + "&_pragma=query_only(1)&_pragma=mmap_size(1073741824)"}), "sqlite")
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
-	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }}
+	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }, indexedTerms: opts.IndexedTerms}
 	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -77,7 +81,47 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 	return s, nil
 }
 
-type sqliteEngine struct{}
+// sqliteWordsFunc is the SQL function sqliteDriver adds: obsvc_words(message) is " " +
+// domain.WordText(message) + " " (NULL for NULL), what a words term is looked for in when it is
+// tested entry by entry rather than read from logs_words (see queryWords).
+const sqliteWordsFunc = "obsvc_words"
+
+// sqliteDriver is the driver of a store's connections: modernc's SQLite with sqliteWordsFunc,
+// registered on this driver alone (a driver of its own, not the process-wide "sqlite" one, so
+// nothing outside the store changes).
+func sqliteDriver() (*sqlite.Driver, error) {
+	drv := &sqlite.Driver{}
+	err := drv.RegisterDeterministicScalarFunction(sqliteWordsFunc, 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch m := args[0].(type) {
+		case nil:
+			return nil, nil
+		case string:
+			return " " + domain.WordText(m) + " ", nil
+		case []byte:
+			return " " + domain.WordText(string(m)) + " ", nil
+		default:
+			return nil, fmt.Errorf("%s: a message of type %T", sqliteWordsFunc, m)
+		}
+	})
+	return drv, err
+}
+
+// sqliteConnector opens the connections of one pool of a store: drv's, on dsn.
+type sqliteConnector struct {
+	drv *sqlite.Driver
+	dsn string
+}
+
+func (c sqliteConnector) Connect(context.Context) (driver.Conn, error) { return c.drv.Open(c.dsn) }
+func (c sqliteConnector) Driver() driver.Driver                        { return c.drv }
+
+// sqliteEngine renders SQLite's SQL. indexed holds the FTS5 MATCH expressions of a query's
+// terms that few enough entries hold to be read from logs_words or logs_terms (sqlitePlan); a
+// term whose expression is not in it is tested on each entry read. The store's own engine has
+// none: a statement that was not planned (a tail read, over a few new entries) reads no list.
+type sqliteEngine struct {
+	indexed map[string]bool
+}
 
 func (sqliteEngine) timeArg(t time.Time) any { return t.UnixMicro() }
 
@@ -102,18 +146,35 @@ func (sqliteEngine) createLogs(ctx context.Context, tx *sqlx.Tx, entries []domai
 		return err
 	}
 	defer words.Close()
+	terms, err := tx.PrepareContext(ctx, termsInsert)
+	if err != nil {
+		return err
+	}
+	defer terms.Close()
 	return writeRows(ctx, stmt, entries, false, func(e domain.LogEntry) error {
 		if w := domain.WordText(e.Message); w != "" {
-			_, err := words.ExecContext(ctx, w)
-			return err
+			if _, err := words.ExecContext(ctx, w); err != nil {
+				return err
+			}
+		}
+		if t := migrations.TermTokens(e.Attributes); t != "" {
+			if _, err := terms.ExecContext(ctx, t); err != nil {
+				return err
+			}
 		}
 		return nil
 	}, int64(tailTx))
 }
 
-// wordsInsert indexes the words of the row just inserted on the same connection (logs_words,
-// migration 00011; a trigger removes them with the row).
-const wordsInsert = "INSERT INTO logs_words (rowid, words) VALUES (last_insert_rowid(), ?)"
+// wordsInsert and termsInsert index the words of the message (logs_words, migration 00011) and
+// the terms of the attributes (logs_terms, 00012) of the row just inserted on the same
+// connection; a trigger removes them with the row. An insert into an FTS5 table leaves
+// last_insert_rowid() at the rowid it was given, which is the row's, so the second insert
+// indexes the same row as the first.
+const (
+	wordsInsert = "INSERT INTO logs_words (rowid, words) VALUES (last_insert_rowid(), ?)"
+	termsInsert = "INSERT INTO logs_terms (rowid, terms) VALUES (last_insert_rowid(), ?)"
+)
 
 // containsText uses instr, which at each start position whose first byte matches compares the
 // rest with memcmp: LIKE's pattern matcher instead decodes and compares character by character
@@ -123,6 +184,10 @@ const wordsInsert = "INSERT INTO logs_words (rowid, words) VALUES (last_insert_r
 func (sqliteEngine) containsText(column, term string) (string, any) {
 	return "instr(" + column + ", ?) > 0", term
 }
+
+// lowerASCII: SQLite's lower, without the ICU extension (which this build has not), changes
+// ASCII letters only.
+func (sqliteEngine) lowerASCII(column string) string { return "lower(" + column + ")" }
 
 // classify reads SQLite's extended result code: the constraint that failed, or a primary code
 // that says the database is busy, locked, full or unreadable.

@@ -47,6 +47,9 @@ type engine interface {
 	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
 	// term's length times them (see README, the "Listing" row: the cost of q).
 	containsText(column, term string) (string, any)
+	// lowerASCII renders column with A to Z lowered and every other character kept, whatever
+	// the database's locale (see foldedMessage).
+	lowerASCII(column string) string
 	// queryWords renders a QueryWords of the query language (words folded, at least one) as a
 	// condition that is never NULL, with its arguments (query.go).
 	queryWords(words []string, prefix bool) (string, []any)
@@ -80,6 +83,8 @@ type Store struct {
 	eng  engine
 	tail tailSQL
 	bind func(query string) string
+	// indexedTerms: SQLiteOptions.IndexedTerms (SQLite only).
+	indexedTerms int
 
 	// listings caches a prepared statement per listing shape (filters x order x cursor, at most
 	// 64): PostgreSQL then plans each shape once per connection instead of once per request,

@@ -120,9 +120,9 @@ func benchSearch(b *testing.B, st server.Store, read, write *sql.DB, bindType in
 	b.Run("q_none", func(b *testing.B) {
 		// The predicate the store writes for q (see where in adapters/sqlstore), run by hand.
 		const term = "no-such-term"
-		contains := "instr(COALESCE(message_fold, message), ?) > 0" // SQLite
+		contains := "instr(COALESCE(message_fold, lower(message)), ?) > 0" // SQLite
 		if bindType == sqlx.DOLLAR {
-			contains = "strpos(COALESCE(message_fold, message), ?) > 0" // PostgreSQL, for a term of up to 32 bytes
+			contains = `strpos(COALESCE(message_fold, lower(message COLLATE "C")), ?) > 0` // PostgreSQL, for a term of up to 32 bytes
 		}
 		raw := sqlx.Rebind(bindType, "SELECT id, project_id, time, level, message, subject, user_id FROM logs"+
 			" WHERE project_id = ? AND "+contains+" ORDER BY time, id LIMIT 100")

@@ -6,6 +6,7 @@
 //	00006  both: messages folded by domain.FoldCase, the subject index, the per-minute rollup
 //	00009  both: levels made canonical by domain.CanonicalLevel
 //	00011  both: the words of every message (domain.WordText), indexed
+//	00012  SQLite only: the terms of every entry's attributes, indexed (PostgreSQL's are in 00011)
 //
 // A migration, once released, never changes: its version and its text are what databases written
 // by earlier releases were migrated with, so they migrate exactly as before. A change to the
@@ -57,6 +58,9 @@ func SQLite(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 		goose.WithGoMigrations(goose.NewGoMigration(wordsMigrationVersion,
 			&goose.GoFunc{RunTx: upWordsSQLite},
 			&goose.GoFunc{RunTx: downWordsSQLite})),
+		goose.WithGoMigrations(goose.NewGoMigration(termsMigrationVersion,
+			&goose.GoFunc{RunTx: upTermsSQLite},
+			&goose.GoFunc{RunTx: downTermsSQLite})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }

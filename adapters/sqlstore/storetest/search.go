@@ -22,6 +22,13 @@ func runSearch(t *testing.T, open Open) {
 	t.Run("StatsTopSeriesAndOtherOverEveryGrouping", func(t *testing.T) { t.Parallel(); testStatsTopSeries(t, open(t)) })
 }
 
+// RunQueryLanguage runs the query language's differential case alone, for a store opened with
+// other options than Run's (such as SQLite's IndexedTerms, which decides whether a term is read
+// from its index or tested on each entry: both must give the evaluator's answer).
+func RunQueryLanguage(t *testing.T, open Open) {
+	t.Run("QueryLanguageMatchesTheGoEvaluator", func(t *testing.T) { t.Parallel(); testQueryDifferential(t, open(t)) })
+}
+
 func testSearchQ(t *testing.T, s domain.Store) {
 	p := mustProject(t, s, "q", base)
 	msgs := []string{"CAFÉ au lait", "café noir", "Straße", "STRASSE", "100% done", "100 done", "snake_case", "snakeXcase",
