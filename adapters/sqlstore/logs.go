@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -344,6 +345,30 @@ func (r *logRow) entry() domain.LogEntry {
 // to reading the index in order.
 const retentionBound = " AND (time, id) >= (COALESCE(? - (SELECT CAST(retention_days AS BIGINT) * 86400000 FROM projects WHERE id = ?), ?), ?)"
 
+// retentionFilter is retentionBound as a filter rather than an index condition, for a tree with
+// an attribute equality on PostgreSQL: there the bound, whose selectivity the planner cannot
+// know, made it AND the bitmap of the equality's candidates in logs_attr_terms with one of the
+// project's whole range read from logs_pkey (1,000 candidates, 100,000 entries of the range:
+// 30 ms at 1,000,000 entries, against 2.5 ms from the candidates alone). As a filter it drops
+// only what the retention sweep has not removed yet.
+const retentionFilter = " AND (time + 0, id) >= (COALESCE(? - (SELECT CAST(retention_days AS BIGINT) * 86400000 FROM projects WHERE id = ?), ?), ?)"
+
+// hasAttributeEquality says whether the tree holds an attribute equality (not a prefix), which
+// logs_attr_terms serves.
+func hasAttributeEquality(n domain.QueryNode) bool {
+	switch n := n.(type) {
+	case domain.QueryAnd:
+		return slices.ContainsFunc(n.Terms, hasAttributeEquality)
+	case domain.QueryOr:
+		return slices.ContainsFunc(n.Terms, hasAttributeEquality)
+	case domain.QueryNot:
+		return hasAttributeEquality(n.Term)
+	case domain.QueryEquals:
+		return n.Field.Attribute && !n.Prefix
+	}
+	return false
+}
+
 // projectExists tells an empty page of a project from a project that does not exist.
 const projectExists = "SELECT 1 FROM projects WHERE id = ?"
 
@@ -376,7 +401,11 @@ func listQueryFrom(e engine, q domain.LogQuery, table string) (string, []any) {
 		w = strings.Replace(w, projectCondition, projectCondition+" AND (time, id) "+cmp+" (?, ?)", 1)
 		args = append([]any{args[0], q.After.Time, q.After.ID}, args[1:]...)
 	}
-	w += retentionBound
+	if _, pg := e.(postgresEngine); pg && hasAttributeEquality(q.Parsed.Root) {
+		w += retentionFilter
+	} else {
+		w += retentionBound
+	}
 	args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), leastID)
 	order := " ORDER BY time " + dir + ", id " + dir
 	// Placeholders in textual order: the two nth_value positions, the filter, the inner limit.
