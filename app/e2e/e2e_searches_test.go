@@ -78,6 +78,11 @@ func testSavedSearchesRoundTrip(t *testing.T, open storeOpener) {
 	if all.Query != "" || all.RangeSeconds != domain.MaxSearchRangeSeconds {
 		t.Errorf("saved %+v", all)
 	}
+	// A name's bound is in characters, not bytes: 200 two-byte characters fit.
+	long := e.saveSearch(p.Id, strings.Repeat("é", domain.MaxSearchNameChars), "", 60)
+	if del, err := e.client.DeleteSearchWithResponse(ctx, long.Id); err != nil || del.StatusCode() != 204 {
+		t.Fatalf("delete the long-named search: %v %d", err, del.StatusCode())
+	}
 
 	// A merge patch: what it names changes, the rest stays; updated_at advances, created_at stays.
 	prev := s

@@ -59,7 +59,7 @@ func TestVersions(t *testing.T) {
 			{7, goose.TypeSQL, "00007_tail_order.sql", "bfd95469baa5ff5ad8c09362dcc30287fb7490ac0ce72636d87ab07225e609c0"},
 			{8, goose.TypeSQL, "00008_log_counts_hour.sql", "ad73fdbfff61fce3b95705a93a06fa6d49acfc80d6ba6da27d3656b19b9e725c"},
 			{10, goose.TypeSQL, "00010_tail_batches.sql", "165917921305710c207f8834c42d35b16d2f05a87729a9143fb15e4fac91f8e7"},
-			{13, goose.TypeSQL, "00013_searches.sql", "3fcdf9bd5cb65654bd681039e0ced1a08afccf4b1b88cd2d1cfd5fc1c4cb4e2d"},
+			{13, goose.TypeSQL, "00013_searches.sql", "781db8a2a0baa1f0f3c7c5c147ee4b56011bc3f49d614d6d616c3df86c777bd4"},
 			{6, goose.TypeGo, "", ""},
 			{9, goose.TypeGo, "", ""},
 			{11, goose.TypeGo, "", ""},

@@ -4,11 +4,12 @@
 -- on Citus searches is a reference table like projects, not distributed by project_id: a read
 -- by id is then one task on one node, and the foreign key to projects, which deletes a
 -- project's searches with it, stays between two reference tables. The unique key serves the
--- listing of a project's searches by name and makes a name taken in the project a conflict.
+-- listing of a project's searches by name and makes a name taken in the project a conflict;
+-- names collate as "C", bytewise, as on SQLite, whatever the database's locale.
 CREATE TABLE searches (
     id            uuid        NOT NULL PRIMARY KEY,
     project_id    uuid        NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
-    name          text        NOT NULL,
+    name          text        COLLATE "C" NOT NULL,
     query         text        NOT NULL,
     range_seconds integer     NOT NULL,
     created_at    timestamptz NOT NULL,
