@@ -217,10 +217,19 @@ func (s *Service) ListSearches(ctx context.Context, projectID string) ([]Search,
 // project's search is KindNotFound, as an id that names nothing is, so that a key learns
 // nothing of other projects' ids.
 func (s *Service) GetSearch(ctx context.Context, id string) (Search, error) {
-	if err := authorize(ctx, ""); err != nil && KindOf(err) != KindForbidden {
+	if err := authenticated(ctx); err != nil {
 		return Search{}, err
 	}
 	return s.search(ctx, id)
+}
+
+// authenticated answers KindUnauthenticated unless ctx acts for someone: what a project key
+// may reach by a search's id is decided by the search's project (see search).
+func authenticated(ctx context.Context) error {
+	if _, ok := PrincipalFrom(ctx); !ok {
+		return Errorf(KindUnauthenticated, "authentication required")
+	}
+	return nil
 }
 
 // search reads the search with id as the principal of ctx may see it.
@@ -242,7 +251,7 @@ func (s *Service) search(ctx context.Context, id string) (Search, error) {
 // what it does not name stays; UpdatedAt always advances. KindInvalid for values breaking the
 // rules, KindNotFound as GetSearch, KindConflict for a name another search of the project has.
 func (s *Service) PatchSearch(ctx context.Context, id string, patch SearchPatch) (Search, error) {
-	if err := authorize(ctx, ""); err != nil && KindOf(err) != KindForbidden {
+	if err := authenticated(ctx); err != nil {
 		return Search{}, err
 	}
 	if err := s.limits.validateSearch(patch); err != nil {
@@ -274,7 +283,7 @@ func (s *Service) PatchSearch(ctx context.Context, id string, patch SearchPatch)
 
 // DeleteSearch deletes a saved search; KindNotFound as GetSearch.
 func (s *Service) DeleteSearch(ctx context.Context, id string) error {
-	if err := authorize(ctx, ""); err != nil && KindOf(err) != KindForbidden {
+	if err := authenticated(ctx); err != nil {
 		return err
 	}
 	sr, err := s.search(ctx, id)
