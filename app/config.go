@@ -58,6 +58,7 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxQueryChars, "max-query-chars", "longest query parameter (the query language) in `characters`; 400 naming query beyond")
 	num(&c.MaxQueryDepth, "max-query-depth", "deepest nesting of parentheses and NOT in a query parameter; 400 naming query beyond")
 	num(&c.MaxQueryTerms, "max-query-terms", "most terms (words, phrases, field conditions) in a query parameter; 400 naming query beyond")
+	num(&c.MaxSearches, "max-searches-per-project", "most saved `searches` one project may hold; POST /searches beyond is refused with 409")
 	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
 	num64(&c.OTLPMaxBody, "otlp-max-body-bytes", "largest OTLP request body (POST /v1/logs) in `bytes` after decompression (413 beyond)")
 	num(&c.OTLPMaxDecodes, "otlp-max-decodes", "OTLP requests read and decoded at once; more are refused with 503")
@@ -159,6 +160,8 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_QUERY_DEPTH: must be at least 1")
 	case c.MaxQueryTerms < 1:
 		return fmt.Errorf("invalid MAX_QUERY_TERMS: must be at least 1")
+	case c.MaxSearches < 1:
+		return fmt.Errorf("invalid MAX_SEARCHES_PER_PROJECT: must be at least 1")
 	case c.TwirpMaxBody <= 0:
 		return fmt.Errorf("invalid TWIRP_MAX_BODY_BYTES: must be positive")
 	case c.OTLPMaxBody <= 0:

@@ -45,6 +45,9 @@ type Limits struct {
 	ReadShareWait  time.Duration
 	// Query bounds the query parameter's text and tree.
 	Query QueryLimits
+	// MaxSearchesPerProject is how many saved searches one project may hold (KindConflict
+	// beyond); zero or less: DefaultMaxSearches.
+	MaxSearchesPerProject int
 }
 
 // DefaultLimits returns the limits the API contract documents.
@@ -71,5 +74,7 @@ func DefaultLimits() Limits {
 		MaxReadsPerKey: 2,
 		ReadShareWait:  5 * time.Second,
 		Query:          QueryLimits{MaxChars: 4096, MaxDepth: 32, MaxTerms: 256},
+
+		MaxSearchesPerProject: DefaultMaxSearches,
 	}
 }

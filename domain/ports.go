@@ -94,6 +94,7 @@ type Store interface {
 	ProjectStore
 	LogStore
 	FacetStore
+	SearchStore
 }
 
 // ReadShares bounds how many store reads (listings, searches, stats, facets, filtered deletes, a

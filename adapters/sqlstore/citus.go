@@ -17,6 +17,10 @@ import (
 //   - projects is a reference table: a copy on every node, so that the existence check of a batch,
 //     the retention subquery of a listing and the foreign keys of per-project tables are local to
 //     whichever node holds a project's shard;
+//   - searches (saved searches) is a reference table too: small configuration rows read by id
+//     alone (an admin reads one without naming its project), each read one task on one node,
+//     its foreign key to projects one between reference tables, and a later per-project table
+//     may hold a foreign key to it wherever its shards are;
 //   - every other table with a project_id column is hash-distributed by project_id and co-located
 //     with logs, so that every per-project statement (they all name project_id) is routed to the
 //     one node holding that project's shards;
@@ -37,6 +41,10 @@ const citusLockKey = 0x6f627376636374
 
 // citusDistributionColumn is the column by which per-project tables are distributed.
 const citusDistributionColumn = "project_id"
+
+// citusReferenceTables are the reference tables, in the order they must be made so (a table
+// holding a foreign key to another comes after it).
+func citusReferenceTables() []string { return []string{"projects", "searches"} }
 
 // hasCitus reports whether the citus extension is installed in the database db is connected to.
 func hasCitus(ctx context.Context, db *sql.DB) (bool, error) {
@@ -87,14 +95,16 @@ type citusTable struct {
 }
 
 // citusPlan lists what the schema should be on Citus, in the order the tables must be distributed:
-// the reference table first (per-project tables hold foreign keys to it), then logs, with which
+// the reference tables first (per-project tables hold foreign keys to them), then logs, with which
 // every other per-project table is co-located, then the rest. tables holds the names of the
 // tables of the current schema and which of them have a project_id column.
 func citusPlan(tables map[string]bool) ([]citusTable, []string) {
 	var plan []citusTable
 	var left []string
-	if _, ok := tables["projects"]; ok {
-		plan = append(plan, citusTable{name: "projects", reference: true})
+	for _, name := range citusReferenceTables() {
+		if _, ok := tables[name]; ok {
+			plan = append(plan, citusTable{name: name, reference: true})
+		}
 	}
 	if tables["logs"] {
 		plan = append(plan, citusTable{name: "logs", column: citusDistributionColumn})
@@ -104,7 +114,7 @@ func citusPlan(tables map[string]bool) ([]citusTable, []string) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(tables)) {
 		switch {
-		case name == "projects" || name == "logs" || name == "idempotency_keys" || name == "goose_db_version":
+		case slices.Contains(citusReferenceTables(), name) || name == "logs" || name == "idempotency_keys" || name == "goose_db_version":
 		case tables[name]:
 			plan = append(plan, citusTable{name: name, column: citusDistributionColumn})
 		default:

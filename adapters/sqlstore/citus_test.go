@@ -153,6 +153,7 @@ func TestCitusDistributesTheSchema(t *testing.T) {
 	db := sqlstore.WriteDB(stores[0])
 	want := map[string]string{
 		"projects":         "reference",
+		"searches":         "reference",
 		"logs":             "distributed by project_id",
 		"idempotency_keys": "distributed by scope",
 		"goose_db_version": "local",

@@ -82,3 +82,10 @@ func ReadTailSQL(s *Store, q domain.TailQuery) (string, []any) {
 	query, args := s.readTailSQL(q)
 	return s.bind(query), args
 }
+
+// Distribute makes the schema of db distributed as a Citus coordinator's store makes it when it
+// opens, without migrating it: the schema as an earlier release left it on Citus.
+func Distribute(ctx context.Context, db *sql.DB) error {
+	_, err := distributeSchema(ctx, db)
+	return err
+}

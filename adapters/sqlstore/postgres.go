@@ -174,6 +174,18 @@ func (e postgresEngine) projectLock(exclusive bool) string {
 	return "SELECT pg_advisory_xact_lock_shared(" + fmt.Sprint(projectLockKey) + ", hashtext(?))"
 }
 
+// searchLockKey is the first key of the advisory locks of a project's saved searches ("obss" in
+// ASCII); the second is a hash of the project id.
+const searchLockKey = 0x6f627373
+
+// searchLock is a transaction-level advisory lock on the coordinator (or the one server) that
+// the creates of one project's saved searches take one at a time, so that two concurrent
+// creates never take the project past its bound. It names no table, so on Citus it reaches no
+// worker, and it leaves the project's row (a reference table's, on every node) alone.
+func (postgresEngine) searchLock() string {
+	return "SELECT pg_advisory_xact_lock(" + fmt.Sprint(searchLockKey) + ", hashtext(?))"
+}
+
 // lockProjects takes the shared project lock of each id inside tx, in order (no two
 // transactions wait for each other in a cycle), where the engine needs it.
 func (s *Store) lockProjects(ctx context.Context, tx *sqlx.Tx, ids []string) error {

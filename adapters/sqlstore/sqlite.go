@@ -127,6 +127,7 @@ func (sqliteEngine) timeArg(t time.Time) any { return t.UnixMicro() }
 
 func (sqliteEngine) lockSuffix() string      { return "" } // the writer holds the database's write lock
 func (sqliteEngine) projectLock(bool) string { return "" } // likewise
+func (sqliteEngine) searchLock() string      { return "" } // likewise
 
 // trySweepLock: the one writer connection, whose transactions take the write lock up front,
 // already lets one sweep at a time.

@@ -40,6 +40,10 @@ type engine interface {
 	// project (its id the one parameter) that a batch (shared) and a retention change
 	// (exclusive) exclude each other by, where lockSuffix cannot; "" where lockSuffix does.
 	projectLock(exclusive bool) string
+	// searchLock is a statement that takes, for the rest of a transaction, a lock on the saved
+	// searches of one project (its id the one parameter) that creates take one at a time; ""
+	// where the engine's one writer already serialises them.
+	searchLock() string
 	// trySweepLock takes, for the rest of tx, the lock that lets one instance at a time sweep
 	// expired entries; false when another holds it.
 	trySweepLock(ctx context.Context, tx *sqlx.Tx) (bool, error)

@@ -309,6 +309,90 @@ type ClientInterface interface {
 	//
 	// Corresponds with PUT /projects/{id} (the `UpdateProject` operationId).
 	UpdateProject(ctx context.Context, id ProjectID, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListSearches List a project's saved searches
+	//
+	// Returns every saved search of the project, ordered by `name` (bytewise: `Z` before `a`),
+	// then `id`. Not paged: a project holds at most `MAX_SEARCHES_PER_PROJECT` searches (1,000
+	// by default). A project key lists its own project's only (403 for another project); a
+	// project that does not exist is a 404.
+	//
+	// Corresponds with GET /searches (the `ListSearches` operationId).
+	ListSearches(ctx context.Context, params *ListSearchesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSearchWithBody Save a search
+	//
+	// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+	// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+	// `/query` with the position. A name another search of the project has is a 409, as is a
+	// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+	// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+	// of its own project only (403 for another). A member the schema does not name, the
+	// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /searches (the `CreateSearch` operationId).
+	CreateSearchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateSearch Save a search
+	//
+	// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+	// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+	// `/query` with the position. A name another search of the project has is a 409, as is a
+	// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+	// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+	// of its own project only (403 for another). A member the schema does not name, the
+	// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /searches (the `CreateSearch` operationId).
+	CreateSearch(ctx context.Context, body CreateSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSearch Delete a saved search
+	//
+	// Deletes the saved search. 404 as `GET`.
+	//
+	// Corresponds with DELETE /searches/{id} (the `DeleteSearch` operationId).
+	DeleteSearch(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSearch Get a saved search
+	//
+	// Returns one saved search. An id that names no search, malformed ones included, is a 404,
+	// and so is another project's search asked for with a project key: a key learns nothing
+	// of other projects' ids.
+	//
+	// Corresponds with GET /searches/{id} (the `GetSearch` operationId).
+	GetSearch(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSearchWithBody Change some of a saved search
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+	// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+	// `/query` with the position, a name another search of the project has a 409. A body that
+	// is not an object, or that names a member the schema does not (`project_id` included: a
+	// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+	PatchSearchWithBody(ctx context.Context, id SearchID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchSearchWithApplicationMergePatchPlusJSONBody Change some of a saved search
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+	// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+	// `/query` with the position, a name another search of the project has a 409. A body that
+	// is not an object, or that names a member the schema does not (`project_id` included: a
+	// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+	//
+	// Takes a body of the `application/merge-patch+json` content type.
+	//
+	// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+	PatchSearchWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SearchID, body PatchSearchApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // DeleteLogs Delete log entries
@@ -681,6 +765,160 @@ func (c *Client) UpdateProjectWithBody(ctx context.Context, id ProjectID, conten
 // Corresponds with PUT /projects/{id} (the `UpdateProject` operationId).
 func (c *Client) UpdateProject(ctx context.Context, id ProjectID, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewUpdateProjectRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListSearches List a project's saved searches
+//
+// Returns every saved search of the project, ordered by `name` (bytewise: `Z` before `a`),
+// then `id`. Not paged: a project holds at most `MAX_SEARCHES_PER_PROJECT` searches (1,000
+// by default). A project key lists its own project's only (403 for another project); a
+// project that does not exist is a 404.
+//
+// Corresponds with GET /searches (the `ListSearches` operationId).
+func (c *Client) ListSearches(ctx context.Context, params *ListSearchesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSearchesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSearchWithBody Save a search
+//
+// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+// `/query` with the position. A name another search of the project has is a 409, as is a
+// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+// of its own project only (403 for another). A member the schema does not name, the
+// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /searches (the `CreateSearch` operationId).
+func (c *Client) CreateSearchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSearchRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateSearch Save a search
+//
+// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+// `/query` with the position. A name another search of the project has is a 409, as is a
+// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+// of its own project only (403 for another). A member the schema does not name, the
+// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /searches (the `CreateSearch` operationId).
+func (c *Client) CreateSearch(ctx context.Context, body CreateSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateSearchRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSearch Delete a saved search
+//
+// Deletes the saved search. 404 as `GET`.
+//
+// Corresponds with DELETE /searches/{id} (the `DeleteSearch` operationId).
+func (c *Client) DeleteSearch(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSearchRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSearch Get a saved search
+//
+// Returns one saved search. An id that names no search, malformed ones included, is a 404,
+// and so is another project's search asked for with a project key: a key learns nothing
+// of other projects' ids.
+//
+// Corresponds with GET /searches/{id} (the `GetSearch` operationId).
+func (c *Client) GetSearch(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSearchRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchSearchWithBody Change some of a saved search
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+// `/query` with the position, a name another search of the project has a 409. A body that
+// is not an object, or that names a member the schema does not (`project_id` included: a
+// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+func (c *Client) PatchSearchWithBody(ctx context.Context, id SearchID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSearchRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchSearchWithApplicationMergePatchPlusJSONBody Change some of a saved search
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+// `/query` with the position, a name another search of the project has a 409. A body that
+// is not an object, or that names a member the schema does not (`project_id` included: a
+// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+//
+// Takes a body of the `application/merge-patch+json` content type.
+//
+// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+func (c *Client) PatchSearchWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SearchID, body PatchSearchApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchSearchRequestWithApplicationMergePatchPlusJSONBody(c.Server, id, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1773,6 +2011,211 @@ func NewUpdateProjectRequestWithBody(server string, id ProjectID, contentType st
 	return req, nil
 }
 
+// NewListSearchesRequest constructs an http.Request for the ListSearches method
+func NewListSearchesRequest(server string, params *ListSearchesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/searches")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project_id", params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateSearchRequest calls the generic CreateSearch builder with application/json body
+func NewCreateSearchRequest(server string, body CreateSearchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateSearchRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateSearchRequestWithBody constructs an http.Request for the CreateSearch method, with any body, and a specified content type
+func NewCreateSearchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/searches")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteSearchRequest constructs an http.Request for the DeleteSearch method
+func NewDeleteSearchRequest(server string, id SearchID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/searches/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSearchRequest constructs an http.Request for the GetSearch method
+func NewGetSearchRequest(server string, id SearchID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/searches/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPatchSearchRequestWithApplicationMergePatchPlusJSONBody calls the generic PatchSearch builder with application/merge-patch+json body
+func NewPatchSearchRequestWithApplicationMergePatchPlusJSONBody(server string, id SearchID, body PatchSearchApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchSearchRequestWithBody(server, id, "application/merge-patch+json", bodyReader)
+}
+
+// NewPatchSearchRequestWithBody constructs an http.Request for the PatchSearch method, with any body, and a specified content type
+func NewPatchSearchRequestWithBody(server string, id SearchID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/searches/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -2052,6 +2495,96 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PUT /projects/{id} (the `UpdateProject` operationId).
 	UpdateProjectWithResponse(ctx context.Context, id ProjectID, body UpdateProjectJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateProjectResponse, error)
+
+	// ListSearchesWithResponse List a project's saved searches
+	//
+	// Returns every saved search of the project, ordered by `name` (bytewise: `Z` before `a`),
+	// then `id`. Not paged: a project holds at most `MAX_SEARCHES_PER_PROJECT` searches (1,000
+	// by default). A project key lists its own project's only (403 for another project); a
+	// project that does not exist is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /searches (the `ListSearches` operationId).
+	ListSearchesWithResponse(ctx context.Context, params *ListSearchesParams, reqEditors ...RequestEditorFn) (*ListSearchesResponse, error)
+
+	// CreateSearchWithBodyWithResponse Save a search
+	//
+	// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+	// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+	// `/query` with the position. A name another search of the project has is a 409, as is a
+	// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+	// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+	// of its own project only (403 for another). A member the schema does not name, the
+	// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /searches (the `CreateSearch` operationId).
+	CreateSearchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSearchResponse, error)
+
+	// CreateSearchWithResponse Save a search
+	//
+	// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+	// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+	// `/query` with the position. A name another search of the project has is a 409, as is a
+	// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+	// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+	// of its own project only (403 for another). A member the schema does not name, the
+	// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /searches (the `CreateSearch` operationId).
+	CreateSearchWithResponse(ctx context.Context, body CreateSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSearchResponse, error)
+
+	// DeleteSearchWithResponse Delete a saved search
+	//
+	// Deletes the saved search. 404 as `GET`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /searches/{id} (the `DeleteSearch` operationId).
+	DeleteSearchWithResponse(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*DeleteSearchResponse, error)
+
+	// GetSearchWithResponse Get a saved search
+	//
+	// Returns one saved search. An id that names no search, malformed ones included, is a 404,
+	// and so is another project's search asked for with a project key: a key learns nothing
+	// of other projects' ids.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /searches/{id} (the `GetSearch` operationId).
+	GetSearchWithResponse(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*GetSearchResponse, error)
+
+	// PatchSearchWithBodyWithResponse Change some of a saved search
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+	// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+	// `/query` with the position, a name another search of the project has a 409. A body that
+	// is not an object, or that names a member the schema does not (`project_id` included: a
+	// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+	PatchSearchWithBodyWithResponse(ctx context.Context, id SearchID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSearchResponse, error)
+
+	// PatchSearchWithApplicationMergePatchPlusJSONBodyWithResponse Change some of a saved search
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+	// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+	// `/query` with the position, a name another search of the project has a 409. A body that
+	// is not an object, or that names a member the schema does not (`project_id` included: a
+	// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+	//
+	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+	PatchSearchWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id SearchID, body PatchSearchApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSearchResponse, error)
 }
 
 // DeleteLogsResponse401Headers the declared response headers of an HTTP 401 response for DeleteLogs
@@ -3309,6 +3842,519 @@ func (r UpdateProjectResponse) ContentType() string {
 	return ""
 }
 
+// ListSearchesResponse401Headers the declared response headers of an HTTP 401 response for ListSearches
+type ListSearchesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListSearchesResponse503Headers the declared response headers of an HTTP 503 response for ListSearches
+type ListSearchesResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type ListSearchesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Search
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListSearchesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSearchesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSearchesResponse) GetJSON200() *[]Search {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSearchesResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSearchesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSearchesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListSearchesResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListSearchesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSearchesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSearchesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSearchesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSearchesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateSearchResponse201Headers the declared response headers of an HTTP 201 response for CreateSearch
+type CreateSearchResponse201Headers struct {
+	Location string
+}
+
+// CreateSearchResponse401Headers the declared response headers of an HTTP 401 response for CreateSearch
+type CreateSearchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateSearchResponse429Headers the declared response headers of an HTTP 429 response for CreateSearch
+type CreateSearchResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// CreateSearchResponse503Headers the declared response headers of an HTTP 503 response for CreateSearch
+type CreateSearchResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type CreateSearchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Search
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *SearchConflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *SearchUnknownProject
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateSearchResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateSearchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateSearchResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateSearchResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateSearchResponse) GetJSON201() *Search {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON409() *SearchConflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON422() *SearchUnknownProject {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateSearchResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateSearchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateSearchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateSearchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateSearchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteSearchResponse401Headers the declared response headers of an HTTP 401 response for DeleteSearch
+type DeleteSearchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteSearchResponse429Headers the declared response headers of an HTTP 429 response for DeleteSearch
+type DeleteSearchResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// DeleteSearchResponse503Headers the declared response headers of an HTTP 503 response for DeleteSearch
+type DeleteSearchResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type DeleteSearchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *SearchNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteSearchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSearchResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteSearchResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteSearchResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteSearchResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteSearchResponse) GetApplicationproblemJSON404() *SearchNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteSearchResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteSearchResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSearchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSearchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSearchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSearchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSearchResponse401Headers the declared response headers of an HTTP 401 response for GetSearch
+type GetSearchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetSearchResponse503Headers the declared response headers of an HTTP 503 response for GetSearch
+type GetSearchResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type GetSearchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Search
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *SearchNotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSearchResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSearchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSearchResponse) GetJSON200() *Search {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetSearchResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSearchResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSearchResponse) GetApplicationproblemJSON404() *SearchNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetSearchResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSearchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSearchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSearchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSearchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PatchSearchResponse401Headers the declared response headers of an HTTP 401 response for PatchSearch
+type PatchSearchResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PatchSearchResponse429Headers the declared response headers of an HTTP 429 response for PatchSearch
+type PatchSearchResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// PatchSearchResponse503Headers the declared response headers of an HTTP 503 response for PatchSearch
+type PatchSearchResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type PatchSearchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Search
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *SearchNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *SearchConflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchSearchResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PatchSearchResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PatchSearchResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchSearchResponse) GetJSON200() *Search {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON404() *SearchNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON409() *SearchConflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PatchSearchResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchSearchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchSearchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchSearchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchSearchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DeleteLogsWithResponse Delete log entries
 //
 // Deletes the project's entries that match every given filter and says how many.
@@ -3639,6 +4685,138 @@ func (c *ClientWithResponses) UpdateProjectWithResponse(ctx context.Context, id 
 		return nil, err
 	}
 	return ParseUpdateProjectResponse(rsp)
+}
+
+// ListSearchesWithResponse List a project's saved searches
+//
+// Returns every saved search of the project, ordered by `name` (bytewise: `Z` before `a`),
+// then `id`. Not paged: a project holds at most `MAX_SEARCHES_PER_PROJECT` searches (1,000
+// by default). A project key lists its own project's only (403 for another project); a
+// project that does not exist is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /searches (the `ListSearches` operationId).
+func (c *ClientWithResponses) ListSearchesWithResponse(ctx context.Context, params *ListSearchesParams, reqEditors ...RequestEditorFn) (*ListSearchesResponse, error) {
+	rsp, err := c.ListSearches(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSearchesResponse(rsp)
+}
+
+// CreateSearchWithBodyWithResponse Save a search
+//
+// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+// `/query` with the position. A name another search of the project has is a 409, as is a
+// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+// of its own project only (403 for another). A member the schema does not name, the
+// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /searches (the `CreateSearch` operationId).
+func (c *ClientWithResponses) CreateSearchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSearchResponse, error) {
+	rsp, err := c.CreateSearchWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSearchResponse(rsp)
+}
+
+// CreateSearchWithResponse Save a search
+//
+// Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+// checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+// `/query` with the position. A name another search of the project has is a 409, as is a
+// project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+// project that does not exist is a 422 naming `/project_id`. A project key saves searches
+// of its own project only (403 for another). A member the schema does not name, the
+// server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /searches (the `CreateSearch` operationId).
+func (c *ClientWithResponses) CreateSearchWithResponse(ctx context.Context, body CreateSearchJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSearchResponse, error) {
+	rsp, err := c.CreateSearch(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateSearchResponse(rsp)
+}
+
+// DeleteSearchWithResponse Delete a saved search
+//
+// Deletes the saved search. 404 as `GET`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /searches/{id} (the `DeleteSearch` operationId).
+func (c *ClientWithResponses) DeleteSearchWithResponse(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*DeleteSearchResponse, error) {
+	rsp, err := c.DeleteSearch(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSearchResponse(rsp)
+}
+
+// GetSearchWithResponse Get a saved search
+//
+// Returns one saved search. An id that names no search, malformed ones included, is a 404,
+// and so is another project's search asked for with a project key: a key learns nothing
+// of other projects' ids.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /searches/{id} (the `GetSearch` operationId).
+func (c *ClientWithResponses) GetSearchWithResponse(ctx context.Context, id SearchID, reqEditors ...RequestEditorFn) (*GetSearchResponse, error) {
+	rsp, err := c.GetSearch(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSearchResponse(rsp)
+}
+
+// PatchSearchWithBodyWithResponse Change some of a saved search
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+// `/query` with the position, a name another search of the project has a 409. A body that
+// is not an object, or that names a member the schema does not (`project_id` included: a
+// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+func (c *ClientWithResponses) PatchSearchWithBodyWithResponse(ctx context.Context, id SearchID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchSearchResponse, error) {
+	rsp, err := c.PatchSearchWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSearchResponse(rsp)
+}
+
+// PatchSearchWithApplicationMergePatchPlusJSONBodyWithResponse Change some of a saved search
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+// always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+// `/query` with the position, a name another search of the project has a 409. A body that
+// is not an object, or that names a member the schema does not (`project_id` included: a
+// search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+//
+// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
+func (c *ClientWithResponses) PatchSearchWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id SearchID, body PatchSearchApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSearchResponse, error) {
+	rsp, err := c.PatchSearchWithApplicationMergePatchPlusJSONBody(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchSearchResponse(rsp)
 }
 
 // ParseDeleteLogsResponse parses an HTTP response from a DeleteLogsWithResponse call
@@ -4847,6 +6025,504 @@ func ParseUpdateProjectResponse(rsp *http.Response) (*UpdateProjectResponse, err
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers UpdateProjectResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSearchesResponse parses an HTTP response from a ListSearchesWithResponse call
+func ParseListSearchesResponse(rsp *http.Response) (*ListSearchesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSearchesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Search
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListSearchesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListSearchesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateSearchResponse parses an HTTP response from a CreateSearchWithResponse call
+func ParseCreateSearchResponse(rsp *http.Response) (*CreateSearchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateSearchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Search
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SearchConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest SearchUnknownProject
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateSearchResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateSearchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateSearchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateSearchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSearchResponse parses an HTTP response from a DeleteSearchWithResponse call
+func ParseDeleteSearchResponse(rsp *http.Response) (*DeleteSearchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSearchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SearchNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteSearchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteSearchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteSearchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSearchResponse parses an HTTP response from a GetSearchWithResponse call
+func ParseGetSearchResponse(rsp *http.Response) (*GetSearchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSearchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Search
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SearchNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSearchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSearchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePatchSearchResponse parses an HTTP response from a PatchSearchWithResponse call
+func ParsePatchSearchResponse(rsp *http.Response) (*PatchSearchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchSearchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Search
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest SearchNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest SearchConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PatchSearchResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PatchSearchResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PatchSearchResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int32
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {

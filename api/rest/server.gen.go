@@ -455,6 +455,107 @@ type ProjectPatch struct {
 // Example: 30
 type RetentionDays = int
 
+// Search A saved search as the server stores it.
+type Search struct {
+	// CreatedAt Example: 2026-11-26T09:00:00.123456Z
+	CreatedAt time.Time `json:"created_at"`
+
+	// Id Server-assigned UUIDv7.
+	//
+	// Example: 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+	Id string `json:"id"`
+
+	// Name Example: checkout errors
+	Name string `json:"name"`
+
+	// ProjectId Example: 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+	ProjectId string `json:"project_id"`
+
+	// Query Example: level:error AND subject:checkout
+	Query string `json:"query"`
+
+	// RangeSeconds Example: 3600
+	RangeSeconds int32 `json:"range_seconds"`
+
+	// UpdatedAt When the search last changed; every PATCH advances it.
+	//
+	// Example: 2026-11-26T09:00:00.123456Z
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SearchInput What a client sets when it saves a search; no other member is accepted.
+type SearchInput struct {
+	// Name 1 to 200 characters, neither beginning nor ending with white space (the server never
+	// trims or alters a name), unique within the project: compared exactly, so `Errors` and
+	// `errors` are two names.
+	//
+	//
+	// Example: checkout errors
+	Name SearchName `json:"name"`
+
+	// ProjectId The project the search belongs to, for good; it must exist.
+	//
+	// Example: 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+	ProjectId string `json:"project_id"`
+
+	// Query A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+	// every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+	// cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+	//
+	//
+	// Example: level:error AND subject:checkout
+	Query SearchQuery `json:"query"`
+
+	// RangeSeconds How far back from now the search looks, in seconds, 1 to 31,622,400 (366 days).
+	//
+	// Example: 3600
+	RangeSeconds SearchRange `json:"range_seconds"`
+}
+
+// SearchName 1 to 200 characters, neither beginning nor ending with white space (the server never
+// trims or alters a name), unique within the project: compared exactly, so `Errors` and
+// `errors` are two names.
+//
+// Example: checkout errors
+type SearchName = string
+
+// SearchPatch A JSON merge patch (RFC 7396) of a saved search: only the members it names change; none
+// may be null. No other member is accepted.
+type SearchPatch struct {
+	// Name 1 to 200 characters, neither beginning nor ending with white space (the server never
+	// trims or alters a name), unique within the project: compared exactly, so `Errors` and
+	// `errors` are two names.
+	//
+	//
+	// Example: checkout errors
+	Name *SearchName `json:"name,omitempty"`
+
+	// Query A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+	// every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+	// cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+	//
+	//
+	// Example: level:error AND subject:checkout
+	Query *SearchQuery `json:"query,omitempty"`
+
+	// RangeSeconds How far back from now the search looks, in seconds, 1 to 31,622,400 (366 days).
+	//
+	// Example: 3600
+	RangeSeconds *SearchRange `json:"range_seconds,omitempty"`
+}
+
+// SearchQuery A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+// every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+// cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+//
+// Example: level:error AND subject:checkout
+type SearchQuery = string
+
+// SearchRange How far back from now the search looks, in seconds, 1 to 31,622,400 (366 days).
+//
+// Example: 3600
+type SearchRange = int32
+
 // EndTime defines model for EndTime.
 type EndTime = int64
 
@@ -479,6 +580,9 @@ type RangeEnd = int64
 // RangeStart defines model for RangeStart.
 type RangeStart = int64
 
+// SearchID defines model for SearchID.
+type SearchID = string
+
 // StartTime defines model for StartTime.
 type StartTime = int64
 
@@ -502,6 +606,15 @@ type InFlight = Problem
 
 // NotFound An RFC 9457 problem document.
 type NotFound = Problem
+
+// SearchConflict An RFC 9457 problem document.
+type SearchConflict = Problem
+
+// SearchNotFound An RFC 9457 problem document.
+type SearchNotFound = Problem
+
+// SearchUnknownProject An RFC 9457 problem document.
+type SearchUnknownProject = Problem
 
 // TooLarge An RFC 9457 problem document.
 type TooLarge = Problem
@@ -982,6 +1095,12 @@ type LogStatsParams struct {
 	Series *int `form:"series,omitempty" json:"series,omitempty"`
 }
 
+// ListSearchesParams defines parameters for ListSearches.
+type ListSearchesParams struct {
+	// ProjectId The project whose saved searches are meant; it must exist.
+	ProjectId string `form:"project_id" json:"project_id"`
+}
+
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
 
@@ -993,6 +1112,12 @@ type PatchProjectApplicationMergePatchPlusJSONRequestBody = ProjectPatch
 
 // UpdateProjectJSONRequestBody defines body for UpdateProject for application/json ContentType.
 type UpdateProjectJSONRequestBody = ProjectInput
+
+// CreateSearchJSONRequestBody defines body for CreateSearch for application/json ContentType.
+type CreateSearchJSONRequestBody = SearchInput
+
+// PatchSearchApplicationMergePatchPlusJSONRequestBody defines body for PatchSearch for application/merge-patch+json ContentType.
+type PatchSearchApplicationMergePatchPlusJSONRequestBody = SearchPatch
 
 // AsOtlpAnyValueIntValue0 returns the union data inside the OtlpAnyValue_IntValue as a OtlpAnyValueIntValue0
 func (t OtlpAnyValue_IntValue) AsOtlpAnyValueIntValue0() (OtlpAnyValueIntValue0, error) {
@@ -1094,6 +1219,21 @@ type ServerInterface interface {
 	// UpdateProject Replace a project
 	// (PUT /projects/{id})
 	UpdateProject(w http.ResponseWriter, r *http.Request, id ProjectID)
+	// ListSearches List a project's saved searches
+	// (GET /searches)
+	ListSearches(w http.ResponseWriter, r *http.Request, params ListSearchesParams)
+	// CreateSearch Save a search
+	// (POST /searches)
+	CreateSearch(w http.ResponseWriter, r *http.Request)
+	// DeleteSearch Delete a saved search
+	// (DELETE /searches/{id})
+	DeleteSearch(w http.ResponseWriter, r *http.Request, id SearchID)
+	// GetSearch Get a saved search
+	// (GET /searches/{id})
+	GetSearch(w http.ResponseWriter, r *http.Request, id SearchID)
+	// PatchSearch Change some of a saved search
+	// (PATCH /searches/{id})
+	PatchSearch(w http.ResponseWriter, r *http.Request, id SearchID)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -2067,6 +2207,131 @@ func (siw *ServerInterfaceWrapper) UpdateProject(w http.ResponseWriter, r *http.
 	handler.ServeHTTP(w, r)
 }
 
+// ListSearches operation middleware
+func (siw *ServerInterfaceWrapper) ListSearches(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListSearchesParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListSearches(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateSearch operation middleware
+func (siw *ServerInterfaceWrapper) CreateSearch(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateSearch(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteSearch operation middleware
+func (siw *ServerInterfaceWrapper) DeleteSearch(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SearchID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteSearch(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetSearch operation middleware
+func (siw *ServerInterfaceWrapper) GetSearch(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SearchID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetSearch(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PatchSearch operation middleware
+func (siw *ServerInterfaceWrapper) PatchSearch(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id SearchID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PatchSearch(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -2193,6 +2458,11 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/projects/{id}", wrapper.GetProject)
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/projects/{id}", wrapper.PatchProject)
 	m.HandleFunc(http.MethodPut+" "+options.BaseURL+"/projects/{id}", wrapper.UpdateProject)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/searches", wrapper.ListSearches)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/searches", wrapper.CreateSearch)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/searches/{id}", wrapper.DeleteSearch)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/searches/{id}", wrapper.GetSearch)
+	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/searches/{id}", wrapper.PatchSearch)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/logs", wrapper.DeleteLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/logs", wrapper.CreateLogs)
@@ -2210,6 +2480,12 @@ type ForbiddenApplicationProblemPlusJSONResponse Problem
 type InFlightApplicationProblemPlusJSONResponse Problem
 
 type NotFoundApplicationProblemPlusJSONResponse Problem
+
+type SearchConflictApplicationProblemPlusJSONResponse Problem
+
+type SearchNotFoundApplicationProblemPlusJSONResponse Problem
+
+type SearchUnknownProjectApplicationProblemPlusJSONResponse Problem
 
 type TooLargeApplicationProblemPlusJSONResponse Problem
 
@@ -3828,6 +4104,654 @@ func (response UpdateProject503ApplicationProblemPlusJSONResponse) VisitUpdatePr
 	return err
 }
 
+type ListSearchesRequestObject struct {
+	Params ListSearchesParams
+}
+
+type ListSearchesResponseObject interface {
+	VisitListSearchesResponse(w http.ResponseWriter) error
+}
+
+type ListSearches200JSONResponse []Search
+
+func (response ListSearches200JSONResponse) VisitListSearchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSearches400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListSearches400ApplicationProblemPlusJSONResponse) VisitListSearchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSearches401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListSearches401ApplicationProblemPlusJSONResponse) VisitListSearchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSearches403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListSearches403ApplicationProblemPlusJSONResponse) VisitListSearchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSearches404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListSearches404ApplicationProblemPlusJSONResponse) VisitListSearchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListSearches503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListSearches503ApplicationProblemPlusJSONResponse) VisitListSearchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearchRequestObject struct {
+	Body *CreateSearchJSONRequestBody
+}
+
+type CreateSearchResponseObject interface {
+	VisitCreateSearchResponse(w http.ResponseWriter) error
+}
+
+type CreateSearch201ResponseHeaders struct {
+	Location string
+}
+
+type CreateSearch201JSONResponse struct {
+	Body    Search
+	Headers CreateSearch201ResponseHeaders
+}
+
+func (response CreateSearch201JSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch400ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch401ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch403ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch409ApplicationProblemPlusJSONResponse struct {
+	SearchConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch409ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch413ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch415ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch422ApplicationProblemPlusJSONResponse struct {
+	SearchUnknownProjectApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch422ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch429ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateSearch503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateSearch503ApplicationProblemPlusJSONResponse) VisitCreateSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSearchRequestObject struct {
+	Id SearchID `json:"id"`
+}
+
+type DeleteSearchResponseObject interface {
+	VisitDeleteSearchResponse(w http.ResponseWriter) error
+}
+
+type DeleteSearch204Response struct {
+}
+
+func (response DeleteSearch204Response) VisitDeleteSearchResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteSearch400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSearch400ApplicationProblemPlusJSONResponse) VisitDeleteSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSearch401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSearch401ApplicationProblemPlusJSONResponse) VisitDeleteSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSearch404ApplicationProblemPlusJSONResponse struct {
+	SearchNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSearch404ApplicationProblemPlusJSONResponse) VisitDeleteSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSearch429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSearch429ApplicationProblemPlusJSONResponse) VisitDeleteSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteSearch503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteSearch503ApplicationProblemPlusJSONResponse) VisitDeleteSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSearchRequestObject struct {
+	Id SearchID `json:"id"`
+}
+
+type GetSearchResponseObject interface {
+	VisitGetSearchResponse(w http.ResponseWriter) error
+}
+
+type GetSearch200JSONResponse Search
+
+func (response GetSearch200JSONResponse) VisitGetSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSearch400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetSearch400ApplicationProblemPlusJSONResponse) VisitGetSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSearch401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetSearch401ApplicationProblemPlusJSONResponse) VisitGetSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSearch404ApplicationProblemPlusJSONResponse struct {
+	SearchNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetSearch404ApplicationProblemPlusJSONResponse) VisitGetSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetSearch503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetSearch503ApplicationProblemPlusJSONResponse) VisitGetSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearchRequestObject struct {
+	Id   SearchID `json:"id"`
+	Body *PatchSearchApplicationMergePatchPlusJSONRequestBody
+}
+
+type PatchSearchResponseObject interface {
+	VisitPatchSearchResponse(w http.ResponseWriter) error
+}
+
+type PatchSearch200JSONResponse Search
+
+func (response PatchSearch200JSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch400ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch401ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch404ApplicationProblemPlusJSONResponse struct {
+	SearchNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch404ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch409ApplicationProblemPlusJSONResponse struct {
+	SearchConflictApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch409ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch413ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch415ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch429ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchSearch503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PatchSearch503ApplicationProblemPlusJSONResponse) VisitPatchSearchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// DeleteLogs Delete log entries
@@ -3866,6 +4790,21 @@ type StrictServerInterface interface {
 	// UpdateProject Replace a project
 	// (PUT /projects/{id})
 	UpdateProject(ctx context.Context, request UpdateProjectRequestObject) (UpdateProjectResponseObject, error)
+	// ListSearches List a project's saved searches
+	// (GET /searches)
+	ListSearches(ctx context.Context, request ListSearchesRequestObject) (ListSearchesResponseObject, error)
+	// CreateSearch Save a search
+	// (POST /searches)
+	CreateSearch(ctx context.Context, request CreateSearchRequestObject) (CreateSearchResponseObject, error)
+	// DeleteSearch Delete a saved search
+	// (DELETE /searches/{id})
+	DeleteSearch(ctx context.Context, request DeleteSearchRequestObject) (DeleteSearchResponseObject, error)
+	// GetSearch Get a saved search
+	// (GET /searches/{id})
+	GetSearch(ctx context.Context, request GetSearchRequestObject) (GetSearchResponseObject, error)
+	// PatchSearch Change some of a saved search
+	// (PATCH /searches/{id})
+	PatchSearch(ctx context.Context, request PatchSearchRequestObject) (PatchSearchResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error)
@@ -4243,217 +5182,385 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 	}
 }
 
+// ListSearches operation middleware
+func (sh *strictHandler) ListSearches(w http.ResponseWriter, r *http.Request, params ListSearchesParams) {
+	var request ListSearchesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListSearches(ctx, request.(ListSearchesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListSearches")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListSearchesResponseObject); ok {
+		if err := validResponse.VisitListSearchesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateSearch operation middleware
+func (sh *strictHandler) CreateSearch(w http.ResponseWriter, r *http.Request) {
+	var request CreateSearchRequestObject
+
+	var body CreateSearchJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateSearch(ctx, request.(CreateSearchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateSearch")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateSearchResponseObject); ok {
+		if err := validResponse.VisitCreateSearchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteSearch operation middleware
+func (sh *strictHandler) DeleteSearch(w http.ResponseWriter, r *http.Request, id SearchID) {
+	var request DeleteSearchRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteSearch(ctx, request.(DeleteSearchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteSearch")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteSearchResponseObject); ok {
+		if err := validResponse.VisitDeleteSearchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetSearch operation middleware
+func (sh *strictHandler) GetSearch(w http.ResponseWriter, r *http.Request, id SearchID) {
+	var request GetSearchRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetSearch(ctx, request.(GetSearchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetSearch")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetSearchResponseObject); ok {
+		if err := validResponse.VisitGetSearchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PatchSearch operation middleware
+func (sh *strictHandler) PatchSearch(w http.ResponseWriter, r *http.Request, id SearchID) {
+	var request PatchSearchRequestObject
+
+	request.Id = id
+
+	var body PatchSearchApplicationMergePatchPlusJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PatchSearch(ctx, request.(PatchSearchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PatchSearch")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PatchSearchResponseObject); ok {
+		if err := validResponse.VisitPatchSearchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39chu5lt+rIJ1Nmbzbokjqy6LKldLYmhnv9cgeW87sxq24QTYo9qoJcBqgKI5HVfk3T5H/ksprZN8k",
-	"T5I65wBoNNmUqLF979y7M7V7TZH9ARwcnO/zw6dopKYzJYU0Ohp8iiaCZ6LEj2+FKZenYyNK+CsTelTm",
-	"M5MrGQ2id2KkZKaZUWzBc8OGYqxKwUq4JZdXnSiOxC2fzgoRDXpxpEcTMeXwmLEqp9xEgyiXZq8fxZFZ",
-	"zgT9Ka5EGd3d3cXRjJd8Kowdx5nMLvKpWB/Ea1ksmZCmzIVmi9xMWGryqUgZN0yVbkxmkmv2Xua3DH5k",
-	"uWTTvChybWfQyuWomOv8RrRPmFR+Kqk2vDQf8YH16RwdH+zv9Q678F8c5TCSn+eiXEZxJDmMMxIywxuj",
-	"TTM/3G+aeRy9UlevxI0otpkrzist4PL0hJViJrhhuWFjVTIul0yNmRY3ouQFa6WFuvqIlz4TZanKZN7t",
-	"9g+rL8fc8CJtx0C5qdKG9Q6RWrrDnqvpjJciY1wzvFgzXgqmjSpFNmAjrsVOLrWQOjf5jYgZZ4W6uhLl",
-	"E830TBRFLq/g3txoNuJSyXzEC3pSbVw/nb49f3n+Xcq4zFjw/YKXMpdXKdOiECPDUvgiPWFaCJa+Uldn",
-	"0pTLl3I2Nx2iRbvDzvhownLNbniRZ+z9xbc7T5Fmam7Y+ftXMesB4+712WjCSz4CRmMtMxFsnIsie6KZ",
-	"WkhWzgtgCS6XZgJzEIUW8ND9bpdJPoWv4BbPqzUm+RAhnaM4QtJGl/DbrFCZiAamnItmvvGzrjFObsQU",
-	"N4JlGG3KXF5Fd3E05bcv6cfeoecnXpZ8Cb9qs4ShIOPB329K9a9iZF6+WOeuC5gI/fxEszyrzSXq9o73",
-	"DsddsfN01Oc7R8M9sXOc7Y93+vxw+HTUzXqiP47sjGbcTKoJ5VkUR6X4eZ6XInMzr2a2MqFwjD8iZe4b",
-	"KFtMlBZ+TwBTTgWX5gQ2wXSuDRO3uTa/fSori2Nf+/HRc/rxod2M80inQmt+JVI2UtLwXGra4UbcGsuw",
-	"/YPDgGNjll9JBW/BTciGy0S+l/lIZYLpHOZL349VkcFFrfTf/kfKptyMJkKz9N/+T3rC0ncXb0/fvTtL",
-	"WaaERvGHF4D0K/m//U8Bu+mlYblOZJEbECYDlv6nNGbpR7tTkyRlE34jmFSw30c5L3AdQAskskb8TIyK",
-	"XIpsA4F/rnH9lN++EvLKTKJB/+Awjqa5dH/34iYqNzNMjdJmwt0EkbY4gBhUAuxk/IsVXF7N+ZVgQ1Go",
-	"RcxOz1+IzElcwZSZiDKRlYZirfTnlF0LMSMZZ+c+ADlIFGN6PqSBgmiazswStBMfaiHNgIGIphEuO4lM",
-	"ZJqmiaShMPaMqTKRqmT43zOk+CeWRK/fJhH+cZdI+Id+nUteLtkn9iGJTs9fJNGl/eYukfQBLmol0fnr",
-	"iyRiv7Ik2kmitr3oVzYr8ykvl4m0H9gzlkStJILRJlEbb0EByZJokEQgXedi5Tu6AX/R/qaFKjOdSPst",
-	"e4aE1Hwq2Ou3bBcozHbZ+esLdlXy6ZSXTN2I0j4kZgKEOZ/NilxksAvwdfZpOCN4vH0LS6I/4StnkxJ4",
-	"/1f/RSuJQOntCTtz+uNZ+Neo9sczII2cT4ew3Mz+h8/5YK/7BFcM1VzCay9eJ5H9o5VEl/aSO7iEsQ/s",
-	"knkzI2af2B0Tt/bPRNJdMBN6nR/1A//9iRWC3zi21nkmmJoJmUg7efaMPUmiJ+xTJTTYr+xJksCX9CF5",
-	"wu7wIst3iUxPz1/A9n79Fv73/PWF3eYXr1MUsddiicsJm2Y+m4mShIyCbdZKucxS0JEcV6PdYaeJHPLR",
-	"tS64njChR3wGolougyGpsb0c7k+SwRBkzilLd1JW5lcTwziYoCzFdR+kuC/llU6kUchIxAit1IjpbLBz",
-	"gO+H7y0xdw7aJ6i7FxNRCtiVgqM8hBeABQVzxJ33phQjkQk5EgM78xZMvXZHmw1ztHthZEKbGF4lGVKN",
-	"tXihFQPRC6w6FGYhYDnMQjEjyqluu6tfv00HLOXA/kM2omHgX60h7oZRO42rTaKkFRKlmhuBQ91hP8Ei",
-	"gJCxauOJpm2GiwRyCIgktGHlXGqgcSEMaY0sv4LfcVU/pjEbWQMPuLyuUVr3qJMYbLr05xQsJAbaEN6V",
-	"Z0zPYbdqeFh6tHfM94cH2fjg6dFhf/8QJ6qkwJHCGg9hsGizq7mpdJOfFJtY3QW0gJtO8LkzvvxT6pgG",
-	"mX8orkBhkg8w48sURmW3QZpEM76cCmmYU0BJlCKNPCdzVqpFDA9fTLgBajMtQMYb3F5iylqpfUjsn/If",
-	"/IjbHa++B7eeAXHxgEq3wF877FtgYD1wNnvMUj0fgkkBH+dalB/zDD6ako+E/axnXMJHWi5vInD0awQM",
-	"GDXHE31CNj9oJ7BOhRuEUbMdMra5MWU+nBvhlBk3sJvhGa10Ysysg/w12B1NxOgaFgTeL8qbfCQ68MjB",
-	"iJcGFjz1j9IdEpbwHBSoKePFgi81jkG7MVavboX3env9x7kysDVpK+PIYOXBgeAjoUEB6aU0/DY0f3C1",
-	"cMFBonlrBOwRrp2sQcITwQepY3Xd6MuAN4LXeU8EtiV6GzBnu1YDfBGyoV2yQcrELR+ZYnlSrd3Ajseu",
-	"3yCtthasCsnMMXzOS7sjibeRBH+yQnRWinF+i3M49WQbsHRw0O1W2yUQdgfdLgmt9KDb7XRhBQ9EP23j",
-	"YJAn0Q6BPXHQ7SZRSi9FI9aOeDDmhRYpXj1UqhBcanqmQTuVnqBx3/8M65Z5CTxwT23DU93w7A2oImJH",
-	"qg47xxFrtyawJIf7O0NwYAvFDYxypnIw50FiDMVSEdlh35ZcXsELe2K/203bTPw85wWJNL/EyBpSoe/W",
-	"YenAKnygXOz/rD6Ogo/PHCk+9LtddvGa9Y+PL9MwUuBeAwOSdiIwvw57jVyiY4ZuGI1JzouCxugHhGxJ",
-	"Gu1P1UrW7FQ0qr1TOmBchlsY1+JaLIFRZqUAWxJ3spdfQCdcmJjej4PPRBbw8jZyZzEBFcaYFob4ENyT",
-	"LAfrGhQTt9YfjBMlUeVI4PhzzZCfYgaa0Vh1i8KpnIuQDC1Sh+3U2nqaDD8rElRFCVSAr/IpPK0F8gmF",
-	"tTHIlQMfwdiPu8eHNQc//eH0nz/++P7s7b98fP796dt3aTtmUmhkNTVGm15IMxFaWO1I1o993l6fZULM",
-	"ao95cfbm4vswbAIeGqr6RIbXXZy9/eEdmTVk2au5QXsNJuWN3hL/LGhmuP/3u13nHWI4QaeJROFeCzyw",
-	"FB+aVk7KTGm7QmP6u1TDQkxB188l7NhchpQZl2qayB5rpXMpbmdiBJeQ8c4N6x3ByC/yKex9YOlc1oJj",
-	"RCsX8kpXnb66BrGqBa0c0jlCz5TUoqMNN3P9EeyNYK/iheAaBAoqiXYnghdmkkSbPEn7531e+VuQIWcy",
-	"a44xCJk54pGwsZSLv3gk8ejp3jH892AkcXPIYZvIIk73HQykecI4xs+Z8trM9o773XtipBVRPntuOK3f",
-	"FCIm12L7CPH68vWfbj3JR06KZPQ2U7I61UaEnXC3wjFjwyXojlxm4rY92BwT9aHfuNvfZ8OlEfq3Rj8j",
-	"t8837E87xAd26AXoo6ZoZY0CyLKoTzg4bnt9NhG3PBOjfMoLa1rFuB15UbBfRKlOQsfVG1FKddjpb5vt",
-	"/nB83B/vHRwdDff2M37I90biuH+cdUVX7B/tHW6ggtO3m8Jee/1a1Av+XCfSey3KB2nUwCVO7z+OIb5w",
-	"lDya7+z3N1DHDvBeHrkDyUH6AwPk3/DsLbmi8NdISSMkfkSTYsSBNrtWGf7jv2og1KdqNEBCw/MClgaE",
-	"oHNqQeMhkWDoqIajwYfgYow1D0VoKVTKNYojNGNFGQ2i3f4uhffvLuOIFF402AfhYXKDBPmGZ8xNoYro",
-	"D9XcDIYFl9cY1/f0+IdSjKNB9B93qxzeLv2qd9/QNIlK6/I+mN2UFyCQRIZJs1Lwa7A9YGFPvN1h/Tk0",
-	"ydR4LCS65WT7qTJc3rs4+laVwzzLhPzsVcg12rjephxhZBC/VzNR4qOikJR7FSmrUXxVQp6+efnwGJFG",
-	"lD9ACr2U3xb51eRz2bSKvFQZwZeZmM6UEXK03Pkz+Qe5ZGN6XUiq44pUz5UcF/noK7Lc6epIbXikYbTa",
-	"5EXBhgIYbMJlVojshBLLrOCOxc6V+VbNyXr7DAK6VBKs2xifF1Jov6LQuTLsW3vBV2QmNx7PTDaFBdpQ",
-	"qVe8vBKfzTJDzH9QfMWLeDBhnLoIadDbq3EJvJVdKMVoKF+VFkOVLZ1TRGPONSvgvfAdp5yN9f/4aCRm",
-	"RjtC/cDl0kpR/Zn0WpS5AYPYCCZuR0JkosYj/WAXAV3gzcy/+qvSB4TOhGs21yJj8xkFNP1o3ZZxFq5g",
-	"V/mNkGjhgg5erfPY8YUeTUOyV+8GJSE4qveSz81Elfkv4nO3IjxISGNvYd4jCDdkryJ27c1fjc7nysn3",
-	"GFhRSRFynd+l11ItVoj6008/7ZxWU2pwTdJvBC9FmdYMIvrufqOH6H7D84IPC/EFLB2Mf8LumgePreh+",
-	"EGrVd+TOs/e1S78im9PgRlySR81KsEFEZnNDUi1iJyTsqoAKmYgMDZRC8VXl8eVYH1Zd2oKFz1yFOT3M",
-	"yf8NhqZUVe2D1/dolgYmZnc3KFSo2Zn9frh9ZqUaCa1hAdmZNLlZfkXtb1ghuDa4gShMSPYk9xPCkGdd",
-	"7aEHsnLfE+0c+Fwnkhel4KAliswpBZCCVSVLKWBFQJ600t29XbozicA0q24xYfFLIqt71JgdsYwvdRK1",
-	"PZetWiwLJ4JttAdXhrMsH49FCeoS9NhJIm3kF6+nhEOHYaQJF5pyNoE6dsr4BF9KLMA0X2o2UQs2BTUz",
-	"VaVIpMG05kKUopPICBlTz2czVRqR/SCynF/gmn62kEB17F2d4AF4Y2gyHIRs5sfCcDAMR/P17Yac+MjG",
-	"s6b4angn1XB4s9zwa3Bq/+nd6/MTxhn8y6aivAKHFSyOsSrZm9OL59+3O+ht2yHACKuEDFI0o5g4L96U",
-	"8HgDdpQNZq1UTppyPjLzUmQs44a7ISJ3D1x+5lossbYSlhkHZWsnWjaZErusQ+xzNHEi5bwoXOIhZooy",
-	"Ee2YnnYtZobdiHLITT5lrUwZSn4BmUoBhoMRst1hp44H+0/pRm6QyZhRM0qaxc4NbKpKOvFMfLjP/px/",
-	"w7gOhbOQI5UJzXKTyBYmUUamfYJheJGFHrRNz2VCzE6wtIgIo0q0e6Z8iRYsO3//irXe/yOYr+0O+y9I",
-	"pUSO1BRsxtE1vF1j0tZlaVwahLXSXn9v/+Dw6Olxt/qU2hg3BkvaJ0QB/7hEauTlmFFhAAwFHs/MAnRi",
-	"VQRUgNDCNVsJh3+KMJA9FWaismgQfXd2ARoJvgsC4KBz+3GEestxkeFXoA5cLhuMSzGPLu/8XlIupna7",
-	"c6V27JewOTtv+eIHyhyHv+7o63y2o2bEtjtehcDrwInnI2GQoE3BJVd2gcUbFAYAklSyCbYPxoNsCIqy",
-	"QViNNwt2CIilOQklT6P9fvxwhDSObtzYuFy+HqOmhA1ANpGl2UrBpDemiBvCb+w2Cr+yBIVvXAnm3WqV",
-	"5WWTBCLScI1bFwslSODHSC63pVEctbhL3VbMY8StOWEpTIbywOuJP3oDCLl5UdSj0tFuEHy9jxUoeubi",
-	"7h8sPWO7IJfxGhkiV227zhCnLodeqCtby8ZeW84i9rBJTdBTKHJw24D8UVOQPNk6Y/CagL1PIQSi+C6O",
-	"8qypXB2kzw7XOr+SsBBzmf88FxtqQ495r7tzNOpnO0/F3nhnnx8MD0dH2VNxPI7WmSoqmiu2LzDPv1Lw",
-	"vLlq+cRvFUtKa09YQYiEqx4Hdg9JOBdPyUsKYtem5IqQ1yuHLROE+26tTKbpxsC4rN27ZWHt2vNsonmd",
-	"fL1DVqiFKHcwTL8e019Zu+64e3jEeXfIj7v94VHjq6qMSmOmYu0G05hS2pgo2pAc6vX3tpJnPh2w9kZQ",
-	"h9uTYotsxNpMXbC9RhobnF/POYRSg9yPsDR66lWNK2VHOt4nUHAjNKsZL1BAjHI2KnLgUC1kBsKyw07Z",
-	"VKD8BKECRnTG0CDOrcWTy7BcKWVzmYkykSBnweFCs5t25ZvX7y7YbqGuNBW1IbFveJlzaUjP4cX49Fb6",
-	"inatz9OTnv8yEmyDQFlvWjgJTSsUG5qluRwrqttgOcb3qdK4w175iqdErrZtoPa2gsdLmaYaxJyqCmfc",
-	"TFjr9cWrNyB02oNEIoc+XDfYjqtaJNsdgjm8kZpOlbStI1igpaRIpLWOdX7LXs+EvBCFmJI3j5MZJDKR",
-	"v7J3NPBf2TvUKlivtMTXttmvifx1Z2cH/x+upTKXlPlPMUvHORig8AkMZKXhZ7w2E8P5FV5Ln+y17t/S",
-	"XUc0dx9i+hd2fK7kyp8cK/+kMvnIvwaLzJj7ENO/2PRCv6MYxwvoU4wfqD7vRpT+OdTGw/ynmKWjMjew",
-	"lu4z/MsLUeIHAb6O/wAuLfwx4zLHcqiMPsHDE3nqywtJlQUbLFz69HSe5SalQL6yfUMpxy/bWAU0mmuj",
-	"pnYBE7lQ5XWH/QTsil6GuLXGAXnQVJ3CfJgqs6+ngjD3Ul+yR9ckkmtPTBAM6RlRMBgSUbId202Cc7G+",
-	"it+3iSQC52b5EQaWxmwxyUcTKo0AfbvgZVa/xxbwnNTMtrUHBQVTC+ujkCZf5FKvltA4Lb45N9y7X8Wv",
-	"RWNCB611eBAf7B3aBK8aUyp4xahsMA2C0RweHOwdPmgsbE53VMSwxd3MqC/RxrO9tYGRxpkNBq0OBfii",
-	"d/i4ugKQu5iUEFkoW2u75UETJiBxb6UF5vB+A6c+u5/A9K5mhjpBzU1zit9xAGtJBf51m+JUpKqeaOYH",
-	"5XZBUEkGM82pFJKK2ZTSoqS+CFJW8A7aInDhAgbmilNA8ZBX77UNUm1jaUlInm5///MtuFCfPtF0CSpS",
-	"q0K/loEH9MVfm9mv9dPec4bVMAxzcLcmrmvDNnDoYytfHs+hW1iWjypfqdmd6xSBHwOCjJQciVLqv0mu",
-	"tbb0Qxy7Ylw32tUbDGmM1zQTEollDSwbSFRjjKnbyM1U2TKd1bDNuleOdzS/xj4M7HJUamiN18lQVXE2",
-	"OqW51vBx7enfbwwrZaqqNa4qhMN37ne32pxo2jzmzfVXurA/BWZgSEWuzcr097ePa+nNajtFPkx9f1y4",
-	"uuO81OaEwWK5rkZg3UWuBVNlZrutAsPkibbBKBQqqnThaDTDLJOEEeon2oZzYGK+Mfk+1yaII65Fz1bY",
-	"nXjLU8AtSsUY97G+fgzvYwDb8eu1yNhYlQ28vuG54JeCGMUH+PZRoq/nCBuy8ZtgK2L5ffwgqWhomwjS",
-	"vElPw0DitVg+FLIFobZdyHZvb7uYrZce24mEDfxxb4TynShzsYEZrOgPGNpXR6owpE1l+Wo+w0Y3VbIW",
-	"lQ4jP6Zt5CCU9HTHjGsyr7jUC7QcUo2jSO+Jan78fcavf8KJDpdpTUzEdR/nia5i3DxIUPkAdz22nUhK",
-	"qri/fXB7rEq6m8LY7BTNLPx6dYHU3NTHECfgU7s1QVYO71va+lQrreoe1UG3+6XSJMRSzTICf0NJMZyP",
-	"roVZERVqzFL6Qdf7Aj7sxd3LQGJsY1uuYD9sUGdvqFPIxmBKXDGwepSvpvLtR87FDdbhUWzvZ1Nj5YpN",
-	"I6MML2qyoHfwuMTPhszLgIw4SlVanygmazLPYmto51i3ii5fDlJOi2J8YrFTakzm+6iYzZG6xA7pyFaa",
-	"REmSeLcEPidR6nnRNdyFTZWuTY44uN6+hz/DdnAPqfYHRk9wbaRiZqHccukJ9s/Z3sE0ka2qLZomZotA",
-	"0xXhk7Y77HxeFPduOFJydrMNl8+kkqLabnb7bYpYPCDQ7stAYfWcstgpjYLe8KaN99zLeDebagOibAen",
-	"DoY/cxgDqxJ/XWjbXXpf5ww+1lkW9m0tdDSx7xuDWLWuKSXre77eMkN/HRDI0GfKAr1BIzozppEIxGgY",
-	"RrU9Y+SFTXjggLn9bm+eIuspLaoiX6zXBDEBK6mxiiYTJTWlWH5lLexPRNPVNsg7m9U2zFP9geV2kJpW",
-	"5lt7bmFjh7AJSoFlMSe218fzq2t+UNJm5Lc1x6w50URWI2bNHLHIMzOhlIHlhPsyRXsOSWqbpXUyc4OX",
-	"4lgebbmYcDRIZNNA6i8+Ooy3akUK9yjOOvY7wnPXA5tVPy8FNyLbYuyuQtkWSa1bn9WT/FT6j5+Ie8ym",
-	"Ab8Qhdh2wBley0oxVTdNQ86qZ1XK7jeM2T2nacyvTTE7lct7KjZ8MZStHOLeR8Q8DhU/8dmMwIJySV5b",
-	"isU2Q1AwDsRm3aiFPeHfXP+tcme32nK1aTR5QWsTB5PCv3vdzMDwkP/dUxy+bopBZGo+LMTq87y9HTmy",
-	"wI9KCmu4rxvqDy7t5V0cXd8UuTZfjnB/Fo8hHI12daqBbm7kMf+OtQFfi2UjSpm317Zf96aXu7K/Jrf2",
-	"7bfP2fH+wZHrdGaZGs2nNmS7uhepqDH0QTe2e63NxZXlNkbYnZLJNVuUCl1H6fYbalo3Omw1CUrtul3U",
-	"XBQyOiGFRtWdGEPAy2OW0tBThslvVHC1WlBWlYLGTHSuOolMW8fH3S79al+ug+hUO32EMrT0p9hCgz7M",
-	"wcuTo5WaEkyoN1HS0ntj9Nf+jnB0KKvEaKIoPg3Llf7zjm2z2HmZpcy1ATIq1z4haAqMRAIxSzFTJTb6",
-	"c0eHL1P746pew/K1VV3eCHPpa2RDYjV2/wXZDFvJu1p79f7tS1YKLDceWfgUD7/ieQ5uPmFpUHGbIlaZ",
-	"Lc/EeVCBcY4Jgzp9wkLdh8x4Y0t8cX6eRLHbeZeb9/aGuBUpL9d0iPW9FLtrpdYdT9vgzRG2QoWL0Er9",
-	"57S9nSR4qJdzPcXp3tDMxVgyYhVvNQULAlFSGcWG3tha7/j6e10cYvWtqMbtr6wFgvHwuNtrs9zhZTlB",
-	"h3Xp5PYhJp31VCueWExUQeXUKwWGrov1IUa4f8GbU5WnPilcLxy21S2N4Uiy5D7yldKufrd/uNPr7fT3",
-	"LnrdQRf+r0OVvv81CnZoxo3Y2UTmLYoJ2fv3L1/cHH2ZBDU1P29boOZbFT5mfPmgAH/rrn4BF9/F0XyW",
-	"fSXCNRWJ4dTicLVqI1ibzT1s4+vFmsvuCXGmSUP7AjKwabUwBGFjOQ7rzKnExersIEW6znZuqRqKtFaB",
-	"OrEVQRZLtpjkRhCqVYedo4yWQmQWLaSxKrU53/0wJOZncsfKCuJk71mRN+CyPXJFTtf7LVBeHe0dH7bJ",
-	"fbYrM6hys9Z7ASVFOm404fIKnPo0WZlxEg0YxZmpttr5a2NVgk98gjhzuM6FGBum5sYW/1MKM9cddq4S",
-	"uZEjGir+PpcnGld+56b/l1/8tYWuX7LZK4bXhS1VYVeE8sklB8F8eND12QC6ENH27BJ1EnkqXZkU4SC5",
-	"5q+wgUvCu3M511a/uf6tXLMrJcUArV0sNETATGw+gdX2lWVThcVN9buJsTRrccJSLIPfhgRpRgXYWNfO",
-	"0a5OpF6ImWFLYdoxRjJG11cl4nvqhRAzGymgFHluJhgXknMDBKGWkqo7G9tdpMBGt1KMsccMjf79ft8W",
-	"zKEs9VYtxblhivBVThwdmHiurCUTYz4vTCJb6avX3318e3Zxdn7x8vX5xxen//IujR3x2VwWQmsQk+0T",
-	"b0YXfOQG1nrz/qK9+sJE0htpTTFkze19whKZY4bnShjaxfguR5eMG74STN7rIvPn0/k0GgDDIO/Tn72N",
-	"IeYwhKLFaF7mZvkOuN1GdLHP9nRuJo3+pAN14Jqlp7bPGKs3B4w6dNmfz/4ljX2Xso9BOnNlwrXrHZLj",
-	"/GqORYkti0knhS06VDNqucqmuaTLQS9limJ22C94EvRIus4nLP63FcyJ9PaSzIghRIwMj1/YyBQSvWqL",
-	"BJ+MqIwCACMmrvHY0m9izIw67HI5Vq5/kJPJZiFaXg9htnyYF7lZIs2mPEfsajCW15rzrKrQrgA4L0OJ",
-	"QMHK7y8u3uyCWkCUtzPCRgaf2zbCpJtaF1Pv8pMSOd4/OGo7xKflDEt20SPBqll0SVLCTnZu9Qkh4VBj",
-	"oO3K5FmGb3UoKOjsWlHkNJEHZKu7KIkkH2Vo2328Se59FnLSWersaXJimjyFTS5NIp+TOZODQWS30ojP",
-	"EcGOHdzeIhXPbefpavW8ZjovhMSIxZWkjtTTtTfWGyZ9h24mRgVWkrc4m+Zaz0Rh2Dgv4BaLAeuATilR",
-	"5LHtU+ql5Uzn8qoQOxgeylCiWIiCRT4SMS54IgMcodxUtePOiXFC2gM9WqOi1q0aIhy1XBgT90QiqVGU",
-	"RiQtamgGAl8wPS9LdYX7yaPx+aFov6AlRwMBNRGhlnCggsjaMTGYa1CgjueS6uF36qX3ZPk5nUCbg3Qv",
-	"ZhjBVETQWiJ+Cs9KTxJpexICujUMtd1hdusBWTDBy6/FuklFbyWTgHAG9Ulth4KCDmBmnUm00mGx3k1B",
-	"oqbIR0JqEciP0xkfTcROv9MFV6AsrNjRg93dxWLR4fhzR5VXu/Zevfvq5fOz83dncE9nYqZFEEhZF0dR",
-	"HN2IUlsjrNPtdDE1PhOSz/JoEO11up09sOG4maBWoGCVD9ivq4YXVk3VWsab4OUp6ULrYncF1liGDdxg",
-	"7fmd9TLzj39FEbPwEJQPzeZbdcnuysEJd/GDd1jksC2u9KeSbHGtg63b4tIft7po2+k4tLhtxujxAre4",
-	"2J0+c3e5AjbW73bvaatvbKe3WaBef+te9zATtaHffa1uC2PG9mWIiLNPI216j5/RboCdhrf0Hr6lhsGC",
-	"N+09fFMFy4V37D98h8d6ghv6xw/fsIoAdBdHB9sMLcQ0QbtxPp3ycuk3ZigMo6ojG4XG5V0cXTUV4L4V",
-	"Zl7K3yQy6tly8nwIQD7PUtC8emTNBGuqp3j9MxhA2rY+Asb+a3lhUlW2jJQqu9JXubxObfA8kSNe2sxm",
-	"KQqOSiqIL1MYUYpbw2YccZhLUTxLIvgmidL2gIBJqgA+RjkRNZuMC1srm47mpVZlClaWyGJ4MOK7aFXc",
-	"iIzxK55LW2H0/u2rmtr3PTNGsRa4c2T6OFCRidLGFoBjJz4Oc4IuWn2qaB9hJwpcgT1LpcAmQhcDIGO7",
-	"3oMEVoY1pXD9CEVC2lpZOoLJ1yyQz6UNLwpmke5Zq3fANCyqdcXarFDaqpWRklKMgHnI2kFi5caiKF7Z",
-	"8oW63niVa/OH1vhdao14DfaJ61HKWqrIgJGrqpeKF8Baxi3MWlIs/FUrHVlwxQboTJQCNQwpIcFb/hBx",
-	"vAdvvWwI2m4soPY+mrRbBeHjbBCn14273e4J68E/m/tlNmHkohyK7j0jzrv/PaqUCf3/dX9/LX0042Bb",
-	"e1Bs2K6StjRC7N/kaq5xWk/0inioF7Ut/6n78l/V7fkv173zFy/3f3hxuvjh4uUv4x83rAPJt03wrs0N",
-	"IJ9pZXxY7TreGm7EJju2zYTaHuWqN9F1Gza1CoZ9gNumRnyrXlNjnO90q6VHsNlrpS+rarrapn3J9yNR",
-	"ww7CZ62fw/aAwUYYGeslGGvW22u3m9S4sfMmACoDrmyAkKPzCtBt+c//77//LzrWj9jumf17D6EAA/1s",
-	"d6iNa+P7x6oo1EJT5ORp/+nT9iDQ/Rh+tMq/xXFzq2JuhNfr7hwtuHvv+Okh+7//e7/Tb8fNutzbBYl8",
-	"//bVauVoOKOKbZ5twzS12bvNOv6xiQgPAuz9HZnMn2n6gm3xkOE7U7rB8n1HKVvbIEChMwcaRTrD65UW",
-	"xmsq+DP2Q/7NCRsqM3HnIeA5LWhNJdKf9sBySZiMJZeajyhAK3Jk7OBctaAZXZU2/qo7rEotULlzIq2N",
-	"jaHptU7Q2JdFu7gWXkct/7VAG1qmuQajzsBGqs7gsSETasKilxvXm0sMWUXY3Ck+12JmEpnLWmvDOqYF",
-	"q0NapJ8SJ5PxZLZpEsVJVIqrXEn8QsyT6C7o008kBUvDB8ND1m4JEBxWm94RF27pPARM7GU2jNVJpIfq",
-	"wCnnmuFxWYSitdJjVhvFakQL2cJG3/Cgjd3uLo3SnkWx292t7nc/tQOsEArgIqFqKAMOyopGk0i7JBgp",
-	"y6UDG1iF/qjFJ+3JHethOVmBGNIJJmvnD1XoPvfABA1YGp5PFAAaINyBXcX64tSxBwbMPQDHcWqBdm9s",
-	"rFfnv9jldEFRv3NrrqSHTqSMlb0DHSbMVdmR7Pf2HJKRq5ld0t5Q14j4BstiibgOME6X+0C6XXRc8wrN",
-	"0dfsSGatwCSKkQv8eVkI+eiSNfRrf+VWYlPYJTLd7e2GDGivw344vgKPRw/b3/WH5wRPrXdkJ5JashFM",
-	"MpcO35i80DWXjuqlm526upj9Ab3PaiU0H6OTjuhxAxdS7u+ziZpj2a+7DrFSQDGvYHLjoWAtj9ICX9l8",
-	"WDtkOUsIJUfoEBPIav1JJNWxO8ieBabK/CqXvGD9bo9eHtskTYir+VbMCr4U2QB7lNKT2tjWEDYTWXvP",
-	"fr9PZ9JR1jgvXJtuqU1Y5dmAM149o3u8apgg0Xaq0pgdsDCd4U+WWmX5r4CEbj7Y9GA1kT/jxogSnvnf",
-	"PiTJbb+7kyS3R2eX//gP0QZnASf0jcqWfzE/4d+H7R9/CiZG3ASLmM2L3zivujfRAFwKHDZoAL0NEA/I",
-	"bKoiRxTkqvnodn8n0oNkokaqn5Rlj7H65vTi+fcfz84v3r48e0ewVyQcFB0hRibOfm/vcU0zAahX/ZRq",
-	"7767L5qcpPphQHdrDnHvcWF33y/yuKi7a1hp8NvOAtOygvNlLVXG1EGIwicX2SpYcMwmPGNDIWR7xb9r",
-	"kn4N/h6d02eLDTAjTvLKiTsyLFchio2rUHGim2CT69ENeHRjzAh/aIgW/d7dpC0SBf4YDriht7dVZoFO",
-	"PsAbDraZSAMYM+Yx+tvcXIMY/+ulP37CYwW8bBjf7w/exZRI3a3wExozI9+qkuw9OgGQzpjJ4gCOZD1f",
-	"Eh7hlUv2IWypBMvNH0N3eX9qhXqE61AadTE64TeCkI6tJet7LVrY52EbpBvwN+IH8TcS+fkAHIMAnA+f",
-	"PAQPFsSPO3DTFZFhK4SOmT+ImU5UBQlaqiIoSmzHrrUy9rNNZA3wpMr+24Z/OpeW8DmC2zYAszBcc1wN",
-	"C55harAM1BKqUzYr5tr3edIf7iWJtKffNiXRWuJ2hgVZ7jdX2knnFX935ooSqrOzxRR+b6MzREf0Ei62",
-	"TwM1ng5PLhodvNh+6EzfRD7iUF+/zr5UJWZ27iT5CT7XtE8SWT/zF/nnvsN5461PBa6wtGFUIQS5VyMD",
-	"j+fA6vAOLmVFSMa+K8ql7FrpQbfraq/omFqa+kLZd2DppK3SqWjgfTR0S9EnhXfg2PCN6I5ZhO6Te1GT",
-	"bcHpxLYY0Pf2SwsGBUS2VG/MuHnUmT9Sbl8v5RYcWrnt1WcY9FzvKrHH1CoLyuGXHcROXNvsdlOfsFLM",
-	"BDc2n8swhsIL1iJt9Qy3D4Wc6YsKyCZt28xYv4uRQ92AEUSWG9U8d9gZp+ONGirFKeQewvY80RRtwYgW",
-	"zYvG7wvAXMs++uY1lAGPyRvA7lzCBbMCHTyqoW1KZjnwnc1HdXrvYB3Yy3sA/fvN/zjSZonm6FiV04aF",
-	"9GXmrpl5Hd4pwHYqcm2qLGX3hPXuy09+kfTkA8nJzy4icjbVBw/F5pfUw6d1Pf5Lt4IT++Bxm/YOe74p",
-	"l6p7gc72x95B9Rv593eX2M9sX7bx0N5wAPvVCPYbR9Dv+rf0u93w9X3/w0G3f3eJbdJbO21WJG8olGqC",
-	"/9oOveuPGqov4EQ894K3GZON6H6fO0EXbHInyCtvsmzwpDQbQt7GrUhk3a9gW7sV8UpbNkopMD3sixJp",
-	"QdWsE7GVmULmcfshTyOR666GoXPiqkNZ4Auq0wgeZg8iWkPNSmSrsmudmRqzTqfT9kfHWJhDdrZid2M/",
-	"+wbbO5ErxvcmC8txxB8W1u/Nwvr8MhWnChA5sKZc0CgJdELtkvA4+WhFcbhrxO1IoFTooP79bVUcG3AO",
-	"mlVLTdY0xQT+0CFfRIdgMYJZIzhIwLkW9+gO7cDCGlXH8wrr7rFV/fZA7AJNdTUOxVwbVYlFSsLftBGz",
-	"tH64/DowmFGBvmEtzHb7E+hPLKqWNu7JDp5HT8DxLdsEOmLBsmrwXulwmQ42YnfFpEMcplYzgBdrocIZ",
-	"LkOkPfsuVx3hQHADQK9KNVHxQFz1y5UgUuxptJhfdrC2CJ2iSvf4RKafEjINXV9vzBKyMuELTBVYXekO",
-	"HV/DLaxFriz5hktHyUoNNmLgIbK0hxPEz6NJxYht8BKnAUESaVtWLcyZPa2JsESxjMTCicZAhGuq8sao",
-	"CZCaFfk1hts67IWQWgxoCn7Vc81mBOYIzG9xpwW11uLi/SJK5SJrCwSGqSDSpJICVDYfmYGtdKA15Bke",
-	"JQssiKOw5eE2rhNg6lFDIb9CbMMgqlbL/ybSbYwlavKYbYrOMQ7TtQCHNqrp7sUKTbHAPttEpi/OXp1d",
-	"nPn3qXmRWeCtDvteLbAOHG0vy8krTBaH3jcsicCSItdgC55+TkRxD0CYS79bsH/Lute59CHKFrYXudoH",
-	"xrHUXbtTJC06D5cMs27vLk4v3n18d4ZJNxbuuFo9CezX9gbTiMAP/7CMPsMy2oTkaM1mqhdwwK0bjwxg",
-	"LS+b22vnA1R4jo2hhRrCy+a4yhYocU2zEdIVMhH/bzmJEwtGgSU7oWJaP/3g6OneMfzXPDunw77G3B5E",
-	"WAzOju1RdXpwaEC3y5xWnmFbP+7VZlDG5nVDDMRHzKqKCeFDH56kRStxCK+Go62gykEdqNpVIrbCBoIt",
-	"khCYKPBpiNaqzkPQBKe3LPbsCnC8Ow/bqw5MfIN6SxFxM67fj9WWldGW29MBnMrDA7Y5KPl7shesxYsF",
-	"JhqCRw1qCQ9LjlyvVsDZ6rlEwihdtVRp64mqo7LkxnQba6VBgDfGA30qTyRtnwSJHJs+4BWibG32Dj2b",
-	"nGSXw3Cm1wCTIjY35JCCfYLEqXj4FTMfwTGRli1aHge4QhJuMz4D2eb7mJqsHKBFq75qKzVQNaz2pp0x",
-	"XCl1ugejpA7A7VTaG5DV+pvlvd0oFRKspaON4Vmt3toU723HbCh0nlmrwK51HU12q5iwxzytVXX9xWLA",
-	"Ho74PtBg+5f98bKCAXa+tyag8bjXv/TAsg3R3zi4vNfvxsdP497+XnVLQzT50oHjeinqrj06fEw4l4yc",
-	"DS43Dervza/+IjHWNVQNB9K1wTm2MHjwt3V/N7vKrp2VPA6POhO2s3Ua+xMd+kf0+ZGjAO/tAayyxxQd",
-	"uqatqqhwFUNpr1vHTLv35b8h6hQU+jwUdDotCkd8vUr93/WO+BIBoFnFSv5UbPfV5nYUKujTAZ6Odbn0",
-	"Cp5fnrEWt6h+YdfApiaNOOz13VELeEZKlR4Vq1qFXrFP6o8ivxdeZHNtuOOW31wD/Gkrln/MsfwVNt9X",
-	"LOT8ve/7R9Jrk37zTMq1hXXKVnsCFdFqw9mKnDwk6tVfVKI69UJ+91Oe3aUr4J7+xy3Jt9kL+hsrGP0L",
-	"13/+dXKwyEiVCGyWoKEhgDzySEgcFHVkIFTHN+eGqYXUm0BvQmlWExL79x8diuVahC34B/LJ10M+eYBj",
-	"HsA+QdgAuhpd4TwLUaqlqoTTlBdjVU4JD0yvq8j9df75TpiNzNP9Q8M8qGH+cKFqDP+dMA9z+28Mu6NT",
-	"MHNQuSsWPbBm1S7diIob1/EP8ZodvIYwENvrQLlkm9JzaoC5trm3CTD3bgNibkxJuPWbju5SNsG4inc7",
-	"K3TWI4KE5dQqSGcOclv7YWU1VdhXYKhgdGNPn+sUxnCaq/+NCSbRyw9+j4GeyFZtyHa07crmPqkh2mU5",
-	"p8PrONvvHXTqBrsLP2Y3XI6EbjLNEQf5sZb56jquSKVVYXH0WAFA4MxbmeR/KwLz6B552Rvs4bsPD/b3",
-	"+r0vKC+BjCL7e5Wb/z4MYBR+TCs6luFhQT9vNGsQzni1YAR7/kG8eWYdMM7SOuumVc47BEpmLZC42L8D",
-	"krbdAJw8AgEI0r3AkDrCMXs86iVTWH2rZFxDVCZAZXahEklyPzyShhdKipi9Ob14/v0Dou7eKAiBhcbs",
-	"y0dBEnlPGOQ9PuXLh0EIb/0vGgn5XYrdTXT4K4he+8I/RO/fsOi1UnOb4MNNzyHxhvDtaGqHwO0fLu8o",
-	"r3XTjIxxUeGxo7mInzV1Tldo4emUXwtWzmVKxczor7KJMbPB7m6vf9Tpdrqd3uBp92kXKzwIqHgXbXk7",
-	"/k+bkM7VQobZmBOSyjXE/uBIAAvMXu1ET5b1ZOir8CwFdzJtLhkvih1V7lg8bOrYFdqqJY41S9diqQWB",
-	"YoYvQ4o3oecJeSEKMcUGcwyz5BJLAluvL1692f3+4uJNm/re3734MxO3yHGlR3lnz1VRiJGhA9YdQqEp",
-	"ZtHd5d3/DwAA//8=",
+	"7L3rchtJkib6KnHyzDEBPUkQAG8iaLJjLInVpW6VpCapUzOj1FEGkAEih4kIVEZAIFpFs/27T7H/dm1f",
+	"Y+dN9knW3D0iMhJIkKAuVaqeKptpgUBe4uLhd//8YzRS05mSQhodDT5GE8EzUeLHc2HK5enYiBL+yoQe",
+	"lfnM5EpGg+hCjJTMNDOKLXhu2FCMVSlYCbfk8qoTxZG44dNZIaJBL470aCKmHB4zVuWUm2gQ5dLs9aM4",
+	"MsuZoD/FlSij29vbOJrxkk+FseM4k9llPhXrg3gliyUT0pS50GyRmwlLTT4VKeOGqdKNyUxyzd7I/IbB",
+	"jyyXbJoXRa7tDFq5HBVznX8Q7RMmlZ9Kqg0vzXt8YH06R8cH+3u9wy78F0c5jOTnuSiXURxJDuOMhMzw",
+	"xmjTzA/3m2YeRy/U1QvxQRTbzBXnlRZweXrCSjET3LDcsLEqGZdLpsZMiw+i5AVrpYW6eo+XPhFlqcpk",
+	"3u32D6svx9zwIm3HsHJTpQ3rHeJq6Q57qqYzXoqMcc3wYs14KZg2qhTZgI24Fju51ELq3OQfRMw4K9TV",
+	"lSgfaaZnoihyeQX35kazEZdK5iNe0JNq4/rp9Pzl85d/ThmXGQu+X/BS5vIqZVoUYmRYCl+kJ0wLwdIX",
+	"6upMmnL5XM7mpkNr0e6wMz6asFyzD7zIM/bm8vudx7hmam7YyzcvYtYDwt3rs9GEl3wEhMZaZiLYOBdF",
+	"9kgztZCsnBdAElwuzQTmIAot4KH73S6TfApfwS2eVmtE8jbCdY7iCJc2ege/zQqViWhgyrlophs/6xrh",
+	"5EZM8SBYgtGmzOVVdBtHU37znH7sHXp64mXJl/CrNksYChIe/P26VP8uRub5s3XquoSJ0M+PNMuz2lyi",
+	"bu9473DcFTuPR32+czTcEzvH2f54p88Ph49H3awn+uPIzmjGzaSaUJ5FcVSKn+d5KTI382pmKxMKx/g3",
+	"XJm7BsoWE6WFPxNAlFPBpTmBQzCda8PETa7Np09lZXPsa98/eE5/u+804zzSqdCaX4mUjZQ0PJeaTrgR",
+	"N8YSbP/gMKDYmOVXUsFb8BCy4TKRb2Q+UplgOof50vdjVWRwUSv9j/+asik3o4nQLP2P/5mesPTi8vz0",
+	"4uIsZZkSGtkfXgDcr+T/8d8EnKbnhuU6kUVugJkMWPr/pDFL39uTmiQpm/APgkkF532U8wL3AaRAImuL",
+	"n4lRkUuRbVjgn2tUP+U3L4S8MpNo0D84jKNpLt3fvbhplZsJprbSZsLdBHFtcQAxiAQ4yfgXK7i8mvMr",
+	"wYaiUIuYnb58JjLHcQVTZiLKRFYSirXSn1N2LcSMeJyd+wD4IK0Y0/MhDRRY03RmliCd+FALaQYMWDSN",
+	"cNlJZCLTNE0kDYWxJ0yViVQlw/+e4Ip/ZEn06jyJ8I/bRMI/9Otc8nLJPrK3SXT68lkSvbPf3CaSPsBF",
+	"rSR6+eoyidgvLIl2kqhtL/qFzcp8ystlIu0H9oQlUSuJYLRJ1MZbkEGyJBokEXDXuVj5jm7AX7S/aaHK",
+	"TCfSfsue4EJqPhXs1TnbhRVmu+zlq0t2VfLplJdMfRClfUjMBDBzPpsVucjgFODr7NNwRvB4+xaWRH/C",
+	"V84mJdD+L/6LVhKB0NsTdub0x5Pwr1HtjyewNHI+HcJ2M/sfPuetve4jXDFUcwmvvXyVRPaPVhK9s5fc",
+	"wiWMvWXvmFczYvaR3TJxY/9MJN0FM6HX+VHf89+fWCH4B0fWOs8EUzMhE2knz56wR0n0iH2smAb7hT1K",
+	"EviSPiSP2C1eZOkukenpy2dwvF+dw/++fHVpj/nlqxRZ7LVY4nbCoZnPZqIkJqPgmLVSLrMUZCTH3Wh3",
+	"2Gkih3x0rQuuJ0zoEZ8Bq5bLYEhqbC+H+5NkMASec8rSnZSV+dXEMA4qKEtx3wcpnkt5pRNpFBISEUIr",
+	"NWI6G+wc4Pvhe7uYOwftE5Tdi4koBZxKwZEfwgtAg4I54sl7XYqRyIQciYGdeQumXrujzYY56r0wMqFN",
+	"DK+SDFeNtXihFQPWC6Q6FGYhYDvMQjEjyqluu6tfnacDlnIg/yEb0TDwr9YQT8OoncbVIVHSMolSzY3A",
+	"oe6wn2ATgMlYsfFI0zHDTQI+BIsktGHlXGpY40IYkhpZfgW/466+T2M2sgoeUHldorTuECcx6HTpzylo",
+	"SAykIbwrz5iew2nV8LD0aO+Y7w8PsvHB46PD/v4hTlRJgSOFPR7CYFFnV3NTySY/KTaxsgvWAm46wefO",
+	"+PJPqSMaJP6huAKBSTbAjC9TGJU9BmkSzfhyKqRhTgAlUYpr5CmZs1ItYnj4YsINrDbTAni8weMlpqyV",
+	"2ofE/in/lx9xu+PF9+DGEyBuHqzSDdDXDvseCFgPnM4es1TPh6BSwMe5FuX7PIOPpuQjYT/rGZfwkbbL",
+	"qwgc7RoBA0bJ8UifkM4P0gm0U+EGYdRsh5RtbkyZD+dGOGHGDZxmeEYrnRgz6yB9DXZHEzG6hg2B94vy",
+	"Qz4SHXjkYMRLAxue+kfpDjFLeA4y1JTxYsGXGseg3RirV7fCe72+/re5MnA06SjjyGDnwYDgI6FBAOml",
+	"NPwmVH9wt3DDgaN5bQT0Ea4dr8GFpwUfpI7UdaMtA9YIXuctETiWaG3AnO1eDfBFSIZ2ywYpEzd8ZIrl",
+	"SbV3Azseu3+DtDpasCvEM8fwOS/tiSTaxiX4k2Wis1KM8xucw6lftgFLBwfdbnVcAmZ30O0S00oPut1O",
+	"F3bwQPTTNg4GaRL1EDgTB91uEqX0UlRi7YgHY15okeLVQ6UKwaWmZxrUU+kJGs/9z7BvmefAA/fUNjzV",
+	"Dc/egCIidkvVYS9xxNrtCWzJ4f7OEAzYQnEDo5ypHNR54BhDsVS07HBuSy6v4IU9sd/tpm0mfp7zglia",
+	"32IkDanQduuwdGAFPqxc7P+sPo6Cj0/cUrztd7vs8hXrHx+/S0NPgXsNDEjaicD8OuwVUomOGZphNCY5",
+	"Lwoaox8QkiVJtD9VO1nTU1Gp9kbpgHEZHmHci2uxBEKZlQJ0STzJnn/BOuHGxPR+HHwmsoCWt+E7iwmI",
+	"MMa0MESHYJ5kOWjXIJi41f5gnMiJKkMCx59rhvQUM5CMxopbZE7lXITL0CJx2E6trqdJ8bMsQVUrgQLw",
+	"RT6Fp7WAPyGzNgapcuA9GPtx9/iwZuCnP57+y/u/vTk7/9f3T384Pb9I2zGTQiOpqTHq9EKaidDCSkfS",
+	"fuzz9vosE2JWe8yzs9eXP4RuE7DQUNQnMrzu8uz8xwtSa0izV3OD+hpMyiu9Jf5Z0Mzw/O93u846RHeC",
+	"ThOJzL3meGApPjStjJSZ0naHxvR3qYaFmIKsn0s4sbkMV2Zcqmkie6yVzqW4mYkRXELKOzesdwQjv8yn",
+	"cPaBpHNZc47RWjmXV7pq9NUliBUtqOWQzBF6pqQWHW24mev3oG8EZxUvBNMgEFBJtDsRvDCTJNpkSdo/",
+	"77LKz4GHnMms2ccgZOYWj5iNXbn4i3sSjx7vHcN/93oSN7sctvEs4nQvYCDNE8Yxfs6U12a2d9zv3uEj",
+	"rRbls+d2IXg5mmzya2n+QWRM4zUbnFtHfH+00xv2s50jsTfeecz3hzsHo8PsSDweH/Pu8As5t3D5P8mV",
+	"TSbQ9p7sdTLrP956Mx64+CRLtpmSlf3Wc+2EkGXiGRsuQcblMhM37cFm3613Ucfd/j4bLo3Qn+qljRw/",
+	"2sBH7BDv4SSXIDebqK+2Ani0UO5xMDD3+mwibngmRvmUF1YFjJFt8KJgfxelOgkNbK/sKdVhp5822/3h",
+	"+Lg/3js4Ohru7Wf8kO+NxHH/OOuKrtg/2jvcsApOL9jkntvr17xz8Of6Ir3Rorx3jRqoxOknDyOIL+zN",
+	"j+Y7+/0Nq2MHeCeN3AKfIDmHjvzveHZOJjP8NVLSCIkfUfUZcVibXSu0//nfNSzUx2o0sISG5wVsDTBr",
+	"Z3yDZMZFgqGjuhAN3gYXo098KEKNplICojhCdVuU0SDa7e9SGOL2XRyRYI4G+8A8TG5wQb7jGXNTqCIP",
+	"QzU3g2HB5TXGH/x6/FMpxtEg+r93q1jjLv2qd1/TNGmV1rl3MLspL4AhiQyDe6Xg16AjwcaeeP3I2p2o",
+	"OqrxWEh0H5COqspwe2/j6HtVDvMsE/KzdyHXqIt73XeEHkz8Xs1EiY+KwqXcq5ayGsVXXcjT18/vHyOu",
+	"EcU5cIWey++L/GryuWRaeYiqyOXzTExnygg5Wu78leyYXLIxvS5cquNqqZ4qOS7y0VckudPVkVo3TsNo",
+	"tcmLgg0FENiEy6wQ2QkFwFnBHYm9VOZ7NSct8zMW0IW8YN/G+LxwhfarFXqpDPveXvAVicmNxxOTDbV5",
+	"Zczv1OfzN/euCYfjHmpzATUhM25meyBz+bWQpF+Qh6z2lMpIssI+YIT43DoX/HXp8f4B48L4RWCtFVaY",
+	"4hzASCUDM5HuPl6UgmdL62qDJ6JYCF8lNAZT+dKavRdnp+dPfzi7eP/67Pz96/NXfzl7epnGIHm73UQO",
+	"lywTYz4vDBlAKGgXXIOYkVcCLPeKQr7QyZCqgSRyMF+3UezRgvytDtLLlaH7fcwz3KwW19cu9Mj9bl+L",
+	"ZZv4Et1lwyHMKEfdfocH5AFeKPRywjE1qsgYn/HS1PbijbyWaiFt8P0zd2RODwvOU9OplKqK4/tTjKpL",
+	"cPqCkHvtDPb71Ua9gdmOhNZ8WAh2Jk1ull+X+aXVsNwhq2ZTJ3zcX2SLl0q94OWV+GxJOsTwNZ1Zr/mC",
+	"Zee06JCie3s1ZgVvZZdKMRrKV12locqWzqdFY841K+C98B2XlobRfcdHIzEz2i3Uj1wurXKpP3O9FmVu",
+	"BCu5EUzcjITIRE109gNmDusCb2b+1V91fUAXgxM/1yJj8xnFo/xonSbhDH/BrvIPQqLhD6bJaprejs/T",
+	"axqSvXo3yOjDUb2RfG4mqsz/Lj6XD8ODhDT2FubdIiF77YWnNnjz1+SwVu1FhqqkCKnOKy/Ar1YW9aef",
+	"fto5rabU4LFJvxO8FGVasxPpu7ttQVr3DzwvgGN9AQUJw1dwuubBY6t1PwiNjQvyxrI3tUu/IpnT4EZc",
+	"kkOUlWCaicyG9qVaOL3E7Qpo1hORod1WKL6qU3850v82RV73GxR6p4YVgmuDB4iiPCT2Kq0EI1Z1awAd",
+	"Myv3PdLOr5nrRDoFVBWZEwrABatExFLAjgA/aaW7e7t0ZwIafXCLCXMXE1ndo8bsiGV8qZPIa79rhtzC",
+	"sWDrrLfaVpaPx6IEcQly7CSRNamO8eIOw0ABbjSp3oE4dsL4BF9KJMA0X2o2UQs2BTEzVaVIpMGslIUo",
+	"hdXI3kg9n81UaUT2o8hyfol7+tlMAsWx9wAFD8AbQ5XhICQzPxaGg2E4mq+vN+RER9bQmeKr4Z2Ugue9",
+	"FWDXadb6y8WrlyeMM/iXTUV5JdgMNY6xKtnr08unP7Q76IS0Q4ARVvF0XNGMQpq8eF3C4w3oUdajv5L4",
+	"bsr5yMxLkbGMG+6GiNQ9cOH1a7G0CvmSBmVT31o2Fh67oHHsQ+xxIuW8KFzcOGaKAsntmJ52LWaGfRDl",
+	"kJt8ylqZMtpr9aUAxcEI2e6wU0eD/cd0IzdIZMyoGeU8xM471pRUeuKJ+HCf/TX/jnEdMmchRypDozCR",
+	"LYyBj9DWExpIJHAs2uyKTIjZCWaG0sKoEvUeMChBg2Uv37xgrTf/DOpru8P+P1ylRI7UFHTG0TW8XWPO",
+	"jQuyuyg2a6W9/t7+weHR4+Nu9Sm1IUr0IbdPaAX84xKpkZZjRnldMBR4PDMLkIlVDmcBTAv3bCWa+THC",
+	"OORUmInKokH057NLkEjwXRC/BJnbjyOUW46KDL8CceBSkUC5FPPo3a0/S8qFGm52rtSO/RIOZ+ecL36k",
+	"xJ/w1x19nc921IzIdseLEHjdbRx9z0fC4II2+dxd1hzm3pF3FJak4k1wfNBNbj3zFMzHZOpZcEKALc2J",
+	"Kfk12u/H9weO4uiDGxuXy1djlJRwAEgnsmu2ku/ulSmihvAbe4zCr+yCwjcug/52NUn+XRMHoqXhGo8u",
+	"5rkRw49xudyRRnbU4i7zpiIeI27MCUthMpTGs563QW8AJjcvinqwLtoNYlJ3kQIFFVzw8a1dz9huyLt4",
+	"bRkiVyyxThCnLgWqUFc2FZm9spRF5GFzUkBOIcvBYwP8R02B82TrhMFrDPYugRCw4ts4yrOmaiPgPjtc",
+	"6/xKwkbMZf7zXGxI7T/mve7O0aif7TwWe+OdfX4wPBwdZY/F8ThaJ6qoaC64ucQ0rZV6lc1FJyf+qNil",
+	"tPqEZYS4cNXjQO8hDufczHlJsb3alFwNyXrhhyWC8NytZTk23Rgol7V7t6yLWHuezRNaX77eISvUQpQ7",
+	"GL1cD3Wu7F133D084rw75Mfd/vCo8VVVoLkxgLt2g2mMtG+Mn2+Imff6e1vxMx8lXXsjiMPtl2KLIO3a",
+	"TF0MsrY0Nma5HooNuQaZH2Fly9SLGleJhOt4F0PBg9AsZjxDYei9HxU5UKgWMgNm2WGnbCqQfwJTASU6",
+	"Y6gQ51bjyWWYbZqyucxEmUjgs2BwkccbT+XrVxeXbLdQV5pyknGxP/Ay59KQnMOL8emt9AWdWp9mRXL+",
+	"y3CwDQxlvebsJFStkG1oluZyrCjtjuUY9qRCkQ574RNWE7ladYfS2zIez2WaUshzSgqfcTNhrVeXL14D",
+	"02kPEokUen/adzuuUkltcR+mNozUdKqkrfzD/FolRSKtdqzzG/ZqJuSlKMSUrHmczCCRifyFXdDAf2EX",
+	"KFUw3XSJr22zXxL5y87ODv4/XEtZiinzn2KWjnNQQOETKMhKw894bSaG8yu8lj7Za92/pbuO1tx9iOlf",
+	"OPG5kit/ckzclsrkI/8azBFm7kNM/2LNIv2ObBwvoE8xfqD06g+i9M+hKkzmP8UsHZW5gb10n+FfXogS",
+	"PwiwdfwHMGnhjxmXOWazZvQJHp7IU58dTqIsOGDh1qen8yw3KcU3lS37TDl+2cYkztFcGzW1G5jIhSqv",
+	"O+wnIFe0MsSNVQ7IgqbkQubdVJl9PeXzupf6jGu6JpFc+8UExpCe0QoGQ6KVbMf2kOBcrK3iz20iaYFz",
+	"s3wPA0tjtpjkowlltoG8XfAyq99j8y9Pamrb2oOCfNeFtVFIki9yqVczIJ0U35wy07tbxK95Y0IDrXV4",
+	"EB/sHdq8FzWmDJkVpbJBNQhGc3hwsHd4r7KwOQpcLUYVjPoSVZjbaxvoaZxZZ9DqUIAueocPS7cCvotB",
+	"CZGFvLV2Wu5VYYIl7q1UMB7ereDUZ/cTqN7VzFAmqLlpznxyFMBaUoF93SY/FYmqR5r5QblTECQCw0xz",
+	"ymSnXGSltCiprI2EFbyDjghcuICBuZw9EDxk1Xtpg6u2MeMuXJ5uf//zNbhQnj7SdAkKUitCv5aCB+uL",
+	"vzaTX+unvacMkwQZxuBuTFyXhm2g0IcmBD6cQrfQLB+U1VfTO9dXBH4MFmSk5EiUUv8uqdbq0vdR7Ipy",
+	"3ahXb1Ck0V/TvJC4WFbBso5ENUafuvXcTJXNXlx126xb5XhH82vswzDjA4QaauP1ZaiS8BuN0lxr+Lj2",
+	"9B82upUyVZWKVAUe4Tv3u1sdTlRtHvLm+iud258cMzCkItdmZfr72/u19GaxnSIdpr68OdzdcV5qc8Jg",
+	"s1xROpDuIteCqTKzxbKBYvJIW2cUMhVVOnc0qmGWSEIP9SNt3TkwMY8rcZdpE/gR17xnK+ROtOVXwG1K",
+	"RRh3kb5+CO2jA9vR67XI2FiVDbS+4blglwIbxQf46n9aX08R1mXjD8FWi+XP8b1LRUPbtCDNh/Q0dCRe",
+	"i+V9Lltgatu5bPf2tvPZeu6xHUvYQB93eigvRJmLDcRgWX9A0D5pXIUubaqqUvMZ1imrkrWoogLpMW0j",
+	"BSGnpztmXJN6xaVeoOaQahxFeodX8/236b/+CSc6XKY1NhHXbZxHuvJx8yBA5R3cdd92Iimo4v72zu2x",
+	"KulucmOzU1Sz8OvVDVJzUx9DnIBN7fYESTm8b2nT9i23qltUB93ulwqTEEk18wj8DTnFcD66FmaFVagx",
+	"S+kHXS/rersXd98FHGMb3XIFumeDOHtNhZ7WB1PijoHWo3w2la8edSZusA8PIns/mxopV2QaGWV4UeMF",
+	"vYOHBX42RF4oa9GGKq1NFJM2mWexVbRzTOdHky8HLqdFMT6x0Fc1IvNlsMzGSF1gh2RkK02iJEm8WQKf",
+	"kyj1tOjqpcOaeFflTBRcr77Gn+E4uIdU5wO9J7g3UmFSpt0uPcHyZ1v6nSayVaFa0MRsbny6wnzSdoe9",
+	"nBfFnQeOhJw9bMPlE6mkqI6bPX6bPBb3MLS7IlCYPacs9FUjoze86eA99TzezaY6gMjbwaiD4c8cRMwq",
+	"x19n2vaU3lX4iI91moV9WwsNTYTtQCdWrehVyfqZr1c80l8HhBH3mbxAb5CITo1pXAQiNHSj2pJfssIm",
+	"PDDA3Hm3N0+R9JQWVe0D5msCm4Cd1JhFk4mSavUsvbIWlpej6mrxTZzOavFOKP/AUjtwTcvzrT63sL5D",
+	"OASlwLSYE1sC6enV1YQpaSPy26pjVp1oWlYjZs0UscgzM6GQgaWEuyJFew4IcJutdTxzg5XiSB51uZhg",
+	"kIhl00DqLz46jLeq0AzPKM469ifCU9c9h1U/LQU3Itti7C5D2SZJrWuf1ZP8VPoPn4h7zKYBPxOF2HbA",
+	"GV7LSjFVH5qGnFXPqoTdJ4zZPadpzK9MMTuVyzsyNnwylM0c4t5GxDgOJT/x2Yyw3nJJVluKyTZDEDAO",
+	"g2xdqYUz4d9c/60yZ7c6crVpNFlBaxMHlcK/e13NQPeQ/92vOHzd5IPI1HxYiNXneX07cssCPyoprOK+",
+	"rqjfu7XvbuPo+kORa/PlFu6v4iELR6NdnWogmxtpzL9jbcDXYtkIMun1te33venlLu2vyaw9//4pO94/",
+	"OHJAFSxTo/nUumxXzyIlNYY26MYq2LW5uLTcRg+7EzK5ZotSoeko3XlDSetGhxV4Qapdt4uSi1xGJyTQ",
+	"KLsTfQh4ecxSGnrKMPiNAq6WC8qqVNCYic5VJ5Fp6/i426Vf7ct14J1qpw8Qhnb9ybfQIA9zsPLkaCWn",
+	"BAPqTStp13uj99f+/oiqmbhmYjRR5J+G7Ur/ZceWWew8z1LmqqMZpWufELIQeiJhMUsxUyXitHC3Dl8m",
+	"98dlvYbpa6uyvBGl2OfIhovVWBQdRDNsJu9q7tWb8+esFJhuPLLoVx49y9Mc3HzC0iDjNkWoSZueifOg",
+	"BOMcAwb19QkTde9T441N8cX5+SWK3cl7t/lsb/BbkfBytdiY30u+u1ZqzfG0DdYcQeNUsDat1H9O29tx",
+	"gvtK3NdDnO4NzVSMKSNW8FZTsBg+JaVRbIAMqEFqrL/X+SFW34pi3P7KWsAYD4+7vTbLHdyhY3SYl05m",
+	"H0KKWku1oonFRBWUTr2SYOiK++8jhLs3vDlUeeqDwvXEYZvd0uiOJE3uPV9J7ep3+4c7vd5Of++y1x10",
+	"4f86lOn7b1FwQjNuxM6mZd4imZC9efP82YejLxOgJkyIbRPUfKnC+4wv72Xg5+7qZ3DxbRzNZ9lXWrim",
+	"JDFbYR3sVm0Ea7O5g2x8vlhz2j0BhjVJaJ9ABjqtFoYQyILKS5viYmV2ECJdJzu3VQ1JWqs4y1iKIIsl",
+	"W0xyIwiUsMNeUuWnEJkFe2rMSm2Od9+PaPyZ1LGygzjZO3bkNZhsD9yR0/V6C+RXR3vHh20yn30dso/N",
+	"WusFhBTJOCoNB10nWZlxEg0Y+Zkpt9rZa2NVgk18gjChuM+FGBum5sYm/1MIM9cd9lIlciNFNGT8fS5N",
+	"NO78zof+r7/5axtdv2SzVQyvq6ELBFURygeXHIL+4UHXRwPoQgRLtVvUSeSpdGlSBGPnir/CAi4J787l",
+	"XFv55uq3cs2ulBQD1HYx0RDxjrH4BHbbZ5ZNFSY31e8mwtKsxQkKtwx+GxIiJSVgY147R706kXohZoYt",
+	"hWnH6MkYXV+VCM+sF0LMrKeAQuS5maBfSM4NLAiVlFTV2VjuIgUWupVijDVmqPTv9/s2YQ55qddqyc8N",
+	"U4SvcqLoQMVzaS0WYiGRrfTFqz+/Pz+7PHt5+fzVy/fPTv/1Io3d4rO5LITWwCbbJ16NLvjIDaz1+s1l",
+	"e/WFiaQ30p6iy5rb+4RdZI4Rnith6BTju9y6ZNzwFWfyXheJP5/Op9EACAZpn/7sbXQxB4o2QRQ0Fi2E",
+	"6AlfTt84vOwe/wb6xhYgdA/QN2xh4q9RA/CzQ96vHkVAujgERHB04Ll3akNwXt9bF2s9PH24pU1W14hW",
+	"FQghQ9wMrPGywCQn1suKtYKMZx/AEHbU8yUp5N7se6tlOYyx+pps1r6aRLtFRfxsXUvDSXf56BoB57ld",
+	"xE9Uue4SZRYcBmF3HpaBuoaHgqyQXSmVfZVkVE/290+HelM00fj99yJw592pZXcSzWbSeHmHttPt1rUd",
+	"keMuI866BHEhVcmsOUyJz5UaROB7lhGjfEhAa5gijjcvKGcP1b+2q+Ry0jRQPAYemN455lAaUSq4tijc",
+	"HusIAdEXipTK1XDmOk8MtbFu915tjNbrKynJoRS7X1OGIydFIq1XH8Qn6LnsU9Tc7c/hr07rG0h2Q5MX",
+	"B6tsKci3cFFjlv75zJUFPdIeKdn7bGJfOaCFNCfOl4KtpnQiw+Ys3t+7hiNdQ5km3OkaFBa3w6uORSIt",
+	"IsaMlzaXN0SiTHc3ITpT24VqTjZ5A2XVCtV/igwOt6HRRhjzktRmVL5Bcw9FqlLXGrNk7K47M6EXH/b7",
+	"MUywtXd4iDZGey2I2iDhK72xd9jv73dXdMeGcJsWo3mZm+UF0JWN/iMmy+ncTBpjDw4XEdb11GLSYKXP",
+	"gBGaC/vr2b+msUe08fFqx+EmXLs6cznOr+ZYwNKy8PNS2AIVNaPy/GyaS7ocTnCmSPNAbImTOsoXXoCF",
+	"orbazeN6xWQ5iBgtI7Q8bAgTtfMKPwNIhCwTYDJ0eYzPjC07ITbafHcdCI7IC88rhugc0o3dhIkxM4J0",
+	"yOVYOcAKTj5CC5X6aghLxod5kZslLvyU59jrSpTo0VrNdsKRaFdxlpehCUrR8R8uL1/vAotFVPgzOq5I",
+	"8lR5nW7Cykh9jIkY8vH+wVHbIS8vZ1gjhi5wLNNCH3hKvZZcHOeEEGkJicLCgPAsw7dWYqnkzvZ1DN0D",
+	"uNd94okkp/jQ1pd7H7B3klNUiKXOgUte8ybX9CYfeiKfkk6Xg1ZobbcRnyPiPTu4ucFVfGmhTlbLNTXT",
+	"eSEkhsiuJEGgnK69sY7Q4SFhMjEqsHSxxdk013omCsPGOWgDrmeMa4xCmUm+F56FLuRM5/KqEDsYj8zQ",
+	"hLWYWIt8JGLc8EQGXDQ3VbGi85o7r4BvDGEFdA0eJUQabrm4OZ6ORBIyCY1I2i4jGStgNHpeluoKz+Uq",
+	"Q0dYG7uhJUdRja4PQg9FnUhk7ZgIzFXEEsROSQWYO/VazzW1KS8tYgimtIHcxiY3tPgpQkCeJNIWwQbr",
+	"1jDUdoe9dk58yzqyHaddqwxTDPm18KpKIh1p0zhIptP4T2pH9lqIWdCnxmkrKzW+6/W8xHuKfCSkFgFD",
+	"OZ3x0UTs9DtdMIfKwvIhPdjdXSwWHY4/d1R5tWvv1bsvnj89e3lxBvd0JmZaBKG8df4UxdEHUWqrGHe6",
+	"nS4mZ86E5LM8GkR7nW5nD9QrbiYoayhc6lNG1gXOM+soqYEWNfWnI82DNsoeE9qMAEIIRKg/as8z//gX",
+	"FLMNu6i+bVa/qkt2Vzov3sb33mEhvbe40rc13eJahye/xaV/2+qibafjYNy3GaMH8t/iYte+9vbdCgp4",
+	"v9u9A9ipEdDJ5iH1+lujLYW5UBsQl9YqBzBrwb4MMRn3aaRN7/Ez2g1AzfGW3v231FAA8aa9+2+q8LLx",
+	"jv377/BQs3BD//j+G1YxKG/j6GCboYWoeqiNzqdTDgaLPZghM4wqTCBkGu9u4+iqqQTsXJh5KT+JZdTz",
+	"Ncn3Th3o8iwFUaxHVm+wzuIUr38CA0jb1kuN2Se1zESSXbaQiWoL0he5vE5t+gZYN6XNrStFwVFqBRkO",
+	"FMiW4gbsH2zkVIriSRLBN0mUtgcEjVelkGCcHTVV0jZstVY6mpdalSmoXSKL4cGIMKhVAZorv+K5tDnu",
+	"b85f1PQAX7VtFGvlJpGkCzlYu4nSxpYgop8QhznBIEF9qqgwoScKrsCq+VIgjIWLQpEKX6+CB7XD6la4",
+	"f4RjJm21FvVw9lmz5PXXhhcFs63yWKt3wHRoZLJCaStWRkpKMbLGorRBh9zY9gZXNoG2Ljde5Nr8ITW+",
+	"SakRrwGPcj1KWUsVGRBylXdd0QKoz3iEWUuKhb9qBRMArtjQ0wK5QA3FVEiwud9GHO/BW981eLc3lvB5",
+	"o03ao4IAxtY/0OvG3W73hGDEN1dsb2peg3wourPJvHck9ChX+24vwloC04yDsu27ahGcPB5p7NH3IVdz",
+	"jdN6pFfYQ72sYvmX7vN/Vzcv/37de/ns+f6Pz04XP14+//v4bxv2gfjbpr4rzSXIn6llvF3Fvdka8M6G",
+	"v7bNxbMoORU6hsO7aAKrCOMA2zrsPVhEEzSDx1qoJegg3MAKMkBV9r9NAb2viKeScQRwXW/kfo/CRiht",
+	"60nAa9rbK3ea1Lix9juAygWqbAAxpoaHaLb8v//7v/x3+LN/SGT3xP69h2DUgXy2J9RmVuD7x6oo1EKT",
+	"K+Vx//Hj9iCQ/RgAt8K/xfFwq2JuhJfrrhE33L13/PiQ/a//sd/pt+NmWe71gkS+OX+x6vYMZ1SRzZNt",
+	"iKY2e3dYx39rWoR7IZ7/gVTmz1R9Qbe4T/GdKd2g+V5QEN+WqJIvzcGWkszwcqWFDpwKgJf9mH93wobK",
+	"TFxDRWz0ap3vvl0kyyWhgpdcaj4it6+NdQW+/wAOSZXWq6s7rEpuoYK7RFodG5Mj1rBIYl+Y5xxdeB2B",
+	"TtU8b6iZ5hqUOgMHqWria10mBANALzcOHcb6XbzLzbUBvhYzk8hc1opr11HVWB1ULf2YOJ6Mrd2nSRQn",
+	"USmuciXxCzFPotsAKSqR5D0NHwwPWbslwBBbhV1CZOKlsxAwapZZv1YnkR4sDqeca4b9tgnHdQXloDaK",
+	"VRcXkoV1x2Gnzt3uLo3SNrPc7e5W97uf2gFaHXl0caFqOFcOTJVGk0i7Jegpy6WDu1oFn6s5LG3rz3U/",
+	"naxgtKkF6loD4wpf8g6gygFLwwbHAaQWAm7ZXaxvTh39asDcA3Acp7bVwwfr/NX53+12Oi+pP7k1U9KD",
+	"d1POlL0DDSbMlrIj2e/tOSxNV7W1pLOhrhFzGLbFLuJ65y+63HvW7abjnld44j5rXDKrBSZRjFTgG24j",
+	"6LgLAdGv/ZVbiUzhlMh0t7cbEqC9DhEZ+ApAMz1sf9d33w2eWscESiSBAiGceS5dhw2yQtdMOqrYazbq",
+	"6mz2R7Q+q53QfIxGOuIXD5yPub/PJmqOhWfuOkTrA8G80iwLu4q3PE4gfGWjbO2Q5OxCKDlCg5hg/utP",
+	"Iq5uQ5x4olSZX+WSF6zf7dHLYxu1CZHdz8Ws4EuRDbBKPj2pjW0N4z2Rtffs9/vU1J7yFvPCAcWU2oR1",
+	"Rg0NwKpndI9XFRNctJ0qOXsHNEyn+JOmVmn+KzD1m0yA/sHBavLCjBsjSnjm//82SW763Z0kuTk6e/fP",
+	"/xRtMBZwQt+pbPmr2Qn/OXT/+GMwMaIm2MRsXnzivOrWRAN0PlDYoKHtQoC5RWpT5TkiJ1fNRrfnm3JM",
+	"CEWGUr7CVtu2Idh3p5dPf3h/9vLy/PnZBQGvEnNQ1IOcVJz93t7DyrYDWNlbtN6f042V+e6+aDKS6j15",
+	"b9cM4t7D3O6+YvlhXndXMt1gt50FqmXVUIK1VEk5a8R8cpGttquI2YRnbCiEbK/Yd03cr8Heo0b/NoUB",
+	"Q+TErxy7I8VytUmGcTnSjnVT4466dwMe3egzwh8avEXfupm0RaDA98eEG3p7W0UWqPcW3nCwzUQa2oFg",
+	"HKO/zc21Jje/XfjjJ2xs5XnD+G578DamQOpuheDVGBn5XpWk76Wo4FEztiwOAPHW4yVhb+1csrchqAdo",
+	"br6P/bu7QyuEUlMHc6uz0Qmm3MD4rCbrq31bmNBoIXoaEODiexHgEvn5EHCDAB4anzwECxbYj+1S4ssY",
+	"sBhXx5j4pQuuJwJTOYGDlqoIst/asQP3iP1sE1mD3Kui/xZyCg0uixAX3LYBGpDhnuNuWPg2UwMGI1AS",
+	"nbJZMdceaYT+cC9JJC9FDTAn2OmWuJlhmpf7zRUXrWXeYTGKLXhRc9NGY+h7wo7jDjouQGmg0JXPTSQT",
+	"jfL8wCgj8yyu+qLHVfNrIExvH8AlpN5Ya9UbKeG0YJ997krM7NyJ81MDB9M+SWS1HTBcpJ/AdO6QMw30",
+	"efSBpWif2W4y1iMR9LYg1Z1j9lrVzQVGFTbB8WJk4BHFWB1gzIWsqJeGr8t3IbtWetDtumSsg263063y",
+	"f+kdWLxj03aqNfA2GpqlaJPCO3Bs+EY0x2yPmJM7+3bYkqeJLTqh7+2XFo4UFtmuemPEzeMe/hFy+3oh",
+	"N8xkxbjb1lefodNzPcOYfAhGWVg4v+3AduLaYbeH+oSVYia4sfFchj4UXrAWSasneHzI5UxfVFCKadtG",
+	"xvpd9BzqBpRK0tyo6q7Dzjg12GyoVSSXewgc+UiTtwU9WjQvGr/PCHOgUWib13CufFeIAPjxHVwwK9DA",
+	"oyqupmCWg3+sa+eN8ZF1aFlvAfTvVv/jSJslqqNjVU4bNtIXOjo4nXWA0QBdtMi1qaKU3RPWuys++UXC",
+	"k/cEJz87icjpVG89GLDfUg/g2/UIhN0K0PatRw7dO+x5WBhK94V1tj/2DqrfyL6/fYeIOvZlRDd2CjXn",
+	"QDCA/WoE+40j6Hf9W/rdbvj6vv/hoNu/fYdAPVsbbZYlb0iUagKg3Q4/9o8cqi9gRDz1jLcZFZjW/S5z",
+	"gi7YZE6QVd6k2WCvXutC3sasSGTdrmBbmxXxCjAQcilQPeyLEmlhfa0RsZWaQupx+z5LI5HrpoahTsVV",
+	"W0D4gvI0gofZVphruK2JbFV6rVNTY9bpdNq+eaEF2mZnK3o3Iipt0L0TuaJ8b9KwHEX8oWF9axrW56ep",
+	"OFGA2NU14YJKSSATapdo6oDckXxau6gXXCNuRgK5Qgfl76dlcWxA2moWLTVe0+QT+EOGfBEZgskIZm3B",
+	"gQPOtbhDdmgHV9soOp5WaMsPzepvkcpAZbH1gsU2ihKL1Ym/aSNmaQ2LtAGa1qhA3rAWRruxb6rOP4gT",
+	"WyGpjXuyA4jUEzB8yzbB3lm41hrAbDpcpoON6LExyRCH6toMIctaKHCGyxDr2b7LZUe4NgwBpGwlmih5",
+	"IK6q8LDMlNIJKb7sGisgeJ8q3eMTmX5MSDV0yDIxS0jLhC8wVGBlZW7dh2vI2TXPlV2+4dKtZCUGG1GY",
+	"sbeJB7TGz6NJRYhtsBKnwYIk0oKmWKBd2y+U0OwxjcQC2sewCNeU5Y1eE1hqVuTX6G7rsGdCajGgKfhd",
+	"zzWbEZw4EL/tfCII3AU37++iVM6ztkBowgqkVyopQGTzkRnYTAfaQ55lbD5DEsRR2PRw69cJUJ2p1pBf",
+	"Yblr4FWrxX8T6Q7GEiV5zDZ55xiH6VqIbevVdPdihqZYINJLItNnZy/OLs/8+9S8yCz0a4f9oBaYB466",
+	"l6XkFSKLQ+sbtoQK3B3EC1j6OS2KewACrfvTggVd1rzOpXdRtrC8yOU+MI6p7tr1Mbf4kFxS8fHF5enl",
+	"xfuLMwy6sfDE1cuIh0tXO7WmGhH89h+a0WdoRpuwxK3aTPkCrnXAxqZVrOV5c3utQ1WFKN7oWqhhDG72",
+	"q2yBU9w0GyFdIhPR/5aTOLFwaJiyEwqm9f5bR4/3juG/5tk5GfY15nYvxndchdF7lJ0etK3qdpmTyjME",
+	"lsKz2gwL3rxviML9gFlVPiF86P2TtBgurseA4agrqHJQb5XiMhFbYQHBFkEIDBT4MERrVeYhbJeTW7b7",
+	"wUrrIopVyUp0YOAbxFuKmO9x/X7MtqyUttz2p3Ii71oswUhM5F3RC9bixQIDDcGjBrWAh12OXK9mwNns",
+	"uUTCKF22VGnziapmrXJjuI210sDBG2NLycoSSdsnQSDHhg941dOgNnvXv4WMZBfDcKrXAIMiNjbkelX4",
+	"AIkT8fArRj6CRuWWLFq+E0XVy6LN+Ax4m69jatJyYC1a9V1byYGqdQtqOhnDlVSnO3BZ6i1gnEh7Dbxa",
+	"f7e8sxql6kVg19H68KxUb23y97ZjNhQ6z6xWYPe63s9gK5+wR92vZXX9aj5g3xDjrrYV9i/747uqEYWz",
+	"vTW1uol7/Xe+tUGD9zcOLu/1u/Hx47i3v1fd0uBNfufaM3gu6q49OnyIO5eUnA0mNw3qH82u/iI+1jWY",
+	"DYdmtsE4tkDM8Lc1fzebyq6clSwOj2gSlrN1GusTHRxI9PmeowAB8B603IckHbqirSqpcBXFc69bx6i7",
+	"8+Wf4HUKEn3uczqdFoVbfL26+t/0ifgSDqBZRUqOpP1Xm8tRKKFPByg91uTSKwiPecZa3OI8hlUDm4o0",
+	"4rDWd0ct4BkpZXpUpGoFekU+KTl1sPL5DryRzbnhjlo+OQf441YkvzXDrqFDf8VEzm/93D9wvTbJN0+k",
+	"XFu8qGy1JlDRWm3AVuRkIVGt/qJi1aln8rsf8+w2XYGX9z9uuXybraDfWcLor5z/+dvEYJGQKhbYzEFD",
+	"RQBp5IGQOMjqSEFwqsgSAYoXUm8CvQm5WY1J7N8NHYrpWoRu/QfyyddDPrmHYu7BPkHYALoaTeE8C/uk",
+	"SFUxpykvxqqcEkCYXheR++v082dhNhJP9w8Jc6+E+cOEqhH8n4W5n9o/0e2ORsHM4dCuaPRAmlW5dCPk",
+	"bFwHRMRrdvAaAkVsrwPQkm5Kz6m1bLDFvU0tG2439GyIKQi3ftPRbcom6FfxZmfVH+CImhJwKhWkrtfc",
+	"5n5YXk0Z9hUcPyjdWNPnKoXRnebyf2PCTfT8g9+hoCeyVRuyHW270rlPaoh2Wc6pfTJn+72DTl1hd+5H",
+	"CzDepJojyPBDNfPVfVzhSqvM4uihDICQj7dSyX8vDPPoDn7ZG+zhuw8P9vf6vS/IL2EZRfaPyjf/cyjA",
+	"BJurFTUGu5/RzxvVGmyosZowgjX/wN48sQ4YZ2mddNMq5h226mAt4LhYvwOctt3QumMEDBC4e4EudWwI",
+	"4juiLJnC7Fsl41pPD2rpwS5VIi1icNAUkRdKipjaJtzD6u70giSSqk++vBckkXe4Qd7gU768G4Q6/vyq",
+	"npBvku1uWoffgPXaF/7Ben/HrNdyzW2cDw60fMsoRK2RkHV5VZGJAEITQ7Ws5ZLRBiz9t9SnOvC0TZ5c",
+	"wtfssJeKkCOx0s35GyhTjYe9BC7OTs+f/nB28f712fn71+ev/nL29DL1wOushRkHiQzgHoGdhlDxWKfi",
+	"AXwqiYLsvrXf3aPouoPsot/bJ4x7THnSh71bGvukVDbzBsjIC7fM9yCM1NyRmNNWx5anxu+CS/MlOrU0",
+	"BVxr/VK29zi++0qxpsYGQp7TbtEJaoXTVp1NPgUtw3b32KZjxEpTD+rb0MzNG+b4CSEt2/1ryzTqTc0L",
+	"Yji9sGZ/+CrWo2F847IFDNZ/dQdcm+0NRYk5FTd9aLwMNtI1ask16J1idG0xqoJMUfyamN5aWxfKcspR",
+	"593YZiWRm/usAIO16jjxzEbhgH4I+9Rjj921wlMtWIZl/Nsz/JUeMttw6n6/6iBTMYJ0VVpQEy/3ukQi",
+	"5nBNdDQLjq1imT4d+FeNZVo28eV0+N+So26t9IYt3n69gOl/VuH1sF3ZJKIsI0E0HWC2nxWTpYfFLPUa",
+	"b2NI1v+45Qb9w4Rkt8Hwoe16quS4yEffKpIPDfKbwfO5QCgXS37NWkJohj0oBhyqIB2wPpzgTzeFfgPm",
+	"v03kNziBv02od3/b/f6WwrfhtmzSC++N4db3timQ6zjavXFc2yxJK+r0VbNsH+mqK/C1LcqxumegBw0s",
+	"dGwhOIzPtoRCdaj2NP2I5VljsObPwmyive4fkvY3l7Qhsf0OTvgXiTtvc0wfFny2Sua3FHtmLfLExc7y",
+	"i1laI7mU2qSyoEtqux6gSORahAJoppwX1h1FsAtq7DqRuRVMB4hjlwUm6tZWZeyAne+3KtGkrIWxXe+5",
+	"T4tjs1YaWISenw7AsLSjIBCuXJLFZX2E28a5a3J6U1z7gVbafWHtOpN5fLj/YNPp1w5s/6MwdFzrzRy9",
+	"1/3UMM7dHN0F0H8/PP13YoF8G6H0+2UXGBUfeq7LYtjwFyVZ2Or37btbqln6sDkmYSGNkYXiZ02ouFVr",
+	"2HTKr0EqyJSAalCPZRNjZoPd3V7/qNPtdDu9wePu4y5W71ITyl2UlXb8Hze1tVULGVbanJA1QpiFThRk",
+	"1jByGaqdtZCGbqhFflE9NWaLMjdGSGDsvCh2VLljNV1CYxXaphxwrEe/FkstKGwVvgxXfP1FFytedr6S",
+	"zUCdXXL3Duy9euc8zURMO2GdnN36pqZMQl6KQkwRtxizd3OJSBOtV5cvXu/+cHn5uk1wyhfP/srEDRJ+",
+	"6bsJs6eqKMTIqDJ4nzLFLLp9d/t/AgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -35,6 +35,9 @@ func runContract(t *testing.T, open storeOpener) {
 		{"RetentionHidesAndRefuses", testRetentionHidesAndRefuses},
 		{"SearchAndStats", testSearchAndStats},
 		{"StatsSeries", testStatsSeries},
+		{"SavedSearchesRoundTrip", testSavedSearchesRoundTrip},
+		{"SavedSearchErrors", testSavedSearchErrors},
+		{"DeleteProjectDeletesSearches", testDeleteProjectDeletesSearches},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

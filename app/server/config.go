@@ -43,6 +43,7 @@ type Config struct {
 	MaxQueryChars   int
 	MaxQueryDepth   int
 	MaxQueryTerms   int
+	MaxSearches     int
 	TwirpMaxBody    int64
 	OTLPMaxBody     int64
 	OTLPMaxDecodes  int
@@ -86,6 +87,7 @@ func DefaultConfig() Config {
 		MaxQueryChars:   domain.DefaultLimits().Query.MaxChars,
 		MaxQueryDepth:   domain.DefaultLimits().Query.MaxDepth,
 		MaxQueryTerms:   domain.DefaultLimits().Query.MaxTerms,
+		MaxSearches:     domain.DefaultLimits().MaxSearchesPerProject,
 		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
 		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
 		OTLPMaxDecodes:  otlpapi.DefaultMaxDecodes,
@@ -194,6 +196,7 @@ func (c Config) Limits() domain.Limits {
 	l.MaxReadsPerKey = c.MaxReadsPerKey
 	l.ReadShareWait = c.ReadShareWait
 	l.Query = domain.QueryLimits{MaxChars: c.MaxQueryChars, MaxDepth: c.MaxQueryDepth, MaxTerms: c.MaxQueryTerms}
+	l.MaxSearchesPerProject = c.MaxSearches
 	return l
 }
 

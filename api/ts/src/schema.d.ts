@@ -75,6 +75,80 @@ export interface paths {
         patch: operations["patchProject"];
         trace?: never;
     };
+    "/searches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a project's saved searches
+         * @description Returns every saved search of the project, ordered by `name` (bytewise: `Z` before `a`),
+         *     then `id`. Not paged: a project holds at most `MAX_SEARCHES_PER_PROJECT` searches (1,000
+         *     by default). A project key lists its own project's only (403 for another project); a
+         *     project that does not exist is a 404.
+         */
+        get: operations["listSearches"];
+        put?: never;
+        /**
+         * Save a search
+         * @description Saves a named search of a project with a server-assigned id (a UUIDv7). The `query` is
+         *     checked as `GET /logs` checks its `query` parameter: one it cannot parse is a 400 naming
+         *     `/query` with the position. A name another search of the project has is a 409, as is a
+         *     project that already holds `MAX_SEARCHES_PER_PROJECT` searches (1,000 by default); a
+         *     project that does not exist is a 422 naming `/project_id`. A project key saves searches
+         *     of its own project only (403 for another). A member the schema does not name, the
+         *     server-owned `id`, `created_at` and `updated_at` included, is a 400 naming its pointer.
+         */
+        post: operations["createSearch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/searches/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The saved search's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["SearchID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a saved search
+         * @description Returns one saved search. An id that names no search, malformed ones included, is a 404,
+         *     and so is another project's search asked for with a project key: a key learns nothing
+         *     of other projects' ids.
+         */
+        get: operations["getSearch"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a saved search
+         * @description Deletes the saved search. 404 as `GET`.
+         */
+        delete: operations["deleteSearch"];
+        options?: never;
+        head?: never;
+        /**
+         * Change some of a saved search
+         * @description Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+         *     the patch names change (`name`, `query`, `range_seconds`; none may be null). `updated_at`
+         *     always advances. The rules are those of `POST /searches`: a bad `query` is a 400 naming
+         *     `/query` with the position, a name another search of the project has a 409. A body that
+         *     is not an object, or that names a member the schema does not (`project_id` included: a
+         *     search stays in its project), is a 400; any other media type a 415. 404 as `GET`.
+         */
+        patch: operations["patchSearch"];
+        trace?: never;
+    };
     "/logs": {
         parameters: {
             query?: never;
@@ -684,6 +758,76 @@ export interface components {
              */
             total: number;
         };
+        /**
+         * @description 1 to 200 characters, neither beginning nor ending with white space (the server never
+         *     trims or alters a name), unique within the project: compared exactly, so `Errors` and
+         *     `errors` are two names.
+         * @example checkout errors
+         */
+        SearchName: string;
+        /**
+         * @description A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+         *     every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+         *     cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+         * @example level:error AND subject:checkout
+         */
+        SearchQuery: string;
+        /**
+         * Format: int32
+         * @description How far back from now the search looks, in seconds, 1 to 31,622,400 (366 days).
+         * @example 3600
+         */
+        SearchRange: number;
+        /** @description What a client sets when it saves a search; no other member is accepted. */
+        SearchInput: {
+            /**
+             * @description The project the search belongs to, for good; it must exist.
+             * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+             */
+            project_id: string;
+            name: components["schemas"]["SearchName"];
+            query: components["schemas"]["SearchQuery"];
+            range_seconds: components["schemas"]["SearchRange"];
+        };
+        /**
+         * @description A JSON merge patch (RFC 7396) of a saved search: only the members it names change; none
+         *     may be null. No other member is accepted.
+         */
+        SearchPatch: {
+            name?: components["schemas"]["SearchName"];
+            query?: components["schemas"]["SearchQuery"];
+            range_seconds?: components["schemas"]["SearchRange"];
+        };
+        /** @description A saved search as the server stores it. */
+        Search: {
+            /**
+             * @description Server-assigned UUIDv7.
+             * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+             */
+            id: string;
+            /** @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f */
+            project_id: string;
+            /** @example checkout errors */
+            name: string;
+            /** @example level:error AND subject:checkout */
+            query: string;
+            /**
+             * Format: int32
+             * @example 3600
+             */
+            range_seconds: number;
+            /**
+             * Format: date-time
+             * @example 2026-11-26T09:00:00.123456Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description When the search last changed; every PATCH advances it.
+             * @example 2026-11-26T09:00:00.123456Z
+             */
+            updated_at: string;
+        };
         /** @description An RFC 9457 problem document. */
         Problem: {
             /**
@@ -956,6 +1100,76 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /**
+         * @description No saved search has this id, or (asked with a project key) the search belongs to another
+         *     project: the two are not told apart.
+         */
+        SearchNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Not Found",
+                 *       "status": 404,
+                 *       "detail": "no saved search with id \"01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b\""
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description Another saved search of the project has this name (`errors` names `/name`), or the
+         *     project already holds the most saved searches it may (`MAX_SEARCHES_PER_PROJECT`, 1,000
+         *     by default); nothing was changed.
+         */
+        SearchConflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "the project has a saved search with this name",
+                 *       "errors": [
+                 *         {
+                 *           "pointer": "/name",
+                 *           "detail": "is taken by another saved search of the project"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The `project_id` names no project; nothing was saved. */
+        SearchUnknownProject: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Unprocessable Entity",
+                 *       "status": 422,
+                 *       "detail": "unknown project",
+                 *       "errors": [
+                 *         {
+                 *           "pointer": "/project_id",
+                 *           "detail": "no project with this id"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description A request with the same Idempotency-Key is still being handled; retry later. */
         InFlight: {
             headers: {
@@ -1084,6 +1298,11 @@ export interface components {
          * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
          */
         ProjectID: string;
+        /**
+         * @description The saved search's id.
+         * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+         */
+        SearchID: string;
         /**
          * @description The project whose entries are meant; it must exist.
          * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
@@ -1463,6 +1682,231 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSearches: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose saved searches are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's saved searches, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example [
+                     *       {
+                     *         "id": "01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b",
+                     *         "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *         "name": "checkout errors",
+                     *         "query": "level:error AND subject:checkout",
+                     *         "range_seconds": 3600,
+                     *         "created_at": "2026-11-26T09:00:00.123456Z",
+                     *         "updated_at": "2026-11-26T09:00:00.123456Z"
+                     *       }
+                     *     ]
+                     */
+                    "application/json": components["schemas"]["Search"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                 *       "name": "checkout errors",
+                 *       "query": "level:error AND subject:checkout",
+                 *       "range_seconds": 3600
+                 *     }
+                 */
+                "application/json": components["schemas"]["SearchInput"];
+            };
+        };
+        responses: {
+            /** @description The search was saved. */
+            201: {
+                headers: {
+                    /**
+                     * @description The path of the new search, `/searches/{id}`.
+                     * @example /searches/01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+                     */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b",
+                     *       "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *       "name": "checkout errors",
+                     *       "query": "level:error AND subject:checkout",
+                     *       "range_seconds": 3600,
+                     *       "created_at": "2026-11-26T09:00:00.123456Z",
+                     *       "updated_at": "2026-11-26T09:00:00.123456Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Search"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["SearchConflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SearchUnknownProject"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The saved search's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["SearchID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The saved search. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b",
+                     *       "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *       "name": "checkout errors",
+                     *       "query": "level:error AND subject:checkout",
+                     *       "range_seconds": 3600,
+                     *       "created_at": "2026-11-26T09:00:00.123456Z",
+                     *       "updated_at": "2026-11-26T09:00:00.123456Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Search"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SearchNotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The saved search's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["SearchID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The search was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SearchNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    patchSearch: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The saved search's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
+                 */
+                id: components["parameters"]["SearchID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "range_seconds": 86400
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["SearchPatch"];
+            };
+        };
+        responses: {
+            /** @description The patched search. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b",
+                     *       "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *       "name": "checkout errors",
+                     *       "query": "level:error AND subject:checkout",
+                     *       "range_seconds": 86400,
+                     *       "created_at": "2026-11-26T09:00:00.123456Z",
+                     *       "updated_at": "2026-11-26T10:30:00.654321Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Search"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["SearchNotFound"];
+            409: components["responses"]["SearchConflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];

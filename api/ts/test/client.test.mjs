@@ -124,6 +124,30 @@ test("every REST operation", async () => {
   assert.equal(bad.response.headers.get("content-type"), "application/problem+json");
   assert.deepEqual(bad.error.errors.map((e) => e.parameter), ["start_time"]);
 
+  // Saved searches: save, list, read, patch, a taken name, delete.
+  const search = { project_id: id, name: "errors", query: "level:error", range_seconds: 3600 };
+  const saved = await api.POST("/searches", { body: search });
+  assert.equal(saved.response.status, 201);
+  assert.equal(saved.response.headers.get("location"), `/searches/${saved.data.id}`);
+  const sid = saved.data.id;
+  const searches = await api.GET("/searches", { params: { query: { project_id: id } } });
+  assert.deepEqual(searches.data, [saved.data]);
+  const gotSearch = await api.GET("/searches/{id}", { params: { path: { id: sid } } });
+  assert.deepEqual(gotSearch.data, saved.data);
+  const widened = await api.PATCH("/searches/{id}", {
+    params: { path: { id: sid } },
+    body: { range_seconds: 86400 },
+    headers: { "Content-Type": "application/merge-patch+json" },
+  });
+  assert.equal(widened.response.status, 200);
+  assert.equal(widened.data.range_seconds, 86400);
+  assert.equal(widened.data.name, "errors");
+  const taken = await api.POST("/searches", { body: search });
+  assert.equal(taken.response.status, 409);
+  assert.deepEqual(taken.error.errors.map((e) => e.pointer), ["/name"]);
+  const unsaved = await api.DELETE("/searches/{id}", { params: { path: { id: sid } } });
+  assert.equal(unsaved.response.status, 204);
+
   const gone = await api.DELETE("/projects/{id}", { params: { path: { id } } });
   assert.equal(gone.response.status, 204);
   const missing = await api.GET("/projects/{id}", { params: { path: { id } } });

@@ -47,6 +47,23 @@ async function main(): Promise<void> {
   const deleted = await api.DELETE("/logs", { params: { query: { project_id: id } } });
   check(deleted.data?.deleted === 1, "deleteLogs");
 
+  // Every member of a saved search is required; a patch requires none.
+  const saved = await api.POST("/searches", { body: { project_id: id, name: "required-only", query: "", range_seconds: 60 } });
+  check(saved.response.status === 201 && saved.data !== undefined, `createSearch: ${saved.response.status}`);
+  const sid = saved.data.id;
+  const searches = await api.GET("/searches", { params: { query: { project_id: id } } });
+  check(searches.data?.length === 1, "listSearches");
+  const search = await api.GET("/searches/{id}", { params: { path: { id: sid } } });
+  check(search.data?.name === "required-only", "getSearch");
+  const patchedSearch = await api.PATCH("/searches/{id}", {
+    params: { path: { id: sid } },
+    body: {},
+    headers: { "Content-Type": "application/merge-patch+json" },
+  });
+  check(patchedSearch.data?.range_seconds === 60, `patchSearch: ${patchedSearch.response.status}`);
+  const unsaved = await api.DELETE("/searches/{id}", { params: { path: { id: sid } } });
+  check(unsaved.response.status === 204, `deleteSearch: ${unsaved.response.status}`);
+
   const gone = await api.DELETE("/projects/{id}", { params: { path: { id } } });
   check(gone.response.status === 204, `deleteProject: ${gone.response.status}`);
   console.log("required-fields: every operation with only its required fields: ok");

@@ -326,6 +326,10 @@ func run(ctx context.Context, base string) error {
 		return fmt.Errorf("deleteLogs: %+v", deleted)
 	}
 
+	if err := savedSearches(ctx, c, p.ID, &ops); err != nil {
+		return err
+	}
+
 	if _, err := as[*oas.DeleteProjectNoContent]("deleteProject")(c.DeleteProject(ctx, oas.DeleteProjectParams{ID: p.ID})); err != nil {
 		return err
 	}
@@ -347,6 +351,56 @@ func run(ctx context.Context, base string) error {
 		return fmt.Errorf("tailLogs: events %q, want the live entry alone", events)
 	}
 	fmt.Printf("ogenclient: %d operations: ok\n", ops)
+	return nil
+}
+
+// savedSearches drives the saved-search operations on the project: save, list, read, patch, a
+// taken name, delete; ops counts the operations it ran.
+func savedSearches(ctx context.Context, c *oas.Client, project string, ops *int) error {
+	in := &oas.SearchInput{ProjectID: project, Name: "errors", Query: "level:error", RangeSeconds: 3600}
+	saved, err := as[*oas.SearchHeaders]("createSearch")(c.CreateSearch(ctx, in))
+	if err != nil {
+		return err
+	}
+	*ops++
+	s := saved.Response
+	if saved.Location != "/searches/"+s.ID || s.ProjectID != project || s.Name != "errors" || s.RangeSeconds != 3600 {
+		return fmt.Errorf("createSearch: Location %q, search %+v", saved.Location, s)
+	}
+	list, err := as[*oas.ListSearchesOKApplicationJSON]("listSearches")(c.ListSearches(ctx, oas.ListSearchesParams{ProjectID: project}))
+	if err != nil {
+		return err
+	}
+	*ops++
+	if len(*list) != 1 || (*list)[0].ID != s.ID {
+		return fmt.Errorf("listSearches: %+v", *list)
+	}
+	got, err := as[*oas.Search]("getSearch")(c.GetSearch(ctx, oas.GetSearchParams{ID: s.ID}))
+	if err != nil {
+		return err
+	}
+	*ops++
+	if got.ID != s.ID || got.Query != "level:error" {
+		return fmt.Errorf("getSearch: %+v", got)
+	}
+	patched, err := as[*oas.Search]("patchSearch")(c.PatchSearch(ctx, &oas.SearchPatch{RangeSeconds: oas.NewOptSearchRange(86400)}, oas.PatchSearchParams{ID: s.ID}))
+	if err != nil {
+		return err
+	}
+	*ops++
+	if patched.RangeSeconds != 86400 || patched.Name != "errors" || !patched.UpdatedAt.After(s.UpdatedAt) {
+		return fmt.Errorf("patchSearch: %+v", patched)
+	}
+	if _, err := as[*oas.CreateSearchConflict]("createSearch (a taken name)")(c.CreateSearch(ctx, in)); err != nil {
+		return err
+	}
+	if _, err := as[*oas.DeleteSearchNoContent]("deleteSearch")(c.DeleteSearch(ctx, oas.DeleteSearchParams{ID: s.ID})); err != nil {
+		return err
+	}
+	*ops++
+	if _, err := as[*oas.GetSearchNotFound]("getSearch (deleted)")(c.GetSearch(ctx, oas.GetSearchParams{ID: s.ID})); err != nil {
+		return err
+	}
 	return nil
 }
 
