@@ -23,7 +23,7 @@ import (
 const logColumns = "project_id, time, id, level, message, subject, user_id, attributes, trace_id, span_id, message_fold, tail_pos"
 
 // writeRows executes stmt once per entry with the entry's values in logColumns order, then
-// extra (the same for every row); with search, the message's words (domain.WordText) and the
+// extra (the same for every row); with search, the message's words (migrations.StoredWords) and the
 // hashes of the attributes' terms (migrations.AttributeTerms, TermHashes) last, where the engine keeps them in columns
 // (PostgreSQL's words and attr_terms). each, when set, runs after each row.
 func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, search bool, each func(domain.LogEntry) error, extra ...any) error {
@@ -41,7 +41,7 @@ func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, s
 			if h := migrations.TermHashes(migrations.AttributeTerms(e.Attributes)); h != nil {
 				terms = pq.Array(h)
 			}
-			args = append(args, domain.WordText(e.Message), terms)
+			args = append(args, migrations.StoredWords(e.Message), terms)
 		}
 		if _, err := stmt.ExecContext(ctx, args...); err != nil {
 			return err

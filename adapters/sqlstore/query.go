@@ -336,21 +336,22 @@ var sqliteAttr = attrSQL{
 	cast:    func(p string) string { return "CAST(" + p + " AS REAL)" },
 }
 
-// queryWords on PostgreSQL: the exact test is a substring of " "+words+" " (containsText: strpos,
-// or a literal regular expression for a long phrase); before it, the whole words (all but a
-// prefix's last) as an array contained in the message's (string_to_array(words, ' ') @> ...),
-// which the GIN index logs_words (migration 00011) answers, so a needle reads only the entries
-// holding all its words.
+// queryWords on PostgreSQL: the exact test is a substring of " "+WordText+" " (containsText:
+// strpos, or a literal regular expression for a long phrase), WordText being the column words or,
+// for an ASCII message, derived from it (migrations.WordsExpr); before it, the whole words (all
+// but a prefix's last) as an array contained in the message's (string_to_array(WordsExpr, ' ')
+// @> ...), which the GIN index logs_words (migrations 00011, 00012) answers, so a needle reads
+// only the entries holding all its words.
 func (e postgresEngine) queryWords(words []string, prefix bool) (string, []any) {
 	whole := words
 	if prefix {
 		whole = words[:len(words)-1]
 	}
-	cond, arg := e.containsText("(' ' || words || ' ')", wordNeedle(words, prefix))
+	cond, arg := e.containsText("(' ' || "+migrations.WordsExpr+" || ' ')", wordNeedle(words, prefix))
 	if len(whole) == 0 {
 		return "(" + cond + ")", []any{arg}
 	}
-	return "(string_to_array(words, ' ') @> CAST(? AS text[]) AND " + cond + ")", []any{pq.Array(whole), arg}
+	return "(string_to_array(" + migrations.WordsExpr + ", ' ') @> CAST(? AS text[]) AND " + cond + ")", []any{pq.Array(whole), arg}
 }
 
 // hasPrefix on PostgreSQL: starts_with compares bytes of UTF-8, so characters.

@@ -3,8 +3,6 @@ package migrations
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -60,45 +58,7 @@ func upTermsSQLite(ctx context.Context, tx *sql.Tx) error {
 	if err := execAll(ctx, tx, termsUpSQLite); err != nil {
 		return err
 	}
-	type row struct {
-		rowid  int64
-		tokens string
-	}
-	var after int64 = math.MinInt64
-	batch := make([]row, 0, wordsBatch)
-	for {
-		rows, err := tx.QueryContext(ctx, termsReadSQLite, after, wordsBatch)
-		if err != nil {
-			return fmt.Errorf("migration %05d: read entries: %w", termsMigrationVersion, err)
-		}
-		batch = batch[:0]
-		n := 0
-		for rows.Next() {
-			var attrs []byte
-			if err := rows.Scan(&after, &attrs); err != nil {
-				_ = rows.Close()
-				return fmt.Errorf("migration %05d: read entries: %w", termsMigrationVersion, err)
-			}
-			n++
-			if t := TermTokens(attrs); t != "" {
-				batch = append(batch, row{after, t})
-			}
-		}
-		if err := rows.Close(); err != nil {
-			return fmt.Errorf("migration %05d: read entries: %w", termsMigrationVersion, err)
-		}
-		if err := rows.Err(); err != nil {
-			return fmt.Errorf("migration %05d: read entries: %w", termsMigrationVersion, err)
-		}
-		for _, r := range batch {
-			if _, err := tx.ExecContext(ctx, termsWriteSQLite, r.rowid, r.tokens); err != nil {
-				return fmt.Errorf("migration %05d: index terms: %w", termsMigrationVersion, err)
-			}
-		}
-		if n < wordsBatch {
-			return nil
-		}
-	}
+	return backfillSQLite(ctx, tx, termsMigrationVersion, termsReadSQLite, termsWriteSQLite, TermTokens)
 }
 
 func downTermsSQLite(ctx context.Context, tx *sql.Tx) error { return execAll(ctx, tx, termsDownSQLite) }

@@ -6,7 +6,8 @@
 //	00006  both: messages folded by domain.FoldCase, the subject index, the per-minute rollup
 //	00009  both: levels made canonical by domain.CanonicalLevel
 //	00011  both: the words of every message (domain.WordText), indexed
-//	00012  SQLite only: the terms of every entry's attributes, indexed (PostgreSQL's are in 00011)
+//	00012  SQLite: the terms of every entry's attributes, indexed (PostgreSQL's are in 00011);
+//	       PostgreSQL: an ASCII message's words derived, not stored
 //
 // A migration, once released, never changes: its version and its text are what databases written
 // by earlier releases were migrated with, so they migrate exactly as before. A change to the
@@ -82,7 +83,10 @@ func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error)
 			&goose.GoFunc{RunTx: downCanonicalLevels})),
 		goose.WithGoMigrations(goose.NewGoMigration(wordsMigrationVersion,
 			&goose.GoFunc{RunTx: upWordsPostgres},
-			&goose.GoFunc{RunTx: downWordsPostgres})))
+			&goose.GoFunc{RunTx: downWordsPostgres})),
+		goose.WithGoMigrations(goose.NewGoMigration(termsMigrationVersion,
+			&goose.GoFunc{RunTx: upDerivedWords},
+			&goose.GoFunc{RunTx: downDerivedWords})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

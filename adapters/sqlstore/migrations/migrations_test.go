@@ -64,6 +64,7 @@ func TestVersions(t *testing.T) {
 			{6, goose.TypeGo, "", ""},
 			{9, goose.TypeGo, "", ""},
 			{11, goose.TypeGo, "", ""},
+			{12, goose.TypeGo, "", ""},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -167,39 +167,46 @@ func upWordsSQLite(ctx context.Context, tx *sql.Tx) error {
 	if err := execAll(ctx, tx, wordsUpSQLite); err != nil {
 		return err
 	}
+	return backfillSQLite(ctx, tx, wordsMigrationVersion, wordsReadSQLite, wordsWriteSQLite, func(msg []byte) string { return domain.WordText(string(msg)) })
+}
+
+// backfillSQLite fills an FTS5 table of SQLite from logs, a batch of rows at a time in rowid
+// order: read selects a row's rowid and one column (rowid > ?, ORDER BY rowid, LIMIT ?), text
+// makes what write indexes for the row from the column ("" for nothing).
+func backfillSQLite(ctx context.Context, tx *sql.Tx, version int, read, write string, text func([]byte) string) error {
 	type row struct {
 		rowid int64
-		words string
+		text  string
 	}
 	var after int64 = math.MinInt64
 	batch := make([]row, 0, wordsBatch)
 	for {
-		rows, err := tx.QueryContext(ctx, wordsReadSQLite, after, wordsBatch)
+		rows, err := tx.QueryContext(ctx, read, after, wordsBatch)
 		if err != nil {
-			return fmt.Errorf("migration %05d: read entries: %w", wordsMigrationVersion, err)
+			return fmt.Errorf("migration %05d: read entries: %w", version, err)
 		}
 		batch = batch[:0]
 		n := 0
 		for rows.Next() {
-			var msg string
-			if err := rows.Scan(&after, &msg); err != nil {
+			var col []byte
+			if err := rows.Scan(&after, &col); err != nil {
 				_ = rows.Close()
-				return fmt.Errorf("migration %05d: read entries: %w", wordsMigrationVersion, err)
+				return fmt.Errorf("migration %05d: read entries: %w", version, err)
 			}
 			n++
-			if w := domain.WordText(msg); w != "" {
-				batch = append(batch, row{after, w})
+			if t := text(col); t != "" {
+				batch = append(batch, row{after, t})
 			}
 		}
 		if err := rows.Close(); err != nil {
-			return fmt.Errorf("migration %05d: read entries: %w", wordsMigrationVersion, err)
+			return fmt.Errorf("migration %05d: read entries: %w", version, err)
 		}
 		if err := rows.Err(); err != nil {
-			return fmt.Errorf("migration %05d: read entries: %w", wordsMigrationVersion, err)
+			return fmt.Errorf("migration %05d: read entries: %w", version, err)
 		}
 		for _, r := range batch {
-			if _, err := tx.ExecContext(ctx, wordsWriteSQLite, r.rowid, r.words); err != nil {
-				return fmt.Errorf("migration %05d: index words: %w", wordsMigrationVersion, err)
+			if _, err := tx.ExecContext(ctx, write, r.rowid, r.text); err != nil {
+				return fmt.Errorf("migration %05d: index: %w", version, err)
 			}
 		}
 		if n < wordsBatch {
