@@ -67,6 +67,7 @@ func Run(t *testing.T, open Open, opts ...Option) {
 	t.Run("TraceFilterOnListAndDelete", func(t *testing.T) { t.Parallel(); testTraceFilter(t, open(t)) })
 	runRetention(t, open, &o)
 	runSearch(t, open)
+	runContext(t, open)
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
