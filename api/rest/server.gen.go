@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -42,6 +43,24 @@ func (e ListLogsParamsOrder) Valid() bool {
 	}
 }
 
+// Defines values for ExportLogsParamsFormat.
+const (
+	Csv    ExportLogsParamsFormat = "csv"
+	Ndjson ExportLogsParamsFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the ExportLogsParamsFormat enum.
+func (e ExportLogsParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Ndjson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
 // null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
 // the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
@@ -61,6 +80,18 @@ type FacetValue struct {
 	//
 	// Example: /checkout
 	Value json.RawMessage `json:"value"`
+}
+
+// LogContext One entry and its neighbours in the order of `GET /logs` (`time`, then `id`).
+type LogContext struct {
+	// After The entries right after `entry`, oldest first; at most `after` of them.
+	After []LogEntry `json:"after"`
+
+	// Before The entries right before `entry`, oldest first; at most `before` of them.
+	Before []LogEntry `json:"before"`
+
+	// Entry A stored log entry. Optional fields that were not sent are omitted.
+	Entry LogEntry `json:"entry"`
 }
 
 // LogEntry A stored log entry. Optional fields that were not sent are omitted.
@@ -711,6 +742,164 @@ type CreateLogsParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// LogContextParams defines parameters for LogContext.
+type LogContextParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// Id The id of the entry to answer with its neighbours.
+	Id string `form:"id" json:"id"`
+
+	// Before How many entries before the entry to answer, 0 to 1,000; 50 when absent.
+	Before *int32 `form:"before,omitempty" json:"before,omitempty"`
+
+	// After How many entries after the entry to answer, 0 to 1,000; 50 when absent.
+	After *int32 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+}
+
+// ExportLogsParams defines parameters for ExportLogs.
+type ExportLogsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime Only entries with `time` at or after this Unix time in milliseconds (inclusive).
+	StartTime *StartTime `form:"start_time,omitempty" json:"start_time,omitempty"`
+
+	// EndTime Only entries with `time` at or before this Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime *EndTime `form:"end_time,omitempty" json:"end_time,omitempty"`
+
+	// Format `ndjson` (one JSON entry per line, the default) or `csv`; any other value is a 400.
+	Format *ExportLogsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ExportLogsParamsFormat defines parameters for ExportLogs.
+type ExportLogsParamsFormat string
+
 // LogFacetsParams defines parameters for LogFacets.
 type LogFacetsParams struct {
 	// ProjectId The project whose entries are meant; it must exist.
@@ -1067,6 +1256,12 @@ type ServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams)
+	// LogContext List the entries around one entry
+	// (GET /logs/context)
+	LogContext(w http.ResponseWriter, r *http.Request, params LogContextParams)
+	// ExportLogs Download the entries a query selects
+	// (GET /logs/export)
+	ExportLogs(w http.ResponseWriter, r *http.Request, params ExportLogsParams)
 	// LogFacets Count the most common values of fields
 	// (GET /logs/facets)
 	LogFacets(w http.ResponseWriter, r *http.Request, params LogFacetsParams)
@@ -1450,6 +1645,241 @@ func (siw *ServerInterfaceWrapper) CreateLogs(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CreateLogs(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// LogContext operation middleware
+func (siw *ServerInterfaceWrapper) LogContext(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogContextParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "id", r.URL.Query(), &params.Id, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "before", r.URL.Query(), &params.Before, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "before"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "before", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", r.URL.Query(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "after"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "after", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogContext(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExportLogs operation middleware
+func (siw *ServerInterfaceWrapper) ExportLogs(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportLogsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", r.URL.Query(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "format"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "format", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExportLogs(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2199,6 +2629,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/stats", wrapper.LogStats)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/facets", wrapper.LogFacets)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/fields", wrapper.LogFields)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/context", wrapper.LogContext)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/export", wrapper.ExportLogs)
 
 	return m
 }
@@ -2661,6 +3093,315 @@ type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateLogs503ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContextRequestObject struct {
+	Params LogContextParams
+}
+
+type LogContextResponseObject interface {
+	VisitLogContextResponse(w http.ResponseWriter) error
+}
+
+type LogContext200JSONResponse LogContext
+
+func (response LogContext200JSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext400ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext401ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext403ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext404ApplicationProblemPlusJSONResponse Problem
+
+func (response LogContext404ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext429ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext503ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogsRequestObject struct {
+	Params ExportLogsParams
+}
+
+type ExportLogsResponseObject interface {
+	VisitExportLogsResponse(w http.ResponseWriter) error
+}
+
+type ExportLogs200ResponseHeaders struct {
+	ContentDisposition string
+}
+
+type ExportLogs200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	Headers       ExportLogs200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportLogs200ApplicationxNdjsonResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportLogs200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       ExportLogs200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportLogs200TextcsvResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportLogs400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs400ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs401ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs403ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs404ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs429ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs503ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3839,6 +4580,12 @@ type StrictServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(ctx context.Context, request CreateLogsRequestObject) (CreateLogsResponseObject, error)
+	// LogContext List the entries around one entry
+	// (GET /logs/context)
+	LogContext(ctx context.Context, request LogContextRequestObject) (LogContextResponseObject, error)
+	// ExportLogs Download the entries a query selects
+	// (GET /logs/export)
+	ExportLogs(ctx context.Context, request ExportLogsRequestObject) (ExportLogsResponseObject, error)
 	// LogFacets Count the most common values of fields
 	// (GET /logs/facets)
 	LogFacets(ctx context.Context, request LogFacetsRequestObject) (LogFacetsResponseObject, error)
@@ -3985,6 +4732,58 @@ func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateLogsResponseObject); ok {
 		if err := validResponse.VisitCreateLogsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogContext operation middleware
+func (sh *strictHandler) LogContext(w http.ResponseWriter, r *http.Request, params LogContextParams) {
+	var request LogContextRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogContext(ctx, request.(LogContextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogContext")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogContextResponseObject); ok {
+		if err := validResponse.VisitLogContextResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ExportLogs operation middleware
+func (sh *strictHandler) ExportLogs(w http.ResponseWriter, r *http.Request, params ExportLogsParams) {
+	var request ExportLogsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportLogs(ctx, request.(ExportLogsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportLogs")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ExportLogsResponseObject); ok {
+		if err := validResponse.VisitExportLogsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -4248,212 +5047,240 @@ func (sh *strictHandler) UpdateProject(w http.ResponseWriter, r *http.Request, i
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H39chu5lt+rIJ1Nmbzbokjqy6LKldLYmhnv9cgeW87sxq24QTYo9qoJcBqgKI5HVfk3T5H/ksprZN8k",
-	"T5I65wBoNNmUqLF979y7M7V7TZH9ARwcnO/zw6dopKYzJYU0Ohp8iiaCZ6LEj2+FKZenYyNK+CsTelTm",
-	"M5MrGQ2id2KkZKaZUWzBc8OGYqxKwUq4JZdXnSiOxC2fzgoRDXpxpEcTMeXwmLEqp9xEgyiXZq8fxZFZ",
-	"zgT9Ka5EGd3d3cXRjJd8Kowdx5nMLvKpWB/Ea1ksmZCmzIVmi9xMWGryqUgZN0yVbkxmkmv2Xua3DH5k",
-	"uWTTvChybWfQyuWomOv8RrRPmFR+Kqk2vDQf8YH16RwdH+zv9Q678F8c5TCSn+eiXEZxJDmMMxIywxuj",
-	"TTM/3G+aeRy9UlevxI0otpkrzist4PL0hJViJrhhuWFjVTIul0yNmRY3ouQFa6WFuvqIlz4TZanKZN7t",
-	"9g+rL8fc8CJtx0C5qdKG9Q6RWrrDnqvpjJciY1wzvFgzXgqmjSpFNmAjrsVOLrWQOjf5jYgZZ4W6uhLl",
-	"E830TBRFLq/g3txoNuJSyXzEC3pSbVw/nb49f3n+Xcq4zFjw/YKXMpdXKdOiECPDUvgiPWFaCJa+Uldn",
-	"0pTLl3I2Nx2iRbvDzvhownLNbniRZ+z9xbc7T5Fmam7Y+ftXMesB4+712WjCSz4CRmMtMxFsnIsie6KZ",
-	"WkhWzgtgCS6XZgJzEIUW8ND9bpdJPoWv4BbPqzUm+RAhnaM4QtJGl/DbrFCZiAamnItmvvGzrjFObsQU",
-	"N4JlGG3KXF5Fd3E05bcv6cfeoecnXpZ8Cb9qs4ShIOPB329K9a9iZF6+WOeuC5gI/fxEszyrzSXq9o73",
-	"DsddsfN01Oc7R8M9sXOc7Y93+vxw+HTUzXqiP47sjGbcTKoJ5VkUR6X4eZ6XInMzr2a2MqFwjD8iZe4b",
-	"KFtMlBZ+TwBTTgWX5gQ2wXSuDRO3uTa/fSori2Nf+/HRc/rxod2M80inQmt+JVI2UtLwXGra4UbcGsuw",
-	"/YPDgGNjll9JBW/BTciGy0S+l/lIZYLpHOZL349VkcFFrfTf/kfKptyMJkKz9N/+T3rC0ncXb0/fvTtL",
-	"WaaERvGHF4D0K/m//U8Bu+mlYblOZJEbECYDlv6nNGbpR7tTkyRlE34jmFSw30c5L3AdQAskskb8TIyK",
-	"XIpsA4F/rnH9lN++EvLKTKJB/+Awjqa5dH/34iYqNzNMjdJmwt0EkbY4gBhUAuxk/IsVXF7N+ZVgQ1Go",
-	"RcxOz1+IzElcwZSZiDKRlYZirfTnlF0LMSMZZ+c+ADlIFGN6PqSBgmiazswStBMfaiHNgIGIphEuO4lM",
-	"ZJqmiaShMPaMqTKRqmT43zOk+CeWRK/fJhH+cZdI+Id+nUteLtkn9iGJTs9fJNGl/eYukfQBLmol0fnr",
-	"iyRiv7Ik2kmitr3oVzYr8ykvl4m0H9gzlkStJILRJlEbb0EByZJokEQgXedi5Tu6AX/R/qaFKjOdSPst",
-	"e4aE1Hwq2Ou3bBcozHbZ+esLdlXy6ZSXTN2I0j4kZgKEOZ/NilxksAvwdfZpOCN4vH0LS6I/4StnkxJ4",
-	"/1f/RSuJQOntCTtz+uNZ+Neo9sczII2cT4ew3Mz+h8/5YK/7BFcM1VzCay9eJ5H9o5VEl/aSO7iEsQ/s",
-	"knkzI2af2B0Tt/bPRNJdMBN6nR/1A//9iRWC3zi21nkmmJoJmUg7efaMPUmiJ+xTJTTYr+xJksCX9CF5",
-	"wu7wIst3iUxPz1/A9n79Fv73/PWF3eYXr1MUsddiicsJm2Y+m4mShIyCbdZKucxS0JEcV6PdYaeJHPLR",
-	"tS64njChR3wGolougyGpsb0c7k+SwRBkzilLd1JW5lcTwziYoCzFdR+kuC/llU6kUchIxAit1IjpbLBz",
-	"gO+H7y0xdw7aJ6i7FxNRCtiVgqM8hBeABQVzxJ33phQjkQk5EgM78xZMvXZHmw1ztHthZEKbGF4lGVKN",
-	"tXihFQPRC6w6FGYhYDnMQjEjyqluu6tfv00HLOXA/kM2omHgX60h7oZRO42rTaKkFRKlmhuBQ91hP8Ei",
-	"gJCxauOJpm2GiwRyCIgktGHlXGqgcSEMaY0sv4LfcVU/pjEbWQMPuLyuUVr3qJMYbLr05xQsJAbaEN6V",
-	"Z0zPYbdqeFh6tHfM94cH2fjg6dFhf/8QJ6qkwJHCGg9hsGizq7mpdJOfFJtY3QW0gJtO8LkzvvxT6pgG",
-	"mX8orkBhkg8w48sURmW3QZpEM76cCmmYU0BJlCKNPCdzVqpFDA9fTLgBajMtQMYb3F5iylqpfUjsn/If",
-	"/IjbHa++B7eeAXHxgEq3wF877FtgYD1wNnvMUj0fgkkBH+dalB/zDD6ako+E/axnXMJHWi5vInD0awQM",
-	"GDXHE31CNj9oJ7BOhRuEUbMdMra5MWU+nBvhlBk3sJvhGa10Ysysg/w12B1NxOgaFgTeL8qbfCQ68MjB",
-	"iJcGFjz1j9IdEpbwHBSoKePFgi81jkG7MVavboX3env9x7kysDVpK+PIYOXBgeAjoUEB6aU0/DY0f3C1",
-	"cMFBonlrBOwRrp2sQcITwQepY3Xd6MuAN4LXeU8EtiV6GzBnu1YDfBGyoV2yQcrELR+ZYnlSrd3Ajseu",
-	"3yCtthasCsnMMXzOS7sjibeRBH+yQnRWinF+i3M49WQbsHRw0O1W2yUQdgfdLgmt9KDb7XRhBQ9EP23j",
-	"YJAn0Q6BPXHQ7SZRSi9FI9aOeDDmhRYpXj1UqhBcanqmQTuVnqBx3/8M65Z5CTxwT23DU93w7A2oImJH",
-	"qg47xxFrtyawJIf7O0NwYAvFDYxypnIw50FiDMVSEdlh35ZcXsELe2K/203bTPw85wWJNL/EyBpSoe/W",
-	"YenAKnygXOz/rD6Ogo/PHCk+9LtddvGa9Y+PL9MwUuBeAwOSdiIwvw57jVyiY4ZuGI1JzouCxugHhGxJ",
-	"Gu1P1UrW7FQ0qr1TOmBchlsY1+JaLIFRZqUAWxJ3spdfQCdcmJjej4PPRBbw8jZyZzEBFcaYFob4ENyT",
-	"LAfrGhQTt9YfjBMlUeVI4PhzzZCfYgaa0Vh1i8KpnIuQDC1Sh+3U2nqaDD8rElRFCVSAr/IpPK0F8gmF",
-	"tTHIlQMfwdiPu8eHNQc//eH0nz/++P7s7b98fP796dt3aTtmUmhkNTVGm15IMxFaWO1I1o993l6fZULM",
-	"ao95cfbm4vswbAIeGqr6RIbXXZy9/eEdmTVk2au5QXsNJuWN3hL/LGhmuP/3u13nHWI4QaeJROFeCzyw",
-	"FB+aVk7KTGm7QmP6u1TDQkxB188l7NhchpQZl2qayB5rpXMpbmdiBJeQ8c4N6x3ByC/yKex9YOlc1oJj",
-	"RCsX8kpXnb66BrGqBa0c0jlCz5TUoqMNN3P9EeyNYK/iheAaBAoqiXYnghdmkkSbPEn7531e+VuQIWcy",
-	"a44xCJk54pGwsZSLv3gk8ejp3jH892AkcXPIYZvIIk73HQykecI4xs+Z8trM9o773XtipBVRPntuOK3f",
-	"FCIm12L7CPH68vWfbj3JR06KZPQ2U7I61UaEnXC3wjFjwyXojlxm4rY92BwT9aHfuNvfZ8OlEfq3Rj8j",
-	"t8837E87xAd26AXoo6ZoZY0CyLKoTzg4bnt9NhG3PBOjfMoLa1rFuB15UbBfRKlOQsfVG1FKddjpb5vt",
-	"/nB83B/vHRwdDff2M37I90biuH+cdUVX7B/tHW6ggtO3m8Jee/1a1Av+XCfSey3KB2nUwCVO7z+OIb5w",
-	"lDya7+z3N1DHDvBeHrkDyUH6AwPk3/DsLbmi8NdISSMkfkSTYsSBNrtWGf7jv2og1KdqNEBCw/MClgaE",
-	"oHNqQeMhkWDoqIajwYfgYow1D0VoKVTKNYojNGNFGQ2i3f4uhffvLuOIFF402AfhYXKDBPmGZ8xNoYro",
-	"D9XcDIYFl9cY1/f0+IdSjKNB9B93qxzeLv2qd9/QNIlK6/I+mN2UFyCQRIZJs1Lwa7A9YGFPvN1h/Tk0",
-	"ydR4LCS65WT7qTJc3rs4+laVwzzLhPzsVcg12rjephxhZBC/VzNR4qOikJR7FSmrUXxVQp6+efnwGJFG",
-	"lD9ACr2U3xb51eRz2bSKvFQZwZeZmM6UEXK03Pkz+Qe5ZGN6XUiq44pUz5UcF/noK7Lc6epIbXikYbTa",
-	"5EXBhgIYbMJlVojshBLLrOCOxc6V+VbNyXr7DAK6VBKs2xifF1Jov6LQuTLsW3vBV2QmNx7PTDaFBdpQ",
-	"qVe8vBKfzTJDzH9QfMWLeDBhnLoIadDbq3EJvJVdKMVoKF+VFkOVLZ1TRGPONSvgvfAdp5yN9f/4aCRm",
-	"RjtC/cDl0kpR/Zn0WpS5AYPYCCZuR0JkosYj/WAXAV3gzcy/+qvSB4TOhGs21yJj8xkFNP1o3ZZxFq5g",
-	"V/mNkGjhgg5erfPY8YUeTUOyV+8GJSE4qveSz81Elfkv4nO3IjxISGNvYd4jCDdkryJ27c1fjc7nysn3",
-	"GFhRSRFynd+l11ItVoj6008/7ZxWU2pwTdJvBC9FmdYMIvrufqOH6H7D84IPC/EFLB2Mf8LumgePreh+",
-	"EGrVd+TOs/e1S78im9PgRlySR81KsEFEZnNDUi1iJyTsqoAKmYgMDZRC8VXl8eVYH1Zd2oKFz1yFOT3M",
-	"yf8NhqZUVe2D1/dolgYmZnc3KFSo2Zn9frh9ZqUaCa1hAdmZNLlZfkXtb1ghuDa4gShMSPYk9xPCkGdd",
-	"7aEHsnLfE+0c+Fwnkhel4KAliswpBZCCVSVLKWBFQJ600t29XbozicA0q24xYfFLIqt71JgdsYwvdRK1",
-	"PZetWiwLJ4JttAdXhrMsH49FCeoS9NhJIm3kF6+nhEOHYaQJF5pyNoE6dsr4BF9KLMA0X2o2UQs2BTUz",
-	"VaVIpMG05kKUopPICBlTz2czVRqR/SCynF/gmn62kEB17F2d4AF4Y2gyHIRs5sfCcDAMR/P17Yac+MjG",
-	"s6b4angn1XB4s9zwa3Bq/+nd6/MTxhn8y6aivAKHFSyOsSrZm9OL59+3O+ht2yHACKuEDFI0o5g4L96U",
-	"8HgDdpQNZq1UTppyPjLzUmQs44a7ISJ3D1x+5lossbYSlhkHZWsnWjaZErusQ+xzNHEi5bwoXOIhZooy",
-	"Ee2YnnYtZobdiHLITT5lrUwZSn4BmUoBhoMRst1hp44H+0/pRm6QyZhRM0qaxc4NbKpKOvFMfLjP/px/",
-	"w7gOhbOQI5UJzXKTyBYmUUamfYJheJGFHrRNz2VCzE6wtIgIo0q0e6Z8iRYsO3//irXe/yOYr+0O+y9I",
-	"pUSO1BRsxtE1vF1j0tZlaVwahLXSXn9v/+Dw6Olxt/qU2hg3BkvaJ0QB/7hEauTlmFFhAAwFHs/MAnRi",
-	"VQRUgNDCNVsJh3+KMJA9FWaismgQfXd2ARoJvgsC4KBz+3GEestxkeFXoA5cLhuMSzGPLu/8XlIupna7",
-	"c6V27JewOTtv+eIHyhyHv+7o63y2o2bEtjtehcDrwInnI2GQoE3BJVd2gcUbFAYAklSyCbYPxoNsCIqy",
-	"QViNNwt2CIilOQklT6P9fvxwhDSObtzYuFy+HqOmhA1ANpGl2UrBpDemiBvCb+w2Cr+yBIVvXAnm3WqV",
-	"5WWTBCLScI1bFwslSODHSC63pVEctbhL3VbMY8StOWEpTIbywOuJP3oDCLl5UdSj0tFuEHy9jxUoeubi",
-	"7h8sPWO7IJfxGhkiV227zhCnLodeqCtby8ZeW84i9rBJTdBTKHJw24D8UVOQPNk6Y/CagL1PIQSi+C6O",
-	"8qypXB2kzw7XOr+SsBBzmf88FxtqQ495r7tzNOpnO0/F3nhnnx8MD0dH2VNxPI7WmSoqmiu2LzDPv1Lw",
-	"vLlq+cRvFUtKa09YQYiEqx4Hdg9JOBdPyUsKYtem5IqQ1yuHLROE+26tTKbpxsC4rN27ZWHt2vNsonmd",
-	"fL1DVqiFKHcwTL8e019Zu+64e3jEeXfIj7v94VHjq6qMSmOmYu0G05hS2pgo2pAc6vX3tpJnPh2w9kZQ",
-	"h9uTYotsxNpMXbC9RhobnF/POYRSg9yPsDR66lWNK2VHOt4nUHAjNKsZL1BAjHI2KnLgUC1kBsKyw07Z",
-	"VKD8BKECRnTG0CDOrcWTy7BcKWVzmYkykSBnweFCs5t25ZvX7y7YbqGuNBW1IbFveJlzaUjP4cX49Fb6",
-	"inatz9OTnv8yEmyDQFlvWjgJTSsUG5qluRwrqttgOcb3qdK4w175iqdErrZtoPa2gsdLmaYaxJyqCmfc",
-	"TFjr9cWrNyB02oNEIoc+XDfYjqtaJNsdgjm8kZpOlbStI1igpaRIpLWOdX7LXs+EvBCFmJI3j5MZJDKR",
-	"v7J3NPBf2TvUKlivtMTXttmvifx1Z2cH/x+upTKXlPlPMUvHORig8AkMZKXhZ7w2E8P5FV5Ln+y17t/S",
-	"XUc0dx9i+hd2fK7kyp8cK/+kMvnIvwaLzJj7ENO/2PRCv6MYxwvoU4wfqD7vRpT+OdTGw/ynmKWjMjew",
-	"lu4z/MsLUeIHAb6O/wAuLfwx4zLHcqiMPsHDE3nqywtJlQUbLFz69HSe5SalQL6yfUMpxy/bWAU0mmuj",
-	"pnYBE7lQ5XWH/QTsil6GuLXGAXnQVJ3CfJgqs6+ngjD3Ul+yR9ckkmtPTBAM6RlRMBgSUbId202Cc7G+",
-	"it+3iSQC52b5EQaWxmwxyUcTKo0AfbvgZVa/xxbwnNTMtrUHBQVTC+ujkCZf5FKvltA4Lb45N9y7X8Wv",
-	"RWNCB611eBAf7B3aBK8aUyp4xahsMA2C0RweHOwdPmgsbE53VMSwxd3MqC/RxrO9tYGRxpkNBq0OBfii",
-	"d/i4ugKQu5iUEFkoW2u75UETJiBxb6UF5vB+A6c+u5/A9K5mhjpBzU1zit9xAGtJBf51m+JUpKqeaOYH",
-	"5XZBUEkGM82pFJKK2ZTSoqS+CFJW8A7aInDhAgbmilNA8ZBX77UNUm1jaUlInm5///MtuFCfPtF0CSpS",
-	"q0K/loEH9MVfm9mv9dPec4bVMAxzcLcmrmvDNnDoYytfHs+hW1iWjypfqdmd6xSBHwOCjJQciVLqv0mu",
-	"tbb0Qxy7Ylw32tUbDGmM1zQTEollDSwbSFRjjKnbyM1U2TKd1bDNuleOdzS/xj4M7HJUamiN18lQVXE2",
-	"OqW51vBx7enfbwwrZaqqNa4qhMN37ne32pxo2jzmzfVXurA/BWZgSEWuzcr097ePa+nNajtFPkx9f1y4",
-	"uuO81OaEwWK5rkZg3UWuBVNlZrutAsPkibbBKBQqqnThaDTDLJOEEeon2oZzYGK+Mfk+1yaII65Fz1bY",
-	"nXjLU8AtSsUY97G+fgzvYwDb8eu1yNhYlQ28vuG54JeCGMUH+PZRoq/nCBuy8ZtgK2L5ffwgqWhomwjS",
-	"vElPw0DitVg+FLIFobZdyHZvb7uYrZce24mEDfxxb4TynShzsYEZrOgPGNpXR6owpE1l+Wo+w0Y3VbIW",
-	"lQ4jP6Zt5CCU9HTHjGsyr7jUC7QcUo2jSO+Jan78fcavf8KJDpdpTUzEdR/nia5i3DxIUPkAdz22nUhK",
-	"qri/fXB7rEq6m8LY7BTNLPx6dYHU3NTHECfgU7s1QVYO71va+lQrreoe1UG3+6XSJMRSzTICf0NJMZyP",
-	"roVZERVqzFL6Qdf7Aj7sxd3LQGJsY1uuYD9sUGdvqFPIxmBKXDGwepSvpvLtR87FDdbhUWzvZ1Nj5YpN",
-	"I6MML2qyoHfwuMTPhszLgIw4SlVanygmazLPYmto51i3ii5fDlJOi2J8YrFTakzm+6iYzZG6xA7pyFaa",
-	"REmSeLcEPidR6nnRNdyFTZWuTY44uN6+hz/DdnAPqfYHRk9wbaRiZqHccukJ9s/Z3sE0ka2qLZomZotA",
-	"0xXhk7Y77HxeFPduOFJydrMNl8+kkqLabnb7bYpYPCDQ7stAYfWcstgpjYLe8KaN99zLeDebagOibAen",
-	"DoY/cxgDqxJ/XWjbXXpf5ww+1lkW9m0tdDSx7xuDWLWuKSXre77eMkN/HRDI0GfKAr1BIzozppEIxGgY",
-	"RrU9Y+SFTXjggLn9bm+eIuspLaoiX6zXBDEBK6mxiiYTJTWlWH5lLexPRNPVNsg7m9U2zFP9geV2kJpW",
-	"5lt7bmFjh7AJSoFlMSe218fzq2t+UNJm5Lc1x6w50URWI2bNHLHIMzOhlIHlhPsyRXsOSWqbpXUyc4OX",
-	"4lgebbmYcDRIZNNA6i8+Ooy3akUK9yjOOvY7wnPXA5tVPy8FNyLbYuyuQtkWSa1bn9WT/FT6j5+Ie8ym",
-	"Ab8Qhdh2wBley0oxVTdNQ86qZ1XK7jeM2T2nacyvTTE7lct7KjZ8MZStHOLeR8Q8DhU/8dmMwIJySV5b",
-	"isU2Q1AwDsRm3aiFPeHfXP+tcme32nK1aTR5QWsTB5PCv3vdzMDwkP/dUxy+bopBZGo+LMTq87y9HTmy",
-	"wI9KCmu4rxvqDy7t5V0cXd8UuTZfjnB/Fo8hHI12daqBbm7kMf+OtQFfi2UjSpm317Zf96aXu7K/Jrf2",
-	"7bfP2fH+wZHrdGaZGs2nNmS7uhepqDH0QTe2e63NxZXlNkbYnZLJNVuUCl1H6fYbalo3Omw1CUrtul3U",
-	"XBQyOiGFRtWdGEPAy2OW0tBThslvVHC1WlBWlYLGTHSuOolMW8fH3S79al+ug+hUO32EMrT0p9hCgz7M",
-	"wcuTo5WaEkyoN1HS0ntj9Nf+jnB0KKvEaKIoPg3Llf7zjm2z2HmZpcy1ATIq1z4haAqMRAIxSzFTJTb6",
-	"c0eHL1P746pew/K1VV3eCHPpa2RDYjV2/wXZDFvJu1p79f7tS1YKLDceWfgUD7/ieQ5uPmFpUHGbIlaZ",
-	"Lc/EeVCBcY4Jgzp9wkLdh8x4Y0t8cX6eRLHbeZeb9/aGuBUpL9d0iPW9FLtrpdYdT9vgzRG2QoWL0Er9",
-	"57S9nSR4qJdzPcXp3tDMxVgyYhVvNQULAlFSGcWG3tha7/j6e10cYvWtqMbtr6wFgvHwuNtrs9zhZTlB",
-	"h3Xp5PYhJp31VCueWExUQeXUKwWGrov1IUa4f8GbU5WnPilcLxy21S2N4Uiy5D7yldKufrd/uNPr7fT3",
-	"LnrdQRf+r0OVvv81CnZoxo3Y2UTmLYoJ2fv3L1/cHH2ZBDU1P29boOZbFT5mfPmgAH/rrn4BF9/F0XyW",
-	"fSXCNRWJ4dTicLVqI1ibzT1s4+vFmsvuCXGmSUP7AjKwabUwBGFjOQ7rzKnExersIEW6znZuqRqKtFaB",
-	"OrEVQRZLtpjkRhCqVYedo4yWQmQWLaSxKrU53/0wJOZncsfKCuJk71mRN+CyPXJFTtf7LVBeHe0dH7bJ",
-	"fbYrM6hys9Z7ASVFOm404fIKnPo0WZlxEg0YxZmpttr5a2NVgk98gjhzuM6FGBum5sYW/1MKM9cddq4S",
-	"uZEjGir+PpcnGld+56b/l1/8tYWuX7LZK4bXhS1VYVeE8sklB8F8eND12QC6ENH27BJ1EnkqXZkU4SC5",
-	"5q+wgUvCu3M511a/uf6tXLMrJcUArV0sNETATGw+gdX2lWVThcVN9buJsTRrccJSLIPfhgRpRgXYWNfO",
-	"0a5OpF6ImWFLYdoxRjJG11cl4nvqhRAzGymgFHluJhgXknMDBKGWkqo7G9tdpMBGt1KMsccMjf79ft8W",
-	"zKEs9VYtxblhivBVThwdmHiurCUTYz4vTCJb6avX3318e3Zxdn7x8vX5xxen//IujR3x2VwWQmsQk+0T",
-	"b0YXfOQG1nrz/qK9+sJE0htpTTFkze19whKZY4bnShjaxfguR5eMG74STN7rIvPn0/k0GgDDIO/Tn72N",
-	"IeYwhKLFaF7mZvkOuN1GdLHP9nRuJo3+pAN14Jqlp7bPGKs3B4w6dNmfz/4ljX2Xso9BOnNlwrXrHZLj",
-	"/GqORYkti0knhS06VDNqucqmuaTLQS9limJ22C94EvRIus4nLP63FcyJ9PaSzIghRIwMj1/YyBQSvWqL",
-	"BJ+MqIwCACMmrvHY0m9izIw67HI5Vq5/kJPJZiFaXg9htnyYF7lZIs2mPEfsajCW15rzrKrQrgA4L0OJ",
-	"QMHK7y8u3uyCWkCUtzPCRgaf2zbCpJtaF1Pv8pMSOd4/OGo7xKflDEt20SPBqll0SVLCTnZu9Qkh4VBj",
-	"oO3K5FmGb3UoKOjsWlHkNJEHZKu7KIkkH2Vo2328Se59FnLSWersaXJimjyFTS5NIp+TOZODQWS30ojP",
-	"EcGOHdzeIhXPbefpavW8ZjovhMSIxZWkjtTTtTfWGyZ9h24mRgVWkrc4m+Zaz0Rh2Dgv4BaLAeuATilR",
-	"5LHtU+ql5Uzn8qoQOxgeylCiWIiCRT4SMS54IgMcodxUtePOiXFC2gM9WqOi1q0aIhy1XBgT90QiqVGU",
-	"RiQtamgGAl8wPS9LdYX7yaPx+aFov6AlRwMBNRGhlnCggsjaMTGYa1CgjueS6uF36qX3ZPk5nUCbg3Qv",
-	"ZhjBVETQWiJ+Cs9KTxJpexICujUMtd1hdusBWTDBy6/FuklFbyWTgHAG9Ulth4KCDmBmnUm00mGx3k1B",
-	"oqbIR0JqEciP0xkfTcROv9MFV6AsrNjRg93dxWLR4fhzR5VXu/Zevfvq5fOz83dncE9nYqZFEEhZF0dR",
-	"HN2IUlsjrNPtdDE1PhOSz/JoEO11up09sOG4maBWoGCVD9ivq4YXVk3VWsab4OUp6ULrYncF1liGDdxg",
-	"7fmd9TLzj39FEbPwEJQPzeZbdcnuysEJd/GDd1jksC2u9KeSbHGtg63b4tIft7po2+k4tLhtxujxAre4",
-	"2J0+c3e5AjbW73bvaatvbKe3WaBef+te9zATtaHffa1uC2PG9mWIiLNPI216j5/RboCdhrf0Hr6lhsGC",
-	"N+09fFMFy4V37D98h8d6ghv6xw/fsIoAdBdHB9sMLcQ0QbtxPp3ycuk3ZigMo6ojG4XG5V0cXTUV4L4V",
-	"Zl7K3yQy6tly8nwIQD7PUtC8emTNBGuqp3j9MxhA2rY+Asb+a3lhUlW2jJQqu9JXubxObfA8kSNe2sxm",
-	"KQqOSiqIL1MYUYpbw2YccZhLUTxLIvgmidL2gIBJqgA+RjkRNZuMC1srm47mpVZlClaWyGJ4MOK7aFXc",
-	"iIzxK55LW2H0/u2rmtr3PTNGsRa4c2T6OFCRidLGFoBjJz4Oc4IuWn2qaB9hJwpcgT1LpcAmQhcDIGO7",
-	"3oMEVoY1pXD9CEVC2lpZOoLJ1yyQz6UNLwpmke5Zq3fANCyqdcXarFDaqpWRklKMgHnI2kFi5caiKF7Z",
-	"8oW63niVa/OH1vhdao14DfaJ61HKWqrIgJGrqpeKF8Baxi3MWlIs/FUrHVlwxQboTJQCNQwpIcFb/hBx",
-	"vAdvvWwI2m4soPY+mrRbBeHjbBCn14273e4J68E/m/tlNmHkohyK7j0jzrv/PaqUCf3/dX9/LX0042Bb",
-	"e1Bs2K6StjRC7N/kaq5xWk/0inioF7Ut/6n78l/V7fkv173zFy/3f3hxuvjh4uUv4x83rAPJt03wrs0N",
-	"IJ9pZXxY7TreGm7EJju2zYTaHuWqN9F1Gza1CoZ9gNumRnyrXlNjnO90q6VHsNlrpS+rarrapn3J9yNR",
-	"ww7CZ62fw/aAwUYYGeslGGvW22u3m9S4sfMmACoDrmyAkKPzCtBt+c//77//LzrWj9jumf17D6EAA/1s",
-	"d6iNa+P7x6oo1EJT5ORp/+nT9iDQ/Rh+tMq/xXFzq2JuhNfr7hwtuHvv+Okh+7//e7/Tb8fNutzbBYl8",
-	"//bVauVoOKOKbZ5twzS12bvNOv6xiQgPAuz9HZnMn2n6gm3xkOE7U7rB8n1HKVvbIEChMwcaRTrD65UW",
-	"xmsq+DP2Q/7NCRsqM3HnIeA5LWhNJdKf9sBySZiMJZeajyhAK3Jk7OBctaAZXZU2/qo7rEotULlzIq2N",
-	"jaHptU7Q2JdFu7gWXkct/7VAG1qmuQajzsBGqs7gsSETasKilxvXm0sMWUXY3Ck+12JmEpnLWmvDOqYF",
-	"q0NapJ8SJ5PxZLZpEsVJVIqrXEn8QsyT6C7o008kBUvDB8ND1m4JEBxWm94RF27pPARM7GU2jNVJpIfq",
-	"wCnnmuFxWYSitdJjVhvFakQL2cJG3/Cgjd3uLo3SnkWx292t7nc/tQOsEArgIqFqKAMOyopGk0i7JBgp",
-	"y6UDG1iF/qjFJ+3JHethOVmBGNIJJmvnD1XoPvfABA1YGp5PFAAaINyBXcX64tSxBwbMPQDHcWqBdm9s",
-	"rFfnv9jldEFRv3NrrqSHTqSMlb0DHSbMVdmR7Pf2HJKRq5ld0t5Q14j4BstiibgOME6X+0C6XXRc8wrN",
-	"0dfsSGatwCSKkQv8eVkI+eiSNfRrf+VWYlPYJTLd7e2GDGivw344vgKPRw/b3/WH5wRPrXdkJ5JashFM",
-	"MpcO35i80DWXjuqlm526upj9Ab3PaiU0H6OTjuhxAxdS7u+ziZpj2a+7DrFSQDGvYHLjoWAtj9ICX9l8",
-	"WDtkOUsIJUfoEBPIav1JJNWxO8ieBabK/CqXvGD9bo9eHtskTYir+VbMCr4U2QB7lNKT2tjWEDYTWXvP",
-	"fr9PZ9JR1jgvXJtuqU1Y5dmAM149o3u8apgg0Xaq0pgdsDCd4U+WWmX5r4CEbj7Y9GA1kT/jxogSnvnf",
-	"PiTJbb+7kyS3R2eX//gP0QZnASf0jcqWfzE/4d+H7R9/CiZG3ASLmM2L3zivujfRAFwKHDZoAL0NEA/I",
-	"bKoiRxTkqvnodn8n0oNkokaqn5Rlj7H65vTi+fcfz84v3r48e0ewVyQcFB0hRibOfm/vcU0zAahX/ZRq",
-	"7767L5qcpPphQHdrDnHvcWF33y/yuKi7a1hp8NvOAtOygvNlLVXG1EGIwicX2SpYcMwmPGNDIWR7xb9r",
-	"kn4N/h6d02eLDTAjTvLKiTsyLFchio2rUHGim2CT69ENeHRjzAh/aIgW/d7dpC0SBf4YDriht7dVZoFO",
-	"PsAbDraZSAMYM+Yx+tvcXIMY/+ulP37CYwW8bBjf7w/exZRI3a3wExozI9+qkuw9OgGQzpjJ4gCOZD1f",
-	"Eh7hlUv2IWypBMvNH0N3eX9qhXqE61AadTE64TeCkI6tJet7LVrY52EbpBvwN+IH8TcS+fkAHIMAnA+f",
-	"PAQPFsSPO3DTFZFhK4SOmT+ImU5UBQlaqiIoSmzHrrUy9rNNZA3wpMr+24Z/OpeW8DmC2zYAszBcc1wN",
-	"C55harAM1BKqUzYr5tr3edIf7iWJtKffNiXRWuJ2hgVZ7jdX2knnFX935ooSqrOzxRR+b6MzREf0Ei62",
-	"TwM1ng5PLhodvNh+6EzfRD7iUF+/zr5UJWZ27iT5CT7XtE8SWT/zF/nnvsN5461PBa6wtGFUIQS5VyMD",
-	"j+fA6vAOLmVFSMa+K8ql7FrpQbfraq/omFqa+kLZd2DppK3SqWjgfTR0S9EnhXfg2PCN6I5ZhO6Te1GT",
-	"bcHpxLYY0Pf2SwsGBUS2VG/MuHnUmT9Sbl8v5RYcWrnt1WcY9FzvKrHH1CoLyuGXHcROXNvsdlOfsFLM",
-	"BDc2n8swhsIL1iJt9Qy3D4Wc6YsKyCZt28xYv4uRQ92AEUSWG9U8d9gZp+ONGirFKeQewvY80RRtwYgW",
-	"zYvG7wvAXMs++uY1lAGPyRvA7lzCBbMCHTyqoW1KZjnwnc1HdXrvYB3Yy3sA/fvN/zjSZonm6FiV04aF",
-	"9GXmrpl5Hd4pwHYqcm2qLGX3hPXuy09+kfTkA8nJzy4icjbVBw/F5pfUw6d1Pf5Lt4IT++Bxm/YOe74p",
-	"l6p7gc72x95B9Rv593eX2M9sX7bx0N5wAPvVCPYbR9Dv+rf0u93w9X3/w0G3f3eJbdJbO21WJG8olGqC",
-	"/9oOveuPGqov4EQ894K3GZON6H6fO0EXbHInyCtvsmzwpDQbQt7GrUhk3a9gW7sV8UpbNkopMD3sixJp",
-	"QdWsE7GVmULmcfshTyOR666GoXPiqkNZ4Auq0wgeZg8iWkPNSmSrsmudmRqzTqfT9kfHWJhDdrZid2M/",
-	"+wbbO5ErxvcmC8txxB8W1u/Nwvr8MhWnChA5sKZc0CgJdELtkvA4+WhFcbhrxO1IoFTooP79bVUcG3AO",
-	"mlVLTdY0xQT+0CFfRIdgMYJZIzhIwLkW9+gO7cDCGlXH8wrr7rFV/fZA7AJNdTUOxVwbVYlFSsLftBGz",
-	"tH64/DowmFGBvmEtzHb7E+hPLKqWNu7JDp5HT8DxLdsEOmLBsmrwXulwmQ42YnfFpEMcplYzgBdrocIZ",
-	"LkOkPfsuVx3hQHADQK9KNVHxQFz1y5UgUuxptJhfdrC2CJ2iSvf4RKafEjINXV9vzBKyMuELTBVYXekO",
-	"HV/DLaxFriz5hktHyUoNNmLgIbK0hxPEz6NJxYht8BKnAUESaVtWLcyZPa2JsESxjMTCicZAhGuq8sao",
-	"CZCaFfk1hts67IWQWgxoCn7Vc81mBOYIzG9xpwW11uLi/SJK5SJrCwSGqSDSpJICVDYfmYGtdKA15Bke",
-	"JQssiKOw5eE2rhNg6lFDIb9CbMMgqlbL/ybSbYwlavKYbYrOMQ7TtQCHNqrp7sUKTbHAPttEpi/OXp1d",
-	"nPn3qXmRWeCtDvteLbAOHG0vy8krTBaH3jcsicCSItdgC55+TkRxD0CYS79bsH/Lute59CHKFrYXudoH",
-	"xrHUXbtTJC06D5cMs27vLk4v3n18d4ZJNxbuuFo9CezX9gbTiMAP/7CMPsMy2oTkaM1mqhdwwK0bjwxg",
-	"LS+b22vnA1R4jo2hhRrCy+a4yhYocU2zEdIVMhH/bzmJEwtGgSU7oWJaP/3g6OneMfzXPDunw77G3B5E",
-	"WAzOju1RdXpwaEC3y5xWnmFbP+7VZlDG5nVDDMRHzKqKCeFDH56kRStxCK+Go62gykEdqNpVIrbCBoIt",
-	"khCYKPBpiNaqzkPQBKe3LPbsCnC8Ow/bqw5MfIN6SxFxM67fj9WWldGW29MBnMrDA7Y5KPl7shesxYsF",
-	"JhqCRw1qCQ9LjlyvVsDZ6rlEwihdtVRp64mqo7LkxnQba6VBgDfGA30qTyRtnwSJHJs+4BWibG32Dj2b",
-	"nGSXw3Cm1wCTIjY35JCCfYLEqXj4FTMfwTGRli1aHge4QhJuMz4D2eb7mJqsHKBFq75qKzVQNaz2pp0x",
-	"XCl1ugejpA7A7VTaG5DV+pvlvd0oFRKspaON4Vmt3toU723HbCh0nlmrwK51HU12q5iwxzytVXX9xWLA",
-	"Ho74PtBg+5f98bKCAXa+tyag8bjXv/TAsg3R3zi4vNfvxsdP497+XnVLQzT50oHjeinqrj06fEw4l4yc",
-	"DS43Dervza/+IjHWNVQNB9K1wTm2MHjwt3V/N7vKrp2VPA6POhO2s3Ua+xMd+kf0+ZGjAO/tAayyxxQd",
-	"uqatqqhwFUNpr1vHTLv35b8h6hQU+jwUdDotCkd8vUr93/WO+BIBoFnFSv5UbPfV5nYUKujTAZ6Odbn0",
-	"Cp5fnrEWt6h+YdfApiaNOOz13VELeEZKlR4Vq1qFXrFP6o8ivxdeZHNtuOOW31wD/Gkrln/MsfwVNt9X",
-	"LOT8ve/7R9Jrk37zTMq1hXXKVnsCFdFqw9mKnDwk6tVfVKI69UJ+91Oe3aUr4J7+xy3Jt9kL+hsrGP0L",
-	"13/+dXKwyEiVCGyWoKEhgDzySEgcFHVkIFTHN+eGqYXUm0BvQmlWExL79x8diuVahC34B/LJ10M+eYBj",
-	"HsA+QdgAuhpd4TwLUaqlqoTTlBdjVU4JD0yvq8j9df75TpiNzNP9Q8M8qGH+cKFqDP+dMA9z+28Mu6NT",
-	"MHNQuSsWPbBm1S7diIob1/EP8ZodvIYwENvrQLlkm9JzaoC5trm3CTD3bgNibkxJuPWbju5SNsG4inc7",
-	"K3TWI4KE5dQqSGcOclv7YWU1VdhXYKhgdGNPn+sUxnCaq/+NCSbRyw9+j4GeyFZtyHa07crmPqkh2mU5",
-	"p8PrONvvHXTqBrsLP2Y3XI6EbjLNEQf5sZb56jquSKVVYXH0WAFA4MxbmeR/KwLz6B552Rvs4bsPD/b3",
-	"+r0vKC+BjCL7e5Wb/z4MYBR+TCs6luFhQT9vNGsQzni1YAR7/kG8eWYdMM7SOuumVc47BEpmLZC42L8D",
-	"krbdAJw8AgEI0r3AkDrCMXs86iVTWH2rZFxDVCZAZXahEklyPzyShhdKipi9Ob14/v0Dou7eKAiBhcbs",
-	"y0dBEnlPGOQ9PuXLh0EIb/0vGgn5XYrdTXT4K4he+8I/RO/fsOi1UnOb4MNNzyHxhvDtaGqHwO0fLu8o",
-	"r3XTjIxxUeGxo7mInzV1Tldo4emUXwtWzmVKxczor7KJMbPB7m6vf9Tpdrqd3uBp92kXKzwIqHgXbXk7",
-	"/k+bkM7VQobZmBOSyjXE/uBIAAvMXu1ET5b1ZOir8CwFdzJtLhkvih1V7lg8bOrYFdqqJY41S9diqQWB",
-	"YoYvQ4o3oecJeSEKMcUGcwyz5BJLAluvL1692f3+4uJNm/re3734MxO3yHGlR3lnz1VRiJGhA9YdQqEp",
-	"ZtHd5d3/DwAA//8=",
+	"7H3tchs5ttirIJ2bMrnbokjqyyLLlWhszY7vamSPLd+5G7fjBtkg2asmwGmAorgeVeVvniL/kspr5L5J",
+	"niR1zgHQH2xK1Njend07rt0Rye5GAwcH5/vjUzBW84WSQhodDD4FM8ETkePHN8Lk67OJETl8S4Qe5+nC",
+	"pEoGg+CtGCuZaGYUW/HUsJGYqFywHB5J5bQThIG45fNFJoJBLwz0eCbmHIaZqHzOTTAIUmkO+kEYmPVC",
+	"0FcxFXlwd3cXBgue87kwdh7nMrlK52JzEq9ktmZCmjwVmq1SM2OxSeciZtwwlbs5mVmq2TuZ3jK4yFLJ",
+	"5mmWpdquoJXKcbbU6Y1oD5lUfimxNjw3H3HA6nJOTo8OD3rHXfgXBinM5KelyNdBGEgO8wyETPDBYNvK",
+	"jw+bVh4GF2p6IW5EtstacV1xBrfHQ5aLheCGpYZNVM64XDM1YVrciJxnrBVnavoRb30m8lzl0bLb7R8X",
+	"P0644VncDgFyc6UN6x0jtHSHPVfzBc9FwrhmeLNmPBdMG5WLZMDGXIu9VGohdWrSGxEyzjI1nYr8iWZ6",
+	"IbIslVN4NjWajblUMh3zjEaqzOvHszeXLy//EDMuE1b6fcVzmcppzLTIxNiwGH6Ih0wLweILNT2XJl+/",
+	"lIul6RAs2h12zsczlmp2w7M0Ye+uvt17ijBTS8Mu312ErAeIe9Bn4xnP+RgQjbXMTLBJKrLkiWZqJVm+",
+	"zAAluFybGaxBZFrAoIfdLpN8Dj/BIx5XK0jyPkA4B2GAoA0+wLVFphIRDEy+FM1441ddQZzUiDkeBIsw",
+	"2uSpnAZ3YTDnty/pYu/Y4xPPc76Gq9qsYSqIePD9da7+LMbm5YtN7LqChdDlJ5qlSWUtQbd3enA86Yq9",
+	"p+M+3zsZHYi90+Rwstfnx6On427SE/1JYFe04GZWLChNgjDIxU/LNBeJW3mxstqCynP8ASFz30TZaqa0",
+	"8GcCkHIuuDRDOATzpTZM3Kba/PKl1DbHvvbjo9f0w0OnGdcRz4XWfCpiNlbS8FRqOuFG3BqLsP2j4xLG",
+	"hiydSgVvwUPIRutIvpPpWCWC6RTWS79PVJbATa343/5HzObcjGdCs/jf/k88ZPHbqzdnb9+exyxRQiP5",
+	"wxuA+uX83/6ngNP00rBURzJLDRCTAYv/Uxyy+KM9qVEUsxm/EUwqOO/jlGe4D8AFIlkBfiLGWSpFsgXA",
+	"P1Wwfs5vL4Scmlkw6B8dh8E8le57L2yCcjPCVCBtZtwtEGGLEwiBJcBJxm8s43K65FPBRiJTq5CdXb4Q",
+	"iaO4gikzE3kkCw7FWvFPMbsWYkE0zq59AHSQIMb0ckQTBdI0X5g1cCc+0kKaAQMSTTNcdyIZyTiOI0lT",
+	"YewZU3kkVc7w3zOE+CcWBa/eRAF+uYsk/KGrS8nzNfvE3kfB2eWLKPhgf7mLJH2Am1pRcPnqKgrYzywK",
+	"9qKgbW/6mS3ydM7zdSTtB/aMRUErCmC2UdDGR5BAsigYRAFQ16Wo/UYP4BXtH1qpPNGRtL+yZwhIzeeC",
+	"vXrD9gHCbJ9dvrpi05zP5zxn6kbkdpCQCSDmfLHIUpHAKcDX2dFwRTC8fQuLgt/hKxezHHD/Z/9DKwqA",
+	"6R0Iu3L68qz8bVz58gxAI5fzEWw3s/9wnPf2vk9wx0gtJbz26lUU2C+tKPhgb7mDWxh7zz4wL2aE7BO7",
+	"Y+LWfo0kPQUrodf5WT/w73csE/zGobVOE8HUQshI2sWzZ+xJFDxhnwqiwX5mT6IIfqQP0RN2hzdZvItk",
+	"fHb5Ao73qzfw38tXV/aYX72KkcReizVuJxya5WIhciIyCo5ZK+YyiYFHctyNdoedRXLEx9c643rGhB7z",
+	"BZBquS5NSU3s7fB8FA1GQHPOWLwXszydzgzjIIKyGPd9EOO5lFMdSaMQkQgRWrER88Vg7wjfD79bYO4d",
+	"tYfIu1czkQs4lYIjPYQXgAQFa8ST9zoXY5EIORYDu/IWLL3yRJuNUpR7YWZCmxBeJRlCjbV4phUD0guo",
+	"OhJmJWA7zEoxI/K5bru7X72JByzmgP4jNqZp4LfWCE/DuB2HxSFR0hKJXC2NwKnusR9hE4DIWLbxRNMx",
+	"w00COgRAEtqwfCk1wDgThrhGkk7hOu7qxzhkYyvgAZZXOUrrHnYSgkwX/xSDhMSAG8K70oTpJZxWDYPF",
+	"Jwen/HB0lEyOnp4c9w+PcaFKCpwp7PEIJosyu1qagjf5RbGZ5V0AC3hoiOMu+Pp3sUMaRP6RmALDJB1g",
+	"wdcxzMoegzgKFnw9F9Iwx4CiIEYYeUzmLFerEAZfzbgBaDMtgMYbPF5izlqxHST0o/wHP+N2x7Pvwa1H",
+	"QNw8gNIt4Nce+xYQWA+czB6yWC9HIFLAx6UW+cc0gY8m52NhP+sFl/CRtsuLCBz1GgETRs7xRA9J5gfu",
+	"BNKpcJMwarFHwjY3Jk9HSyMcM+MGTjOM0Ypnxiw6iF+D/fFMjK9hQ+D9Ir9Jx6IDQw7GPDew4bEfSneI",
+	"WMI4SFBjxrMVX2ucg3ZzLF7dKj/r5fUflsrA0aSjjDODnQcFgo+FBgak19Lw27L4g7uFGw4UzUsjII9w",
+	"7WgNAp4APogdqutGXQa0EbzPayJwLFHbgDXbvRrgixAN7ZYNYiZu+dhk62GxdwM7H7t/g7g4WrArRDMn",
+	"8DnN7Ykk3EYQ/M4S0UUuJuktruHMg23A4sFRt1sclxKxO+p2iWjFR91upws7eCT6cRsngziJcgiciaNu",
+	"NwpieikKsXbGgwnPtIjx7pFSmeBS05gG5VQaQeO5/wn2LfEUeOBGbcOobnr2AWQRoQNVh13ijLXbE9iS",
+	"48O9ESiwmeIGZrlQKYjzQDFGYq0I7HBucy6n8MKeOOx24zYTPy15RiTNbzGihlSou3VYPLAMHyAX+q/F",
+	"x3Hp4zMHivf9bpddvWL909MPcdlS4F4DE5J2IbC+DnuFWKJDhmoYzUkus4zm6CeEaEkc7XfFTlbkVBSq",
+	"vVI6YFyWjzDuxbVYA6IscgGyJJ5kT78ATrgxIb0fJ5+IpITLu9Cd1QxYGGNaGMJDUE+SFKRrYEzcSn8w",
+	"T6REhSKB8081Q3wKGXBGY9ktEqd8KcpgaBE7bMdW1tMk+FmSoApIIAO8SOcwWgvoExJrYxArB96CcRh2",
+	"T48rCn78/dm/fvzh3fmbP318/t3Zm7dxO2RSaEQ1NUGZXkgzE1pY7kjSjx3voM8SIRaVYV6cv776rmw2",
+	"AQ0NWX0ky/ddnb/5/i2JNSTZq6VBeQ0W5YXeHL9mtDI8/4fdrtMO0Zyg40gica8YHliMg8aFkrJQ2u7Q",
+	"hL7napSJOfD6pYQTm8oyZCa5mkeyx1rxUorbhRjDLSS8c8N6JzDzq3QOZx9QOpUV4xjBypm84rrSV+Ug",
+	"lrWglEM8R+iFklp0tOFmqT+CvFE6q3gjqAYlBhUF+zPBMzOLgm2apP16n1b+BmjIuUyabQxCJg54RGws",
+	"5MIvbkk8eXpwCv8etCRuNznsYlnE5b6FiTQvGOf4OUveWNnBab97j420AMpnrw2X9YtMxKRa7G4h3ty+",
+	"/tOdF/nIRRGN3mVJlqdai7Aj7pY4Jmy0Bt6RykTctgfbbaLe9Bt2+4dstDZC/1LrZ+DO+Zbzaaf4wAm9",
+	"An7UZK2sQABRFvkJB8XtoM9m4pYnYpzOeWZFqxCPI88y9heRq2FZcfVClFIddvbLVns4mpz2JwdHJyej",
+	"g8OEH/ODsTjtnyZd0RWHJwfHW6Dg+O02s9dBv2L1gq+bQHqnRf4gjBqwxPH9xyHEF7aSB8u9w/4W6NgJ",
+	"3osjd0A5iH+ggfwbnrwhVRS+jZU0QuJHFCnGHGCzb5nh7/+sAVCfitkACA1PM9gaIIJOqQWOh0CCqSMb",
+	"DgbvSzejrXkkypJCwVyDMEAxVuTBINjv75N5/+5DGBDDCwaHQDxMahAg3/CEuSUUFv2RWprBKOPyGu36",
+	"Hh7/lItJMAj+437hw9unq3r/NS2ToLRJ70urm/MMCJJI0GmWC34Nsgds7NDLHVafQ5FMTSZColpOsp/K",
+	"y9t7FwbfqnyUJomQn70LqUYZ18uUY7QM4u9qIXIcKiiD8qAAZTGLrwrIs9cvH54jwoj8Bwihl/LbLJ3O",
+	"PhdNC8tL4RF8mYj5Qhkhx+u9P5J+kEo2odeVQXVagOq5kpMsHX9FlDurz9SaRxpmq02aZWwkAMFmXCaZ",
+	"SIbkWGYZdyh2qcy3aknS22cA0LmSYN8mOF4ZQocFhC6VYd/aG74iMrn5eGSyLizghkpd8HwqPhtlRuj/",
+	"IPuKJ/Egwjh2UYZB76CCJfBWdqUUo6l8VViMVLJ2ShHNOdUsg/fCb5x8Nlb/4+OxWBjtAPU9l2tLRfVn",
+	"wmuVpwYEYiOYuB0LkYgKjvRLpwjgAm9m/tVfFT5AdGZcs6UWCVsuyKDpZ+uOjJNwBZumN0KihAs8uB7n",
+	"secDPZqmZO/eL4WE4KzeSb40M5WnfxGfexRhICGNfYR5jaB8IHsFsCtv/mpwvlSOvoeAikqKMtb5U3ot",
+	"1aoG1B9//HHvrFhSg2oSfyN4LvK4IhDRb/cLPQT3G55mfJSJLyDpoP0TTteyNGwB96MyV31L6jx7V7n1",
+	"K6I5TW7MJWnULAcZRCTWNyTVKnREwu4KsJCZSFBAyRSvM48vh/qw69IGLHzmLixpMEf/twiaUhWxD57f",
+	"o1haEjG7+6VAhYqc2e+Xj88iV2OhNWwgO5cmNeuvyP0NywTXBg8QmQlJnuR+QWjyrLI91EBqzz3RToFP",
+	"dSR5lgsOXCJLHFMAKlhEsuQCdgToSSveP9inJ6MARLPiEVMOfolk8YyasBOW8LWOgrbHsrrEsnIk2Fp7",
+	"cGc4S9LJROTALoGPDSNpLb94PzkcOgwtTbjR5LMpsWPHjIf4UkIBpvlas5lasTmwmbnKRSQNujVXIhed",
+	"SAaImHq5WKjciOR7kaT8Cvf0s4kEsmOv6pQGwAfLIsNRGc38XBhOhuFsvr7ckBIeWXvWHF8N76QYDi+W",
+	"G34NSu0/v311OWScwV82F/kUFFaQOCYqZ6/Prp5/1+6gtm2nADMsHDII0YRs4jx7ncPwBuQoa8yqRU6a",
+	"fDk2y1wkLOGGuykidg+cf+ZarDG2ErYZJ2VjJ1rWmRI6r0PofTRhJOUyy5zjIWSKPBHtkEa7FgvDbkQ+",
+	"4iads1aiDDm/AEy5AMHBCNnusDOHg/2n9CA3iGTMqAU5zUKnBjZFJQ09Eh8fsj+m3zCuy8RZyLFKhGap",
+	"iWQLnShj0x6iGV4kZQ3auucSIRZDDC0iwKgc5Z45X6MEyy7fXbDWu9+D+NrusH9BKEVyrOYgM46v4e0a",
+	"nbbOS+PcIKwV9/oHh0fHJ09Pu8Wn2Nq40VjSHhIE/HCR1IjLIaPAAJgKDM/MCnhiEQSUAdHCPauZwz8F",
+	"aMieCzNTSTAI/nB+BRwJfisZwIHn9sMA+ZbDIsOnwA6cLxuES7EMPtz5s6ScTe12b6r27I9wODtv+Op7",
+	"8hyXr+7p63SxpxaEtnuehcDrQInnY2EQoE3GJRd2gcEbZAYAkBS0CY4P2oOsCYq8QRiNtyidECBLSyJK",
+	"HkaH/fBhC2kY3Li5cbl+NUFOCQeAZCILs1rApBemCBvKv9hjVP7JAhR+cSGYd/Uoyw9NFIhAwzUeXQyU",
+	"IIIfIrjckUZy1OLOdVsgjxG3ZshiWAz5gTcdf/QGIHLLLKtapYP9kvH1PlQg65mzu7+38AzthnwIN8AQ",
+	"XKgp6oC3phkliLMDHsAypEins5Fa4qEjupsnFO8T/+H8iu1naqpj1iJ+7kJj0iRubyIJb45Cv5oV8Z+V",
+	"WCGcSRwil9eGTdJcm4IyxXhXbEnvHF7nY2zvYzwu2rgWeovW/3rwLUkDu0zZeYkemDPd9nUnjVPYfcAa",
+	"Atklu2FCu2tbMOncvatuKLLRGJma2qhI9srSKCI01j0OEg8yLyTAwMnUHHhY0oA9FVZ939pKTP0uDNKk",
+	"KfEB+Nge1zqdSjjSS5n+tBRbooxPea+7dzLuJ3tPxcFk75AfjY7HJ8lTcToJNslTkDXH/l9hxEgtdH57",
+	"/PvQI5gFpcUwy1IRcMVwIEETr3SWuTQnd0hlSS6cfTMG3ZKTMgXfCLhqerCkplSe3TFEe2M8G7KwCb7e",
+	"McvUSuR76PDZ9A7V9q476R6fcN4d8dNuf3TS+KrCN9fo89p4wDQ6J7e6HLe4GXv9g504o3csbbwRBKvd",
+	"QbGDX2tjpc5tUwGNdfNseq/K5IMU2XKQ/dwLLS4pAuF4H0HBg9DMnTxBAYbM2ThLAUO1kAmw3Q47Y3OB",
+	"nBiICqhjCUPVKrWycyrLgW8xW8pE5JEEVgeqOypwdCpfv3rr2BuGSSGwb3iecmlIYsKbcfRWfEGn1kd8",
+	"kMT4ZSjYFoKymf4yLAvpSDY0i1M5URQBxFL0FFHMeodd+Ni5SNYTgJD/W8LjqUxTNGtK8akLbmas9erq",
+	"4jUQnfYgkoihD0egtsMiqs3mGaE3eKzmcyVtEhKG+ikpImn1LJ3eslcLIa9EJuZkF8LFDCIZyZ/ZW5r4",
+	"z+wtchWMfFvja9vs50j+vLe3h/+HeylgKmb+U8jiSQqqDHwCVUtpuIz3JmK0nOK99Mne6/7m7j6CufsQ",
+	"0l848amSta8cY0ilMunYvwbDFZn7ENJfTJ+i60jG8Qb6FOIHivS8EbkfhxLCmP8Usnicpwb20n2GvzwT",
+	"OX4QoDX7D0KOQZKJF1ymGFiX0CcYPJJnPlCVWFnpgJW3Pj5bJqmJySWkbAZazPHHNsaTjZfaqLndwEiu",
+	"VH7dYT8CuqK+Km6tcEC2GIpzYt7gmdjXU2ihe6kP/qR7Ism1ByYQhvicIFiaEkGyHdpDgmuxWq8/t5Ek",
+	"AKdm/REmFodsNUvHMwqyAX674nlSfcaGgg0rCsDGQKXQu5XVdomTr1Kp68FYjotvjzLo3c/iN+x6ZVW/",
+	"dXwUHh0c21ABNaGggpp60iAalGZzfHR0cPygsLDdcVYAw6YJMKO+RELY7tIG2qwX1qxYnwrgRe/4cREq",
+	"QHfRvSWSMm2tnJYHRZgSiHu1ZKrj+wWc6up+BNG7WBnyBLU0zcEiDgNYSyp2+e6iTRZPYlVPNPOTcqeg",
+	"FJOIWiQF1VJYpFJa5JRhQ8wK3kFHBG5cwcRcmBMwHrIPeW6DUNsapFQGT7d/+PkSXJmfPtF0CzJSy0K/",
+	"loAH8MWrzejX+vHgOcO4KmY1+bDKDduAoY+NoXo8hu4gWT4qEKoid25CBC6WADJWcixyqf8usdbK0g9h",
+	"bE24bpSrtwjSaPlrBiQCywpY1iStJuidsTbAubIBX3UD4KZWjk80v8YOBnI5MjWUxqtgKOKBG5XSVGv4",
+	"uDH6d1sNlIkqotaLWPPyOw+7Ox1OFG0e8+bqK50DiUx8MKUs1aa2/MPdLaR6O9uOEQ9jn2lZ3l1rfoLN",
+	"cuY7QN1Vqkt2vLJg8kRbsyYSFZU7xwaKYRZJyr6OJ9qac3a2ZJUs0ht22Bq6E255CLhNKRDjPtTXj8F9",
+	"dIU4fL0WCZuovAHXt4wLeimQURwgrNpJPUZYk40/BLua/egcPwgqmto2gDQf0rOySfparB8y/gNR2834",
+	"f3Cwm/XfU4/dSMIW/LjX1v1W5KnYggyW9JcQ2sfZqrJzhBI81HKBKZMqZy0KQkd8jNuIQUjp6YkF1yRe",
+	"calXKDnEGmcR32PV/Pjr9IT8iAsdreMKmQirOs4TXXhLeMnV6V0lVS9JJMk95757N8lE5fQ0OUTYGYpZ",
+	"+HN9g9TSVOcQRqBTuz1BVC4/t7aRzpZaVTWqo273SzncCKWaaQReQ0oxWo6vhQk3XSp0QVczTN4fhN0P",
+	"JYqxi2xZ8wlsYWevKefM2mBy3DGQepSPy/OJbE7FLe3Do9Der6aCygWaBkYZnlVoQe/ocS7ELT68AQlx",
+	"5PS2OlFI0mSahFbQTjECGlW+FD1fIpsMbRWeCpL5jDxmve3ORUg8shVHQRRFXi2Bz1EQe1x0qZvl9FyX",
+	"cEkYXE0ExctwHNwgxflA6wnujVTMrJTbLj3DTEybhRpHslUk2NPCbDhxXCM+cbvDLpdZdu+BIyZnD9to",
+	"/UwqKYrjZo/fNovFAwTtPl8mxmEqW4WnkdAb3nTwnnsa71ZTHECk7aDUwfQXrlpFneJvEm17Su/LwcJh",
+	"nWRh39ZCRRMrCKARq5J/p2T1zFeTr+jbEZWr+kxaoLdwRCfGNAKBEA3NqDb7kLSwGS8pYO68O/cmop7S",
+	"oggXx8hfIBOwkxrjsRKRU3qTxVfWwkxXFF2tP9nJrLb0AkWyWGwHqmlpvpXnVtZ2CIcgFxhgNbRZYx5f",
+	"XRqNkja2Y1dxzIoTTWA1YtGMEas0MTNyGVhMuM9TdOBqku2ytY5mbtFSHMqjLBdSRRYi2TSR6otPjsOd",
+	"ktrKZxRXHfoT4bHrgcOqn+eCG5HsMHcX627D7Talz2Ikv5T+4xfihtk24RciE7tOOMF7WS7m6qZpykkx",
+	"VsHsfsGc3ThNc35lssWZXN8T++PD6mwMGvc6IvpxKIyOLxZUdiqVpLXFGLY1AgbjyiFtCrVwJvybq9cK",
+	"dXanI1dZRpMWtLFwECn8uzfFDDQP+ese4vBzkw0iUctRJurjeXk7cGCBi0oKK7hvCuoPbu2HuzC4vslS",
+	"bb4c4P4oHgM4mm19qSXe3Ihj/h0bE74W68Z6d15e233fm17uAkib1No33z5np4dHJy5nniVqvJxbk239",
+	"LFJ4bFkH3Zo4uLEWF+DdaGF3TCbVbJUrVB2lO2/Iad3sMGmpFLTZ7SLnIpPRkBgaxQmjDQFvD1lMU48Z",
+	"Or+RwVWiilkRVBwy0Zl2Ihm3Tk+7XbpqX65L1ql2/AhmaOFPtoUGfpiClifHtZgSdKg3QdLCe6v1117H",
+	"woZIq8R4psg+DdsV/+ueTdjZe5nEzCWUMgr8H1KRE7REAjBzsVA5lozgDg5fJvbHxU+XAyHrvLyxYKqP",
+	"ti4DqzGPtOTNsDHh9dird29eslxg4PrYFuLxhXw8zsHDQxaXYrdjrHpnA31xHRSqnqLDoAqfcsj3Q2K8",
+	"scHiuD4PotCdvA/bz/YWuxUxL5e+ipHiZLtrxVYdj9ugzVGVjqLCRiv2n5vCE5sowUNZwZsuTveGZizG",
+	"kBHLeIsl2HIiOYVRbMmyrlQh2Hyvs0PU34ps3F5lLSCMx6fdXpulrvKaI3SY4UBqH1Y3tJpqgROrmcoo",
+	"ML8WquryoR9ChPs3vNlVeeadwtUQdBvd0miOJEnuI6+FdvW7/eO9Xm+vf3DV6w668L8OxYz/16B0QhNu",
+	"xN42MO8QTMjevXv54ubkyzioKY1+1wA1n/TyMeHrBwn4G3f3C7j5LgyWi+QrAa4pSAyXFpZ3qzKDjdXc",
+	"gzY+Xqw5gYNqFzVxaB9ABjKtFoaKIVmMw4wFCnGxPLvkIt1EO7dVDUFa9ZKvmNQiszVbzVIjqD5ah10i",
+	"jZZCJLbuTGNUarO/++Hiqp+JHbUdxMXesyOvQWV75I6cbWbuIL06OTg9bpP6bHdmUPhmrfYCTIp43HjG",
+	"5RSU+jiqrTgKBozszBSl7/S1icpBJx5ixULc50xMDFNLY9NIyIWZ6g67VJHcihENEX+fixONO7930//r",
+	"b/7GRldv2a4Vw+vKyXnl/BrlnUuumPfxUdd7A+hGrNtot6gTyTPpwqSoopZLIyynAkp4dyqX2vI3lwmY",
+	"ajZVUgxQ2sVAQyy9imlMsNs+smyuMLip+jQhlmYtTlU589K1ERXHowBsjGvnKFdHUq/EwrC1MO0QLRnj",
+	"62mOlWL1SoiFtRSQizw1M7QLyaUBgFByUpHnj4lTUmDKZC4mmK2IQv9hv28D5pCWeqmW7NywRPgpJYwu",
+	"iXgurCURE77MTCRb8cWrP3x8c351fnn18tXlxxdnf3obhw74bCkzoTWQyfbQi9EZH7uJtV6/u2rXXxhJ",
+	"eiPtKZqsuX1OWCBz9PBMhaFTjO9ycEm44TVj8kEXkT+dL+fBABAGcZ++9raamMsmFC3Gyzw167eA7dai",
+	"ixnbZ0sza9QnXXkQrll8ZjPWMXpzwCjXm/3x/E9x6PPdvQ3SiSszrl0Wmpyk0yUGJbZsdUMpbNChWlDy",
+	"XjJPJd0OfClRZLPDzNNhKdvW5dBh8L+NYI6kl5dkQgghQkR4/MFaphDoRYIt6GQEZSQAaDFxKewWfjNj",
+	"FpSrmcqJcpmonEQ2W+zn1QhWy0dplpo1wmzOU6yCDsLyRpqnZRXaBQCneZkikLHyu6ur1/vAFrBe4DlV",
+	"2Qad26ZUxduSYGOv8hMTOT08Omm72mHrBYbsokaCUbOoksRUhdup1UOqqUQppja/lycJvtXV00Fl15Ii",
+	"x4l8ab+qihJJ0lFGNnHMi+ReZyElncVOniYlpklT2KbSRPI5iTMpCET2KI35EmshsqPbW4Tipc1hrkfP",
+	"a6bTTEi0WEwl5Tafbbyxmnrrc70TMc4wkrzF2TzVeiEywyZpBo/YasKuZC45inyXhJiysjnTqZxmYg/N",
+	"QwlSFFvsYpWORYgbHslSRarUFLHjTolxRNqXDLVCRSXvuVwrq+XMmHgmIkkpxzQjaevPJkDwBdPLPFdT",
+	"PE++rqOfivYbmnMUEJATUf0bDlAQSTskBHMJCpQ7n1M8/F419J4kP8cT6HAQ70UPI4iKWP6YgB/DWPEw",
+	"kjYnoQS3hqm2O8wePQALOnj5tdgUqeitJBJQxUo9rJxQYNClgsVOJKplWGxmUxCpydKxkFqU6MfZgo9n",
+	"Yq/f6YIqkGeW7OjB/v5qtepwvNxR+XTfPqv3L14+P798ew7PdGZmnpUMKZvkKAiDG5FrK4R1up0uusYX",
+	"QvJFGgyCg063cwAyHDcz5ApkrPIG+03W8MKyqUrxgaZGBeR0oX2xpwJjLMulAEDa8yfrZeKHvyCLWbmd",
+	"zvtm8a24Zb/WguMufPAJW4Nuhzt9f5sd7nUFEHe49Yedbtp1Oa7u4C5z9JUnd7jZ9TG6+1ArW9fvdu8p",
+	"0NBYmMF6gXr9nasmlD1RWyonbMRtoc3YvgxrKx3STJve41e0X6rCh4/0Hn6kUs0HHzp4+KGiwBs+cfjw",
+	"E75qGDzQP334gXotqbswONplauXqOCg3Ludznq/9wSwTw6DI7Uei8eEuDKZNAbhvhFnm8heRjKq3nDQf",
+	"n28NnFePrZhgRfUY738GE4jbVkdA23/FL0ysyoaRUmRXfJHK69gazyM55rn1bOYi48ikSvZlMiNKcWvY",
+	"gmNF71xkz6IAfomCuD2gEjeFAR+tnFh/nYQLGysbj5e5VnkMUpZIQhgYKwVpld2IhPEpT6WNMHr35qLC",
+	"9n3OjFGsBeociT6uPM1MaWMDwLGmA05zhipadakoH2EmCtyBOUu5wCRCZwMgYbuagwRShhWlcP+oHom0",
+	"sbLUzMvHLJDOpQ3PMmZ7JrBW74hp2FSrirVZprRlK2MlpRgD8pC0g8BKja3HObXhC1W+cZFq8xvX+FVy",
+	"jXCjgBjX45i1yvUCQlstyOICSMt4hFlLipW/q5aRBXdsKcKKVKBSjUxI0JbfBxyfwUc/NBhttwZQex1N",
+	"2qOChQitEafXDbvd7pD14M/2fJlt1ZaRDgX3dhv06n+PImXK+v+mvr/hPlpwkK19eXU4rpKONDZruEnV",
+	"UuOynugaeagGta3/ufvyz+r28i/XvcsXLw+/f3G2+v7q5V8mP2zZB6Jv2woFNyeAfKaU8b6edbxz4Rrr",
+	"7NjVE2pzlIvcRJdt2JQqWM4D3NU14lP1mhLjfKZbxT2CyV61vKwi6WqX9CWfj0QJO1iIbbOj366FO2oh",
+	"GBvS2yt3mtSkMfOmVPIOsLKhGCF1vkC15T//v//+v6hBJKHdM/v9AItKlvizPaHWro3vn6gsUytNlpOn",
+	"/adP24MS70fzo2X+LY6HW2VLIzxfdx3Z4OmD06fH7P/+78NOvx0283IvF0Ty3ZuLeuRoeUUF2jzbBWkq",
+	"q3eHdfJDExAeLNX4DyQyf6boC7LFQ4LvQukGyfctuWxtggCZzlz5MeIZnq+00F5TFNJj36ffDNlImZnr",
+	"rIEdf1CaiqTvG8JSSdU9cy41H5OBVqSI2KUOfaVkdJVb+6vusMK1QOHOkbQyNpqmNzJBQx8W7exaeB+l",
+	"/FcMbSiZphqEOgMHqejmZE0mlIRFLzcuN5cQsrCwuX5Q12JhIpnKSmrDZk0LVi1pEX+KHE3GHn/zKAij",
+	"IBfTVEn8QSyj4K6Upx9JMpaWB4ZBNh4pVXCoJ71jhcG10xDQsZdYM1Ynkr5UBy451Qwbr1E9tlqOWWUW",
+	"dYsWooW1vmHLlv3uPs3SdjXZ7+4Xz7tL7VKtEDLgIqAqVQZcUTSaTSTtlqClLJWu2EC99EfFPml7wGya",
+	"5WRRDpN64Wx0siqq+9xTJmjA4nKnq1JBAyx3YHexujnV2gMD5gbAeZzZks031tar07/Y7XRGUX9yK6qk",
+	"L8JJHiv7BCpM6KuyMznsHbhKRi5mdk1nQ11j7UDYFgvEzVL1dLs3pNtNxz0v6oL6mB3JrBQYBSFige+8",
+	"hsVDnbOGrvZrjxKawimR8X5vv4yA9j7Mh+O1Qos02OG+b8NUGrWakR1JSsnGsqSpdJWySQvdUOkoXrpZ",
+	"qauS2e9R+yx2QvMJKulYh3DgTMr9QzZTSwz7dfdhrRRgzLXq7theruWrtMBP1h/WLqOcBYSSY1SIqVxv",
+	"dSSi6pgdZLvKqTydppJnrN/t0ctD66QpV2h9IxYZX4tkgDlK8bAyt41arZGsvOew36fuhuQ1TjOXpptr",
+	"U47ybKhYX4zRPa0LJgi0vSI0Zg8kTCf4k6RWSP61crPbW+Qe1R35C26MyGHM//Y+im773b0ouj05//D7",
+	"fwq2KAu4oG9Usv6r6Qn/PmT/8FNpYYRNsInJMvuF66pqEw0lcAHDBg3lk0sVD0hsKixHZOSq6Oj2fEfS",
+	"l1tFjlTtuWYbon1zdvX8u4/nl1dvXp6/pbJXRBwUNaMjEeewd/C4pJlSUa+N+oWkvrsfmpSkalupuw2F",
+	"uPc4s7vPF3mc1d0lrDTobecl0bIoDM1aKg8pgxCJTyqSetnpkM14wkZCyHZNv2uifg36HnV8tMEG6BEn",
+	"euXIHQmW9WLXxkWoONJNBbir1g0YutFmhBcarEW/djVpB0eBb+gCD/QOdvIsUA8NfOBol4U0lPVGP0Z/",
+	"l4crxer/du6PH7FBhacNk/v1wbuQHKn746Ls7L2ukaK+fNH50Lq+0yRuF0KFL6dacZ8sqAM0xq3LhAzv",
+	"rlhs5UYyc6BdX9qujbaPZEOJ27DJ41JtzYW9QV1nulxUvDVYEbeYsA1YKyy+WkXSXQ2LMrJu3uh1oCJ4",
+	"6JOwcKfqNNMOuxQ895quLDQWHwxEncWpX8xErPA2G3mXgJZoFCrC1LzedqKUPM/VyramLeoAg/ozKJeP",
+	"8jnFRH4o/AmnoqgOY2qA+2CLNlSzARrlvASpyvud6mLDvVqMlMyaqOgi6MC2GaoP1yg06HJxYqlcxB5s",
+	"sGYjgTExLuiq0kPAg6zcd8AHfBwOsQPqAy0PvBepKKWMegxuASAGVWtd++7UmG6B4XCuU/5YSZ1qQ7E8",
+	"FsKDSPo1utzzueCSZFrg7nyxADxQpFva3qRqOZ35EjzKuKwgG6AWyYJv2TSkcz/XrQ6w0NoYbKpIyZWl",
+	"JpEswb7RO1UUoP4C/qlNuSlNKuYDqsAPiOl8Z+Wq1r8o7afJuI8x7ds7YJar4x3u4GrZyCq1SnPDskLW",
+	"RRMaeV2Otrtc+ls8Lr7k864ul5LHpbuLx2UzRdb3M/rSa6Fq1V9yKbu5Fj87GsQWR3//adPt0nvY7YJB",
+	"meEXVlAa1ShYqSuL3jDZ7uQXTHY84/kUGO+Y519sqt0uTNUXQ/9VObOa4PoYbcTRzy0hQNtK+P99RP98",
+	"RosbL0jsstEk9RXSxt+wa+ClKrkeXEcoJ5X6UP5yOSO2W/cj/9CWnoTUbOhvpEagK6lcZ4ZTaoSX/+/R",
+	"JcQtaFFbVYm3KLboitenpkwUoVZCN8Vn2ia5GZaErIk17WqDB9f+otT9wpoxQfTEMpFK+jjPkMpkgdid",
+	"KZ5EshXbpox7L1LtwhIGjBvDxzMgN0OYhwAO9yxCSOyRW9QtJU3Iqdmhn2UCZ+Tnsb6hn6MAY26pTT9y",
+	"w2d0S0yLdJEmYTWc/nbP3jUoaWQLlKKlsHIqSpCMPHo2PrkseecCxERMsWIpYFsxg7G+QZ1K3Jr9sb4Z",
+	"YjKUFubZ0kz2nsbkez7sPe1i6jZmPuRirPJEo4KTSnbxra+ABHPgDMPU+BSTdpa5ZKkkids6DEpVnVGS",
+	"bZMSQ1YXlqsVjIIbGVKxKFcryloCQ2c/DK09MrR8ISw5B2zFGgBYrlYALhjVtsAospXKzq2t5WcRUZrA",
+	"mZoh4xIXbSukuQVi6u5ww19W8f9ot1McmyIt+NjYHjf4NAzr01d8kR/SDtmZddzDJi4zzlL5Zx+cxsYC",
+	"FAE4ViMxTaVr1f4M9vn3cYjg3YMv/yWG2w0fUeD/xr5pr9+40MAnsROAUzhtz3q/71HzOOZvjZ/grzCy",
+	"FFOKUrQAj5/sHdkj8NpLbhR6PxPj66K5hm+AnVI84QCNHInNu7LuPXewF7bXPo+kO8u2GZwnZ6IpXBC2",
+	"ecGnoHrDuCQLW+WWjlUkS7XFCq1rUHVCz8Vc5aWWxVNAOG8bIQJp08is2liMW/hB6D6WL6W2+qMmlZOl",
+	"E8pryPhYYPesstyOcSLoLAFuAys/v11g6lN59T6RsobImHdnc/vU0jQGUEZSlqqNUpZ/pUfkY8IoI1nE",
+	"UQ6BIvA0W+YCvVXF+DO0ifKcylsl9QDMSh20XGjj+xHA06HNtyGUtSlDRRYSwFYmLk20qhGf4x78FrH5",
+	"dxKx6Zkn4Ceyvjpv3IjfBG43LOXK+NZf1Cykmuerb7bYGKwq22SVpzkFIT794XPjCB3rr9YB+BQFaYKR",
+	"H7uI1xhgUihH1efuC9uC58qhKnWdC29ADk1RKHDO8DegA1Hd6xc5Rx7evNw77OO9BTeMgsGniGJko2Bw",
+	"cncXyeaF9r72Qms6e22doDVvXeZdkb3JmwumODecL1dZk+TgI0MKBRT04ttOubTDKJU8XzfWdXACXK2C",
+	"0mdJUZGs7iFucRjC5oVhWMeHMALM9FuImxgF9TEAfCH8i4Inz7770+vzNxcvL//Ygvtv4T9tDPW4B4he",
+	"Hn3+9l+cXFLIjkOmRa0vKaZW+xE6DdDbKX8nrHkKKspDzW3YoEc0eA1/gWJB5CAKgOjlLO4APasFoN83",
+	"6i7HAcbESMztRtR/8MjMv1Uyk8WlqipuE3+1yMTY3OfVK6qiN2ri36qcCEyMSkpMFdDDUpOBzSwom6ZN",
+	"ypJk78uFUsNIxkIm9OXD/QlTJDBXC+RXgyNm/EZ4mbtSQa2F1dts2eOGqvrhg1X1I/n5ZfUHpZZbOPJo",
+	"aaj2ru0h7EtDYIEzHWKJCZ1xPQM9Lwfp1eQqK5UaATWfCqaGfrXkBfJtDGpyCikRsa26X3psS7sFhnuO",
+	"u2FL4ptKsXUq9KpjtsiW2ldvpS/uJZHkJW9HLTWuJWq6htMzwgcUDdIBv6V6/NyV4y9VviSkz7icLjGV",
+	"DQMvyR3aHrhA35DFlqnBR8vXEDF91B/cQuzNxqD60MPysmCffQJ6yOzaSfumppimPYxksR0wXcSfkoJv",
+	"jT7XYk20Og6dxl/EGZc6z5J+yLF6RNFrGWZVblHtg0MGvko7qxZtL5xpiMSu1qFLxGvFR92uq6hw1O12",
+	"unbpK2XfgQVRbO59AQMfeYmmAYw0hXfg3PCNGGRpOzgP7+2qa8vIzGzhMPrd/mhbvACQLdS3eCptL4nf",
+	"1LKvp5a94XIqUDfb+e5zZJibteLIDmaULbXvtx3ITlg57PZQD1kuFoIbm6XJMDKaZ6xF3OoZid+YSEI/",
+	"FO0p4rbNd+t30QKhGzp/WL8zVjKyjvVUNzVcp0SacjOOJ5osxxinTuui+fuyDq4QN0bcVmqH+06bpWYa",
+	"H+CGRYZhmyRXNWqYtqXGdhnMx/xttuvxcX39+4P6wkCbdeYU2uAef7ErUbzZtKXUsQWDOnzuYXfIevdl",
+	"HX6RpMMHUg4/2xnsZKr3vsGS31LfFKnruzp0iyZB7303loPjni+1Sx5XgLO92DsqrpGT8+4DVim2LyO8",
+	"sUuohPyWJnBYzOCwcQb9rn9Lv9stv77vLxx1+3cfsPjxzs5PS5K3qE9NTX1268nzmzLxBZSJ557wNnda",
+	"Irjfp07QDdvUCYq1bZJsrsWazWxiyC5qRSSregXbWa0Ia8WWkUqB6GFfFEnbKskqETuJKSQetx/SNCK5",
+	"qWrAaq/FumgzDz9Q9nVpsMI3Ue2FE8lWIdc6MTVknU6nTSJy0bzsXht/XfaOZN3Kv0XCchjxm4T1a5Ow",
+	"Pj/53LEC7AdWYS4olJR4QuUWLfKbdCw6yJ1rjMPdI27HgixryH9/WW72lurlzaylQmuabAK/8ZAvGxdS",
+	"BThQwKUW9/AO7VoANbKO50UHq8fW6qrFgpTJXBtZie1/gte0EYu44shvaPdjVInfsBbmsGI8s05vxND2",
+	"ytHGjeyabugZKL55m1zHtgVOpWlPPFrHg60deULiIa5TTnNbHtZChjNal/tn2Xc5F6hrbVlq01OwJkoJ",
+	"DoswghxIio0+x6xR16wSGyKo3A0fyfhTRKKhq9YbsoikTPgBE4Asr0yt+XCjG1nFcmXBN1o7SFZd9Bud",
+	"rbBfrG8Shp/HswIR2xj5UAJIJG0hWtu8KNU4a+oQiMnhtklgCEC4Ju8KWk0A1CxLr9Hc1mEvhNRiQEvw",
+	"u47BaULbMHDbTVaQVwA37y8iV86ytsLA7qLxEUVsnIMEMrD5y7SHPEnYcoEoiLOwRZ+sXafUKYvSKTiG",
+	"ZpatapWszki6g7FGTh6ybdY5xmG5NmjHWjXds1h3Raywem4k4xfnF+dX5/59apkltp1Oh32nVuhoR9nL",
+	"YnINycKy9g1bIrBQgCubS+FIg7J9AJvX+dOCoSFWvU6lN1G2sGigy2hmHAtYaQwNcOnQVEvr+7N//fj2",
+	"6uzq7ce355hKx8onrpIlDue1vUU0opZmv0lGnyEZbevPZsVmCt9z7Ri3RmKxlqfN7Y2u30WXtkbTQqVv",
+	"w3a7yg69nz41hvr6bAfE/x0XMbQl5jHqqcyYNnuanzw9OIV/zatzPOxrrO3BvmlhkRxrMwZKrcC7Xea4",
+	"8gKLdeNZbW611rxv2NnsEasqbEI46MOLtD0IXN9Gw1FWUPmg2n7W1RepB2s+5IRAR4F3Q7TqPA9LoTu+",
+	"ZTtK1tpBk69KFqwD01mBvcXYRy+sPo/JXYXQltqe347lXQuMfY3kfd4L1uLZCh0NpaEGFYeHBUc9rtHB",
+	"qR1JmKWrgZDbKgEgi1AsndzqbmOtuGTgBWCWNZG4PSw5cqz7gBd9Iiurdz1xSUl2Pgwneg3QKWJ9Q67/",
+	"p3eQOBYPV9HzYW0EGC9EaNHy3T2L/qBtxjEm0YcbNkk5AItWdddqlQ0qHZgb84VqBQzu6TxQbavrWBoG",
+	"Yepv1vfWmCv6O1o4Whue5eqtbfbedshGQqeJlQrsXld7RO5kE/adDCtZXH81G7BvMnpfK1D7zV78UDT3",
+	"dLq3pvbBYa//wbeLbLD+hqXbe/1uePo07B0eFI80WJM/uJaXnoq6e0+OH2POJSFni8pNk/pH06u/iI11",
+	"o1a+a72zRTm2za3gu1V/9YOZ2KRxFAkopUCkTmPVUVfTP/h8y1Gpi9MDHYgek3nlSjEWpULqnVEOutVO",
+	"SPe+/BdYnUrp+w8Znc6yzAFf16H/qz4RX8IAtChQyaG0/2l7kTkq01FO0LYql6516UoT1uK2V1e5Fti2",
+	"0mthuYLvnlrBGDFFehSoahl6gT4xc0nq9zYN2F7x6bXPTfuFlX0+7YTyj0liKzpufcXyLL/2c/9IeG3j",
+	"bx5JubbNWuohnReKYNVcIwhLblpRVopVQapjT+T3P6XJXVxr2ecv7gi+f5iYzL9yVZe/jQ8WEakggc0U",
+	"tCwIII48stEF1bVAAcGJImts+rSSelsrizI1qxCJwy3oXXqV7Rj2Wz+Dr9fP4AGMCR8u22PvRlU4TWo1",
+	"XjxxmvNsovI5dfnRmyzycBN//iDMVuTp/sZhHuQwv6lQFYT/gzAPY/svNLujUrBwDTBrEj2gZlEEubHX",
+	"ZS0NG+/Zw3uos1l7s/0lyaY0TqUNpi3Z29QG825LH8yQnHCbD53cxWyGdhWvdhYFCE6o0SOnAqBIsG3g",
+	"7dzRaoqwL1ocgtCNaZeu/i+a01z8r61c4OkHv0dAj2SrMmU723Yhcw8rfaqSlGP/a7jWO+pUBXZnfkxu",
+	"uBwL3SSaY3fTx0rm9X2sUaU6sTh5LAGglqs7ieR/LwTz5B562Rsc4LuPjw4P+r0vSC+xIkTyj0o3/30I",
+	"wEj8mFbUbP1hQr9sFGsw870eMIKVvIG8eWQdMM7iKurGhc+73P6UtYDiYv4OUNp2QzvUMRBAoO4ZmtSx",
+	"yarvMrtmCqNvlQwrfVKpTSq7UpEkuk9xFUQveaakCNnrs6vn3z1A6u61glALwJB9eStIJO8xg7zDUb68",
+	"GYS6KP9VLSG/SrK7DQ5/A9JrX/gb6f07Jr2Wau5ifLjpuf6a5abMKGqX2zG//3BHfq2b5nr3V0WXZRQX",
+	"8bOmIlpFD+B4zq8Fy5cypmBm1FfZzJjFYH+/1z/pdDvdTm/wtPu0ixEe1H50H2V5O/9P2/oXq5Use2OG",
+	"RJUrfbhLjb5tu+XiJHqwbDpDL8od0l3tllQynmV7Kt+zXW6pDq/Qli1xjFm6FmstqNVd+WUI8aaeWEJe",
+	"iUzMsQQBmllSiSGBrVdXF6/3v7u6et2matZvX/zRFo3BIjq2LcBzlWVibFReepcy2SK4+3D3/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
