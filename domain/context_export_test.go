@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -173,5 +174,57 @@ func TestLogContextRules(t *testing.T) {
 	}
 	if len(st.context) != 1 {
 		t.Errorf("%d questions reached the store, want the one valid", len(st.context))
+	}
+}
+
+// slowStore yields n entries of one page, waiting delay before each, as a store does that
+// reads under ctx: a cancelled ctx ends the page with its error.
+type slowStore struct {
+	*fakeStore
+	n     int
+	delay time.Duration
+}
+
+func (s *slowStore) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
+	return fn(Page{Entries: func(yield func(LogEntry, error) bool) {
+		for i := range s.n {
+			time.Sleep(s.delay)
+			if err := ctx.Err(); err != nil {
+				yield(LogEntry{}, err)
+				return
+			}
+			if !yield(LogEntry{ID: testID(), ProjectID: q.ProjectID, Time: int64(i)}, nil) {
+				return
+			}
+		}
+	}})
+}
+
+// TestExportPageTimeoutCountsTheStoreOnly: the page timeout bounds the time a page's read
+// spends in the store; a consumer that takes its time with each entry (a slow client) does not
+// use it up, a store that takes longer than it does.
+func TestExportPageTimeoutCountsTheStoreOnly(t *testing.T) {
+	const timeout = 60 * time.Millisecond
+	project := testID()
+	export := func(st *slowStore, hold time.Duration) (int, error) {
+		n := 0
+		err := NewService(st, opts(Options{})).ExportLogs(admin(t), LogFilter{ProjectID: project}, 10, timeout, func(p Page) error {
+			for _, err := range p.Entries {
+				if err != nil {
+					return err
+				}
+				n++
+				time.Sleep(hold)
+			}
+			time.Sleep(hold) // and the page's last flush
+			return nil
+		})
+		return n, err
+	}
+	if n, err := export(&slowStore{fakeStore: newFake(), n: 4}, 40*time.Millisecond); err != nil || n != 4 {
+		t.Errorf("a consumer holding each of 4 entries 40 ms under a %v page timeout: %d entries, %v; want all 4", timeout, n, err)
+	}
+	if n, err := export(&slowStore{fakeStore: newFake(), n: 4, delay: 40 * time.Millisecond}, 0); !errors.Is(err, context.Canceled) || n > 2 {
+		t.Errorf("a store taking 40 ms for each of 4 entries under a %v page timeout: %d entries, %v; want it cut", timeout, n, err)
 	}
 }

@@ -31,8 +31,9 @@ type Options struct {
 	OnLogsCreated func(n int)
 	OnLogsDeleted func(n int64)
 	// ExportPageSize is how many entries an export reads from the store at a time
-	// (domain.Limits.DefaultPageSize when zero); ExportPageTimeout, when positive, bounds each
-	// of those reads: an export as a whole lasts as long as its client takes the entries.
+	// (domain.Limits.DefaultPageSize when zero); ExportPageTimeout, when positive, bounds the
+	// time each of those reads spends in the store, not the time the client takes over it: an
+	// export as a whole lasts as long as its client takes the entries, StallTimeout apart.
 	ExportPageSize    int
 	ExportPageTimeout time.Duration
 	// TailHeartbeat is how long an idle tail stays silent (DefaultTailHeartbeat when zero).
