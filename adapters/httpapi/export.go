@@ -53,9 +53,6 @@ type exportStream struct {
 	buffers     *sync.Pool
 }
 
-// csvHeader is the header row of a CSV export.
-var csvHeader = []string{"time", "level", "subject", "user_id", "trace_id", "span_id", "message", "attributes"}
-
 func (x exportStream) VisitExportLogsResponse(w http.ResponseWriter) error {
 	var (
 		bw   *bufio.Writer
@@ -128,7 +125,7 @@ func newExportWriter(format rest.ExportLogsParamsFormat, bw *bufio.Writer) expor
 		// Records end in LF, not RFC 4180's CRLF: with UseCRLF, encoding/csv writes each LF
 		// inside a field as CRLF and drops each lone CR, and an export must keep every message
 		// as it is. RFC 4180 readers take LF-terminated records.
-		return &csvRows{w: csv.NewWriter(bw), cells: make([]string, len(csvHeader))}
+		return &csvRows{w: csv.NewWriter(bw), cells: make([]string, csvColumns)}
 	}
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false) // as a listing encodes its entries
@@ -157,7 +154,12 @@ type csvRows struct {
 	cells []string
 }
 
-func (c *csvRows) header() error { return c.w.Write(csvHeader) }
+// csvColumns is how many cells a row of a CSV export holds: header writes their names.
+const csvColumns = 8
+
+func (c *csvRows) header() error {
+	return c.w.Write([]string{"time", "level", "subject", "user_id", "trace_id", "span_id", "message", "attributes"})
+}
 
 func (c *csvRows) entry(e domain.LogEntry) error {
 	c.cells[0] = strconv.FormatInt(e.Time, 10) // Unix ms, as GET /logs renders time
