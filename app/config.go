@@ -70,6 +70,7 @@ func (c *config) flags() *flag.FlagSet {
 	dur(&c.ReadTO, "read-timeout", "time allowed to read a whole request (a `duration`)")
 	dur(&c.WriteTO, "write-timeout", "time allowed to write a response (a `duration`)")
 	dur(&c.StallTO, "stall-timeout", "a streamed listing whose client takes no more of it for this long is cut off (a `duration`)")
+	num(&c.ExportPageSize, "export-page-size", "`entries` a download (GET /logs/export) reads from the store at a time, 1..10000: its memory, and each read bounded by REQUEST_TIMEOUT")
 	dur(&c.IdleTO, "idle-timeout", "how long an idle keep-alive connection stays open (a `duration`)")
 	num(&c.RetentionDays, "log-retention-days", "retention in `days` (1..3650) of a project created without one; 0 = keep forever")
 	dur(&c.RetentionEvery, "retention-interval", "how often entries past their project's retention are deleted (a `duration`)")
@@ -202,6 +203,9 @@ func (c config) validate() error {
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")
+	}
+	if c.ExportPageSize < 1 || c.ExportPageSize > domain.DefaultLimits().MaxPageSize {
+		return fmt.Errorf("invalid EXPORT_PAGE_SIZE: must be from 1 to %d", domain.DefaultLimits().MaxPageSize)
 	}
 	for name, d := range map[string]time.Duration{"READ_HEADER_TIMEOUT": c.ReadHeaderTO, "READ_TIMEOUT": c.ReadTO, "WRITE_TIMEOUT": c.WriteTO, "IDLE_TIMEOUT": c.IdleTO} {
 		if d < 0 {

@@ -35,6 +35,12 @@ type LogStore interface {
 	// If the project does not exist it returns KindNotFound without calling fn. Entries with
 	// Time before q.Now minus the project's retention are left out, as of the same statement.
 	ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error
+	// LogContext finds the project's entry q.ID, unless its Time is before q.Now minus the
+	// project's retention, then calls fn once with it and two streams of its neighbours in
+	// (Time, ID) order, each side read from the entry by its own statement and limited to
+	// *q.Before and *q.After entries matching q.Parsed, expired ones left out as ListLogs leaves
+	// them out. KindNotFound, without calling fn, when there is no such entry (or project).
+	LogContext(ctx context.Context, q ContextQuery, fn ContextFunc) error
 	// DeleteLogs removes the entries matching f and returns how many it removed.
 	DeleteLogs(ctx context.Context, f LogFilter) (int64, error)
 	// LogStats counts the entries matching q's filter (Levels, never Level) with Time in

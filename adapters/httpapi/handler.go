@@ -30,6 +30,12 @@ type Options struct {
 	// write or delete stored or removed (for metrics).
 	OnLogsCreated func(n int)
 	OnLogsDeleted func(n int64)
+	// ExportPageSize is how many entries an export reads from the store at a time
+	// (domain.Limits.DefaultPageSize when zero); ExportPageTimeout, when positive, bounds the
+	// time each of those reads spends in the store, not the time the client takes over it: an
+	// export as a whole lasts as long as its client takes the entries, StallTimeout apart.
+	ExportPageSize    int
+	ExportPageTimeout time.Duration
 	// TailHeartbeat is how long an idle tail stays silent (DefaultTailHeartbeat when zero).
 	TailHeartbeat time.Duration
 	// StopTails, when closed, ends every open tail: closed when the server starts to shut
@@ -67,7 +73,8 @@ func NewHandler(svc *domain.Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv := &server{svc: svc, log: opts.Logger, stall: opts.StallTimeout, onCreated: opts.OnLogsCreated, onDeleted: opts.OnLogsDeleted, buffers: &sync.Pool{}}
+	srv := &server{svc: svc, log: opts.Logger, stall: opts.StallTimeout, onCreated: opts.OnLogsCreated, onDeleted: opts.OnLogsDeleted, buffers: &sync.Pool{},
+		exportPage: opts.ExportPageSize, exportTimeout: opts.ExportPageTimeout}
 	strict := rest.NewStrictHandlerWithOptions(srv,
 		[]rest.StrictMiddlewareFunc{withRequestURL},
 		rest.StrictHTTPServerOptions{

@@ -26,6 +26,10 @@ type server struct {
 	stall     time.Duration
 	onCreated func(int)
 	onDeleted func(int64)
+	// exportPage and exportTimeout are an export's page size and the bound of each page's
+	// read (Options.ExportPageSize, ExportPageTimeout).
+	exportPage    int
+	exportTimeout time.Duration
 	// buffers recycles the listings' stream buffers (*bufio.Writer of streamBuffer bytes): a
 	// 1,000-entry page was a fifth of its allocated bytes in a buffer used once.
 	buffers *sync.Pool

@@ -89,3 +89,11 @@ func Distribute(ctx context.Context, db *sql.DB) error {
 	_, err := distributeSchema(ctx, db)
 	return err
 }
+
+// ContextSQL is the statements LogContext runs for q with its anchor at (t, id): the anchor's,
+// the side before's and the side after's, with their arguments.
+func ContextSQL(s *Store, q domain.ContextQuery, t int64, id string) (queries []string, args [][]any) {
+	before, bargs := contextSide(s.eng, q, t, id, true, *q.Before)
+	after, aargs := contextSide(s.eng, q, t, id, false, *q.After)
+	return []string{s.bind(contextEntry), s.bind(before), s.bind(after)}, [][]any{contextArgs(q), bargs, aargs}
+}

@@ -165,6 +165,56 @@ type ClientInterface interface {
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
 	CreateLogs(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// LogContext List the entries around one entry
+	//
+	// Returns one entry of the project (`id`) with the `before` entries that precede it and
+	// the `after` entries that follow it in the listing order of `GET /logs`, `time` then `id`
+	// (entries with equal `time` are ordered by `id`). `before` is oldest first, so
+	// `before`, `entry`, `after` read as one stretch of the log. Near either end of the
+	// project a side holds fewer entries, down to none.
+	//
+	// `query` narrows the neighbours only: the entry itself is answered whether or not it
+	// matches. An `id` that names no entry of this project (an entry of another project
+	// included), or an entry that `GET /logs` no longer lists because it is older than the
+	// project's retention, is a 404; so is a project that does not exist.
+	//
+	// The entry and each side are read by separate statements, each consistent in itself:
+	// an entry written meanwhile may appear on one side though it was not there when the
+	// entry was found. Each side is streamed as it is read, under the stall timeout of
+	// `GET /logs`.
+	//
+	// Corresponds with GET /logs/context (the `LogContext` operationId).
+	LogContext(ctx context.Context, params *LogContextParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportLogs Download the entries a query selects
+	//
+	// Streams every entry of the project that matches every given filter (the filters of
+	// `GET /logs`), oldest first (`time` then `id`), with no limit on how many, as a download
+	// (`Content-Disposition: attachment; filename="logs-<project id>.<ndjson|csv>"`).
+	//
+	// - `format=ndjson` (the default), `application/x-ndjson`: one entry per line, each the
+	//   JSON object `GET /logs` renders for it.
+	// - `format=csv`, `text/csv; charset=utf-8` (RFC 4180 quoting; records end in LF, so that
+	//   a carriage return inside a field is kept as it is): the header row
+	//   `time,level,subject,user_id,trace_id,span_id,message,attributes`, then one row per
+	//   entry. `time` is the entry's Unix time in milliseconds, as `GET /logs` renders it; an
+	//   absent field is empty; `attributes` is the attributes object as compact JSON, empty
+	//   when the entry has none. Against formula injection, a cell that begins with `=`, `+`,
+	//   `-`, `@`, a tab or a carriage return is written with a `'` before it (`=1+1` is
+	//   written `'=1+1`, a negative `time` `'-5`).
+	//
+	// Parameters are checked before anything is sent: a bad one is a 400 with no part of a
+	// download. The entries are read from the store in pages, one after another, each
+	// written as it is read: the server's memory does not grow with the export, and an entry
+	// written while the export runs appears in it if its place comes after the page being
+	// read. Expired entries are left out as `GET /logs` leaves them out. A client that takes
+	// none of the body for the server's stall timeout (15 s by default) loses the
+	// connection; a failure once the body has started ends the connection without the rest
+	// of the body, never with an error document appended.
+	//
+	// Corresponds with GET /logs/export (the `ExportLogs` operationId).
+	ExportLogs(ctx context.Context, params *ExportLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// LogFacets Count the most common values of fields
 	//
 	// For each `field` named, among the project's entries with `time` in [`start_time`,
@@ -500,6 +550,76 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 // Corresponds with POST /logs (the `CreateLogs` operationId).
 func (c *Client) CreateLogs(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCreateLogsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LogContext List the entries around one entry
+//
+// Returns one entry of the project (`id`) with the `before` entries that precede it and
+// the `after` entries that follow it in the listing order of `GET /logs`, `time` then `id`
+// (entries with equal `time` are ordered by `id`). `before` is oldest first, so
+// `before`, `entry`, `after` read as one stretch of the log. Near either end of the
+// project a side holds fewer entries, down to none.
+//
+// `query` narrows the neighbours only: the entry itself is answered whether or not it
+// matches. An `id` that names no entry of this project (an entry of another project
+// included), or an entry that `GET /logs` no longer lists because it is older than the
+// project's retention, is a 404; so is a project that does not exist.
+//
+// The entry and each side are read by separate statements, each consistent in itself:
+// an entry written meanwhile may appear on one side though it was not there when the
+// entry was found. Each side is streamed as it is read, under the stall timeout of
+// `GET /logs`.
+//
+// Corresponds with GET /logs/context (the `LogContext` operationId).
+func (c *Client) LogContext(ctx context.Context, params *LogContextParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLogContextRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportLogs Download the entries a query selects
+//
+// Streams every entry of the project that matches every given filter (the filters of
+// `GET /logs`), oldest first (`time` then `id`), with no limit on how many, as a download
+// (`Content-Disposition: attachment; filename="logs-<project id>.<ndjson|csv>"`).
+//
+//   - `format=ndjson` (the default), `application/x-ndjson`: one entry per line, each the
+//     JSON object `GET /logs` renders for it.
+//   - `format=csv`, `text/csv; charset=utf-8` (RFC 4180 quoting; records end in LF, so that
+//     a carriage return inside a field is kept as it is): the header row
+//     `time,level,subject,user_id,trace_id,span_id,message,attributes`, then one row per
+//     entry. `time` is the entry's Unix time in milliseconds, as `GET /logs` renders it; an
+//     absent field is empty; `attributes` is the attributes object as compact JSON, empty
+//     when the entry has none. Against formula injection, a cell that begins with `=`, `+`,
+//     `-`, `@`, a tab or a carriage return is written with a `'` before it (`=1+1` is
+//     written `'=1+1`, a negative `time` `'-5`).
+//
+// Parameters are checked before anything is sent: a bad one is a 400 with no part of a
+// download. The entries are read from the store in pages, one after another, each
+// written as it is read: the server's memory does not grow with the export, and an entry
+// written while the export runs appears in it if its place comes after the page being
+// read. Expired entries are left out as `GET /logs` leaves them out. A client that takes
+// none of the body for the server's stall timeout (15 s by default) loses the
+// connection; a failure once the body has started ends the connection without the rest
+// of the body, never with an error document appended.
+//
+// Corresponds with GET /logs/export (the `ExportLogs` operationId).
+func (c *Client) ExportLogs(ctx context.Context, params *ExportLogsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportLogsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -1307,6 +1427,258 @@ func NewCreateLogsRequestWithBody(server string, params *CreateLogsParams, conte
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewLogContextRequest constructs an http.Request for the LogContext method
+func NewLogContextRequest(server string, params *LogContextParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/logs/context")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project_id", params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "id", params.Id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportLogsRequest constructs an http.Request for the ExportLogs method
+func NewExportLogsRequest(server string, params *ExportLogsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/logs/export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project_id", params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.UserId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_id", *params.UserId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LogLevel != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "log_level", *params.LogLevel, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subject", *params.Subject, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Q != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", *params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TraceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "trace_id", *params.TraceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StartTime != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start_time", *params.StartTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EndTime != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "end_time", *params.EndTime, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -2339,6 +2711,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
 	CreateLogsWithResponse(ctx context.Context, params *CreateLogsParams, body CreateLogsJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLogsResponse, error)
 
+	// LogContextWithResponse List the entries around one entry
+	//
+	// Returns one entry of the project (`id`) with the `before` entries that precede it and
+	// the `after` entries that follow it in the listing order of `GET /logs`, `time` then `id`
+	// (entries with equal `time` are ordered by `id`). `before` is oldest first, so
+	// `before`, `entry`, `after` read as one stretch of the log. Near either end of the
+	// project a side holds fewer entries, down to none.
+	//
+	// `query` narrows the neighbours only: the entry itself is answered whether or not it
+	// matches. An `id` that names no entry of this project (an entry of another project
+	// included), or an entry that `GET /logs` no longer lists because it is older than the
+	// project's retention, is a 404; so is a project that does not exist.
+	//
+	// The entry and each side are read by separate statements, each consistent in itself:
+	// an entry written meanwhile may appear on one side though it was not there when the
+	// entry was found. Each side is streamed as it is read, under the stall timeout of
+	// `GET /logs`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /logs/context (the `LogContext` operationId).
+	LogContextWithResponse(ctx context.Context, params *LogContextParams, reqEditors ...RequestEditorFn) (*LogContextResponse, error)
+
+	// ExportLogsWithResponse Download the entries a query selects
+	//
+	// Streams every entry of the project that matches every given filter (the filters of
+	// `GET /logs`), oldest first (`time` then `id`), with no limit on how many, as a download
+	// (`Content-Disposition: attachment; filename="logs-<project id>.<ndjson|csv>"`).
+	//
+	// - `format=ndjson` (the default), `application/x-ndjson`: one entry per line, each the
+	//   JSON object `GET /logs` renders for it.
+	// - `format=csv`, `text/csv; charset=utf-8` (RFC 4180 quoting; records end in LF, so that
+	//   a carriage return inside a field is kept as it is): the header row
+	//   `time,level,subject,user_id,trace_id,span_id,message,attributes`, then one row per
+	//   entry. `time` is the entry's Unix time in milliseconds, as `GET /logs` renders it; an
+	//   absent field is empty; `attributes` is the attributes object as compact JSON, empty
+	//   when the entry has none. Against formula injection, a cell that begins with `=`, `+`,
+	//   `-`, `@`, a tab or a carriage return is written with a `'` before it (`=1+1` is
+	//   written `'=1+1`, a negative `time` `'-5`).
+	//
+	// Parameters are checked before anything is sent: a bad one is a 400 with no part of a
+	// download. The entries are read from the store in pages, one after another, each
+	// written as it is read: the server's memory does not grow with the export, and an entry
+	// written while the export runs appears in it if its place comes after the page being
+	// read. Expired entries are left out as `GET /logs` leaves them out. A client that takes
+	// none of the body for the server's stall timeout (15 s by default) loses the
+	// connection; a failure once the body has started ends the connection without the rest
+	// of the body, never with an error document appended.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /logs/export (the `ExportLogs` operationId).
+	ExportLogsWithResponse(ctx context.Context, params *ExportLogsParams, reqEditors ...RequestEditorFn) (*ExportLogsResponse, error)
+
 	// LogFacetsWithResponse Count the most common values of fields
 	//
 	// For each `field` named, among the project's entries with `time` in [`start_time`,
@@ -2914,6 +3340,214 @@ func (r CreateLogsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CreateLogsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// LogContextResponse401Headers the declared response headers of an HTTP 401 response for LogContext
+type LogContextResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// LogContextResponse429Headers the declared response headers of an HTTP 429 response for LogContext
+type LogContextResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// LogContextResponse503Headers the declared response headers of an HTTP 503 response for LogContext
+type LogContextResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type LogContextResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LogContext
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LogContextResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *LogContextResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LogContextResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LogContextResponse) GetJSON200() *LogContext {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r LogContextResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r LogContextResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r LogContextResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r LogContextResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r LogContextResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r LogContextResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LogContextResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LogContextResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LogContextResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LogContextResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportLogsResponse200Headers the declared response headers of an HTTP 200 response for ExportLogs
+type ExportLogsResponse200Headers struct {
+	ContentDisposition string
+}
+
+// ExportLogsResponse401Headers the declared response headers of an HTTP 401 response for ExportLogs
+type ExportLogsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ExportLogsResponse429Headers the declared response headers of an HTTP 429 response for ExportLogs
+type ExportLogsResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// ExportLogsResponse503Headers the declared response headers of an HTTP 503 response for ExportLogs
+type ExportLogsResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type ExportLogsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportLogsResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportLogsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportLogsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportLogsResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ExportLogsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExportLogsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExportLogsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ExportLogsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ExportLogsResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ExportLogsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportLogsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportLogsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportLogsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportLogsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -4458,6 +5092,72 @@ func (c *ClientWithResponses) CreateLogsWithResponse(ctx context.Context, params
 	return ParseCreateLogsResponse(rsp)
 }
 
+// LogContextWithResponse List the entries around one entry
+//
+// Returns one entry of the project (`id`) with the `before` entries that precede it and
+// the `after` entries that follow it in the listing order of `GET /logs`, `time` then `id`
+// (entries with equal `time` are ordered by `id`). `before` is oldest first, so
+// `before`, `entry`, `after` read as one stretch of the log. Near either end of the
+// project a side holds fewer entries, down to none.
+//
+// `query` narrows the neighbours only: the entry itself is answered whether or not it
+// matches. An `id` that names no entry of this project (an entry of another project
+// included), or an entry that `GET /logs` no longer lists because it is older than the
+// project's retention, is a 404; so is a project that does not exist.
+//
+// The entry and each side are read by separate statements, each consistent in itself:
+// an entry written meanwhile may appear on one side though it was not there when the
+// entry was found. Each side is streamed as it is read, under the stall timeout of
+// `GET /logs`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /logs/context (the `LogContext` operationId).
+func (c *ClientWithResponses) LogContextWithResponse(ctx context.Context, params *LogContextParams, reqEditors ...RequestEditorFn) (*LogContextResponse, error) {
+	rsp, err := c.LogContext(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLogContextResponse(rsp)
+}
+
+// ExportLogsWithResponse Download the entries a query selects
+//
+// Streams every entry of the project that matches every given filter (the filters of
+// `GET /logs`), oldest first (`time` then `id`), with no limit on how many, as a download
+// (`Content-Disposition: attachment; filename="logs-<project id>.<ndjson|csv>"`).
+//
+//   - `format=ndjson` (the default), `application/x-ndjson`: one entry per line, each the
+//     JSON object `GET /logs` renders for it.
+//   - `format=csv`, `text/csv; charset=utf-8` (RFC 4180 quoting; records end in LF, so that
+//     a carriage return inside a field is kept as it is): the header row
+//     `time,level,subject,user_id,trace_id,span_id,message,attributes`, then one row per
+//     entry. `time` is the entry's Unix time in milliseconds, as `GET /logs` renders it; an
+//     absent field is empty; `attributes` is the attributes object as compact JSON, empty
+//     when the entry has none. Against formula injection, a cell that begins with `=`, `+`,
+//     `-`, `@`, a tab or a carriage return is written with a `'` before it (`=1+1` is
+//     written `'=1+1`, a negative `time` `'-5`).
+//
+// Parameters are checked before anything is sent: a bad one is a 400 with no part of a
+// download. The entries are read from the store in pages, one after another, each
+// written as it is read: the server's memory does not grow with the export, and an entry
+// written while the export runs appears in it if its place comes after the page being
+// read. Expired entries are left out as `GET /logs` leaves them out. A client that takes
+// none of the body for the server's stall timeout (15 s by default) loses the
+// connection; a failure once the body has started ends the connection without the rest
+// of the body, never with an error document appended.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /logs/export (the `ExportLogs` operationId).
+func (c *ClientWithResponses) ExportLogsWithResponse(ctx context.Context, params *ExportLogsParams, reqEditors ...RequestEditorFn) (*ExportLogsResponse, error) {
+	rsp, err := c.ExportLogs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportLogsResponse(rsp)
+}
+
 // LogFacetsWithResponse Count the most common values of fields
 //
 // For each `field` named, among the project's entries with `time` in [`start_time`,
@@ -5133,6 +5833,211 @@ func ParseCreateLogsResponse(rsp *http.Response) (*CreateLogsResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateLogsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLogContextResponse parses an HTTP response from a LogContextWithResponse call
+func ParseLogContextResponse(rsp *http.Response) (*LogContextResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LogContextResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LogContext
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LogContextResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers LogContextResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers LogContextResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportLogsResponse parses an HTTP response from a ExportLogsWithResponse call
+func ParseExportLogsResponse(rsp *http.Response) (*ExportLogsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportLogsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportLogsResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportLogsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportLogsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportLogsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int32
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {

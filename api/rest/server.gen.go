@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -42,6 +43,24 @@ func (e ListLogsParamsOrder) Valid() bool {
 	}
 }
 
+// Defines values for ExportLogsParamsFormat.
+const (
+	Csv    ExportLogsParamsFormat = "csv"
+	Ndjson ExportLogsParamsFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the ExportLogsParamsFormat enum.
+func (e ExportLogsParamsFormat) Valid() bool {
+	switch e {
+	case Csv:
+		return true
+	case Ndjson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
 // null, arrays, objects), keys kept verbatim (dots are not rewritten). At most 128 keys at
 // the top level, each of 1 to 256 characters; at most 64 KiB as the server encodes it
@@ -61,6 +80,18 @@ type FacetValue struct {
 	//
 	// Example: /checkout
 	Value json.RawMessage `json:"value"`
+}
+
+// LogContext One entry and its neighbours in the order of `GET /logs` (`time`, then `id`).
+type LogContext struct {
+	// After The entries right after `entry`, oldest first; at most `after` of them.
+	After []LogEntry `json:"after"`
+
+	// Before The entries right before `entry`, oldest first; at most `before` of them.
+	Before []LogEntry `json:"before"`
+
+	// Entry A stored log entry. Optional fields that were not sent are omitted.
+	Entry LogEntry `json:"entry"`
 }
 
 // LogEntry A stored log entry. Optional fields that were not sent are omitted.
@@ -824,6 +855,164 @@ type CreateLogsParams struct {
 	IdempotencyKey *string `json:"Idempotency-Key,omitempty"`
 }
 
+// LogContextParams defines parameters for LogContext.
+type LogContextParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// Id The id of the entry to answer with its neighbours.
+	Id string `form:"id" json:"id"`
+
+	// Before How many entries before the entry to answer, 0 to 1,000; 50 when absent.
+	Before *int32 `form:"before,omitempty" json:"before,omitempty"`
+
+	// After How many entries after the entry to answer, 0 to 1,000; 50 when absent.
+	After *int32 `form:"after,omitempty" json:"after,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+}
+
+// ExportLogsParams defines parameters for ExportLogs.
+type ExportLogsParams struct {
+	// ProjectId The project whose entries are meant; it must exist.
+	ProjectId ProjectIDQuery `form:"project_id" json:"project_id"`
+
+	// UserId Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+	UserId *UserID `form:"user_id,omitempty" json:"user_id,omitempty"`
+
+	// LogLevel Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+	LogLevel *LogLevel `form:"log_level,omitempty" json:"log_level,omitempty"`
+
+	// Subject Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+	Subject *Subject `form:"subject,omitempty" json:"subject,omitempty"`
+
+	// Q Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+	// Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+	// literal: `%`, `_` and `\` have no special meaning.
+	Q *Q `form:"q,omitempty" json:"q,omitempty"`
+
+	// Query Only entries that match this query, in the query language below, ANDed with the other
+	// parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+	//
+	// ```
+	// query   = or
+	// or      = and { "OR" and }
+	// and     = unary { ["AND"] unary }
+	// unary   = ("NOT" | "-") unary | primary
+	// primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+	// values  = the same OR / AND / NOT grammar over values, each applied to field
+	// value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+	//         | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+	// bound   = number | "*"                                * leaves that side open
+	// phrase  = '"' { character | '\"' | '\\' } '"'
+	// ```
+	//
+	// `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+	// backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+	// to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
+	//
+	// Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+	// two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+	//
+	// - Words: a message's words are its longest runs of letters, digits and `_`, compared
+	//   ignoring case (Unicode simple case folding, as `q`); a request id such as
+	//   `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+	//   `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+	//   whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+	// - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+	//   entry's; any other name is the top-level attribute with that key
+	//   (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+	//   attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+	//   with `\"` and `\\` as escapes.
+	// - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+	//   `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+	//   `value*` is a prefix.
+	// - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+	//   `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+	//   matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+	//   its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+	//   numbers only. Objects, arrays and null equal nothing.
+	// - `field:*` matches entries that have the field: an attribute whose key is present
+	//   (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+	//   set.
+	// - A condition on a field the entry does not have is false, so its `NOT` is true.
+	// - `field:(a OR b)` applies each value to the field.
+	//
+	// Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+	// parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+	// (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+	// name the parameter `query` with the position of the problem, counted in characters from
+	// 1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+	Query *Query `form:"query,omitempty" json:"query,omitempty"`
+
+	// TraceId Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+	TraceId *TraceID `form:"trace_id,omitempty" json:"trace_id,omitempty"`
+
+	// StartTime Only entries with `time` at or after this Unix time in milliseconds (inclusive).
+	StartTime *StartTime `form:"start_time,omitempty" json:"start_time,omitempty"`
+
+	// EndTime Only entries with `time` at or before this Unix time in milliseconds (inclusive); not before `start_time`.
+	EndTime *EndTime `form:"end_time,omitempty" json:"end_time,omitempty"`
+
+	// Format `ndjson` (one JSON entry per line, the default) or `csv`; any other value is a 400.
+	Format *ExportLogsParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+}
+
+// ExportLogsParamsFormat defines parameters for ExportLogs.
+type ExportLogsParamsFormat string
+
 // LogFacetsParams defines parameters for LogFacets.
 type LogFacetsParams struct {
 	// ProjectId The project whose entries are meant; it must exist.
@@ -1192,6 +1381,12 @@ type ServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(w http.ResponseWriter, r *http.Request, params CreateLogsParams)
+	// LogContext List the entries around one entry
+	// (GET /logs/context)
+	LogContext(w http.ResponseWriter, r *http.Request, params LogContextParams)
+	// ExportLogs Download the entries a query selects
+	// (GET /logs/export)
+	ExportLogs(w http.ResponseWriter, r *http.Request, params ExportLogsParams)
 	// LogFacets Count the most common values of fields
 	// (GET /logs/facets)
 	LogFacets(w http.ResponseWriter, r *http.Request, params LogFacetsParams)
@@ -1590,6 +1785,241 @@ func (siw *ServerInterfaceWrapper) CreateLogs(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CreateLogs(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// LogContext operation middleware
+func (siw *ServerInterfaceWrapper) LogContext(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params LogContextParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Required query parameter "id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "id", r.URL.Query(), &params.Id, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "before" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "before", r.URL.Query(), &params.Before, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "before"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "before", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", r.URL.Query(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: "int32"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "after"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "after", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.LogContext(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ExportLogs operation middleware
+func (siw *ServerInterfaceWrapper) ExportLogs(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportLogsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "user_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "user_id", r.URL.Query(), &params.UserId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "user_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "user_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "log_level" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "log_level", r.URL.Query(), &params.LogLevel, runtime.BindQueryParameterOptions{Type: "array", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "log_level"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "log_level", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "subject" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "subject", r.URL.Query(), &params.Subject, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "subject"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "subject", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "q" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "q", r.URL.Query(), &params.Q, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "q"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "q", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", r.URL.Query(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "query"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "query", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "trace_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "trace_id", r.URL.Query(), &params.TraceId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "trace_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "trace_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "start_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "start_time", r.URL.Query(), &params.StartTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "start_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "start_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "end_time" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "end_time", r.URL.Query(), &params.EndTime, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "end_time"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "end_time", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "format" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "format", r.URL.Query(), &params.Format, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "format"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "format", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ExportLogs(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -2469,6 +2899,8 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/stats", wrapper.LogStats)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/facets", wrapper.LogFacets)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/fields", wrapper.LogFields)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/context", wrapper.LogContext)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs/export", wrapper.ExportLogs)
 
 	return m
 }
@@ -2937,6 +3369,315 @@ type CreateLogs503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response CreateLogs503ApplicationProblemPlusJSONResponse) VisitCreateLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContextRequestObject struct {
+	Params LogContextParams
+}
+
+type LogContextResponseObject interface {
+	VisitLogContextResponse(w http.ResponseWriter) error
+}
+
+type LogContext200JSONResponse LogContext
+
+func (response LogContext200JSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext400ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext401ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext403ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext404ApplicationProblemPlusJSONResponse Problem
+
+func (response LogContext404ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext429ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type LogContext503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response LogContext503ApplicationProblemPlusJSONResponse) VisitLogContextResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogsRequestObject struct {
+	Params ExportLogsParams
+}
+
+type ExportLogsResponseObject interface {
+	VisitExportLogsResponse(w http.ResponseWriter) error
+}
+
+type ExportLogs200ResponseHeaders struct {
+	ContentDisposition string
+}
+
+type ExportLogs200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	Headers       ExportLogs200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportLogs200ApplicationxNdjsonResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportLogs200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       ExportLogs200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportLogs200TextcsvResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type ExportLogs400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs400ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs401ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs403ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs404ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs429ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportLogs503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExportLogs503ApplicationProblemPlusJSONResponse) VisitExportLogsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -4763,6 +5504,12 @@ type StrictServerInterface interface {
 	// CreateLogs Write a batch of log entries
 	// (POST /logs)
 	CreateLogs(ctx context.Context, request CreateLogsRequestObject) (CreateLogsResponseObject, error)
+	// LogContext List the entries around one entry
+	// (GET /logs/context)
+	LogContext(ctx context.Context, request LogContextRequestObject) (LogContextResponseObject, error)
+	// ExportLogs Download the entries a query selects
+	// (GET /logs/export)
+	ExportLogs(ctx context.Context, request ExportLogsRequestObject) (ExportLogsResponseObject, error)
 	// LogFacets Count the most common values of fields
 	// (GET /logs/facets)
 	LogFacets(ctx context.Context, request LogFacetsRequestObject) (LogFacetsResponseObject, error)
@@ -4924,6 +5671,58 @@ func (sh *strictHandler) CreateLogs(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CreateLogsResponseObject); ok {
 		if err := validResponse.VisitCreateLogsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// LogContext operation middleware
+func (sh *strictHandler) LogContext(w http.ResponseWriter, r *http.Request, params LogContextParams) {
+	var request LogContextRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.LogContext(ctx, request.(LogContextRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "LogContext")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(LogContextResponseObject); ok {
+		if err := validResponse.VisitLogContextResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ExportLogs operation middleware
+func (sh *strictHandler) ExportLogs(w http.ResponseWriter, r *http.Request, params ExportLogsParams) {
+	var request ExportLogsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportLogs(ctx, request.(ExportLogsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportLogs")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ExportLogsResponseObject); ok {
+		if err := validResponse.VisitExportLogsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -5329,238 +6128,267 @@ func (sh *strictHandler) PatchSearch(w http.ResponseWriter, r *http.Request, id 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchtJkib6KnHyzDEBPUkQAG8iaLJjLInVpW6VpCapUzOj1FEGkAEih4kIVEZAIFpFs/27T7H/dm1f",
-	"Y+dN9knW3D0iMhJIkKAuVaqeKptpgUBe4uLhd//8YzRS05mSQhodDT5GE8EzUeLHc2HK5enYiBL+yoQe",
-	"lfnM5EpGg+hCjJTMNDOKLXhu2FCMVSlYCbfk8qoTxZG44dNZIaJBL470aCKmHB4zVuWUm2gQ5dLs9aM4",
-	"MsuZoD/FlSij29vbOJrxkk+FseM4k9llPhXrg3gliyUT0pS50GyRmwlLTT4VKeOGqdKNyUxyzd7I/IbB",
-	"jyyXbJoXRa7tDFq5HBVznX8Q7RMmlZ9Kqg0vzXt8YH06R8cH+3u9wy78F0c5jOTnuSiXURxJDuOMhMzw",
-	"xmjTzA/3m2YeRy/U1QvxQRTbzBXnlRZweXrCSjET3LDcsLEqGZdLpsZMiw+i5AVrpYW6eo+XPhFlqcpk",
-	"3u32D6svx9zwIm3HsHJTpQ3rHeJq6Q57qqYzXoqMcc3wYs14KZg2qhTZgI24Fju51ELq3OQfRMw4K9TV",
-	"lSgfaaZnoihyeQX35kazEZdK5iNe0JNq4/rp9Pzl85d/ThmXGQu+X/BS5vIqZVoUYmRYCl+kJ0wLwdIX",
-	"6upMmnL5XM7mpkNr0e6wMz6asFyzD7zIM/bm8vudx7hmam7YyzcvYtYDwt3rs9GEl3wEhMZaZiLYOBdF",
-	"9kgztZCsnBdAElwuzQTmIAot4KH73S6TfApfwS2eVmtE8jbCdY7iCJc2ege/zQqViWhgyrlophs/6xrh",
-	"5EZM8SBYgtGmzOVVdBtHU37znH7sHXp64mXJl/CrNksYChIe/P26VP8uRub5s3XquoSJ0M+PNMuz2lyi",
-	"bu9473DcFTuPR32+czTcEzvH2f54p88Ph49H3awn+uPIzmjGzaSaUJ5FcVSKn+d5KTI382pmKxMKx/g3",
-	"XJm7BsoWE6WFPxNAlFPBpTmBQzCda8PETa7Np09lZXPsa98/eE5/u+804zzSqdCaX4mUjZQ0PJeaTrgR",
-	"N8YSbP/gMKDYmOVXUsFb8BCy4TKRb2Q+UplgOof50vdjVWRwUSv9j/+asik3o4nQLP2P/5mesPTi8vz0",
-	"4uIsZZkSGtkfXgDcr+T/8d8EnKbnhuU6kUVugJkMWPr/pDFL39uTmiQpm/APgkkF532U8wL3AaRAImuL",
-	"n4lRkUuRbVjgn2tUP+U3L4S8MpNo0D84jKNpLt3fvbhplZsJprbSZsLdBHFtcQAxiAQ4yfgXK7i8mvMr",
-	"wYaiUIuYnb58JjLHcQVTZiLKRFYSirXSn1N2LcSMeJyd+wD4IK0Y0/MhDRRY03RmliCd+FALaQYMWDSN",
-	"cNlJZCLTNE0kDYWxJ0yViVQlw/+e4Ip/ZEn06jyJ8I/bRMI/9Otc8nLJPrK3SXT68lkSvbPf3CaSPsBF",
-	"rSR6+eoyidgvLIl2kqhtL/qFzcp8ystlIu0H9oQlUSuJYLRJ1MZbkEGyJBokEXDXuVj5jm7AX7S/aaHK",
-	"TCfSfsue4EJqPhXs1TnbhRVmu+zlq0t2VfLplJdMfRClfUjMBDBzPpsVucjgFODr7NNwRvB4+xaWRH/C",
-	"V84mJdD+L/6LVhKB0NsTdub0x5Pwr1HtjyewNHI+HcJ2M/sfPuetve4jXDFUcwmvvXyVRPaPVhK9s5fc",
-	"wiWMvWXvmFczYvaR3TJxY/9MJN0FM6HX+VHf89+fWCH4B0fWOs8EUzMhE2knz56wR0n0iH2smAb7hT1K",
-	"EviSPiSP2C1eZOkukenpy2dwvF+dw/++fHVpj/nlqxRZ7LVY4nbCoZnPZqIkJqPgmLVSLrMUZCTH3Wh3",
-	"2Gkih3x0rQuuJ0zoEZ8Bq5bLYEhqbC+H+5NkMASec8rSnZSV+dXEMA4qKEtx3wcpnkt5pRNpFBISEUIr",
-	"NWI6G+wc4Pvhe7uYOwftE5Tdi4koBZxKwZEfwgtAg4I54sl7XYqRyIQciYGdeQumXrujzYY56r0wMqFN",
-	"DK+SDFeNtXihFQPWC6Q6FGYhYDvMQjEjyqluu6tfnacDlnIg/yEb0TDwr9YQT8OoncbVIVHSMolSzY3A",
-	"oe6wn2ATgMlYsfFI0zHDTQI+BIsktGHlXGpY40IYkhpZfgW/466+T2M2sgoeUHldorTuECcx6HTpzylo",
-	"SAykIbwrz5iew2nV8LD0aO+Y7w8PsvHB46PD/v4hTlRJgSOFPR7CYFFnV3NTySY/KTaxsgvWAm46wefO",
-	"+PJPqSMaJP6huAKBSTbAjC9TGJU9BmkSzfhyKqRhTgAlUYpr5CmZs1ItYnj4YsINrDbTAni8weMlpqyV",
-	"2ofE/in/lx9xu+PF9+DGEyBuHqzSDdDXDvseCFgPnM4es1TPh6BSwMe5FuX7PIOPpuQjYT/rGZfwkbbL",
-	"qwgc7RoBA0bJ8UifkM4P0gm0U+EGYdRsh5RtbkyZD+dGOGHGDZxmeEYrnRgz6yB9DXZHEzG6hg2B94vy",
-	"Qz4SHXjkYMRLAxue+kfpDjFLeA4y1JTxYsGXGseg3RirV7fCe72+/re5MnA06SjjyGDnwYDgI6FBAOml",
-	"NPwmVH9wt3DDgaN5bQT0Ea4dr8GFpwUfpI7UdaMtA9YIXuctETiWaG3AnO1eDfBFSIZ2ywYpEzd8ZIrl",
-	"SbV3Azseu3+DtDpasCvEM8fwOS/tiSTaxiX4k2Wis1KM8xucw6lftgFLBwfdbnVcAmZ30O0S00oPut1O",
-	"F3bwQPTTNg4GaRL1EDgTB91uEqX0UlRi7YgHY15okeLVQ6UKwaWmZxrUU+kJGs/9z7BvmefAA/fUNjzV",
-	"Dc/egCIidkvVYS9xxNrtCWzJ4f7OEAzYQnEDo5ypHNR54BhDsVS07HBuSy6v4IU9sd/tpm0mfp7zglia",
-	"32IkDanQduuwdGAFPqxc7P+sPo6Cj0/cUrztd7vs8hXrHx+/S0NPgXsNDEjaicD8OuwVUomOGZphNCY5",
-	"Lwoaox8QkiVJtD9VO1nTU1Gp9kbpgHEZHmHci2uxBEKZlQJ0STzJnn/BOuHGxPR+HHwmsoCWt+E7iwmI",
-	"MMa0MESHYJ5kOWjXIJi41f5gnMiJKkMCx59rhvQUM5CMxopbZE7lXITL0CJx2E6trqdJ8bMsQVUrgQLw",
-	"RT6Fp7WAPyGzNgapcuA9GPtx9/iwZuCnP57+y/u/vTk7/9f3T384Pb9I2zGTQiOpqTHq9EKaidDCSkfS",
-	"fuzz9vosE2JWe8yzs9eXP4RuE7DQUNQnMrzu8uz8xwtSa0izV3OD+hpMyiu9Jf5Z0Mzw/O93u846RHeC",
-	"ThOJzL3meGApPjStjJSZ0naHxvR3qYaFmIKsn0s4sbkMV2Zcqmkie6yVzqW4mYkRXELKOzesdwQjv8yn",
-	"cPaBpHNZc47RWjmXV7pq9NUliBUtqOWQzBF6pqQWHW24mev3oG8EZxUvBNMgEFBJtDsRvDCTJNpkSdo/",
-	"77LKz4GHnMms2ccgZOYWj5iNXbn4i3sSjx7vHcN/93oSN7sctvEs4nQvYCDNE8Yxfs6U12a2d9zv3uEj",
-	"rRbls+d2IXg5mmzya2n+QWRM4zUbnFtHfH+00xv2s50jsTfeecz3hzsHo8PsSDweH/Pu8As5t3D5P8mV",
-	"TSbQ9p7sdTLrP956Mx64+CRLtpmSlf3Wc+2EkGXiGRsuQcblMhM37cFm3613Ucfd/j4bLo3Qn+qljRw/",
-	"2sBH7BDv4SSXIDebqK+2Ani0UO5xMDD3+mwibngmRvmUF1YFjJFt8KJgfxelOgkNbK/sKdVhp5822/3h",
-	"+Lg/3js4Ohru7Wf8kO+NxHH/OOuKrtg/2jvcsApOL9jkntvr17xz8Of6Ir3Rorx3jRqoxOknDyOIL+zN",
-	"j+Y7+/0Nq2MHeCeN3AKfIDmHjvzveHZOJjP8NVLSCIkfUfUZcVibXSu0//nfNSzUx2o0sISG5wVsDTBr",
-	"Z3yDZMZFgqGjuhAN3gYXo098KEKNplICojhCdVuU0SDa7e9SGOL2XRyRYI4G+8A8TG5wQb7jGXNTqCIP",
-	"QzU3g2HB5TXGH/x6/FMpxtEg+r93q1jjLv2qd1/TNGmV1rl3MLspL4AhiQyDe6Xg16AjwcaeeP3I2p2o",
-	"OqrxWEh0H5COqspwe2/j6HtVDvMsE/KzdyHXqIt73XeEHkz8Xs1EiY+KwqXcq5ayGsVXXcjT18/vHyOu",
-	"EcU5cIWey++L/GryuWRaeYiqyOXzTExnygg5Wu78leyYXLIxvS5cquNqqZ4qOS7y0VckudPVkVo3TsNo",
-	"tcmLgg0FENiEy6wQ2QkFwFnBHYm9VOZ7NSct8zMW0IW8YN/G+LxwhfarFXqpDPveXvAVicmNxxOTDbV5",
-	"Zczv1OfzN/euCYfjHmpzATUhM25meyBz+bWQpF+Qh6z2lMpIssI+YIT43DoX/HXp8f4B48L4RWCtFVaY",
-	"4hzASCUDM5HuPl6UgmdL62qDJ6JYCF8lNAZT+dKavRdnp+dPfzi7eP/67Pz96/NXfzl7epnGIHm73UQO",
-	"lywTYz4vDBlAKGgXXIOYkVcCLPeKQr7QyZCqgSRyMF+3UezRgvytDtLLlaH7fcwz3KwW19cu9Mj9bl+L",
-	"ZZv4Et1lwyHMKEfdfocH5AFeKPRywjE1qsgYn/HS1PbijbyWaiFt8P0zd2RODwvOU9OplKqK4/tTjKpL",
-	"cPqCkHvtDPb71Ua9gdmOhNZ8WAh2Jk1ull+X+aXVsNwhq2ZTJ3zcX2SLl0q94OWV+GxJOsTwNZ1Zr/mC",
-	"Zee06JCie3s1ZgVvZZdKMRrKV12locqWzqdFY841K+C98B2XlobRfcdHIzEz2i3Uj1wurXKpP3O9FmVu",
-	"BCu5EUzcjITIRE109gNmDusCb2b+1V91fUAXgxM/1yJj8xnFo/xonSbhDH/BrvIPQqLhD6bJaprejs/T",
-	"axqSvXo3yOjDUb2RfG4mqsz/Lj6XD8ODhDT2FubdIiF77YWnNnjz1+SwVu1FhqqkCKnOKy/Ar1YW9aef",
-	"fto5rabU4LFJvxO8FGVasxPpu7ttQVr3DzwvgGN9AQUJw1dwuubBY6t1PwiNjQvyxrI3tUu/IpnT4EZc",
-	"kkOUlWCaicyG9qVaOL3E7Qpo1hORod1WKL6qU3850v82RV73GxR6p4YVgmuDB4iiPCT2Kq0EI1Z1awAd",
-	"Myv3PdLOr5nrRDoFVBWZEwrABatExFLAjgA/aaW7e7t0ZwIafXCLCXMXE1ndo8bsiGV8qZPIa79rhtzC",
-	"sWDrrLfaVpaPx6IEcQly7CSRNamO8eIOw0ABbjSp3oE4dsL4BF9KJMA0X2o2UQs2BTEzVaVIpMGslIUo",
-	"hdXI3kg9n81UaUT2o8hyfol7+tlMAsWx9wAFD8AbQ5XhICQzPxaGg2E4mq+vN+RER9bQmeKr4Z2Ugue9",
-	"FWDXadb6y8WrlyeMM/iXTUV5JdgMNY6xKtnr08unP7Q76IS0Q4ARVvF0XNGMQpq8eF3C4w3oUdajv5L4",
-	"bsr5yMxLkbGMG+6GiNQ9cOH1a7G0CvmSBmVT31o2Fh67oHHsQ+xxIuW8KFzcOGaKAsntmJ52LWaGfRDl",
-	"kJt8ylqZMtpr9aUAxcEI2e6wU0eD/cd0IzdIZMyoGeU8xM471pRUeuKJ+HCf/TX/jnEdMmchRypDozCR",
-	"LYyBj9DWExpIJHAs2uyKTIjZCWaG0sKoEvUeMChBg2Uv37xgrTf/DOpru8P+P1ylRI7UFHTG0TW8XWPO",
-	"jQuyuyg2a6W9/t7+weHR4+Nu9Sm1IUr0IbdPaAX84xKpkZZjRnldMBR4PDMLkIlVDmcBTAv3bCWa+THC",
-	"OORUmInKokH057NLkEjwXRC/BJnbjyOUW46KDL8CceBSkUC5FPPo3a0/S8qFGm52rtSO/RIOZ+ecL36k",
-	"xJ/w1x19nc921IzIdseLEHjdbRx9z0fC4II2+dxd1hzm3pF3FJak4k1wfNBNbj3zFMzHZOpZcEKALc2J",
-	"Kfk12u/H9weO4uiDGxuXy1djlJRwAEgnsmu2ku/ulSmihvAbe4zCr+yCwjcug/52NUn+XRMHoqXhGo8u",
-	"5rkRw49xudyRRnbU4i7zpiIeI27MCUthMpTGs563QW8AJjcvinqwLtoNYlJ3kQIFFVzw8a1dz9huyLt4",
-	"bRkiVyyxThCnLgWqUFc2FZm9spRF5GFzUkBOIcvBYwP8R02B82TrhMFrDPYugRCw4ts4yrOmaiPgPjtc",
-	"6/xKwkbMZf7zXGxI7T/mve7O0aif7TwWe+OdfX4wPBwdZY/F8ThaJ6qoaC64ucQ0rZV6lc1FJyf+qNil",
-	"tPqEZYS4cNXjQO8hDufczHlJsb3alFwNyXrhhyWC8NytZTk23Rgol7V7t6yLWHuezRNaX77eISvUQpQ7",
-	"GL1cD3Wu7F133D084rw75Mfd/vCo8VVVoLkxgLt2g2mMtG+Mn2+Imff6e1vxMx8lXXsjiMPtl2KLIO3a",
-	"TF0MsrY0Nma5HooNuQaZH2Fly9SLGleJhOt4F0PBg9AsZjxDYei9HxU5UKgWMgNm2WGnbCqQfwJTASU6",
-	"Y6gQ51bjyWWYbZqyucxEmUjgs2BwkccbT+XrVxeXbLdQV5pyknGxP/Ay59KQnMOL8emt9AWdWp9mRXL+",
-	"y3CwDQxlvebsJFStkG1oluZyrCjtjuUY9qRCkQ574RNWE7ladYfS2zIez2WaUshzSgqfcTNhrVeXL14D",
-	"02kPEokUen/adzuuUkltcR+mNozUdKqkrfzD/FolRSKtdqzzG/ZqJuSlKMSUrHmczCCRifyFXdDAf2EX",
-	"KFUw3XSJr22zXxL5y87ODv4/XEtZiinzn2KWjnNQQOETKMhKw894bSaG8yu8lj7Za92/pbuO1tx9iOlf",
-	"OPG5kit/ckzclsrkI/8azBFm7kNM/2LNIv2ObBwvoE8xfqD06g+i9M+hKkzmP8UsHZW5gb10n+FfXogS",
-	"PwiwdfwHMGnhjxmXOWazZvQJHp7IU58dTqIsOGDh1qen8yw3KcU3lS37TDl+2cYkztFcGzW1G5jIhSqv",
-	"O+wnIFe0MsSNVQ7IgqbkQubdVJl9PeXzupf6jGu6JpFc+8UExpCe0QoGQ6KVbMf2kOBcrK3iz20iaYFz",
-	"s3wPA0tjtpjkowlltoG8XfAyq99j8y9Pamrb2oOCfNeFtVFIki9yqVczIJ0U35wy07tbxK95Y0IDrXV4",
-	"EB/sHdq8FzWmDJkVpbJBNQhGc3hwsHd4r7KwOQpcLUYVjPoSVZjbaxvoaZxZZ9DqUIAueocPS7cCvotB",
-	"CZGFvLV2Wu5VYYIl7q1UMB7ereDUZ/cTqN7VzFAmqLlpznxyFMBaUoF93SY/FYmqR5r5QblTECQCw0xz",
-	"ymSnXGSltCiprI2EFbyDjghcuICBuZw9EDxk1Xtpg6u2MeMuXJ5uf//zNbhQnj7SdAkKUitCv5aCB+uL",
-	"vzaTX+unvacMkwQZxuBuTFyXhm2g0IcmBD6cQrfQLB+U1VfTO9dXBH4MFmSk5EiUUv8uqdbq0vdR7Ipy",
-	"3ahXb1Ck0V/TvJC4WFbBso5ENUafuvXcTJXNXlx126xb5XhH82vswzDjA4QaauP1ZaiS8BuN0lxr+Lj2",
-	"9B82upUyVZWKVAUe4Tv3u1sdTlRtHvLm+iud258cMzCkItdmZfr72/u19GaxnSIdpr68OdzdcV5qc8Jg",
-	"s1xROpDuIteCqTKzxbKBYvJIW2cUMhVVOnc0qmGWSEIP9SNt3TkwMY8rcZdpE/gR17xnK+ROtOVXwG1K",
-	"RRh3kb5+CO2jA9vR67XI2FiVDbS+4blglwIbxQf46n9aX08R1mXjD8FWi+XP8b1LRUPbtCDNh/Q0dCRe",
-	"i+V9Lltgatu5bPf2tvPZeu6xHUvYQB93eigvRJmLDcRgWX9A0D5pXIUubaqqUvMZ1imrkrWoogLpMW0j",
-	"BSGnpztmXJN6xaVeoOaQahxFeodX8/236b/+CSc6XKY1NhHXbZxHuvJx8yBA5R3cdd92Iimo4v72zu2x",
-	"KulucmOzU1Sz8OvVDVJzUx9DnIBN7fYESTm8b2nT9i23qltUB93ulwqTEEk18wj8DTnFcD66FmaFVagx",
-	"S+kHXS/rersXd98FHGMb3XIFumeDOHtNhZ7WB1PijoHWo3w2la8edSZusA8PIns/mxopV2QaGWV4UeMF",
-	"vYOHBX42RF4oa9GGKq1NFJM2mWexVbRzTOdHky8HLqdFMT6x0Fc1IvNlsMzGSF1gh2RkK02iJEm8WQKf",
-	"kyj1tOjqpcOaeFflTBRcr77Gn+E4uIdU5wO9J7g3UmFSpt0uPcHyZ1v6nSayVaFa0MRsbny6wnzSdoe9",
-	"nBfFnQeOhJw9bMPlE6mkqI6bPX6bPBb3MLS7IlCYPacs9FUjoze86eA99TzezaY6gMjbwaiD4c8cRMwq",
-	"x19n2vaU3lX4iI91moV9WwsNTYTtQCdWrehVyfqZr1c80l8HhBH3mbxAb5CITo1pXAQiNHSj2pJfssIm",
-	"PDDA3Hm3N0+R9JQWVe0D5msCm4Cd1JhFk4mSavUsvbIWlpej6mrxTZzOavFOKP/AUjtwTcvzrT63sL5D",
-	"OASlwLSYE1sC6enV1YQpaSPy26pjVp1oWlYjZs0UscgzM6GQgaWEuyJFew4IcJutdTxzg5XiSB51uZhg",
-	"kIhl00DqLz46jLeq0AzPKM469ifCU9c9h1U/LQU3Itti7C5D2SZJrWuf1ZP8VPoPn4h7zKYBPxOF2HbA",
-	"GV7LSjFVH5qGnFXPqoTdJ4zZPadpzK9MMTuVyzsyNnwylM0c4t5GxDgOJT/x2Yyw3nJJVluKyTZDEDAO",
-	"g2xdqYUz4d9c/60yZ7c6crVpNFlBaxMHlcK/e13NQPeQ/92vOHzd5IPI1HxYiNXneX07cssCPyoprOK+",
-	"rqjfu7XvbuPo+kORa/PlFu6v4iELR6NdnWogmxtpzL9jbcDXYtkIMun1te33venlLu2vyaw9//4pO94/",
-	"OHJAFSxTo/nUumxXzyIlNYY26MYq2LW5uLTcRg+7EzK5ZotSoeko3XlDSetGhxV4Qapdt4uSi1xGJyTQ",
-	"KLsTfQh4ecxSGnrKMPiNAq6WC8qqVNCYic5VJ5Fp6/i426Vf7ct14J1qpw8Qhnb9ybfQIA9zsPLkaCWn",
-	"BAPqTStp13uj99f+/oiqmbhmYjRR5J+G7Ur/ZceWWew8z1LmqqMZpWufELIQeiJhMUsxUyXitHC3Dl8m",
-	"98dlvYbpa6uyvBGl2OfIhovVWBQdRDNsJu9q7tWb8+esFJhuPLLoVx49y9Mc3HzC0iDjNkWoSZueifOg",
-	"BOMcAwb19QkTde9T441N8cX5+SWK3cl7t/lsb/BbkfBytdiY30u+u1ZqzfG0DdYcQeNUsDat1H9O29tx",
-	"gvtK3NdDnO4NzVSMKSNW8FZTsBg+JaVRbIAMqEFqrL/X+SFW34pi3P7KWsAYD4+7vTbLHdyhY3SYl05m",
-	"H0KKWku1oonFRBWUTr2SYOiK++8jhLs3vDlUeeqDwvXEYZvd0uiOJE3uPV9J7ep3+4c7vd5Of++y1x10",
-	"4f86lOn7b1FwQjNuxM6mZd4imZC9efP82YejLxOgJkyIbRPUfKnC+4wv72Xg5+7qZ3DxbRzNZ9lXWrim",
-	"JDFbYR3sVm0Ea7O5g2x8vlhz2j0BhjVJaJ9ABjqtFoYQyILKS5viYmV2ECJdJzu3VQ1JWqs4y1iKIIsl",
-	"W0xyIwiUsMNeUuWnEJkFe2rMSm2Od9+PaPyZ1LGygzjZO3bkNZhsD9yR0/V6C+RXR3vHh20yn30dso/N",
-	"WusFhBTJOCoNB10nWZlxEg0Y+Zkpt9rZa2NVgk18gjChuM+FGBum5sYm/1MIM9cd9lIlciNFNGT8fS5N",
-	"NO78zof+r7/5axtdv2SzVQyvq6ELBFURygeXHIL+4UHXRwPoQgRLtVvUSeSpdGlSBGPnir/CAi4J787l",
-	"XFv55uq3cs2ulBQD1HYx0RDxjrH4BHbbZ5ZNFSY31e8mwtKsxQkKtwx+GxIiJSVgY147R706kXohZoYt",
-	"hWnH6MkYXV+VCM+sF0LMrKeAQuS5maBfSM4NLAiVlFTV2VjuIgUWupVijDVmqPTv9/s2YQ55qddqyc8N",
-	"U4SvcqLoQMVzaS0WYiGRrfTFqz+/Pz+7PHt5+fzVy/fPTv/1Io3d4rO5LITWwCbbJ16NLvjIDaz1+s1l",
-	"e/WFiaQ30p6iy5rb+4RdZI4Rnith6BTju9y6ZNzwFWfyXheJP5/Op9EACAZpn/7sbXQxB4o2QRQ0Fi2E",
-	"6AlfTt84vOwe/wb6xhYgdA/QN2xh4q9RA/CzQ96vHkVAujgERHB04Ll3akNwXt9bF2s9PH24pU1W14hW",
-	"FQghQ9wMrPGywCQn1suKtYKMZx/AEHbU8yUp5N7se6tlOYyx+pps1r6aRLtFRfxsXUvDSXf56BoB57ld",
-	"xE9Uue4SZRYcBmF3HpaBuoaHgqyQXSmVfZVkVE/290+HelM00fj99yJw592pZXcSzWbSeHmHttPt1rUd",
-	"keMuI866BHEhVcmsOUyJz5UaROB7lhGjfEhAa5gijjcvKGcP1b+2q+Ry0jRQPAYemN455lAaUSq4tijc",
-	"HusIAdEXipTK1XDmOk8MtbFu915tjNbrKynJoRS7X1OGIydFIq1XH8Qn6LnsU9Tc7c/hr07rG0h2Q5MX",
-	"B6tsKci3cFFjlv75zJUFPdIeKdn7bGJfOaCFNCfOl4KtpnQiw+Ys3t+7hiNdQ5km3OkaFBa3w6uORSIt",
-	"IsaMlzaXN0SiTHc3ITpT24VqTjZ5A2XVCtV/igwOt6HRRhjzktRmVL5Bcw9FqlLXGrNk7K47M6EXH/b7",
-	"MUywtXd4iDZGey2I2iDhK72xd9jv73dXdMeGcJsWo3mZm+UF0JWN/iMmy+ncTBpjDw4XEdb11GLSYKXP",
-	"gBGaC/vr2b+msUe08fFqx+EmXLs6cznOr+ZYwNKy8PNS2AIVNaPy/GyaS7ocTnCmSPNAbImTOsoXXoCF",
-	"orbazeN6xWQ5iBgtI7Q8bAgTtfMKPwNIhCwTYDJ0eYzPjC07ITbafHcdCI7IC88rhugc0o3dhIkxM4J0",
-	"yOVYOcAKTj5CC5X6aghLxod5kZslLvyU59jrSpTo0VrNdsKRaFdxlpehCUrR8R8uL1/vAotFVPgzOq5I",
-	"8lR5nW7Cykh9jIkY8vH+wVHbIS8vZ1gjhi5wLNNCH3hKvZZcHOeEEGkJicLCgPAsw7dWYqnkzvZ1DN0D",
-	"uNd94okkp/jQ1pd7H7B3klNUiKXOgUte8ybX9CYfeiKfkk6Xg1ZobbcRnyPiPTu4ucFVfGmhTlbLNTXT",
-	"eSEkhsiuJEGgnK69sY7Q4SFhMjEqsHSxxdk013omCsPGOWgDrmeMa4xCmUm+F56FLuRM5/KqEDsYj8zQ",
-	"hLWYWIt8JGLc8EQGXDQ3VbGi85o7r4BvDGEFdA0eJUQabrm4OZ6ORBIyCY1I2i4jGStgNHpeluoKz+Uq",
-	"Q0dYG7uhJUdRja4PQg9FnUhk7ZgIzFXEEsROSQWYO/VazzW1KS8tYgimtIHcxiY3tPgpQkCeJNIWwQbr",
-	"1jDUdoe9dk58yzqyHaddqwxTDPm18KpKIh1p0zhIptP4T2pH9lqIWdCnxmkrKzW+6/W8xHuKfCSkFgFD",
-	"OZ3x0UTs9DtdMIfKwvIhPdjdXSwWHY4/d1R5tWvv1bsvnj89e3lxBvd0JmZaBKG8df4UxdEHUWqrGHe6",
-	"nS4mZ86E5LM8GkR7nW5nD9QrbiYoayhc6lNG1gXOM+soqYEWNfWnI82DNsoeE9qMAEIIRKg/as8z//gX",
-	"FLMNu6i+bVa/qkt2Vzov3sb33mEhvbe40rc13eJahye/xaV/2+qibafjYNy3GaMH8t/iYte+9vbdCgp4",
-	"v9u9A9ipEdDJ5iH1+lujLYW5UBsQl9YqBzBrwb4MMRn3aaRN7/Ez2g1AzfGW3v231FAA8aa9+2+q8LLx",
-	"jv377/BQs3BD//j+G1YxKG/j6GCboYWoeqiNzqdTDgaLPZghM4wqTCBkGu9u4+iqqQTsXJh5KT+JZdTz",
-	"Ncn3Th3o8iwFUaxHVm+wzuIUr38CA0jb1kuN2Se1zESSXbaQiWoL0he5vE5t+gZYN6XNrStFwVFqBRkO",
-	"FMiW4gbsH2zkVIriSRLBN0mUtgcEjVelkGCcHTVV0jZstVY6mpdalSmoXSKL4cGIMKhVAZorv+K5tDnu",
-	"b85f1PQAX7VtFGvlJpGkCzlYu4nSxpYgop8QhznBIEF9qqgwoScKrsCq+VIgjIWLQpEKX6+CB7XD6la4",
-	"f4RjJm21FvVw9lmz5PXXhhcFs63yWKt3wHRoZLJCaStWRkpKMbLGorRBh9zY9gZXNoG2Ljde5Nr8ITW+",
-	"SakRrwGPcj1KWUsVGRBylXdd0QKoz3iEWUuKhb9qBRMArtjQ0wK5QA3FVEiwud9GHO/BW981eLc3lvB5",
-	"o03ao4IAxtY/0OvG3W73hGDEN1dsb2peg3wourPJvHck9ChX+24vwloC04yDsu27ahGcPB5p7NH3IVdz",
-	"jdN6pFfYQ72sYvmX7vN/Vzcv/37de/ns+f6Pz04XP14+//v4bxv2gfjbpr4rzSXIn6llvF3Fvdka8M6G",
-	"v7bNxbMoORU6hsO7aAKrCOMA2zrsPVhEEzSDx1qoJegg3MAKMkBV9r9NAb2viKeScQRwXW/kfo/CRiht",
-	"60nAa9rbK3ea1Lix9juAygWqbAAxpoaHaLb8v//7v/x3+LN/SGT3xP69h2DUgXy2J9RmVuD7x6oo1EKT",
-	"K+Vx//Hj9iCQ/RgAt8K/xfFwq2JuhJfrrhE33L13/PiQ/a//sd/pt+NmWe71gkS+OX+x6vYMZ1SRzZNt",
-	"iKY2e3dYx39rWoR7IZ7/gVTmz1R9Qbe4T/GdKd2g+V5QEN+WqJIvzcGWkszwcqWFDpwKgJf9mH93wobK",
-	"TFxDRWz0ap3vvl0kyyWhgpdcaj4it6+NdQW+/wAOSZXWq6s7rEpuoYK7RFodG5Mj1rBIYl+Y5xxdeB2B",
-	"TtU8b6iZ5hqUOgMHqWria10mBANALzcOHcb6XbzLzbUBvhYzk8hc1opr11HVWB1ULf2YOJ6Mrd2nSRQn",
-	"USmuciXxCzFPotsAKSqR5D0NHwwPWbslwBBbhV1CZOKlsxAwapZZv1YnkR4sDqeca4b9tgnHdQXloDaK",
-	"VRcXkoV1x2Gnzt3uLo3SNrPc7e5W97uf2gFaHXl0caFqOFcOTJVGk0i7Jegpy6WDu1oFn6s5LG3rz3U/",
-	"naxgtKkF6loD4wpf8g6gygFLwwbHAaQWAm7ZXaxvTh39asDcA3Acp7bVwwfr/NX53+12Oi+pP7k1U9KD",
-	"d1POlL0DDSbMlrIj2e/tOSxNV7W1pLOhrhFzGLbFLuJ65y+63HvW7abjnld44j5rXDKrBSZRjFTgG24j",
-	"6LgLAdGv/ZVbiUzhlMh0t7cbEqC9DhEZ+ApAMz1sf9d33w2eWscESiSBAiGceS5dhw2yQtdMOqrYazbq",
-	"6mz2R7Q+q53QfIxGOuIXD5yPub/PJmqOhWfuOkTrA8G80iwLu4q3PE4gfGWjbO2Q5OxCKDlCg5hg/utP",
-	"Iq5uQ5x4olSZX+WSF6zf7dHLYxu1CZHdz8Ws4EuRDbBKPj2pjW0N4z2Rtffs9/vU1J7yFvPCAcWU2oR1",
-	"Rg0NwKpndI9XFRNctJ0qOXsHNEyn+JOmVmn+KzD1m0yA/sHBavLCjBsjSnjm//82SW763Z0kuTk6e/fP",
-	"/xRtMBZwQt+pbPmr2Qn/OXT/+GMwMaIm2MRsXnzivOrWRAN0PlDYoKHtQoC5RWpT5TkiJ1fNRrfnm3JM",
-	"CEWGUr7CVtu2Idh3p5dPf3h/9vLy/PnZBQGvEnNQ1IOcVJz93t7DyrYDWNlbtN6f042V+e6+aDKS6j15",
-	"b9cM4t7D3O6+YvlhXndXMt1gt50FqmXVUIK1VEk5a8R8cpGttquI2YRnbCiEbK/Yd03cr8Heo0b/NoUB",
-	"Q+TErxy7I8VytUmGcTnSjnVT4466dwMe3egzwh8avEXfupm0RaDA98eEG3p7W0UWqPcW3nCwzUQa2oFg",
-	"HKO/zc21Jje/XfjjJ2xs5XnD+G578DamQOpuheDVGBn5XpWk76Wo4FEztiwOAPHW4yVhb+1csrchqAdo",
-	"br6P/bu7QyuEUlMHc6uz0Qmm3MD4rCbrq31bmNBoIXoaEODiexHgEvn5EHCDAB4anzwECxbYj+1S4ssY",
-	"sBhXx5j4pQuuJwJTOYGDlqoIst/asQP3iP1sE1mD3Kui/xZyCg0uixAX3LYBGpDhnuNuWPg2UwMGI1AS",
-	"nbJZMdceaYT+cC9JJC9FDTAn2OmWuJlhmpf7zRUXrWXeYTGKLXhRc9NGY+h7wo7jDjouQGmg0JXPTSQT",
-	"jfL8wCgj8yyu+qLHVfNrIExvH8AlpN5Ya9UbKeG0YJ997krM7NyJ81MDB9M+SWS1HTBcpJ/AdO6QMw30",
-	"efSBpWif2W4y1iMR9LYg1Z1j9lrVzQVGFTbB8WJk4BHFWB1gzIWsqJeGr8t3IbtWetDtumSsg263063y",
-	"f+kdWLxj03aqNfA2GpqlaJPCO3Bs+EY0x2yPmJM7+3bYkqeJLTqh7+2XFo4UFtmuemPEzeMe/hFy+3oh",
-	"N8xkxbjb1lefodNzPcOYfAhGWVg4v+3AduLaYbeH+oSVYia4sfFchj4UXrAWSasneHzI5UxfVFCKadtG",
-	"xvpd9BzqBpRK0tyo6q7Dzjg12GyoVSSXewgc+UiTtwU9WjQvGr/PCHOgUWib13CufFeIAPjxHVwwK9DA",
-	"oyqupmCWg3+sa+eN8ZF1aFlvAfTvVv/jSJslqqNjVU4bNtIXOjo4nXWA0QBdtMi1qaKU3RPWuys++UXC",
-	"k/cEJz87icjpVG89GLDfUg/g2/UIhN0K0PatRw7dO+x5WBhK94V1tj/2DqrfyL6/fYeIOvZlRDd2CjXn",
-	"QDCA/WoE+40j6Hf9W/rdbvj6vv/hoNu/fYdAPVsbbZYlb0iUagKg3Q4/9o8cqi9gRDz1jLcZFZjW/S5z",
-	"gi7YZE6QVd6k2WCvXutC3sasSGTdrmBbmxXxCjAQcilQPeyLEmlhfa0RsZWaQupx+z5LI5HrpoahTsVV",
-	"W0D4gvI0gofZVphruK2JbFV6rVNTY9bpdNq+eaEF2mZnK3o3Iipt0L0TuaJ8b9KwHEX8oWF9axrW56ep",
-	"OFGA2NU14YJKSSATapdo6oDckXxau6gXXCNuRgK5Qgfl76dlcWxA2moWLTVe0+QT+EOGfBEZgskIZm3B",
-	"gQPOtbhDdmgHV9soOp5WaMsPzepvkcpAZbH1gsU2ihKL1Ym/aSNmaQ2LtAGa1qhA3rAWRruxb6rOP4gT",
-	"WyGpjXuyA4jUEzB8yzbB3lm41hrAbDpcpoON6LExyRCH6toMIctaKHCGyxDr2b7LZUe4NgwBpGwlmih5",
-	"IK6q8LDMlNIJKb7sGisgeJ8q3eMTmX5MSDV0yDIxS0jLhC8wVGBlZW7dh2vI2TXPlV2+4dKtZCUGG1GY",
-	"sbeJB7TGz6NJRYhtsBKnwYIk0oKmWKBd2y+U0OwxjcQC2sewCNeU5Y1eE1hqVuTX6G7rsGdCajGgKfhd",
-	"zzWbEZw4EL/tfCII3AU37++iVM6ztkBowgqkVyopQGTzkRnYTAfaQ55lbD5DEsRR2PRw69cJUJ2p1pBf",
-	"Yblr4FWrxX8T6Q7GEiV5zDZ55xiH6VqIbevVdPdihqZYINJLItNnZy/OLs/8+9S8yCz0a4f9oBaYB466",
-	"l6XkFSKLQ+sbtoQK3B3EC1j6OS2KewACrfvTggVd1rzOpXdRtrC8yOU+MI6p7tr1Mbf4kFxS8fHF5enl",
-	"xfuLMwy6sfDE1cuIh0tXO7WmGhH89h+a0WdoRpuwxK3aTPkCrnXAxqZVrOV5c3utQ1WFKN7oWqhhDG72",
-	"q2yBU9w0GyFdIhPR/5aTOLFwaJiyEwqm9f5bR4/3juG/5tk5GfY15nYvxndchdF7lJ0etK3qdpmTyjME",
-	"lsKz2gwL3rxviML9gFlVPiF86P2TtBgurseA4agrqHJQb5XiMhFbYQHBFkEIDBT4MERrVeYhbJeTW7b7",
-	"wUrrIopVyUp0YOAbxFuKmO9x/X7MtqyUttz2p3Ii71oswUhM5F3RC9bixQIDDcGjBrWAh12OXK9mwNns",
-	"uUTCKF22VGnziapmrXJjuI210sDBG2NLycoSSdsnQSDHhg941dOgNnvXv4WMZBfDcKrXAIMiNjbkelX4",
-	"AIkT8fArRj6CRuWWLFq+E0XVy6LN+Ax4m69jatJyYC1a9V1byYGqdQtqOhnDlVSnO3BZ6i1gnEh7Dbxa",
-	"f7e8sxql6kVg19H68KxUb23y97ZjNhQ6z6xWYPe63s9gK5+wR92vZXX9aj5g3xDjrrYV9i/747uqEYWz",
-	"vTW1uol7/Xe+tUGD9zcOLu/1u/Hx47i3v1fd0uBNfufaM3gu6q49OnyIO5eUnA0mNw3qH82u/iI+1jWY",
-	"DYdmtsE4tkDM8Lc1fzebyq6clSwOj2gSlrN1GusTHRxI9PmeowAB8B603IckHbqirSqpcBXFc69bx6i7",
-	"8+Wf4HUKEn3uczqdFoVbfL26+t/0ifgSDqBZRUqOpP1Xm8tRKKFPByg91uTSKwiPecZa3OI8hlUDm4o0",
-	"4rDWd0ct4BkpZXpUpGoFekU+KTl1sPL5DryRzbnhjlo+OQf441YkvzXDrqFDf8VEzm/93D9wvTbJN0+k",
-	"XFu8qGy1JlDRWm3AVuRkIVGt/qJi1aln8rsf8+w2XYGX9z9uuXybraDfWcLor5z/+dvEYJGQKhbYzEFD",
-	"RQBp5IGQOMjqSEFwqsgSAYoXUm8CvQm5WY1J7N8NHYrpWoRu/QfyyddDPrmHYu7BPkHYALoaTeE8C/uk",
-	"SFUxpykvxqqcEkCYXheR++v082dhNhJP9w8Jc6+E+cOEqhH8n4W5n9o/0e2ORsHM4dCuaPRAmlW5dCPk",
-	"bFwHRMRrdvAaAkVsrwPQkm5Kz6m1bLDFvU0tG2439GyIKQi3ftPRbcom6FfxZmfVH+CImhJwKhWkrtfc",
-	"5n5YXk0Z9hUcPyjdWNPnKoXRnebyf2PCTfT8g9+hoCeyVRuyHW270rlPaoh2Wc6pfTJn+72DTl1hd+5H",
-	"CzDepJojyPBDNfPVfVzhSqvM4uihDICQj7dSyX8vDPPoDn7ZG+zhuw8P9vf6vS/IL2EZRfaPyjf/cyjA",
-	"BJurFTUGu5/RzxvVGmyosZowgjX/wN48sQ4YZ2mddNMq5h226mAt4LhYvwOctt3QumMEDBC4e4EudWwI",
-	"4juiLJnC7Fsl41pPD2rpwS5VIi1icNAUkRdKipjaJtzD6u70giSSqk++vBckkXe4Qd7gU768G4Q6/vyq",
-	"npBvku1uWoffgPXaF/7Ben/HrNdyzW2cDw60fMsoRK2RkHV5VZGJAEITQ7Ws5ZLRBiz9t9SnOvC0TZ5c",
-	"wtfssJeKkCOx0s35GyhTjYe9BC7OTs+f/nB28f712fn71+ev/nL29DL1wOushRkHiQzgHoGdhlDxWKfi",
-	"AXwqiYLsvrXf3aPouoPsot/bJ4x7THnSh71bGvukVDbzBsjIC7fM9yCM1NyRmNNWx5anxu+CS/MlOrU0",
-	"BVxr/VK29zi++0qxpsYGQp7TbtEJaoXTVp1NPgUtw3b32KZjxEpTD+rb0MzNG+b4CSEt2/1ryzTqTc0L",
-	"Yji9sGZ/+CrWo2F847IFDNZ/dQdcm+0NRYk5FTd9aLwMNtI1ask16J1idG0xqoJMUfyamN5aWxfKcspR",
-	"593YZiWRm/usAIO16jjxzEbhgH4I+9Rjj921wlMtWIZl/Nsz/JUeMttw6n6/6iBTMYJ0VVpQEy/3ukQi",
-	"5nBNdDQLjq1imT4d+FeNZVo28eV0+N+So26t9IYt3n69gOl/VuH1sF3ZJKIsI0E0HWC2nxWTpYfFLPUa",
-	"b2NI1v+45Qb9w4Rkt8Hwoe16quS4yEffKpIPDfKbwfO5QCgXS37NWkJohj0oBhyqIB2wPpzgTzeFfgPm",
-	"v03kNziBv02od3/b/f6WwrfhtmzSC++N4db3timQ6zjavXFc2yxJK+r0VbNsH+mqK/C1LcqxumegBw0s",
-	"dGwhOIzPtoRCdaj2NP2I5VljsObPwmyive4fkvY3l7Qhsf0OTvgXiTtvc0wfFny2Sua3FHtmLfLExc7y",
-	"i1laI7mU2qSyoEtqux6gSORahAJoppwX1h1FsAtq7DqRuRVMB4hjlwUm6tZWZeyAne+3KtGkrIWxXe+5",
-	"T4tjs1YaWISenw7AsLSjIBCuXJLFZX2E28a5a3J6U1z7gVbafWHtOpN5fLj/YNPp1w5s/6MwdFzrzRy9",
-	"1/3UMM7dHN0F0H8/PP13YoF8G6H0+2UXGBUfeq7LYtjwFyVZ2Or37btbqln6sDkmYSGNkYXiZ02ouFVr",
-	"2HTKr0EqyJSAalCPZRNjZoPd3V7/qNPtdDu9wePu4y5W71ITyl2UlXb8Hze1tVULGVbanJA1QpiFThRk",
-	"1jByGaqdtZCGbqhFflE9NWaLMjdGSGDsvCh2VLljNV1CYxXaphxwrEe/FkstKGwVvgxXfP1FFytedr6S",
-	"zUCdXXL3Duy9euc8zURMO2GdnN36pqZMQl6KQkwRtxizd3OJSBOtV5cvXu/+cHn5uk1wyhfP/srEDRJ+",
-	"6bsJs6eqKMTIqDJ4nzLFLLp9d/t/AgAA//8=",
+	"7L1rc9tIliD6V/Lizg2T3SBFUi+LCse9KlvV5W6X7bbkqekxfI0kkRTRAjNZSFAU26WI/bq/Yr/txv6N",
+	"nX+yv2TjnJOZSIAgRflRj55yzHRRJJCPkyfP+/ExGKvZXEkhCx0MPwZTwROR48c3oshXZ5NC5PBXIvQ4",
+	"T+dFqmQwDC7EWMlEs0KxJU8LNhITlQuWwyupvOoGYSBu+WyeiWDYDwM9nooZh2EmKp/xIhgGqSz2B0EY",
+	"FKu5oD/FlciDu7u7MJjznM9EYdZxLpPLdCbWF/FKZismZJGnQrNlWkxZXKQzETNeMJXbNRXTVLO3Mr1l",
+	"8CNLJZulWZZqs4NWKsfZQqc3on3KpHJbiXXB8+IDDljdzvHJ4cF+/6gH/8IghZX8uBD5KggDyWGdgZAJ",
+	"vhhs2vnRQdPOw+CFunohbkS2y15xX3EGj8enLBdzwQuWFmyicsbliqkJ0+JG5DxjrThTVx/w0Sciz1Ue",
+	"LXq9wVH55YQXPIvbIUBupnTB+kcILd1lT9VsznORMK4ZPqwZzwXThcpFMmRjrkUnlVpInRbpjQgZZ5m6",
+	"uhL5I830XGRZKq/g3bTQbMylkumYZzRSZV0/nL15+fzln2LGZcK875c8l6m8ipkWmRgXLIYv4lOmhWDx",
+	"C3V1Lot89VzOF0WXYNHusnM+nrJUsxuepQl7e/lt5zHCTC0K9vLti5D1AXH3B2w85TkfA6KxVjEVbJKK",
+	"LHmkmVpKli8yQAkuV8UU9iAyLWDQg16PST6Dr+AVh6sVJHkXIJyDMEDQBu/ht3mmEhEMi3whmvHG7bqC",
+	"OGkhZngRDMLoIk/lVXAXBjN++5x+7B85fOJ5zlfwqy5WsBREPPj7da7+LsbF82fr2HUJG6GfH2mWJpW9",
+	"BL3+yf7RpCc6j8cD3jke7YvOSXIw6Qz40ejxuJf0xWASmB3NeTEtN5QmQRjk4sdFmovE7rzcWW1D/hr/",
+	"ipDZtlC2nCot3J0ApJwJLotTuASzhS6YuE118elbqR2OmfbDg/f01/tuM+4jngmt+ZWI2VjJgqdS0w0v",
+	"xG1hEHZweORhbMjSK6lgFryEbLSK5FuZjlUimE5hv/T9RGUJPNSK/+O/xmzGi/FUaBb/x/+MT1l8cfnm",
+	"7OLiPGaJEhrJHz4A1C/n//HfBNym5wVLdSSztABiMmTx/xOHLP5gbmoUxWzKbwSTCu77OOUZngNwgUhW",
+	"gJ+IcZZKkWwA8I8VrJ/x2xdCXhXTYDg4PAqDWSrt3/2wCcrNCFOBdDHldoMIW1xACCwBbjL+xTIurxb8",
+	"SrCRyNQyZGcvn4nEUlzBVDEVeSRLDsVa8Y8xuxZiTjTO7H0IdJAgxvRiRAsF0jSbFyvgTnykhSyGDEg0",
+	"rXDVjWQk4ziOJC2FsSdM5ZFUOcN/TxDiH1kUvHoTBfjHXSThP/TrQvJ8xT6yd1Fw9vJZFLw339xFkj7A",
+	"Q60oePnqMgrYTywKOlHQNg/9xOZ5OuP5KpLmA3vCoqAVBbDaKGjjK0ggWRQMowCo60LUvqMX8BftXlqq",
+	"PNGRNN+yJwhIzWeCvXrD9gDCbI+9fHXJrnI+m/GcqRuRm0FCJoCY8/k8S0UCtwCnM6PhjmB4MwuLgj/g",
+	"lPNpDrj/k/uiFQXA9PaF2Tn98cT/a1z54wmARi5mIzhuZv7hOO/Mcx/hiZFaSJj28lUUmD9aUfDePHIH",
+	"jzD2jr1nTswI2Ud2x8St+TOS9BbshKZzq77n3x9YJviNRWudJoKpuZCRNJtnT9ijKHjEPpZEg/3EHkUR",
+	"fEkfokfsDh8yeBfJ+OzlM7jer97A/758dWmu+eWrGEnstVjhccKlWcznIicio+CatWIukxh4JMfTaHfZ",
+	"WSRHfHytM66nTOgxnwOplitvSWpiHof3o2g4AppzxuJOzPL0alowDiIoi/HchzHeS3mlI1koRCRChFZc",
+	"iNl82DnE+eF7A8zOYfsUefdyKnIBt1JwpIcwAUhQsEe8ea9zMRaJkGMxNDtvwdYrb7TZKEW5F1YmdBHC",
+	"VJIh1FiLZ1oxIL2AqiNRLAUcR7FUrBD5TLft06/exEMWc0D/ERvTMvCv1ghvw7gdh+UlUdIQiVwtCoFL",
+	"7bAf4BCAyBi28UjTNcNDAjoEQBK6YPlCaoBxJgriGkl6Bb/jqX6IQzY2Ah5geZWjtLawkxBkuvjHGCQk",
+	"BtwQ5koTphdwWzUMFh/vn/CD0WEyOXx8fDQ4OMKNKilwpXDGI1gsyuxqUZS8yW2KTQ3vAljAS6c47pyv",
+	"/hBbpEHkH4krYJikA8z5KoZVmWsQR8Gcr2ZCFswyoCiIEUYOkznL1TKEwZdTXgC0mRZA4wu8XmLGWrEZ",
+	"JHSj/F9uxe2uY9/DW4eAeHgApVvArw77FhBYD63MHrJYL0YgUsDHhRb5hzSBj0XOx8J81nMu4SMdlxMR",
+	"OOo1AhaMnOORPiWZH7gTSKfCLqJQ8w4J27wo8nS0KIRlZryA2wxjtOJpUcy7iF/DvfFUjK/hQGB+kd+k",
+	"Y9GFIYdjnhdw4LEbSneJWMI4SFBjxrMlX2lcg7ZrLKdu+e86ef2vC1XA1aSrjCuDkwcFgo+FBgakV7Lg",
+	"t774g6eFBw4UzUkjII9wbWkNAp4APowtqutGXQa0EXzOaSJwLVHbgD2bsxriRIiG5siGMRO3fFxkq9Py",
+	"7IZmPeb8hnF5teBUiGZO4HOamxtJuI0g+IMhovNcTNJb3MOZA9uQxcPDXq+8Lh6xO+z1iGjFh71etwcn",
+	"eCgGcRsXgziJcgjcicNeLwpimhSFWLPi4YRnWsT49EipTHCpacwC5VQaQeO9/xHOLXEUeGhHbcOodnnm",
+	"BWQRoQVVl73EFWt7JnAkRwedESiwmeIFrHKuUhDngWKMxEoR2OHe5lxewYR9cdDrxW0mflzwjEiaO2JE",
+	"DalQd+uyeGgYPkAudH+WH8fexycWFO8GvR67fMUGJyfvY99SYKeBBUmzEdhfl71CLNEhQzWM1iQXWUZr",
+	"dAtCtCSO9ofyJCtyKgrVTikdMi79K4xncS1WgCjzXIAsiTfZ0S+AEx5MSPPj4hOReLi8C91ZToGFMaZF",
+	"QXgI6kmSgnQNjIkb6Q/WiZSoVCRw/almiE8hA85YGHaLxClfCB8MLWKH7djIepoEP0MSVAkJZIAv0hmM",
+	"1gL6hMS6KBArh86CcRD2To4qCn78/dm/ffjr2/M3f/vw9LuzNxdxO2RSaEQ1NUGZXshiKrQw3JGkHzPe",
+	"/oAlQswrwzw7f335nW82AQ0NWX0k/ecuz998f0FiDUn2alGgvAabckJvjn9mtDO8/we9ntUO0Zyg40gi",
+	"ca8YHliMg8alkjJX2pzQhP7O1SgTM+D1Cwk3NpU+ZCa5mkWyz1rxQorbuRjDIyS884L1j2Hll+kM7j6g",
+	"dCorxjGClTV5xXWlr8pBDGtBKYd4jtBzJbXo6oIXC/0B5A3vruKDoBp4DCoK9qaCZ8U0CjZpkubPbVr5",
+	"G6Ah5zJptjEImVjgEbExkAu/uCXx+PH+Cfy715K42eSwi2URt3sBC2neMK7xc7a8trP9k0Fvi420BMpn",
+	"7+1C8Hw83WTX0vxGJEzjMxuMW8f8YNzpjwZJ51jsTzqP+cGoczg+So7F48kJ742+kHELwf9JpmxSgXa3",
+	"ZK+j2eDxzofxQOATL9llS4b3G8u1ZUKGiCdstAIel8pE3LaHm223zkQd9gYHbLQqhP5UK21g6dEGOmKW",
+	"eA8luQS+2YR9FQjg1UK+x0HB3B+wqbjliRinM54ZETBEssGzjP1D5OrUV7CdsKdUl5192m4PRpOTwWT/",
+	"8Ph4tH+Q8CO+PxYng5OkJ3ri4Hj/aAMUrFywyTy3P6hY5+DPdSC91SK/F0YNWGLlk4chxBe25geLzsFg",
+	"A3TMArfiyB3QCeJzaMj/hidvSGWGv8ZKFkLiRxR9xhxgs2eY9h//rgFQH8vVAAgLnmZwNECsrfINnBmB",
+	"BEtHcSEYvvMeRpv4SPgSTSkEBGGA4rbIg2GwN9gjN8Td+zAgxhwMD4B4FGmBAPmGJ8xuofQ8jNSiGI4y",
+	"Lq/R/+Dg8S+5mATD4P/eK32Ne/Sr3ntN2yQorVNvb3czngFBEgk693LBr0FGgoM9dfKR0TtRdFSTiZBo",
+	"PiAZVeX+8d6FwbcqH6VJIuRnn0KqURZ3su8YLZj4vZqLHIcKfFDul6AsV/FVAXn2+vn9a0QYkZ8DIfRc",
+	"fpulV9PPRdPSQlR6Lp8nYjZXhZDjVecvpMekkk1oOh9UJyWonio5ydLxV0S5s/pKjRmnYbW6SLOMjQQg",
+	"2JTLJBPJKTnAWcYtir1UxbdqQVLmZwDQurzg3CY4ng+hgxJCL1XBvjUPfEVksutxyGRcbU4Ycyf1+fTN",
+	"zjXlcN19ac7DJiTGzWQPeC6/FpLkC7KQVUYplSTD7D1CiONWqeDPi4/3LxgB44DAWjVSGOMeQEklBTOS",
+	"9j2e5YInK2NqgxGRLfhTCY3OVL4yau/F+dmbp9+dX3x4ff7mw+s3r/58/vQyDoHz9nqRHK1YIiZ8kRWk",
+	"ACGjXXINbEZeCdDcSwz5QjdDqgaUSEF93UWwRw3yl7pIL2tLd+eYJnhYLa6vreuRu9O+Fqs20SV6y7hD",
+	"WKEsdrsTHpIFeKnQygnXtFBZwvic50XlLN7Ka6mW0jjfP/NEFjSYd5+abqVUpR/f3WIUXbzb57ncK3dw",
+	"MCgP6i3sdiy05qNMsHNZpMXq6xK/uFyWvWTlbqqIj+eLZPFSqRc8vxKfzUlH6L6mO+skX9DsrBTtY3R/",
+	"v0KsYFZ2qRSjpXxVKI1UsrI2LVpzqlkG88J3XBocRvMdH4/FvNAWUN9zuTLCpf5MeC3ztBAs54Vg4nYs",
+	"RCIqrHPgEXOAC8zM3NRfFT4gi8GNX2iRsMWc/FFutVaSsIq/YFfpjZCo+INqUg/T67g4vaYlmaf3vIg+",
+	"XNVbyRfFVOXpP8Tn0mEYSMjCvMKcWcQnr33/1nozf00Ka8ReJKhKCh/rnPAC9KoG1B9++KFzVm6pwWIT",
+	"fyN4LvK4oifSd9t1QYL7DU8zoFhfQEBC9xXcroU3bAn3Q1/ZuCBrLHtbefQrojktbswlGURZDqqZSIxr",
+	"X6qllUvsqYBkPRUJ6m2Z4nWZ+suh/q+T5fV+hUzvrGCZ4LrAC0ReHmJ7pVSCHquqNoCGmdp7j7S1a6Y6",
+	"klYAVVlimQJQwTIQMRdwIkBPWvHe/h69GYFE771S+LGLkSzfURN2zBK+0lHgpN81RW5pSbAx1htpK0kn",
+	"E5EDuwQ+dhrJCldHf3GXoaMAD5pEb48dW2Z8ipMSCjDNV5pN1ZLNgM3MVC4iWWBUylLkwkhkb6VezOcq",
+	"L0TyvUhSfoln+tlEAtmxswB5A+CLvshw6KOZWwvDxTBczdeXG1LCI6PozHBqmJNC8Jy1AvQ6zVp/vnj1",
+	"8pRxBv9lM5FfCTZHiWOicvb67PLpd+0uGiHNEmCFpT8dIZqQS5Nnr3MYvgA5ylj0a4HvRb4YF4tcJCzh",
+	"BbdLROweWvf6tVgZgXxFizKhby3jCw+t0zh0LvYwknKRZdZvHDJFjuR2SKNdi3nBbkQ+4kU6Y61EFdpJ",
+	"9bkAwaEQst1lZxYHB4/pRV4gkrFCzSnmIbTWsaag0lOHxEcH7C/pN4xrnzgLOVYJKoWRbKEPfIy6ntCA",
+	"Ip5h0URXJELMTzEylACjcpR7QKEECZa9fPuCtd7+EcTXdpf9K0IpkmM1A5lxfA2za4y5sU5268Vmrbg/",
+	"2D84PDp+fNIrP8XGRYk25PYpQcANF0mNuBwyiuuCpcDwrFgCTyxjODMgWnhmNW/mxwD9kDNRTFUSDIM/",
+	"nV8CR4LvPP8l8NxBGCDfslhU8CtgBzYUCYRLsQje37m7pKyr4bZzpTrmS7ic3Td8+T0F/vi/dvR1Ou+o",
+	"OaFtx7EQmO4uDL7lY1EgQJts7jZqDmPvyDoKIClpE1wfNJMbyzw58zGYeu7dECBLCyJKDkYHg/B+x1EY",
+	"3Ni1cbl6NUFOCReAZCIDs1q8uxOmCBv8b8w18r8yAIVvbAT9XT1I/n0TBSLQcI1XF+PciOCHCC57pZEc",
+	"tbiNvCmRpxC3xSmLYTMUxrMet0EzAJFbZFnVWRfseT6pbahATgXrfHxn4BmaA3kfroEheKGuUAe8LZpR",
+	"gjg74AFsQ4r0ajpSC7x0RHfzhMI14z+dX7K9TF3pmLWIn9vIxjSJ2+tIwpuTiC6nZfh+JdQTVxKHyOV1",
+	"wSZprouSMsX4VGxI7wymcykS2xiPTRapZU6gU7SeO0HSwC5Ltk7+e9ZMj33dReMSdh+whkBmy3aY0Jza",
+	"Bkw6t3PV7ecmmC5TVyaonb0yNIoIjYluAokHmRcSYOBkagY8LGnAngqr3rY3j6nfhUGaNOWtAR/rcK3T",
+	"KwlXeiHTHxdiQ5LICe/3OsfjQdJ5LPYnnQN+ODoaHyePxckkWCdPQdacunWJAX+1zKfN6UunDsEMKA2G",
+	"GZaKgCuHAwmaeKV1WKQ5eYkrW7LZSOspRIac+BR8LV626UVPTam8u2OGzdp4JuJsHXz9I5appcg76Adf",
+	"d5rXzq436R0dc94b8ZPeYHTcOFUZstAYCrD2QtEYs7ExEmND9EV/sL8TZ3T+9rUZQbDaHRQ7uPvXdmq9",
+	"2RXQGO/3ulPfJx+kyPo5UjMntNicNoTjNoKCF6GZOzmCwtAPNM5SwFAtZAJst8vO2EwgJwaiAupYwlC1",
+	"So3snEo/bjlmC5mIPJLA6kB1J98J3srXry4se8MoVwT2Dc9TLguSmPBhHL0Vv6Bb6wL2SGL8MhRsA0FZ",
+	"z1489YV0JBuaxamcKArgZCk60CnlqMteuNDnSNbzN5H/G8LjqExTMkJK6QVzXkxZ69Xli9dAdNrDSCKG",
+	"3p9A0A7LoGSTJopBMmM1mylpckgxUltJEUmjZ+n0lr2aC3kpMjEjuxBuZhjJSP7ELmjhP7EL5CoYuLzC",
+	"advsp0j+1Ol08P/hWYp3jZn7FLJ4koIqA59A1VIafsZnEzFaXOGz9Mk8a/+b2+cI5vZDSP+FG58qWfuT",
+	"YwqAVEU6dtNgtDmzH0L6L2a/0u9IxvEB+hTiBwrUvxG5G4fyeZn7FLJ4nKcFnKX9DP/lmcjxgwCt2X0Q",
+	"cgySTDznMsW46IQ+weCRPHN5BsTKvAvmH318tkjSIiZPuTIJxDHHL9sYDjxe6ELNzAFGcqny6y77AdAV",
+	"9VVxa4QDssVQmCpzBs/ETE+R4XZSF7tPz0SSawdMIAzxOUHQWxJBsh2aS4J7MVqvu7eRJACnxeoDLCwO",
+	"2XKajqcUIwn8dsnzpPqOieQ9rSgAawN5kdNLo+0SJ1+mUtdjaS0X3xx81d/O4tfser6q3zo6DA/3j0wE",
+	"lZpQrFVNPWkQDbzVHB0e7h/dKyxsjicogVG6Nb9EPu/u0gbarOfGrFhfCuBF/+hhgXtAd9G9JRKftlZu",
+	"y70ijAfifi0X9mi7gFPd3Q8gepc7Q56gFkVzDJ3FANaSir18+6JNFk9iVY80c4uyt8ALKUctknIiKKpd",
+	"KS1ySpAkZgVz0BWBB5ewMBv9CYyH7EOO2yDUNsZu+uDpDQ4+X4Lz+ekjTY8gIzUs9GsJeABf/LUZ/Vo/",
+	"7D9lGG7KjCYfVrlhGzD0oaGlD8fQHSTLB8WHVuTOdYjAjx5AxkqORS71bxJrjSx9H8bWhOtGuXqDII2W",
+	"v2ZAIrCMgGVM0mqC3hljA5wpEwdbNwCua+X4RvM0ZjCMHQKmhtJ4FQxlOkejUppqDR/XRv9uo4EyUWXS",
+	"UZkq5M950NvpcqJo85CZq1NaBxKZ+GBJWaqL2vYPdreQ6s1sO0Y8jF2ivH+6xvwEh2XNd4C6y1R7djxf",
+	"MHmkjVkTiYrKrWMDxTCDJL6v45E25pydLVmeRXrNDltDd8ItBwF7KCVibEN9/RDcR1eIxddrkbCJyhtw",
+	"fcO4oJcCGcUBwqqd1GGEMdm4S7Cr2Y/u8b2goqVtAkjzJT3zTdLXYnWf8R+I2m7G//393az/jnrsRhI2",
+	"4MdWW/eFyFOxARkM6fcQ2qUfKN85Qvl5ajHHjHeVsxbl5iA+xm3EIKT09MacaxKvuNRLlBxijauIt1g1",
+	"P/w6PSE/4EZHq7hCJsKqjvNIl94S7rk6nauk6iWJJLnn7N/OTTJROb1NDhF2hmIWfl0/ILUoqmsII9Cp",
+	"7ZkgKvvvrUwCiKFWVY3qsNf7Ug43QqlmGoG/IaUYLcbXogjXXSr0g64mCL7bD3vvPYqxi2xZ8wlsYGev",
+	"KWXY2GByPDGQepSLy3N5yFbF9c7hQWjvdlNB5RJNg0IVPKvQgv7hw1yIG3x4FP9qnN5GJwpJmkyT0Aja",
+	"KSaGoMqXoudLZJNTU0StgmQuoZoZb7t1ERKPbMVREEWRU0vgcxTEDhdt5r1fXcHmyxMGV/P48We4DnaQ",
+	"8n6g9QTPRioM7zXHpaeYSG+KCMSRbJX1UWhjJssirhGfuN1lLxdZtvXCEZMzl220eiKVFOV1M9dvk8Xi",
+	"HoK2zZeJcZjKFFFrJPQFb7p4Tx2Nt7spLyDSdlDqYPlzW2yoTvHXiba5pdtSaHFYK1mY2VqoaGIBGDRi",
+	"VdKnlaze+WruLP11SNUGP5MW6A0c0YoxjUAgREMzqkkeJy1syj0FzN53695E1FNalFk0GPkLZAJOUmM8",
+	"ViJyyvo0+MpaWKgARVfjT7Yyq6mcQ5EsBtuBahqab+S5pbEdwiXIBQZYnZpkWoevNrtQSRPbsas4ZsSJ",
+	"JrAWYt6MEcs0KabkMjCYsM1TtG9LSu5ytJZmbtBSLMqjLBdSQS0i2bSQ6sTHR+FOub7+HcVdh+5GOOy6",
+	"57Lqp7nghUh2WLuNdTfhduvSZzmS28rg4Ruxw2xa8DORiV0XnOCzLBczddO05KQcq2R2n7BmO07Tml8V",
+	"2fxMrrbE/riwOhODxp2OiH4cCqPj8zlVDUwlaW0xhm2NgMHYanbrQi3cCTdz9bdSnd3pylW20aQFrW0c",
+	"RAo397qYgeYh97uDOHzdZINI1GKUifp4Tt4OLFjgRyWFEdzXBfV7j/b9XRhc32SpLr4c4P4iHgI4Wm19",
+	"qx5vbsQxN8fagq/FqrFcqZPXdj/3psltAGmTWvvm26fs5ODw2JY8YYkaL2bGZFu/ixQe6+ugG/Op1/Zi",
+	"A7wbLeyWyaSaLXOFqqO09w05rV0d5nJ6QZu9HnIuMhmdEkOjOGG0IeDjIYtp6TFD5zcyuEpUMSuDikMm",
+	"ulfdSMatk5Nej341k2vPOtWOH8AMDfzJttDAD1PQ8uS4FlOCDvUmSBp4b7T+mt8fUV4c10yMp4rs03Bc",
+	"8b91TMJO53kSM5tnzyjw/5RqVKElEoCZi7nKseIPt3D4MrE/Nn7aD4Ss8/LGetcu2toHVmN6vefNMDHh",
+	"9dirt2+es1xg4PrY1FFzddgczsHLpyz2YrdjLFpqAn1xHxSqnqLDoAofP+T7PjG+MMHiuD8HotDevPeb",
+	"7/YGuxUxL5vVj5HiZLtrxUYdj9ugzVGRpbJAUit2n5vCE5sowX3FEtZdnHaGZizGkBHDeMstmGpQOYVR",
+	"bCg+USnOsj6vtUPUZ0U2bn5lLSCMRye9fpultnCmJXSY4UBqHxanNZpqiRPLqcooML8WqmrLRNyHCNsP",
+	"vNlVeeacwtUQdBPd0miOJEnuA6+Fdg16g6NOv98Z7F/2e8Me/F+XYsb/PfBuaMIL0dkE5h2CCdnbt8+f",
+	"3Rx/GQc1VRfZNUDNJb18SPjqXgL+xj79DB6+C4PFPPlKgGsKEjO5+t5pVVawtpstaOPixZoTOKj0XBOH",
+	"dgFkINNqUVAtOy+H14S4GJ7tuUjX0c4eVUOQVr1iNya1yGzFltO0EFTessteUg6xEIkpG9YYldrs776/",
+	"NvZnYkftBHGzW07kNahsDzyRs/XMHaRXx/snR21Sn11Gu/PNGu0FmBTxOCoyALJOVNtxFAwZ2ZkpSt/q",
+	"axOVg058igVn8ZwzMSmYWhQmjYRcmKnuspcqkhsxoiHi73NxovHkOzeDn//w1w66+shmrRimq9Sp8PJr",
+	"lHMu2V4MR4c95w2gB7HsrjmibiTPpA2TooKINo3QTwWUMHcqF9rwN5sJmGp2paQYorSLgYZYORvTmOC0",
+	"XWTZTGFwU/VtQizNWpyKKufebyOqbUoB2BjXzlGujqReinnBVqJoh2jJGF9f5VjoWy+FmBtLAbnI02KK",
+	"diG5KAAglJxU5vlj4pQUmDKZiwlmK6LQfzAYmIA5pKVOqiU7N2wRvkoJoz0Rz4a1mGIdkWzFL1796cOb",
+	"88vzl5fPX7388OzsbxdxaIHPFjITWgOZbJ86MTrjY7uw1uu3l+36hJGkGelM0WTNzXvCAJmjh+dKFHSL",
+	"cS4Ll4QXvGZM3u8h8qezxSwYAsIg7tOf/Y0mZk/QpmIXjUkLfh2OLydvHF32Tn4BeWOHcoYPkDdMiuvP",
+	"kQPwo+3hUA5FJZlxCVgL1JZh3ioNwX39YEysVff00Y46WVUiqgsQQvoVWDBb0JS4OTVWVsw6ZTy5AUXY",
+	"Ys+XxJB7o++NlGWr1VVhsln6amLtpr7mZ8taGm66jUfX2LqAGyB+osi1jZWZMkNYwOlhEahrlXWQFLIr",
+	"pZKvEozq0P7+7VCXkyYcv/9dLAG7PbRsK9JsRo2XW6SdXq8q7YgUTxkr9ktgF1LlzKjDFPhcikFUxtEQ",
+	"YuQPEUgNM6wIzzOK2UPxr20zuSw39QSPoWtxYA1zyI0oFFybeu6uahaW1l8qEirr7sx1muhLY73evdIY",
+	"wesrCck+F7tfUoYrJ0UkjVUf2CfIuexTxNzd7+HPjusbUHZDuyBboNtgkGsGVM16faRdzW1nswld5oAW",
+	"sji1thRsWqYj6bf5cfbetYrklXrlVMG8UlSNm+WV1yKSprbKnOcmltevaRrvbaoNTg08vExeCt5AXlXD",
+	"+k/hwf4xNOoIE56T2IzCN0juPktV6lpjlIw5dasm9MOjwSCEDbb2j45Qx2ivOVEbOHwpN/aPBoODXk12",
+	"bHC3aTFe5GmxugC8Mt5/rO5ztiimjb4HW2ET4Hpmqhthps+QUV0g9pfzv8Whq43k/NWWwk25thUL5CS9",
+	"WmACS8s0MpDCJKioORV6SGappMfhBieKJA+sUnJarReHD2CiqMl2cxXiQtIcRIiaEWoexoWJ0nlZiQVQ",
+	"hDQTIDL0eIhjhoacEBltfrtaUpDQC+8ruuhszSRzCNOimFNxkFROlC19wslGaIruvhoByPgozdJihYCf",
+	"8RS7pokcLVr1aCdcibYZZ2nuq6DkHf/u8vL1HpBY7C9wTtcVUZ5y+ONNVVdi52MignxycHjctjW8V3PM",
+	"EUMTOKZpoQ08pq5d1o9zSrWNqaaJKSjDkwRnLdlSzq3uawm6awVQtYlHkoziI1OpwNmAnZGcvEIstgZc",
+	"spo3maY32dAj+ZRkuhSkQqO7jfkCeyeww9tbhOJLUzSnnq6pmU4zIdFFdiWpmM7Z2ozVWi+uuFAixhmm",
+	"LrY4m6Vaz0VWsEkK0oDtPmRb7FBkkuuqaIpgcqZTeZWJDvojE1RhTXW1ZToWIR54JD0qmhZlsqK1mlur",
+	"gGsxYhh0pdCOX7O6Zf3meDsiSTVuaEXS9KtJWAar0Ys8V1d4L+sEHQskmQPNObJqNH1QHVqUiUTSDgnB",
+	"bEYsFWvKKQGzU831XBOb0tzUnsGQNuDb2C6JgB9jMdHTSJokWA9uDUttd9lra8Q3pCPpWOlaJRhiyK+F",
+	"E1UiaVGb1kE8ndZ/Wrmy10LMvY5HVlqp5fiu5/MS7cnSsZBaeATlbM7HU9EZdHugDuWZoUN6uLe3XC67",
+	"HH/uqvxqz7yr9148f3r+8uIc3ulOi1nmufLW6VMQBjci10Yw7va6PQzOnAvJ52kwDPa7ve4+iFe8mCKv",
+	"IXepCxlZZzjPjKGkUv6qqdMhSR50UOaa0GF4xaiAhbqr9jxxw78gn63fj/dds/hVPrJX6+F5F977hikO",
+	"v8OTrkHuDs/azgQ7PPrXnR7adTu2IcAua3QtIXZ42DZCvntfqyc/6PW2lAhrLA1m4pD6g53rdvmxUBtq",
+	"d61lDmDUgpkMq3se0Eqb5nE72vPK4+Mr/ftfqdSTxJf273+prLyObxzc/4YrWgwvDE7uf6FezfQuDA53",
+	"WZpfnxGl0cVsxkFhMRfTJ4ZBWV0Kicb7uzC4akoBeyOKRS4/iWRU4zXJ9u4q/gAr1mMjNxhjcYzPP4EF",
+	"xG1jpcbok0pkIvEuk8hEuQXxi1RexyZ8A7Sb3MTW5SLjyLW8CAdyZEtxC/oPtgTLRfYkCuCbKIjbQyqy",
+	"WIaQoJ8dJVWSNky2Vjxe5FrlMYhdIglhYKxVqVUGkiu/4qk0Me5v37yoyAEua7tQrJUWkSRZyBZInCpd",
+	"mBREtBPiMqfoJKhuFQUmtETBE5g1nwssY2G9UCTCV7PgQewwshWeH1XEkyZbi7qBu6hZsvrrgmcZM00X",
+	"Wat/yLSvZLJMacNWxkpKMTbKojROh7QwjTKuTABtlW+8SHXxO9f4VXKNcK2ELdfjmLX8ilWhqVdpcAHE",
+	"Z7zCrCXF0j1VqwkAT2zojoJUoFIPV0jQud8FHN/BV983WLc3pvA5pU2aq4KlsI19oN8Le73eKRWk35yx",
+	"vakNEtKhjR2QqoaEPsVqb7cirAUwzTkI264/GzUmwCuN3R5vUrXQuK1HukYeqmkVqz/3nv9d3b78x3X/",
+	"5bPnB98/O1t+f/n8H5O/bjgHom+bOvg0pyB/ppTxrl73ZufSicb9tWssnqmSU1bHsPUumopV+H6AXQ32",
+	"rlhEU2kGV2uhEqCD5QZqlQHKtP9dEuhdRjyljGMpYHd2Dy4dVwsCXpPeXtnbpCaNud9e0WXAyoZy2NQ6",
+	"E9WW//d//5f/Dn8Ojgjtnpi/97GsucefzQ01kRU4/0RlmVpqMqU8Hjx+3B56vB8d4Ib5tzhebpUtCuH4",
+	"um3pDm/vnzw+Yv/rfxx0B+2wmZc7uSCSb9+8qJs9/R2VaPNkF6Sp7N5e1slfm4Bwb7HwfyKR+TNFX5At",
+	"7hN850o3SL4X5MQ3KapkS7MFcIlnOL7SQgNOWcqZfZ9+c8pGqpja1pzYMtgY313jUZZKqi+fc6n5mMy+",
+	"xtfl2f69ckgqN1Zd3WVlcAsl3EXSyNgYHLFWiyR0iXnW0IXPUdGpiuUNJdNUg1BXwEUq20EbkwmVAaDJ",
+	"C1sdxthdnMnNNpS+FvMikqmsJNeuV1Vj1aJq8cfI0uQoGEbBLArCKMjFVaokfiEWUXDnVYqKJFlP/YFh",
+	"kLVXvBpi9bJLWON6ZTUE9Jolxq7VjaQrFodbTjXDzu1UEbhW5aCyirqJC9HCmOOw5+teb49Wadqi7vX2",
+	"yvftT22vWh1ZdBFQlTpXtiwvrSaS5kjQUpZKW+6qXnyuYrA0TWTX7XSyLMhOzXTXWmGX9SW3FKocsthv",
+	"le2V1MKCW+YUq4dTrX41ZHYAXMeZaRpyY4y/Ov2HOU5rJXU3t6JKujLwFDNl3kCFCaOlzEoO+vu2lqbN",
+	"2lrR3VDXWL0ajsUAcb2HHD3uLOvm0PHMy8r0LmpcMiMFRkGIWOBat2P5eusCol8HtVcJTeGWyHivv+cj",
+	"oHkOKzLwWqlvGuxgz/Vx9kat1gSKJBUFwsL4qbS9WkgLXVPpKGOvWamrktnvUfssT0LzCSrpWAl7aG3M",
+	"gwM2VQtMPLPPYbU+YMy1tmvYn77l6gTCV8bL1vZRzgBCyTEqxNQwojoSUXXj4sQbpfL0KpU8Y4NenyYP",
+	"jdfG7xHwRswzvhLJELPk49PK2ta6BUSyMs/BYHCK0gvFLaaZLRST68LPM2poJVeO0TupCyYItE4ZnN0B",
+	"CdMK/iSplZJ/reHBJhVgcHhYD16Y86IQOYz5/7+LottBrxNFt8fn7//4L8EGZQE39I1KVj+bnvCfQ/YP",
+	"P3obI2yCQ0wW2Sfuq6pNNDRhAAwbNjTw8GpukdhUWo7IyFXR0c39phgTqiJDIV9+03bTWu6bs8un3304",
+	"f3n55vn5BRVeJeKgqJs9iTgH/f2HpW17ZWXXKmiT+m6/aFKSqt2d79YU4v7DzO4uY/lhVnebMt2gt517",
+	"omXZmoS1VE4xa0R8UpHUG5+EbMoTNhJCtmv6XRP1a9D3kBzaEAZ0kRO9suSOBMt6u5XCxkhb0k0tYKrW",
+	"DRi60WaEPzRYi37tatIOjgLXaRVe6O/v5FmgLm74wuEuG2loLIN+jMEuL1faJf1y7o8fsEWaow2T7frg",
+	"XUiO1L1x2fhgq2uk7HBUa7LZwtYGpVDhCvpX3CfzXIxFgpE66GTAJ027gsqDZOZAu76JNKPMhMYmC2GT",
+	"x6XaM/vHBc9cy/hcVLw12JOhXLBJmSgtvlpF0v4alo0M7LrR60BlmNEnUZQdSDN11WUvBc+dpitLjcWl",
+	"7zGdJsZMyyZiiY+Z3I8EtMRCoSKMKoANq5M8z9VSG/eO60QB6s/QL2DqqtoQ+aGgKlyKokrgaQHcB3un",
+	"o5oN0PAzY6XyzzvV5YE7tRgpmTFR0Y+gA1MfmraL3yg1aD+oTiqbMwIHrNlIYJCMDeWqdLFyIPM7X7kI",
+	"kINTphX9saXplvMilc08UI/BIwDEoH4BK6YFSPIFJfxiQoY2jYHGSupUFxTcYyA8jKTbo61+NBNckkwL",
+	"3J3P54AHinRLnK6YqsXV1BWBVIXNSzdhb5Es+ZZJhD93a93oAAuNjcEkK3uuLDWJpAf7Ru9U2QLlC/in",
+	"1uWmNKmYD6gHFCCm9Z35fVU+KfG8ybiPodtVUWWDlH90sIOrZa2uiVGaG7YVsh6a0MjrcrjZ5TLY4HFx",
+	"TUd2dbl4HpfeLh6X9SItrqPml94L9Uv5klvZzbX42dEgpj3Pu4/rbpf+/W4XjNIMv7CC0qhGwU5tY56G",
+	"xfYmn7DY8ZTnV8B4xzz/Ykvt9WCprh3Pr8qZ1QTXh2gjln5uCAHa1ETqtxH983mNyGnvuxw0SX2ltPHL",
+	"diEvXQ+2JymrZtC47pnOZrpD/033khVX1iSVX1CNQFeSX+mQU3Kuk/+36BLiFrSojarEBYotuuL1qSkT",
+	"ZaiV0E3xmS2yElKCU02saVdbjNkGbF7/NWPGBNETC5Ur6eI8QyrUCmJ3pngSyVZs2oJ3nqXahiUMGS8K",
+	"Pp7OMJFlkmYCONyTCCHRIbeo3UqakFOzS1/LBO7IT2N9Q19HAcbcRrLDYuKGT+iRmDZpI03Canz9bcc8",
+	"NfQ0sjlK0VIYORUlSEYePROw7EveuQAxEZP8KaWlXMFY36BOJW6LvbG+OcWsGy2KJ4ti0nkck+/5oP+4",
+	"h8WDMJ8iF2OVJxoVnFSyF9+6GpywBs4wTI1fYdr4IpcslSRxG4eB11cEJdk2KTFkdWG5WsIoeJAhlSu1",
+	"1UqNJTC09sPQ2CNDwxdCzzlgaiYCwHK1BHDBqCblqMyX951bGxsgrGUHWXCmxSnjEjdtavTaDWLC0+ma",
+	"v6zi/9H2pLhmpn2o6bKIb8OwLinGlZkk7ZCdGcc9HOIi4yyVf3fBaWwsQBGAa4WJhUYtjp/AOf8xDhG8",
+	"Hfjj/4vh8YKPKBNg7dy0029saOCj2ArAKdy2J/0/9ql9MXOPxo/wWxhZiiuKUjQAjx91Ds0VeO0kN4rF",
+	"n4rxddnejUvK3UHNR0j01o54YjL/jXvPXuw5z6kVVSTtXTbtiB05E03hgnDMc34FqjeMS7KwUW7pWkXS",
+	"q25bal3DqhN6JmYqX5UU/QoQztlGiECaQgZGbSzHLf0g9BzLF1Ib/VGTysnSCSU6ZHwssH+rL7djnAg6",
+	"S4DbwM7Pb+eYUOXv3pXyqCEyVn4w1SXUomgMoIyk9OrdU52pSpfyh4RRRrKMozwFisDTbJEL9FaV40/R",
+	"JspzKrCa1AMwK5V4c6EL1xEL3g5NAg6hrMkhKtOSALYysRmcVY34HM/g94jN30jEpmOegJ/I+uq8cS1+",
+	"E7jdqZcr45rPUru6an6zvtlgYzCqbJNVntYUhPj2+8+NI7Ssv1oG4mMUpAlGfuwiXmOASakcVd/bFrYF",
+	"7/mhKnWdCx9ADk1RKHDP8DugA1Hd6xdZRx4+vOgcDPDZkhtGwfBjRDGyUTA8vruLZPNG+197ozWdvbZP",
+	"0Jo3bvOuTOfkzSX7rBvOFUyvSXLwkSGFAgr64tuuXwNjlEpO4vh6WVIjwNVqeH6WFBXJ6hniEYchHF4Y",
+	"hnV8CCPATHeEeIhRUB8DwBfCvyh49OS7v70+f/Pi+cu/tOD5W/ifNoZ6bAGik0efXvyrlUtK2fGUaVHr",
+	"jI/FfdwI3Qbo7ZS/E9Y8BRXloeY2bNAjGryGn6BYEDmIAiB6OYu7QM9qAejbRt3lOsCYGIm52Yj6Tx6Z",
+	"+UslMxlcqqriJhPY1E7YoomXfXkaNfFvVU4EJkYlJaYePKHX5mo9C8rkbZOyJNk7v1R/GMlYyIT+eL89",
+	"YYoE5mqLpmpwxBQT6Y3MXanh28IyJabxRkNfp/Devk6R/PzGTkOv6SuOPFoU1P2BLoF2xcmwxK4OsZyD",
+	"zrieCizQAgw+V5lX0wLUfCrZH7rdkhfINdKqySmkRMSm75P32oaGXwzPHE/DNGUqKu1+qNWAjtk8W2jX",
+	"P4D+sJNEknvejlpqXEvUdA2rZ4T3KBqkA35LHaG4bQjl1V4npHcVRyjwktyh7aEN9A1ZbJgafDR8DRHT",
+	"Rf3BI8TeTAyqCz30twXn7DLSQ2b2Tto3tWUv2qeRLI8Dlov44yn4xuhzLVZEq+PQavxlnHEZ+2n0Q441",
+	"KboMK3xrAnbZOQiLLlJwyND1CWLVtkGlMw2R2Fbbtol4rfiw17MlFg57vW6vrOpDc2BJPpOMX8LARV6i",
+	"aQAjTWEOXBvOiEGWUmMIRbWtqwnjdaK1KWQ4NaXk6HvzpWkyCEA2UN/gqTTdzH5Xy76eWob1aVA32/np",
+	"c2SY63WDyA5WKNPsyR07kJ2wctnNpT5luZgLXpgsTYaR0TxjLeJWT0j8xkQS+qJskBa3Tb7boIcWCN3Q",
+	"e874nbGWpnGsp5o1VCClRBq/HdwjTZZjjFOnfdH6XZ0H2woGI24r3Wtcr3evndt7eGCeYdgmyVWNGqZp",
+	"6rZZBnMxf+sNI11c32B7UF8Y6GKVWYU22OIvtk0y1tsGej0DMajD5R72Tll/W9bhF0k6vCfl8LOdwVam",
+	"eudafLojdW05e66vWK9sU/nO9QPcP+q7Zg/kcQU4mx/7h+Vv5OS8e499MsxkhDdmC5WQX28BB+UKDhpX",
+	"MOi5WQa9nj/9wP1w2Bvcvcf2Gzs7Pw1J3qA+NbWV3K0r5O/KxBdQJp46wtvc65Pgvk2doAc2qRMUa9sk",
+	"2VyLFZuaxJBd1IpIVvUKtrNaEdbafSCVAtHDTBRJ06zTKBE7iSkkHrfv0zQiua5qwG6vxerUhYXDF5R9",
+	"7Q1W+iaq3Rgj2SrlWiumhqzb7bZJRC7b52618ddl70jWrfwbJCyLEb9LWL82Cevzk88tK8COtBXmgkKJ",
+	"xxMqj2iR36Rj0ZV8Vnmo7z0jbseCLGvIfz8tN3tD/5xm1lKhNU02gd95yJeNC6kCHCjgQostvEPbJpSN",
+	"rONp2UP1obW6arEgPplrIysxHfjwN12IeVxx5Dc0nCyUx29YC3NYMZ5Zpzfi1NQ91YUd2bZ901NQfPM2",
+	"uY5NE8ZK28h4tIqHG3tChsRDbK/G5saQrIUMZ7TyO7iauawL1DZX9xpFlqyJUoLDMowAi8ea6HPMGrXt",
+	"0rEll8rt8JGMP0YkGtp+ESGLSMqELzAByPDK1JgP1/rhVixXBnyjlYVk1UW/1luVtaQq29Ti5/G0RMQ2",
+	"Rj54AImkaYVg2memGldNPaoxOdy0qQ4BCNfkXUGrCYCaZek1mtu67JmQWgxpC+7UMThNaBMGTtujeY0M",
+	"8g+RK2tZW2Jgd9l6kyI2zkECGZr8ZTpDniRsMUcUxFWYok/GruP1aqV0Co6hmb5VrZLVGUl7MVbIyUO2",
+	"yTrHOGzXBO0Yq6Z9F+uuiCX2b4hk/Oz8xfnluZtPLbLENHTssu/UEh3tKHsZTK4hWehr33AkVLbaNm6g",
+	"cKShbx/A9snutmBoiFGvU+lMlC0sGmgzmhnHAlYaQwNsOjTV0vr+7N8+XFyeXV58uDjHVDrm37hqceDR",
+	"ylZEXBONqKnu75LRZ0hGmzoEG7GZwvdsQ/CNkVis5Whz1etV7RPcaFqodA7bbFfZofvox8ZQX5ftgPi/",
+	"4yZOTZMjjHryGdPa7g6OH++fwL/m3Vke9jX2dm/n3rBMjjUZAy4xlvJiDVeeY7sYvKvNzX6bzw176z5g",
+	"V6VNCAe9f5OmM4PtHF5wlBVUTgGXJUs39UXqwZr3OSHQUeDcEK06z8NmPJZvmZ7mlDBadlxHX5UsWQem",
+	"swJ7i7GTc1h9H5O7SqEt1cZkaVjetcDY10hu816wFs+W6GjwhhpWHB4GHPW4RgundiRhlbYGQm6qBJiW",
+	"F2lZmW/d3cZasWfgBWD6mkjcPvUcOcZ9wMtO5ZXdP9LOl4JRi+TDsKLXEJ0ixjdkO9A7B4ll8fArej6M",
+	"jQDjhQgtWq6/fNmhvs04xiS6cMMmKQdg0aqeWq2ygaefbcgXqhUw2NJtIQxuO1eqY760LA2DMPU3q601",
+	"5soO4waOxoZnuHprk723HbKR0GlipAJz1tUu5TvZhF0v7UoW189mA3Zt7rc1ozd/mR/fl+3lre4NH/fD",
+	"XtgfvHcNyxusv6H3eH/QC08eh/2D/fKVBmvye9t03VFR++zx0UPMuSTkbFC5aVH/bHr1F7GxrhXPtz2K",
+	"NijHpr0q/G3UX31vJjZpHGUCiheI1G2sOmqL/Aefbzny+nrd0wPzIZlXthRjWSqk3ptvv1ftPLV18k+w",
+	"Onnp+/cZnc6yzAJf16H/q74RX8IANC9RyaK0+2pzkTkq0+EnaBuVS9f6tqUJa3HTvc2vBbap9FroV/Dt",
+	"qCWMEVOkR4mqhqGX6BMzm6S+tYvA5opPr11u2idW9vm4E8o/JImt7Pn6Fcuz/Nrv/QPhtYm/OSTl2nSB",
+	"qYd0vlAEqw0d03jhCkFIsSxJdeyI/N7HNLmLa02j3Y87gu+fJibzZ67q8sv4YBGRShLYTEF9QQBx5IGN",
+	"LqiuBQoIVhRZYdvRpdSbWln41KxCJA62NwS0qcwgyPzez+Cr9TO4B2PC+8v2mKdRFU6TWo0XR5xmPJuo",
+	"fEZtf/Q6izxYx58/iWIj8vR+5zD3cpjfVagKwv9JFPdj+yea3VEpmNvukjWJHlCzLILc2EiyloaNz3Tw",
+	"GWp11l5vK0myKY1TacRuSvY2NWK/29CJPSQn3PpLx3cxm6JdxamdZQGCY2o1zqkAKBJsE3g7s7SaIuzL",
+	"JtsgdGPapa3/i+Y0G/9rKhc4+sG3COiRbFWWbFbbLmXu00qfqiTlDOQW+K1/2K0K7Nb8aNoGN4nm2Dr0",
+	"oZJ5/RxrVKlOLI4fSgCon+lOIvlvhWAeb6GX/eE+zn10eLA/6H9BeokVIZJ/Vrr5n0MApmaYWs0EuY/u",
+	"I/SLRrEGM9/rASNYyRvIm0PWIeMsrqJuXPq8/Qb8rAUUF/N3gNK2Gxryj4EAAnXP0KSObf7NyGy0Ygqj",
+	"b5UMK536qVE/u1SRNH1AMa6C6CXPlBQhNUO/h9RttYJEkrJPvrwVJJJbzCBvcZQvbwbp3Ax+bkvIr5Ls",
+	"boLDL0B6zYS/k97fMOk1VHMX44NtRbyjF8LvX1yr5VRtjIeuWtaywWhDFv+7qx4T87hNllyq09RlLxX1",
+	"g8NMN2tvoEg17ncIvzg/e/P0u/OLD6/P33x4/ebVn8+fXsaunTJrYcRBJL3qI0BO/QbQVHzUtuUoOQqS",
+	"+9ZBb5+869Uqp+1Txssyrg3FRkudeUMjuAsL5nv6BlTMkRjTVu0Yjd5p4GbFKUsL6q5LRcSaS2hup0JN",
+	"Dlevkt5DLI7vv5Kv6eiyd7KZ0h7zg3GnPxoknWOxP+k85gejzuH4KDkWjycnvDdap7Smq/Qnlgw0Pft3",
+	"6QNfa9VP3dibqXnDHj/BpUUotmsY9aaW5CHcXoDZ77aKdW8Y3wg2j8C6r7Y0YcKUDG4Cc0pq+lB/GRyk",
+	"rROdapA7qZBWLf8avyaiZ592RIiinFKUeSVS4VyvNbCOZLxnXnRRp7a0BRBYI44TzWxkDmiHMKOeuI48",
+	"NZpqSuAbwr87wferTe1IqQcDF/q5VxKCuM4tNB6UnQ4rTdVYRzPj2MmX6cKBf1ZfpiETX06G/yUp6s5C",
+	"L+3653aY/mdlXg87lU0syhAS7JEBxPazfLI0WMhiJ/E2umTdjzse0D9PmZwdFBU6rqdKTrJ0/Gvtz0GL",
+	"/NV06bjAUi4G/ZqlBF8Ne5AP2BdBuqB9WMYfb3L9esR/F8+vdwN/GVfvwa7n/Wty3/rHskkuvNeHWz3b",
+	"JkeupWj3+nFDKgBjemZUNdtHVrphXF+bpBwje3py0NA0hMwEh/VJaqmJ4lBlNP2IpUmjs+ZPotiEe73f",
+	"Oe0vzml9ZPsN3PAv4nfe5Zo+zPlshMxfk++ZtcgSF1rNL2RxBeXiU8rEMKmtJoPEVzgiueahAJzJF5kx",
+	"R1HZBTVh8etXF5fM8bLYFm4uVdSdtcrQtmu9X6tElbLixo7k5/ixWSv2NEJHT4egWJpVUBEu6gnkbIS7",
+	"+rkrfHqTX/uBWtp9bu0qkXl8dPBg1enndmz/sxB0hPVmit7vfaobZztFtw703w5N/41oIL8OV/r9vAuU",
+	"ips+GgCD4UccTowXeVqskJONBM9FfrYopsHw3fs7ylm62eyTMI1KkYTiZ00NUlxl9VY849fAFWRMhWpQ",
+	"jmXTopgP9/b6g+Nur9vr9oePe497mL27yDNQuJFXmvXXJ7Z5LGhv8zJtTkkboZqFrqeKUYxshGp3zaWh",
+	"G3KRXyivxK+ty59KxrOso/KOkXSpxyLwDQw54JiPfi1WWpDbyp8MIb4+0UXNys5r0QwJVr1M7Rxw3tv3",
+	"WUzFrOvnyZmjX5/61VzIS5GJGVa2xujdVGKlidaryxev9767vHzdpiapF8/+YnoRYG8G0236qcoyMS5U",
+	"7s2nimwe3L2/+z8BAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

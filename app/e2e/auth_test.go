@@ -43,6 +43,22 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 		return p.ID
 	}
 	logs := fmt.Sprintf(`[{"project_id":%q,"message":"m"}]`, a.ID)
+	// An entry of project a, for its context.
+	if _, err := svc.Core.CreateLogs(adminCtx, []domain.LogInput{{ProjectID: a.ID, Message: ptr("anchor")}}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var entryID string
+	if err := svc.Core.ListLogs(adminCtx, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: a.ID}, Limit: 1}, func(p domain.Page) error {
+		for e, err := range p.Entries {
+			if err != nil {
+				return err
+			}
+			entryID = e.ID
+		}
+		return nil
+	}); err != nil || entryID == "" {
+		t.Fatalf("the anchor entry: %q, %v", entryID, err)
+	}
 	routes := []struct {
 		name, method string
 		path         func() string
@@ -58,6 +74,8 @@ func testAuthorizationMatrix(t *testing.T, open storeOpener) {
 		{"list logs", "GET", func() string { return "/logs?project_id=" + a.ID }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"delete logs", "DELETE", func() string { return "/logs?project_id=" + a.ID + "&log_level=none" }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"log facets", "GET", func() string { return "/logs/facets?project_id=" + a.ID + "&start_time=0&end_time=1&field=level" }, "", [6]int{401, 401, 401, 200, 200, 403}},
+		{"log context", "GET", func() string { return "/logs/context?project_id=" + a.ID + "&id=" + entryID }, "", [6]int{401, 401, 401, 200, 200, 403}},
+		{"export logs", "GET", func() string { return "/logs/export?project_id=" + a.ID + "&format=csv" }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"log fields", "GET", func() string { return "/logs/fields?project_id=" + a.ID + "&start_time=0&end_time=1" }, "", [6]int{401, 401, 401, 200, 200, 403}},
 		{"make hat", "POST", func() string { return "/twirp/rpc.example.haberdasher.Haberdasher/MakeHat" }, `{"inches":4}`, [6]int{401, 401, 401, 200, 200, 200}},
 		{"metrics", "GET", func() string { return "/metrics" }, "", [6]int{401, 401, 401, 200, 403, 403}},

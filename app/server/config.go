@@ -55,6 +55,7 @@ type Config struct {
 	ReadTO          time.Duration
 	WriteTO         time.Duration
 	StallTO         time.Duration
+	ExportPageSize  int
 	IdleTO          time.Duration
 	RetentionDays   int
 	RetentionEvery  time.Duration
@@ -97,6 +98,7 @@ func DefaultConfig() Config {
 		ReadTO:          time.Minute,
 		WriteTO:         5 * time.Minute,
 		StallTO:         httpapi.DefaultStallTimeout,
+		ExportPageSize:  domain.DefaultLimits().DefaultPageSize,
 		IdleTO:          2 * time.Minute,
 		RetentionEvery:  time.Minute,
 		RetentionBatch:  5000,

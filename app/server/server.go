@@ -90,7 +90,11 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 		OnLogsDeleted: m.LogsDeleted,
 		TailHeartbeat: cfg.TailHeartbeat,
 		StopTails:     stopTails,
-		TailStarted:   edge.EndAdmission, // a tail holds its in-flight share while it starts only
+		// A download lasts as long as its client takes it: REQUEST_TIMEOUT bounds each of its
+		// reads instead (see isLong).
+		ExportPageSize:    cfg.ExportPageSize,
+		ExportPageTimeout: cfg.RequestTimeout,
+		TailStarted:       edge.EndAdmission, // a tail holds its in-flight share while it starts only
 	})
 	if err != nil {
 		return nil, err
@@ -124,7 +128,7 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 		edge.SecureHeaders,   // no-store, nosniff, no framing, on every answer
 		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)
 		edge.Shed(cfg.MaxInFlight, refuse),                                  // 503 past MAX_IN_FLIGHT, before any work; a tail gives its slot back once started
-		edge.Deadline(cfg.RequestTimeout, either(isTwirp, isTail)),          // REQUEST_TIMEOUT on every store call; a tail bounds its reads itself
+		edge.Deadline(cfg.RequestTimeout, either(isTwirp, isLong)),          // REQUEST_TIMEOUT on every store call; a tail or a download bounds its reads itself
 		edge.Authenticate(keys, refuse),                                     // the principal, or 401
 		edge.ShedPerClient(cfg.MaxInFlightPer, refuse),                      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
 		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
@@ -145,6 +149,17 @@ const TailPath = "/logs/tail"
 // isTail selects live tails, which MAX_TAILS bounds once they are open (MAX_IN_FLIGHT while they
 // start) and which REQUEST_TIMEOUT does not end: it bounds each of their reads instead.
 func isTail(r *http.Request) bool { return r.Method == http.MethodGet && r.URL.Path == TailPath }
+
+// ExportPath is the download route: a stream without a row cap, which REQUEST_TIMEOUT does not
+// end; it bounds each page the download reads instead, and STALL_TIMEOUT a client that stops
+// taking it.
+const ExportPath = "/logs/export"
+
+// isLong selects the requests that last as long as their client reads them: live tails and
+// downloads.
+func isLong(r *http.Request) bool {
+	return isTail(r) || (r.Method == http.MethodGet && r.URL.Path == ExportPath)
+}
 
 func either(a, b func(*http.Request) bool) func(*http.Request) bool {
 	return func(r *http.Request) bool { return a(r) || b(r) }

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Open, opts ...Option) {
 	runRetention(t, open, &o)
 	runSearch(t, open)
 	runSavedSearches(t, open)
+	runContext(t, open)
 }
 
 var base = time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)

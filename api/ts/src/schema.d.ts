@@ -332,6 +332,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/logs/context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the entries around one entry
+         * @description Returns one entry of the project (`id`) with the `before` entries that precede it and
+         *     the `after` entries that follow it in the listing order of `GET /logs`, `time` then `id`
+         *     (entries with equal `time` are ordered by `id`). `before` is oldest first, so
+         *     `before`, `entry`, `after` read as one stretch of the log. Near either end of the
+         *     project a side holds fewer entries, down to none.
+         *
+         *     `query` narrows the neighbours only: the entry itself is answered whether or not it
+         *     matches. An `id` that names no entry of this project (an entry of another project
+         *     included), or an entry that `GET /logs` no longer lists because it is older than the
+         *     project's retention, is a 404; so is a project that does not exist.
+         *
+         *     The entry and each side are read by separate statements, each consistent in itself:
+         *     an entry written meanwhile may appear on one side though it was not there when the
+         *     entry was found. Each side is streamed as it is read, under the stall timeout of
+         *     `GET /logs`.
+         */
+        get: operations["logContext"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/logs/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download the entries a query selects
+         * @description Streams every entry of the project that matches every given filter (the filters of
+         *     `GET /logs`), oldest first (`time` then `id`), with no limit on how many, as a download
+         *     (`Content-Disposition: attachment; filename="logs-<project id>.<ndjson|csv>"`).
+         *
+         *     - `format=ndjson` (the default), `application/x-ndjson`: one entry per line, each the
+         *       JSON object `GET /logs` renders for it.
+         *     - `format=csv`, `text/csv; charset=utf-8` (RFC 4180 quoting; records end in LF, so that
+         *       a carriage return inside a field is kept as it is): the header row
+         *       `time,level,subject,user_id,trace_id,span_id,message,attributes`, then one row per
+         *       entry. `time` is the entry's Unix time in milliseconds, as `GET /logs` renders it; an
+         *       absent field is empty; `attributes` is the attributes object as compact JSON, empty
+         *       when the entry has none. Against formula injection, a cell that begins with `=`, `+`,
+         *       `-`, `@`, a tab or a carriage return is written with a `'` before it (`=1+1` is
+         *       written `'=1+1`, a negative `time` `'-5`).
+         *
+         *     Parameters are checked before anything is sent: a bad one is a 400 with no part of a
+         *     download. The entries are read from the store in pages, one after another, each
+         *     written as it is read: the server's memory does not grow with the export, and an entry
+         *     written while the export runs appears in it if its place comes after the page being
+         *     read. Expired entries are left out as `GET /logs` leaves them out. A client that takes
+         *     none of the body for the server's stall timeout (15 s by default) loses the
+         *     connection; a failure once the body has started ends the connection without the rest
+         *     of the body, never with an error document appended.
+         */
+        get: operations["exportLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/logs/tail": {
         parameters: {
             query?: never;
@@ -670,6 +746,14 @@ export interface components {
              * @example 376
              */
             total: number;
+        };
+        /** @description One entry and its neighbours in the order of `GET /logs` (`time`, then `id`). */
+        LogContext: {
+            /** @description The entries right before `entry`, oldest first; at most `before` of them. */
+            before: components["schemas"]["LogEntry"][];
+            entry: components["schemas"]["LogEntry"];
+            /** @description The entries right after `entry`, oldest first; at most `after` of them. */
+            after: components["schemas"]["LogEntry"][];
         };
         /** @description The most common values of each field asked for. */
         LogFacets: {
@@ -2837,6 +2921,305 @@ export interface operations {
                      *     ]
                      */
                     "application/json": components["schemas"]["LogField"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    logContext: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose entries are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: components["parameters"]["ProjectIDQuery"];
+                /**
+                 * @description The id of the entry to answer with its neighbours.
+                 * @example 01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f
+                 */
+                id: string;
+                /**
+                 * @description How many entries before the entry to answer, 0 to 1,000; 50 when absent.
+                 * @example 20
+                 */
+                before?: number;
+                /**
+                 * @description How many entries after the entry to answer, 0 to 1,000; 50 when absent.
+                 * @example 20
+                 */
+                after?: number;
+                /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entry and its neighbours. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "before": [
+                     *         {
+                     *           "id": "01936f0e-9a0f-7c2d-8e3f-4a5b6c7d8e9f",
+                     *           "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *           "level": "info",
+                     *           "message": "charging card",
+                     *           "time": 1795428000100
+                     *         }
+                     *       ],
+                     *       "entry": {
+                     *         "id": "01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f",
+                     *         "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *         "level": "error",
+                     *         "message": "payment declined",
+                     *         "time": 1795428000123
+                     *       },
+                     *       "after": [
+                     *         {
+                     *           "id": "01936f0e-9a11-7c2d-8e3f-4a5b6c7d8e9f",
+                     *           "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *           "level": "info",
+                     *           "message": "retry scheduled",
+                     *           "time": 1795428000123
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LogContext"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /**
+             * @description No entry with this id in the project, or the entry is older than the project's
+             *     retention, or the project does not exist.
+             */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Not Found",
+                     *       "status": 404,
+                     *       "detail": "no entry 01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f in this project"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    exportLogs: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose entries are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: components["parameters"]["ProjectIDQuery"];
+                /**
+                 * @description Only entries with exactly this `user_id`: valid UTF-8 without NUL, at most 1,024 bytes (the field's own rule); anything else is 400 naming the parameter.
+                 * @example u-42
+                 */
+                user_id?: components["parameters"]["UserID"];
+                /**
+                 * @description Only entries with this `level`; repeat it for any of several (`log_level=error&log_level=fatal`), at most 16 times. Compared as levels are stored: case-insensitive, a logger's spelling as its canonical level (`log_level=WARNING` and `log_level=warning` select `warn`; see `LogEntryInput.level`). Each is valid UTF-8 without NUL, 1 to 32 characters (the field's own rule); anything else is 400 naming the parameter.
+                 * @example [
+                 *       "error",
+                 *       "fatal"
+                 *     ]
+                 */
+                log_level?: components["parameters"]["LogLevel"];
+                /**
+                 * @description Only entries with exactly this `subject` (served by an index): valid UTF-8 without NUL, at most 1,024 bytes; anything else is 400 naming the parameter.
+                 * @example checkout
+                 */
+                subject?: components["parameters"]["Subject"];
+                /**
+                 * @description Only entries whose `message` contains this text, 1 to 256 characters, ignoring case by
+                 *     Unicode simple case folding (`É` matches `é`; `STRASSE` does not match `straße`). It is
+                 *     literal: `%`, `_` and `\` have no special meaning.
+                 * @example declined
+                 */
+                q?: components["parameters"]["Q"];
+                /**
+                 * @description Only entries that match this query, in the query language below, ANDed with the other
+                 *     parameters (`q` keeps its meaning: a literal substring). Empty or absent: every entry.
+                 *
+                 *     ```
+                 *     query   = or
+                 *     or      = and { "OR" and }
+                 *     and     = unary { ["AND"] unary }
+                 *     unary   = ("NOT" | "-") unary | primary
+                 *     primary = "(" or ")" | field ":" value | field ":" "(" values ")" | words
+                 *     values  = the same OR / AND / NOT grammar over values, each applied to field
+                 *     value   = word | word "*" | phrase | "*" | (">" | ">=" | "<" | "<=") number
+                 *             | ("[" | "{") bound "TO" bound ("]" | "}")   [ ] inclusive, { } exclusive
+                 *     bound   = number | "*"                                * leaves that side open
+                 *     phrase  = '"' { character | '\"' | '\\' } '"'
+                 *     ```
+                 *
+                 *     `AND`, `OR`, `NOT` and `TO` are keywords in upper case only (`and` is a word). A
+                 *     backslash escapes any character of a word (`a\:b`). A `-` right after `field:` belongs
+                 *     to the value (`temp:-5` is the number -5); elsewhere a leading `-` is `NOT`.
+                 *
+                 *     Precedence: `NOT` (and a leading `-`) binds tightest, then `AND` (also implied between
+                 *     two terms), then `OR`: `a OR b c` is `a OR (b AND c)`, the same on every route.
+                 *
+                 *     - Words: a message's words are its longest runs of letters, digits and `_`, compared
+                 *       ignoring case (Unicode simple case folding, as `q`); a request id such as
+                 *       `739a4b5df5876246` is one word. A bare `timeout` matches a message holding the word;
+                 *       `pay*` a word that begins with `pay`; a phrase `"payment declined"` its words in a row,
+                 *       whatever separates them (`payment, declined!` matches). `message:x` is the same as `x`.
+                 *     - Fields: `level`, `subject`, `user_id`, `trace_id`, `span_id` and `message` are the
+                 *       entry's; any other name is the top-level attribute with that key
+                 *       (`http.route:/checkout`, `service.name:cart`); `attributes.<key>` always names the
+                 *       attribute (`attributes.level`). Quote a value that holds spaces or syntax characters,
+                 *       with `\"` and `\\` as escapes.
+                 *     - `level:` compares as levels are stored (`level:WARNING` is `warn`); `subject:` and
+                 *       `user_id:` exactly; `trace_id:` and `span_id:` ignoring the case of their digits;
+                 *       `value*` is a prefix.
+                 *     - Attributes: `:500` matches the number 500 (and `500.0`, `5e2`) and the string `"500"`;
+                 *       `:true` and `:false` the booleans (and those strings); a quoted value (`:"500"`)
+                 *       matches strings only, exactly. Numbers compare as 64-bit floating point; one beyond
+                 *       its range (`1e400`) equals and compares with nothing. `:>=500`, `:>`, `:<`, `:<=` and `:[200 TO 299]` (inclusive) compare
+                 *       numbers only. Objects, arrays and null equal nothing.
+                 *     - `field:*` matches entries that have the field: an attribute whose key is present
+                 *       (whatever its value, null included); `subject`, `user_id`, `trace_id`, `span_id` when
+                 *       set.
+                 *     - A condition on a field the entry does not have is false, so its `NOT` is true.
+                 *     - `field:(a OR b)` applies each value to the field.
+                 *
+                 *     Limits (server settings): at most 4,096 characters (`MAX_QUERY_CHARS`), nesting of
+                 *     parentheses and `NOT` at most 32 deep (`MAX_QUERY_DEPTH`), at most 256 terms
+                 *     (`MAX_QUERY_TERMS`). A query outside the grammar or the limits is a 400 whose `errors`
+                 *     name the parameter `query` with the position of the problem, counted in characters from
+                 *     1 (`unexpected ")" at 17`). Time stays in `start_time` and `end_time`.
+                 * @example service.name:checkout AND http.response.status_code:>=500 AND NOT http.route:"/health"
+                 */
+                query?: components["parameters"]["Query"];
+                /**
+                 * @description Only entries of this trace: 32 hexadecimal digits, not all zero; upper case matches too. Anything else is 400 naming the parameter.
+                 * @example 4bf92f3577b34da6a3ce929d0e0e4736
+                 */
+                trace_id?: components["parameters"]["TraceID"];
+                /**
+                 * @description Only entries with `time` at or after this Unix time in milliseconds (inclusive).
+                 * @example 1795428000000
+                 */
+                start_time?: components["parameters"]["StartTime"];
+                /**
+                 * @description Only entries with `time` at or before this Unix time in milliseconds (inclusive); not before `start_time`.
+                 * @example 1795431600000
+                 */
+                end_time?: components["parameters"]["EndTime"];
+                /**
+                 * @description `ndjson` (one JSON entry per line, the default) or `csv`; any other value is a 400.
+                 * @example csv
+                 */
+                format?: "ndjson" | "csv";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The matching entries, oldest first, as a download. */
+            200: {
+                headers: {
+                    /**
+                     * @description `attachment; filename="logs-<project id>.ndjson"` (or `.csv`).
+                     * @example attachment; filename="logs-01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f.csv"
+                     */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {"id":"01936f0e-9a10-7c2d-8e3f-4a5b6c7d8e9f","project_id":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f","message":"payment declined","level":"error","time":1795428000123,"user_id":"u-42","attributes":{"order":7}}
+                     *     {"id":"01936f0e-9a11-7c2d-8e3f-4a5b6c7d8e9f","project_id":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f","message":"retry scheduled","level":"info","time":1795428000123}
+                     */
+                    "application/x-ndjson": string;
+                    /**
+                     * @example time,level,subject,user_id,trace_id,span_id,message,attributes
+                     *     1795428000123,error,,u-42,,,payment declined,"{""order"":7}"
+                     *     1795428000123,info,,,,,"'=HYPERLINK(""x"")",
+                     */
+                    "text/csv": string;
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -90,6 +90,16 @@ test("every REST operation", async () => {
   assert.equal(fields.response.status, 200);
   assert.ok(Array.isArray(fields.data));
 
+  // The entries around the first one, and everything as a CSV download.
+  const [first] = (await api.GET("/logs", { params: { query: { project_id: id, limit: 1 } } })).data;
+  const around = await api.GET("/logs/context", { params: { query: { project_id: id, id: first.id, before: 0, after: 1 } } });
+  assert.equal(around.response.status, 200);
+  assert.deepEqual([around.data.before.length, around.data.entry.id, around.data.after.length], [0, first.id, 1]);
+  const csv = await api.GET("/logs/export", { params: { query: { project_id: id, format: "csv" } }, parseAs: "text" });
+  assert.equal(csv.response.status, 200);
+  assert.equal(csv.response.headers.get("content-type"), "text/csv; charset=utf-8");
+  assert.equal(csv.data.split("\n")[0], "time,level,subject,user_id,trace_id,span_id,message,attributes");
+
   // OTLP/HTTP in its JSON mapping, through the same typed client.
   const otlp = await api.POST("/v1/logs", {
     params: { header: { "X-Project-Id": id } },

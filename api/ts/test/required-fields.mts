@@ -44,6 +44,13 @@ async function main(): Promise<void> {
   check(stored.level === "info", `the default level is info, got ${stored.level}`);
   check(stored.time > 0 && stored.subject === undefined && stored.user_id === undefined, "defaults of time, subject, user_id");
 
+  // Only project_id and id: each side takes its default.
+  const around = await api.GET("/logs/context", { params: { query: { project_id: id, id: stored.id } } });
+  check(around.data?.entry.id === stored.id && around.data.before.length === 0 && around.data.after.length === 0, "logContext");
+  // Only project_id: NDJSON, every entry.
+  const exported = await api.GET("/logs/export", { params: { query: { project_id: id } }, parseAs: "text" });
+  check(exported.response.status === 200 && exported.data?.includes("only what is required") === true, "exportLogs");
+
   const deleted = await api.DELETE("/logs", { params: { query: { project_id: id } } });
   check(deleted.data?.deleted === 1, "deleteLogs");
 

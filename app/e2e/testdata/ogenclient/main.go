@@ -280,6 +280,27 @@ func run(ctx context.Context, base string) error {
 		}
 	}
 
+	// The entries around the first one, then every entry as a CSV download.
+	first := page.Response[0].ID
+	around, err := as[*oas.LogContext]("logContext")(c.LogContext(ctx, oas.LogContextParams{ProjectID: p.ID, ID: first, Before: oas.NewOptInt32(0), After: oas.NewOptInt32(1)}))
+	if err != nil {
+		return err
+	}
+	ops++
+	if len(around.Before) != 0 || around.Entry.ID != first || len(around.After) != 1 || around.After[0].ID != page.Response[1].ID {
+		return fmt.Errorf("logContext: %+v", around)
+	}
+	download, err := as[*oas.ExportLogsOKTextCsvHeaders]("exportLogs")(c.ExportLogs(ctx, oas.ExportLogsParams{ProjectID: p.ID, Format: oas.NewOptExportLogsFormat(oas.ExportLogsFormatCsv)}))
+	if err != nil {
+		return err
+	}
+	ops++
+	rows, err := io.ReadAll(download.Response)
+	if err != nil || !strings.HasPrefix(string(rows), "time,level,subject,user_id,trace_id,span_id,message,attributes\n") ||
+		!strings.HasPrefix(download.ContentDisposition, "attachment; ") {
+		return fmt.Errorf("exportLogs: %v, %q, %.300q", err, download.ContentDisposition, rows)
+	}
+
 	otlp := &oas.OtlpExportLogsServiceRequest{ResourceLogs: []oas.OtlpExportLogsServiceRequestResourceLogsItem{{
 		ScopeLogs: []oas.OtlpExportLogsServiceRequestResourceLogsItemScopeLogsItem{{
 			LogRecords: []oas.OtlpLogRecord{{

@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"example.com/obsvc/api/rest"
+	"example.com/obsvc/domain"
+)
+
+// LogContext implements rest.StrictServerInterface. As with a listing, nothing is read here:
+// the returned response streams the entry and its neighbours from the store while writing the
+// body, so a context of 2 x 1,000 entries of 64 KiB is never held in memory.
+func (s *server) LogContext(ctx context.Context, req rest.LogContextRequestObject) (rest.LogContextResponseObject, error) {
+	p := req.Params
+	q := domain.ContextQuery{ProjectID: p.ProjectId, ID: p.Id, Query: query(p.Query)}
+	if p.Before != nil {
+		n := int(*p.Before)
+		q.Before = &n
+	}
+	if p.After != nil {
+		n := int(*p.After)
+		q.After = &n
+	}
+	return contextPage{ctx: ctx, svc: s.svc, q: q, stall: s.stall, log: s.log, buffers: s.buffers}, nil
+}
+
+// contextPage is the 200 response of LogContext, streamed:
+// {"before":[...],"entry":{...},"after":[...]}, each entry encoded as a listing encodes it.
+type contextPage struct {
+	ctx     context.Context
+	svc     *domain.Service
+	q       domain.ContextQuery
+	stall   time.Duration
+	log     *slog.Logger
+	buffers *sync.Pool
+}
+
+func (p contextPage) VisitLogContextResponse(w http.ResponseWriter) error {
+	started := false
+	err := p.svc.LogContext(p.ctx, p.q, func(c domain.LogContext) error {
+		w.Header().Set("Content-Type", "application/json")
+		started = true
+		w.WriteHeader(http.StatusOK)
+		bw, _ := p.buffers.Get().(*bufio.Writer)
+		if bw == nil {
+			bw = bufio.NewWriterSize(nil, streamBuffer)
+		}
+		bw.Reset(stallWriter{w: w, rc: http.NewResponseController(w), stall: p.stall})
+		defer func() {
+			bw.Reset(nil) // keep no reference to this response
+			p.buffers.Put(bw)
+		}()
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		var entry rest.LogEntry
+		side := func(open string, entries func(func(domain.LogEntry, error) bool)) error {
+			_, _ = bw.WriteString(open)
+			first := true
+			for e, err := range entries {
+				if err != nil {
+					return err
+				}
+				if !first {
+					_ = bw.WriteByte(',')
+				}
+				first = false
+				entry = toEntry(e)
+				if err := enc.Encode(&entry); err != nil {
+					return err
+				}
+			}
+			return bw.WriteByte(']')
+		}
+		if err := side(`{"before":[`, c.Before); err != nil {
+			return err
+		}
+		_, _ = bw.WriteString(`,"entry":`)
+		entry = toEntry(c.Entry)
+		if err := enc.Encode(&entry); err != nil {
+			return err
+		}
+		if err := side(`,"after":[`, c.After); err != nil {
+			return err
+		}
+		_, _ = bw.WriteString("}\n")
+		return bw.Flush()
+	})
+	if err != nil && started {
+		// As a listing: once the status is out, a failure can only cut the body short.
+		p.log.ErrorContext(p.ctx, "context failed mid-stream", "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return err
+}
