@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/jmoiron/sqlx"
@@ -24,6 +25,39 @@ const contextEntry = "SELECT " + entryColumns + " FROM logs WHERE project_id = ?
 // contextArgs are the arguments of contextEntry.
 func contextArgs(q domain.ContextQuery) []any {
 	return []any{q.ProjectID, q.ID, q.Now, q.ProjectID, int64(math.MinInt64), leastID}
+}
+
+// contextNear is contextEntry within a range of time, where the anchor is looked for first: the
+// service makes an entry's id a UUIDv7 as it takes the entry in, so the id holds the moment of
+// ingest, and an entry's own time is nearly always at most a day before it (a shipper's buffer,
+// a backfill of the day) and not much after it (clocks). Found there, the anchor costs a read of
+// that range of the key rather than of the project's whole range (12 buffers against 219 in 30
+// days of 30,000 entries); not found there, LogContext reads the whole. The retention is a filter
+// here (retentionFilter): as an index condition, a row comparison on (time, id), PostgreSQL's
+// B-tree would start the scan at it rather than at the range's start.
+const contextNear = "SELECT " + entryColumns + " FROM logs WHERE project_id = ? AND time >= ? AND time <= ? AND id = ?" + retentionFilter
+
+// The range of contextNear around an id's moment of ingest.
+const (
+	contextNearBefore = 24 * 3600_000
+	contextNearAfter  = 3600_000
+)
+
+// contextNearArgs are the arguments of contextNear for an id of moment ms.
+func contextNearArgs(q domain.ContextQuery, ms int64) []any {
+	return []any{q.ProjectID, ms - contextNearBefore, ms + contextNearAfter, q.ID, q.Now, q.ProjectID, int64(math.MinInt64), leastID}
+}
+
+// uuidv7Time is the Unix millisecond a UUIDv7's first 48 bits hold; false for any other text.
+func uuidv7Time(id string) (int64, bool) {
+	if len(id) != 36 || id[8] != '-' || id[13] != '-' || id[14] != '7' {
+		return 0, false
+	}
+	ms, err := strconv.ParseUint(id[:8]+id[9:13], 16, 64)
+	if err != nil {
+		return 0, false
+	}
+	return int64(ms), true
 }
 
 // contextSide renders one side of a context: the n entries matching q's neighbour filter right
@@ -59,7 +93,13 @@ func (r *logRow) scanEntry(rows interface{ Scan(...any) error }) error {
 // one snapshot: an entry committed between them may show on a side.
 func (s *Store) LogContext(ctx context.Context, q domain.ContextQuery, fn domain.ContextFunc) error {
 	var anchor logRow
-	err := anchor.scanEntry(s.r.QueryRowxContext(ctx, s.bind(contextEntry), contextArgs(q)...))
+	err := sql.ErrNoRows
+	if ms, ok := uuidv7Time(q.ID); ok {
+		err = anchor.scanEntry(s.r.QueryRowxContext(ctx, s.bind(contextNear), contextNearArgs(q, ms)...))
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		err = anchor.scanEntry(s.r.QueryRowxContext(ctx, s.bind(contextEntry), contextArgs(q)...))
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return domain.Errorf(domain.KindNotFound, "no entry %s", domain.Brief(q.ID))
 	}

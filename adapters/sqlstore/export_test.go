@@ -97,3 +97,9 @@ func ContextSQL(s *Store, q domain.ContextQuery, t int64, id string) (queries []
 	after, aargs := contextSide(s.eng, q, t, id, false, *q.After)
 	return []string{s.bind(contextEntry), s.bind(before), s.bind(after)}, [][]any{contextArgs(q), bargs, aargs}
 }
+
+// ContextNearSQL is the statement LogContext tries first for q, whose id is a UUIDv7 of moment
+// ms: the anchor within a range of time around it.
+func ContextNearSQL(s *Store, q domain.ContextQuery, ms int64) (string, []any) {
+	return s.bind(contextNear), contextNearArgs(q, ms)
+}

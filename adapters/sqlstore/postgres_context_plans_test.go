@@ -125,3 +125,50 @@ func queryBuffers(t *testing.T, conn *sqlx.Conn, query string, args []any) int {
 	}
 	return plans[0].Plan.Hit + plans[0].Plan.Read
 }
+
+// TestPostgresReadsStartWhereTheirTimeDoes shows, in a project of 30 days and 30,000 entries,
+// two reads that begin at a moment rather than at the project's oldest entry: the first look for
+// a context's anchor, within the day before its id's moment (the entry taken in now), and an
+// oldest-first page from an hour ago (start_time with the retention bound beside it, which
+// PostgreSQL's B-tree used to start from). Each reads a small part of the buffers the read of
+// the project's whole range does.
+func TestPostgresReadsStartWhereTheirTimeDoes(t *testing.T) {
+	s := storetest.OpenPostgres(t, pg.NewDatabase(t))
+	ctx := t.Context()
+	p := domain.Project{ID: uuid.Must(uuid.NewV7()).String(), Name: "near", CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}
+	if err := s.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	in := time.Now().UnixMilli()
+	batch := make([]domain.LogEntry, 30_000)
+	for i := range batch {
+		batch[i] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p.ID, Time: in - int64(30_000-i)*86_400, Level: "info", Message: fmt.Sprint("Message ", i)}
+	}
+	if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := sqlstore.ReadDB(s).Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "ANALYZE logs"); err != nil {
+		t.Fatal(err)
+	}
+	a := batch[len(batch)-1]
+	q := domain.ContextQuery{ProjectID: p.ID, ID: a.ID, Before: ptr(50), After: ptr(50), Now: in}
+	queries, args := sqlstore.ContextSQL(s, q, a.Time, a.ID)
+	near, nearArgs := sqlstore.ContextNearSQL(s, q, in)
+	whole, first := queryBuffers(t, conn, queries[0], args[0]), queryBuffers(t, conn, near, nearArgs)
+	checkPlan(t, explain(t, conn, near, nearArgs, false), planWant{indexes: []string{"logs_pkey"}})
+	if first*5 > whole {
+		t.Errorf("the anchor near its id's moment read %d buffers, the project's whole range %d", first, whole)
+	}
+	start := in - 3600_000
+	list, listArgs := sqlstore.ListSQL(s, domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: p.ID, Start: &start}, Limit: 100, Now: in})
+	page := queryBuffers(t, conn, list, listArgs)
+	if page*5 > whole {
+		t.Errorf("an oldest-first page from an hour ago read %d buffers, the project's whole range %d", page, whole)
+	}
+	t.Logf("buffers: the anchor near its id's moment %d, a page from an hour ago %d, the project's whole range %d", first, page, whole)
+}

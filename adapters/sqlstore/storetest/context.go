@@ -3,6 +3,7 @@ package storetest
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"example.com/obsvc/domain"
 )
@@ -11,6 +12,32 @@ import (
 func runContext(t *testing.T, open Open) {
 	t.Run("LogContextAroundAnEntry", func(t *testing.T) { t.Parallel(); testLogContext(t, open(t)) })
 	t.Run("LogContextOfAMissingOrExpiredEntry", func(t *testing.T) { t.Parallel(); testLogContextNotFound(t, open(t)) })
+	t.Run("LogContextWhateverTheEntrysTimeAgainstItsID", func(t *testing.T) { t.Parallel(); testLogContextTimes(t, open(t)) })
+}
+
+// testLogContextTimes: an entry's id is made as it is taken in (UUIDv7, its moment), while its
+// time is the sender's; a store may look for the entry near its id's moment first, but finds it
+// wherever its time is: moments before it, a day and more before, after, long after.
+func testLogContextTimes(t *testing.T, s domain.Store) {
+	p := projectWith(t, s, nil)
+	in := time.Now().UnixMilli()
+	var all []domain.LogEntry
+	for _, ms := range []int64{in - 3*day, in - day - 1, in - day + 1, in - 1000, in, in + 1800_000, in + 3*3600_000} {
+		all = append(all, entry(p, ms, "info"))
+	}
+	mustInsert(t, s, all...)
+	for i, e := range all {
+		before, got, after := logContext(t, s, domain.ContextQuery{ProjectID: p.ID, ID: e.ID, Before: ptr(1), After: ptr(1), Now: in + 4*3600_000})
+		if got.ID != e.ID || got.Time != e.Time {
+			t.Fatalf("entry %d (time %+d ms from its id): got %s at %d", i, e.Time-in, got.ID, got.Time)
+		}
+		if want := ids(all[max(i-1, 0):i]); !slices.Equal(ids(before), want) {
+			t.Errorf("entry %d: before %v, want %v", i, ids(before), want)
+		}
+		if want := ids(all[i+1 : min(i+2, len(all))]); !slices.Equal(ids(after), want) {
+			t.Errorf("entry %d: after %v, want %v", i, ids(after), want)
+		}
+	}
 }
 
 // logContext asks s for q's context and returns its parts, failing the test on an error.
