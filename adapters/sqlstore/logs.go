@@ -401,12 +401,22 @@ func listQueryFrom(e engine, q domain.LogQuery, table string) (string, []any) {
 		w = strings.Replace(w, projectCondition, projectCondition+" AND (time, id) "+cmp+" (?, ?)", 1)
 		args = append([]any{args[0], q.After.Time, q.After.ID}, args[1:]...)
 	}
-	if _, pg := e.(postgresEngine); pg && hasAttributeEquality(q.Parsed.Root) {
+	switch _, pg := e.(postgresEngine); {
+	case pg && hasAttributeEquality(q.Parsed.Root):
 		w += retentionFilter
-	} else {
+		args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), leastID)
+	case q.Start != nil:
+		// The later of start_time and the retention as one bound: PostgreSQL's B-tree starts
+		// an oldest-first scan at a row comparison on (time, id) rather than at a plain lower
+		// bound on time beside it, so with start_time apart the scan began at the retention
+		// (or the project's oldest entry) and read up to start_time: 220 buffers for a page
+		// from an hour ago in 30 days of 30,000 entries, against a few with one bound.
+		w += " AND (time, id) >= (" + e.greatest("COALESCE(? - (SELECT CAST(retention_days AS BIGINT) * 86400000 FROM projects WHERE id = ?), ?)", "?") + ", ?)"
+		args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), *q.Start, leastID)
+	default:
 		w += retentionBound
+		args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), leastID)
 	}
-	args = append(args, q.Now, q.ProjectID, int64(math.MinInt64), leastID)
 	order := " ORDER BY time " + dir + ", id " + dir
 	// Placeholders in textual order: the two nth_value positions, the filter, the inner limit.
 	args = append(append([]any{q.Limit, q.Limit}, args...), q.Limit+1)

@@ -252,6 +252,8 @@ func (postgresEngine) containsText(column, term string) (string, any) {
 	return column + " ~ ?", "***=" + term
 }
 
+func (postgresEngine) greatest(a, b string) string { return "GREATEST(" + a + ", " + b + ")" }
+
 // lowerASCII: lower under the "C" collation changes ASCII letters only, whatever the database's
 // own locale.
 func (postgresEngine) lowerASCII(column string) string { return "lower(" + column + ` COLLATE "C")` }

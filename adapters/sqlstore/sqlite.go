@@ -186,6 +186,8 @@ func (sqliteEngine) containsText(column, term string) (string, any) {
 	return "instr(" + column + ", ?) > 0", term
 }
 
+func (sqliteEngine) greatest(a, b string) string { return "max(" + a + ", " + b + ")" }
+
 // lowerASCII: SQLite's lower, without the ICU extension (which this build has not), changes
 // ASCII letters only.
 func (sqliteEngine) lowerASCII(column string) string { return "lower(" + column + ")" }

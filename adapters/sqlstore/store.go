@@ -51,6 +51,8 @@ type engine interface {
 	// ? placeholder and its argument, at a cost linear in the column's bytes, or bounded by the
 	// term's length times them (see README, the "Listing" row: the cost of q).
 	containsText(column, term string) (string, any)
+	// greatest renders the greater of two expressions of the same type.
+	greatest(a, b string) string
 	// lowerASCII renders column with A to Z lowered and every other character kept, whatever
 	// the database's locale (see foldedMessage).
 	lowerASCII(column string) string
