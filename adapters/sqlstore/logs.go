@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,9 +27,16 @@ const logColumns = "project_id, time, id, level, message, subject, user_id, attr
 // extra (the same for every row); with search, the message's words (migrations.StoredWords) and the
 // hashes of the attributes' terms (migrations.AttributeTerms, TermHashes) last, where the engine keeps them in columns
 // (PostgreSQL's words and attr_terms). each, when set, runs after each row.
+//
+// The rows go in key order, (project_id, time, id), each keeping its position in the batch as
+// tail_pos: a batch of several projects then adds to each project's end of every index a run of
+// rows rather than one row at a time, which PostgreSQL splits leaving pages nearly full instead
+// of half (logs_pkey 101 bytes an entry written interleaved), and each project's rows of the batch
+// are neighbours in the table, so a read of a project's range touches fewer pages.
 func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, search bool, each func(domain.LogEntry) error, extra ...any) error {
 	args := make([]any, 0, 14+len(extra))
-	for i, e := range entries {
+	for _, i := range keyOrder(entries) {
+		e := entries[i]
 		// Attributes go as text: lib/pq's COPY would write a []byte as bytea, and SQLite would
 		// keep it as a BLOB.
 		var attrs any
@@ -53,6 +61,19 @@ func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, s
 		}
 	}
 	return nil
+}
+
+// keyOrder is the positions of entries in (project_id, time, id) order.
+func keyOrder(entries []domain.LogEntry) []int {
+	order := make([]int, len(entries))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		x, y := &entries[a], &entries[b]
+		return cmp.Or(strings.Compare(x.ProjectID, y.ProjectID), cmp.Compare(x.Time, y.Time), strings.Compare(x.ID, y.ID))
+	})
+	return order
 }
 
 // existenceChunk bounds the ids of one existence query, well under every engine's parameter limit.
