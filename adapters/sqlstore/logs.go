@@ -29,10 +29,11 @@ const logColumns = "project_id, time, id, level, message, subject, user_id, attr
 // (PostgreSQL's words and attr_terms). each, when set, runs after each row.
 //
 // The rows go in key order, (project_id, time, id), each keeping its position in the batch as
-// tail_pos: a batch of several projects then adds to each project's end of every index a run of
-// rows rather than one row at a time, which PostgreSQL splits leaving pages nearly full instead
-// of half (logs_pkey 101 bytes an entry written interleaved), and each project's rows of the batch
-// are neighbours in the table, so a read of a project's range touches fewer pages.
+// tail_pos: a batch of several projects then lays each project's rows side by side in the table,
+// so a read of a project's range touches fewer pages (a day of one project of ten, written in
+// batches of all ten: 1,000 entries in 50 heap pages on PostgreSQL, against 2,007 pages for 3,333
+// entries written as sent). The indexes are no smaller for it (logs_pkey stays about 100 bytes
+// an entry).
 func writeRows(ctx context.Context, stmt *sql.Stmt, entries []domain.LogEntry, search bool, each func(domain.LogEntry) error, extra ...any) error {
 	args := make([]any, 0, 14+len(extra))
 	for _, i := range keyOrder(entries) {
