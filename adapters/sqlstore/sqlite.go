@@ -66,7 +66,7 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 	w := sqlx.NewDb(sql.OpenDB(sqliteConnector{drv, dsn + "&_txlock=immediate"}), "sqlite")
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	r := sqlx.NewDb(sql.OpenDB(sqliteConnector{drv, dsn + "&_pragma=query_only(1)&_pragma=mmap_size(1073741824)"}), "sqlite")
+	r := sqlx.NewDb(sql.OpenDB(sqliteConnector{drv, dsn + "&_pragma=query_only(1)"}), "sqlite")
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
 	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }, indexedTerms: opts.IndexedTerms}
 	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
