@@ -2,7 +2,8 @@
 // can be shared), the histogram of the range, the entries newest first with infinite scroll, and
 // a live tail. Everything comes from the REST API; see api.js for how requests are authenticated.
 import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
-import { Histogram, stepFor } from './chart.js';
+import { Histogram, colorFor, stepFor } from './chart.js';
+import { setupQueryBar } from './query.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 // The API stores levels canonical: case-insensitive, these spellings of common loggers as one of
@@ -32,7 +33,7 @@ const el = (tag, props = {}, ...children) => {
 };
 
 // state is what the URL holds.
-const state = { project: '', range: '1h', from: 0, to: 0, q: '', user: '', subject: '', trace: '', levels: [], live: false };
+const state = { project: '', range: '1h', from: 0, to: 0, query: '', q: '', user: '', subject: '', trace: '', levels: [], live: false };
 
 let projects = [];
 let loadSeq = 0; // the current load; answers to older ones are dropped
@@ -50,6 +51,8 @@ const hist = new Histogram($('hist'), (from, to) => {
   showState();
   reload();
 });
+let statsTimer = 0; // Live: the pending refresh of the counts
+let booted = false; // after the first load, every change of the state is a history entry
 
 // --- URL state ---------------------------------------------------------------------------
 
@@ -61,6 +64,7 @@ function readURL() {
   state.to = Number(p.get('to')) || 0;
   if (state.range === 'abs' && !(state.from && state.to)) state.range = '1h';
   if (state.range !== 'abs' && !PRESETS[state.range]) state.range = '1h';
+  state.query = p.get('query') || '';
   state.q = p.get('q') || '';
   state.user = p.get('user') || '';
   state.subject = p.get('subject') || '';
@@ -74,10 +78,15 @@ function writeURL() {
   if (state.project) p.set('project', state.project);
   p.set('range', state.range);
   if (state.range === 'abs') { p.set('from', state.from); p.set('to', state.to); }
+  if (state.query) p.set('query', state.query);
   for (const k of ['q', 'user', 'subject', 'trace']) if (state[k]) p.set(k, state[k]);
   for (const l of state.levels) p.append('level', l);
   if (state.live) p.set('live', '1');
-  history.replaceState(null, '', '/ui?' + p.toString());
+  // Each change is a history entry, so Back and Forward walk queries, ranges and zooms; the
+  // first load only completes the URL it was opened with.
+  const url = '/ui?' + p.toString();
+  if (url === location.pathname + location.search) return;
+  if (booted) history.pushState(null, '', url); else history.replaceState(null, '', url);
 }
 
 // range returns the [start, end] of the current choice in Unix milliseconds.
@@ -90,6 +99,7 @@ function range() {
 // query builds the filter parameters every endpoint shares.
 function query(extra = {}) {
   const p = new URLSearchParams({ project_id: state.project });
+  if (state.query) p.set('query', state.query);
   if (state.q) p.set('q', state.q);
   if (state.user) p.set('user_id', state.user);
   if (state.subject) p.set('subject', state.subject);
@@ -114,6 +124,7 @@ function showState() {
   for (const f of document.querySelectorAll('.field.abs')) f.hidden = !abs;
   if (abs) { $('from').value = toLocalInput(state.from); $('to').value = toLocalInput(state.to); }
   for (const k of ['q', 'user', 'subject', 'trace']) $(k).value = state[k];
+  if (document.activeElement !== $('query') || !booted) $('query').value = state.query;
   addLevelChips(state.levels);
   for (const c of document.querySelectorAll('#levels input')) c.checked = state.levels.includes(c.value);
   $('live').checked = state.live;
@@ -133,6 +144,7 @@ function readForm() {
     state.to = Number.isFinite(t) ? t + 999 : b;
   }
   for (const k of ['q', 'user', 'subject', 'trace']) state[k] = $(k).value.trim();
+  state.query = $('query').value.trim();
   state.levels = [...document.querySelectorAll('#levels input:checked')].map((c) => c.value);
   state.live = $('live').checked;
 }
@@ -145,8 +157,10 @@ function addLevelChips(levels) {
   for (const l of levels) {
     if (have.has(l)) continue;
     have.add(l);
+    const swatch = el('span', { class: 'swatch' });
+    swatch.style.backgroundColor = colorFor(l); // the colour of its series in the chart
     $('levels').append(el('label', { class: 'chip ' + (LEVELS.includes(l) ? 'lvl-' + l : 'lvl-other') },
-      el('input', { type: 'checkbox', name: 'level', value: l, checked: state.levels.includes(l) }), l));
+      el('input', { type: 'checkbox', name: 'level', value: l, checked: state.levels.includes(l) }), swatch, l));
   }
 }
 
@@ -168,8 +182,11 @@ function setupForm() {
     clearTimeout(typing);
     typing = setTimeout(apply, 350);
   });
+  $('zoom-out').addEventListener('click', zoomOut);
+  window.addEventListener('popstate', () => { readURL(); showState(); reload(); });
+  setupQueryBar({ $, el, state, range, query, apply });
   $('reset').addEventListener('click', () => {
-    Object.assign(state, { q: '', user: '', subject: '', trace: '', levels: [] });
+    Object.assign(state, { query: '', q: '', user: '', subject: '', trace: '', levels: [] });
     showState();
     reload();
   });
@@ -186,6 +203,18 @@ function setupForm() {
 
 function keyHint() {
   $('key').placeholder = apiKey() ? 'a key is in use (this tab only)' : 'only if the server has keys';
+}
+
+// zoomOut doubles the range in view around its middle (never past now), as a history entry.
+function zoomOut() {
+  const [a, b] = range();
+  const w = b - a + 1;
+  const now = Date.now();
+  state.to = Math.min(now, b + Math.round(w / 2));
+  state.from = state.to - 2 * w + 1;
+  state.range = 'abs';
+  showState();
+  reload();
 }
 
 function apply() {
@@ -209,6 +238,7 @@ function say(text, ok = false) {
 
 function fail(err) {
   if (err && err.name === 'AbortError') return;
+  if (showQueryError(err)) return;
   say(err instanceof ApiError ? err.message : 'Could not reach the server: ' + (err && err.message));
   if (err instanceof ApiError && (err.status === 401 || err.status === 403)) $('key').focus();
 }
@@ -261,8 +291,34 @@ function clearResults() {
   $('hist-total').textContent = '';
 }
 
+// showQueryError shows a 400 about the query under the bar, with a caret at the position the
+// parser names, and says whether it did.
+function showQueryError(err) {
+  const box = $('query-error');
+  const q = err instanceof ApiError && err.status === 400 && state.query &&
+    (err.errors || []).find((e) => e && e.parameter === 'query' && typeof e.detail === 'string');
+  if (!q) {
+    if (!err) box.hidden = true;
+    return false;
+  }
+  const m = /at (\d+)\s*$/.exec(q.detail);
+  const pos = m ? Number(m[1]) : 0;
+  box.replaceChildren(el('div', { class: 'query-msg' }, q.detail));
+  if (pos > 0) {
+    const chars = [...state.query];
+    box.append(el('pre', { class: 'caret' }, chars.join('') + '\n' + ' '.repeat(Math.min(pos - 1, chars.length)) + '^'));
+  }
+  box.dataset.position = String(pos);
+  box.hidden = false;
+  return true;
+}
+
 function reload() {
   if (!state.project) return;
+  booted = true;
+  showQueryError(null);
+  clearTimeout(statsTimer);
+  statsTimer = 0;
   const seq = ++loadSeq;
   if (listAbort) listAbort.abort();
   listAbort = new AbortController();
@@ -294,7 +350,8 @@ async function loadStats(seq, startT, endT, signal) {
     if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
     hist.clear();
     $('hist-total').textContent = err instanceof ApiError && err.status === 404
-      ? '· this server has no GET /logs/stats' : '· counts unavailable';
+      ? '· this server has no GET /logs/stats'
+      : err instanceof ApiError && err.status === 400 && state.query ? '· no counts until the query is fixed' : '· counts unavailable';
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) fail(err);
   }
 }
@@ -334,7 +391,11 @@ function follow(seq, opened) {
   showStatus();
   let waiting = true;
   stopTail = tail(url, {
-    onEntry: (entry) => { if (seq === loadSeq && matches(entry)) addRow(entry, true); },
+    onEntry: (entry) => {
+      if (seq !== loadSeq || !matches(entry)) return;
+      addRow(entry, true);
+      refreshStats(seq);
+    },
     onState: (s, err) => {
       if (seq !== loadSeq) return;
       if (waiting) { waiting = false; opened(); }
@@ -345,9 +406,22 @@ function follow(seq, opened) {
   });
 }
 
+// refreshStats redraws the histogram and its total under Live, at most once every 2 seconds:
+// the first entry after a refresh schedules the next.
+function refreshStats(seq) {
+  if (statsTimer) return;
+  statsTimer = setTimeout(() => {
+    statsTimer = 0;
+    if (seq !== loadSeq) return;
+    const [startT, endT] = range();
+    loadStats(seq, startT, endT, listAbort.signal);
+  }, 2000);
+}
+
 // matches says whether a live entry belongs in the table: in the range and matching every filter.
 // The page checks this itself, whichever of the filters the stream applies, so a live row never
-// shows what the table's own query would not; q compares case-folded text, close to the API's
+// shows what the table's own query would not (the query itself only the stream can apply: the
+// server evaluates it as it evaluates a listing's); q compares case-folded text, close to the API's
 // simple case folding.
 function matches(e) {
   const [from, to] = range();

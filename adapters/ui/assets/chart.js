@@ -5,7 +5,18 @@ import uPlot from './vendor/uplot/uPlot.esm.js';
 
 const COLORS = { trace: '#9aa3af', debug: '#6b7d99', info: '#2f7ed8', warn: '#e39b1b', error: '#d64541', fatal: '#7d3c98' };
 const ORDER = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
-const OTHER = ['#2a9d8f', '#8d6e63', '#c2185b', '#546e7a', '#9e9d24'];
+const OTHER = ['#2a9d8f', '#8d6e63', '#c2185b', '#546e7a', '#9e9d24', '#00838f', '#6d4c41', '#ad1457'];
+
+// colorFor is a series' colour: a level's own, or for any other value one picked from its name,
+// so a value keeps its colour whatever else the range holds and however the series are ordered.
+export function colorFor(value, other) {
+  if (other) return '#b0b7c3';
+  if (value === null || value === undefined) return '#cfd4dc';
+  if (COLORS[value]) return COLORS[value];
+  let h = 2166136261;
+  for (const c of String(value)) h = Math.imul(h ^ c.codePointAt(0), 16777619);
+  return OTHER[(h >>> 0) % OTHER.length];
+}
 
 // stepFor picks a bucket width for a range: a round width giving at most about 120 buckets, and
 // never under the API's minimum of one second.
@@ -21,6 +32,7 @@ export class Histogram {
     this.onZoom = onZoom;
     this.plot = null;
     this.stats = null;
+    this.hidden = new Set(); // the series the legend hides, by label key; kept across redraws
     new ResizeObserver(() => this.resize()).observe(el);
   }
 
@@ -43,27 +55,35 @@ export class Histogram {
     this.el.dataset.step = String(stats.step);
     if (n === 0) return;
     const series = [...stats.series].sort((a, b) => rank(a.value) - rank(b.value));
-    // Stacked bars: each drawn series is its level plus every level below it, drawn tallest
-    // first so the smaller ones cover it.
-    const cum = [];
-    let acc = new Array(n).fill(0);
-    for (let i = series.length - 1; i >= 0; i--) {
-      acc = acc.map((v, j) => v + series[i].counts[j]);
-      cum[i] = acc;
-    }
+    const keys = series.map(key);
     const xs = stats.buckets.map((b) => b / 1000);
     const end = (stats.buckets[n - 1] + stats.step) / 1000;
-    let other = 0;
+    // Stacked bars: each drawn series is its own counts plus those of every shown series below
+    // it, drawn tallest first so the smaller ones cover it. A hidden series adds nothing, so
+    // every band shown is its own series' counts, in its own colour.
+    const stack = () => {
+      const cum = [];
+      let acc = new Array(n).fill(0);
+      for (let i = series.length - 1; i >= 0; i--) {
+        if (!this.hidden.has(keys[i])) acc = acc.map((v, j) => v + series[i].counts[j]);
+        cum[i] = this.hidden.has(keys[i]) ? new Array(n).fill(null) : acc;
+      }
+      // What is drawn, for anyone checking it: each shown series' band and colour.
+      this.el.dataset.bands = JSON.stringify(series.flatMap((s, i) => this.hidden.has(keys[i]) ? []
+        : [{ series: keys[i], color: colorFor(s.value, s.other), counts: s.counts }]));
+      return [xs, ...cum];
+    };
     const opts = {
       ...this.size(),
       legend: { show: true, live: false },
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       scales: { x: { time: true, range: () => [xs[0], end] }, y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
-      axes: [{}, { size: 50 }],
-      series: [{}].concat(series.map((s) => {
-        const color = COLORS[s.value] || OTHER[other++ % OTHER.length];
+      axes: [{}, { size: 50, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9] }],
+      series: [{}].concat(series.map((s, i) => {
+        const color = colorFor(s.value, s.other);
         return {
-          label: `${s.other ? '(other)' : s.value || '(none)'} ${s.total}`,
+          label: `${keys[i]} ${s.total}`,
+          show: !this.hidden.has(keys[i]),
           stroke: color,
           fill: color,
           width: 0,
@@ -79,9 +99,16 @@ export class Histogram {
           u.setSelect({ left: 0, width: 0, top: 0, height: 0 }, false);
           this.onZoom(Math.max(a, stats.buckets[0]), b);
         }],
+        // A legend click shows or hides a series: the stack is rebuilt without it.
+        setSeries: [(u, i) => {
+          if (i == null || i < 1) return;
+          const k = keys[i - 1];
+          if (u.series[i].show) this.hidden.delete(k); else this.hidden.add(k);
+          u.setData(stack());
+        }],
       },
     };
-    this.plot = new uPlot(opts, [xs, ...cum], this.el);
+    this.plot = new uPlot(opts, stack(), this.el);
     let down = null;
     this.plot.over.addEventListener('mousedown', (e) => { down = e.clientX; });
     this.plot.over.addEventListener('click', (e) => {
@@ -95,6 +122,9 @@ export class Histogram {
     });
   }
 }
+
+// key names a series as its legend does.
+function key(s) { return s.other ? '(other)' : s.value === null || s.value === undefined ? '(none)' : String(s.value); }
 
 function rank(level) {
   const i = ORDER.indexOf(level);

@@ -1,0 +1,364 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+
+	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/app/server"
+	"example.com/obsvc/app/server/servetest"
+)
+
+// browserPage is one Chromium tab on the explorer, with the helpers a browser test steps with.
+type browserPage struct {
+	t    *testing.T
+	ctx  context.Context
+	name string // the prefix of its screenshots
+
+	mu      sync.Mutex
+	console []string
+}
+
+// openBrowserPage starts a headless Chromium at 1280x800 whose console errors (but the
+// network's own log of refused requests) and Content-Security-Policy breaches are collected;
+// check them with consoleClean.
+func openBrowserPage(t *testing.T, name string) *browserPage {
+	t.Helper()
+	browser := findChromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(browser), chromedp.NoSandbox,
+		chromedp.UserDataDir(t.TempDir()), chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 800))
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(), opts...)
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	p := &browserPage{t: t, ctx: ctx, name: name}
+	messages := chromedp.Console(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if (m.Type == chromedp.ConsoleError || m.IsException()) && m.Source != "network" {
+				p.mu.Lock()
+				p.console = append(p.console, m.String()+" at "+m.URL)
+				p.mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; cancelAlloc() })
+	reportCSP := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `document.addEventListener('securitypolicyviolation', (e) => console.error('Content-Security-Policy violation: ' + e.violatedDirective + ' ' + e.blockedURI))`,
+		})
+		return err
+	})
+	p.do(reportCSP, chromedp.EmulateViewport(1280, 800))
+	return p
+}
+
+func (p *browserPage) do(actions ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	if err := chromedp.Do(p.ctx, actions...); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+// poll waits up to limit for expr to be true, and fails with a screenshot when it is not.
+func (p *browserPage) poll(what, expr string, limit time.Duration) {
+	p.t.Helper()
+	if _, err := chromedp.Run(p.ctx, chromedp.Poll[any](expr, chromedp.WithPollingTimeout(limit))); err != nil {
+		p.shot("failed")
+		msg, _ := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.getElementById('message').textContent + ' | ' + location.search`))
+		p.t.Fatalf("%s: %v (%s)", what, err, msg)
+	}
+}
+
+// str evaluates expr, whose value is converted to a string.
+func (p *browserPage) str(expr string) string {
+	p.t.Helper()
+	v, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`String(`+expr+`)`))
+	if err != nil {
+		p.t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+func (p *browserPage) shot(name string) {
+	p.t.Helper()
+	png, err := chromedp.Run(p.ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	path := filepath.Join(screenshotDir(p.t), "explorer-"+p.name+"-"+name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Logf("screenshot %s", path)
+}
+
+// key types keys into the focused element, each as a key press.
+func (p *browserPage) key(keys ...string) {
+	p.t.Helper()
+	for _, k := range keys {
+		p.do(chromedp.KeyEvent(k))
+	}
+}
+
+// slash presses "/" as a keyboard does: one keyDown carrying its text, whose default (typing the
+// character) the page may prevent, then keyUp.
+func (p *browserPage) slash() {
+	p.t.Helper()
+	p.do(func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeKeyDown, input.DispatchKeyEventTypeKeyUp} {
+			params := input.DispatchKeyEventParams{Type: typ, Key: "/", Code: "Slash", WindowsVirtualKeyCode: 191}
+			if typ == input.DispatchKeyEventTypeKeyDown {
+				params.Text = "/"
+			}
+			if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, params); err != nil {
+				return chromedp.Void{}, err
+			}
+		}
+		return chromedp.Void{}, nil
+	})
+}
+
+// clickAt clicks the middle of the element expr evaluates to, as a mouse would.
+func (p *browserPage) clickAt(expr string) {
+	p.t.Helper()
+	box, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]float64](`(() => { const r = (`+expr+`).getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`))
+	if err != nil || len(box) != 2 {
+		p.t.Fatalf("%s: %v %v", expr, box, err)
+	}
+	p.do(chromedp.MouseClickXY(box[0], box[1]))
+}
+
+func (p *browserPage) consoleClean() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.console) > 0 {
+		p.t.Fatalf("console errors:\n%s", strings.Join(p.console, "\n"))
+	}
+}
+
+// levelStats is the part of a GET /logs/stats answer the tests compare with the chart.
+type levelStats struct {
+	Total  int64 `json:"total"`
+	Series []struct {
+		Value  any     `json:"value"`
+		Counts []int64 `json:"counts"`
+	} `json:"series"`
+}
+
+// TestExplorerQueryInChromium drives the explorer's second edition in headless Chromium on both
+// stores: the histogram's legend hides a series without recolouring the others, a custom level
+// has the same colour in its chip and its series, Live keeps the histogram's total current with a
+// bounded number of requests, the query bar (/ focuses it, field and value autocompletion from
+// the keyboard, Enter runs, Escape clears, a syntax error under the bar with a caret at the
+// parser's position), and Back and Forward walk zooms.
+func TestExplorerQueryInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test skipped under -short (make quick); make test runs it")
+	}
+	if raceDetector {
+		t.Skip("browser test skipped under -race (make race); make test runs it")
+	}
+	findChromium(t)
+	for _, s := range e2eStores() {
+		t.Run(s.name, func(t *testing.T) { testExplorerQuery(t, s) })
+	}
+}
+
+func testExplorerQuery(t *testing.T, s namedStore) {
+	st := s.open(t)
+	a, _ := seedProjects(t, st)
+	cfg := server.DefaultConfig()
+	cfg.APIKeys = apitest.KeyLine("admin", explorerKey)
+	_, srv := servetest.Serve(t, cfg, st, nil)
+	const n = 250
+	seedExplorer(t, srv.URL, a.ID, n)
+
+	p := openBrowserPage(t, s.name)
+	rows := `document.querySelectorAll('#rows tr.entry').length`
+	total := `document.getElementById('hist-total').dataset.total`
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + a.ID))
+	p.do(chromedp.SendKeys(chromedp.ID("key"), explorerKey+kb.Enter))
+	p.poll("the first page", rows+` === 100 && `+total+` === '250'`, 15*time.Second)
+
+	// 1. The legend: hiding info leaves every other series drawn with its own counts and colour.
+	var stats levelStats
+	apiGet(t, srv.URL+"/logs/stats?"+p.str(`document.getElementById('hist').dataset.query`), &stats)
+	want := map[string][]int64{}
+	for _, s := range stats.Series {
+		want[fmt.Sprint(s.Value)] = s.Counts
+	}
+	legend := func(label string) string {
+		return fmt.Sprintf(`[...document.querySelectorAll('#hist .u-legend .u-series')].find(r => r.textContent.trim().startsWith(%q)).querySelector('th')`, label+" ")
+	}
+	type band struct {
+		Series string  `json:"series"`
+		Color  string  `json:"color"`
+		Counts []int64 `json:"counts"`
+	}
+	bands := func() map[string]band {
+		var bs []band
+		if err := json.Unmarshal([]byte(p.str(`document.getElementById('hist').dataset.bands`)), &bs); err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]band{}
+		for _, b := range bs {
+			m[b.Series] = b
+		}
+		return m
+	}
+	p.clickAt(legend("info"))
+	p.poll("info hidden", `!document.getElementById('hist').dataset.bands.includes('"info"')`, 5*time.Second)
+	colors := map[string]string{"warn": "#e39b1b", "error": "#d64541", "debug": "#6b7d99", "fatal": "#7d3c98"}
+	got := bands()
+	for level, c := range colors {
+		b, ok := got[level]
+		if !ok || b.Color != c || fmt.Sprint(b.Counts) != fmt.Sprint(want[level]) {
+			t.Fatalf("with info hidden, %s is drawn as %+v; want colour %s and counts %v", level, b, c, want[level])
+		}
+	}
+	// A level outside the six has one colour, in its chip and in the chart.
+	audit, ok := got["audit"]
+	if !ok {
+		t.Fatalf("no audit series among %v", got)
+	}
+	r, g, b := hexRGB(t, audit.Color)
+	if chip := p.str(`getComputedStyle(document.querySelector('#levels input[value="audit"]').parentElement.querySelector('.swatch')).backgroundColor`); chip != fmt.Sprintf("rgb(%d, %d, %d)", r, g, b) {
+		t.Fatalf("the audit chip is %s; its series is %s", chip, audit.Color)
+	}
+	p.shot("legend-info-hidden")
+	p.clickAt(legend("info"))
+	p.poll("info shown again", `document.getElementById('hist').dataset.bands.includes('"info"')`, 5*time.Second)
+
+	// Live: the histogram's total follows new entries, refreshed at most every 2 seconds.
+	statsRequests := `performance.getEntriesByType('resource').filter(e => e.name.includes('/logs/stats')).length`
+	p.do(chromedp.Click(chromedp.ID("live")))
+	p.poll("live on", `document.getElementById('status').dataset.live === 'on'`, 15*time.Second)
+	before, _ := strconv.Atoi(p.str(statsRequests))
+	for i := range 6 {
+		postLogs(t, srv.URL, []map[string]any{{"project_id": a.ID, "message": fmt.Sprintf("live %d", i), "level": "warn", "time": time.Now().UnixMilli()}})
+		time.Sleep(150 * time.Millisecond)
+	}
+	p.poll("Live updates the total", total+` === '256' && `+rows+` === 106`, 6*time.Second)
+	time.Sleep(2500 * time.Millisecond) // any refresh still pending
+	after, _ := strconv.Atoi(p.str(statsRequests))
+	if d := after - before; d < 1 || d > 2 {
+		t.Fatalf("six entries in a second under Live made %d requests to GET /logs/stats; want 1 or 2", d)
+	}
+	p.shot("live-histogram")
+	p.do(chromedp.Click(chromedp.ID("live")))
+	p.poll("live off", rows+` === 100 && !location.search.includes('live=1')`, 15*time.Second)
+
+	// 2. The query bar: "/" focuses it; a field name, then its values, from the keyboard.
+	p.do(chromedp.Evaluate[chromedp.Void](`document.activeElement.blur()`))
+	p.slash()
+	p.poll("/ focuses the query bar, and is not typed", `document.activeElement.id === 'query' && document.getElementById('query').value === ''`, 2*time.Second)
+	p.do(chromedp.SendKeys(chromedp.ID("query"), "subj"))
+	suggestions := `[...document.querySelectorAll('#suggest li')].map(li => li.textContent).join('|')`
+	p.poll("field names offered", suggestions+` === 'subject'`, 5*time.Second)
+	p.key(kb.Enter)
+	p.poll("a field chosen: its values offered, most common first", `document.getElementById('query').value === 'subject:' && `+suggestions+` === 'checkout (84)|payments (83)|search (83)'`, 5*time.Second)
+	p.shot("query-values")
+	p.key(kb.ArrowDown, kb.Enter)
+	p.poll("the value chosen", `document.getElementById('query').value === 'subject:payments '`, 5*time.Second)
+	p.key(kb.Enter)
+	p.poll("Enter runs the query", fmt.Sprintf(`new URLSearchParams(location.search).get('query') === 'subject:payments' && %s === 83 && %s === '83' && [...document.querySelectorAll('#rows tr.entry td:nth-child(3)')].every(td => td.textContent === 'payments')`, rows, total), 15*time.Second)
+	// An attribute key from GET /logs/fields, chosen with Tab; a value quoted as the grammar needs.
+	p.do(chromedp.SendKeys(chromedp.ID("query"), "http.m"))
+	p.poll("attribute keys offered", suggestions+` === 'http.method'`, 5*time.Second)
+	p.key(kb.Tab)
+	p.poll("its values", `document.getElementById('query').value === 'subject:payments http.method:' && `+suggestions+` === 'GET (83)'`, 5*time.Second)
+	p.key(kb.Escape)
+	p.poll("Escape closes the list first", `document.getElementById('suggest').hidden && document.getElementById('query').value !== ''`, 2*time.Second)
+	p.key(kb.Escape)
+	p.poll("then clears the query", `document.getElementById('query').value === '' && !location.search.includes('query=') && `+rows+` === 100`, 15*time.Second)
+
+	// A syntax error: the parser's message under the bar, and a caret at its position.
+	bad := "level:error )"
+	resp := explorerDo(t, http.MethodGet, srv.URL+"/logs?project_id="+a.ID+"&query="+url.QueryEscape(bad), nil)
+	var problem struct {
+		Errors []struct {
+			Parameter string `json:"parameter"`
+			Detail    string `json:"detail"`
+		} `json:"errors"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&problem)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || len(problem.Errors) != 1 || problem.Errors[0].Parameter != "query" {
+		t.Fatalf("GET /logs?query=%s = %d %+v", bad, resp.StatusCode, problem)
+	}
+	parserSays := problem.Errors[0].Detail
+	p.do(chromedp.SendKeys(chromedp.ID("query"), bad))
+	p.key(kb.Enter)
+	p.poll("the error under the bar", `!document.getElementById('query-error').hidden`, 15*time.Second)
+	if got := p.str(`document.querySelector('#query-error .query-msg').textContent`); got != parserSays {
+		t.Fatalf("under the bar %q; the API said %q", got, parserSays)
+	}
+	pos, _ := strconv.Atoi(p.str(`document.getElementById('query-error').dataset.position`))
+	wantCaret := bad + "\n" + strings.Repeat(" ", min(pos-1, len(bad))) + "^"
+	if got := p.str(`document.querySelector('#query-error pre.caret').textContent`); pos < 1 || got != wantCaret {
+		t.Fatalf("caret %q at %d; want %q", got, pos, wantCaret)
+	}
+	if msg := p.str(`document.getElementById('message').hidden`); msg != "true" {
+		t.Fatalf("the query's error is also in the page's message box")
+	}
+	p.shot("query-error")
+	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('query').focus()`))
+	p.key(kb.Escape)
+	p.poll("cleared", `document.getElementById('query-error').hidden && `+rows+` === 100`, 15*time.Second)
+
+	// 3. History: zoom out, then in on a bar; Back and Forward walk them, each reloaded.
+	search := func() string { return p.str(`location.search`) }
+	start := search()
+	p.do(chromedp.Evaluate[chromedp.Void](`window.scrollTo(0, 0)`), chromedp.Click(chromedp.ID("zoom-out")))
+	p.poll("zoomed out", `location.search.includes('range=abs')`, 5*time.Second)
+	p.poll("zoomed out: reloaded", total+` === '256'`, 15*time.Second)
+	out := search()
+	from := func(s string) string { v, _ := url.ParseQuery(strings.TrimPrefix(s, "?")); return v.Get("from") }
+	if f, _ := strconv.ParseInt(from(out), 10, 64); f == 0 {
+		t.Fatalf("zoom out: %s", out)
+	}
+	p.clickAt(`document.querySelector('#hist .u-over')`)
+	p.poll("zoomed in on a bar", fmt.Sprintf(`location.search !== %q && location.search.includes('range=abs')`, out), 5*time.Second)
+	in := search()
+	histFrom := `new URLSearchParams(document.getElementById('hist').dataset.query).get('start_time')`
+	p.poll("zoomed in: reloaded", histFrom+` === `+strconv.Quote(from(in)), 15*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	p.poll("Back: the zoomed-out range", fmt.Sprintf(`location.search === %q && %s === %q && %s === '256'`, out, histFrom, from(out), total), 15*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`history.back()`))
+	p.poll("Back: the last hour", fmt.Sprintf(`location.search === %q && %s === 100`, start, rows), 15*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`history.forward()`))
+	p.poll("Forward: zoomed out again", fmt.Sprintf(`location.search === %q && %s === %q`, out, histFrom, from(out)), 15*time.Second)
+	p.shot("history-forward")
+
+	p.consoleClean()
+}
+
+// hexRGB reads a #rrggbb colour.
+func hexRGB(t *testing.T, c string) (r, g, b int) {
+	t.Helper()
+	if _, err := fmt.Sscanf(c, "#%02x%02x%02x", &r, &g, &b); err != nil {
+		t.Fatalf("colour %q: %v", c, err)
+	}
+	return r, g, b
+}
