@@ -23,6 +23,7 @@ import (
 	"example.com/obsvc/adapters/httpapi/apitest"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/app/server/servetest"
+	"example.com/obsvc/domain"
 )
 
 // browserPage is one Chromium tab on the explorer, with the helpers a browser test steps with.
@@ -139,13 +140,13 @@ func (p *browserPage) slash() {
 }
 
 // clickAt clicks the middle of the element expr evaluates to, as a mouse would.
-func (p *browserPage) clickAt(expr string) {
+func (p *browserPage) clickAt(expr string, opts ...chromedp.MouseOption) {
 	p.t.Helper()
 	box, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]float64](`(() => { const r = (`+expr+`).getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`))
 	if err != nil || len(box) != 2 {
 		p.t.Fatalf("%s: %v %v", expr, box, err)
 	}
-	p.do(chromedp.MouseClickXY(box[0], box[1]))
+	p.do(chromedp.MouseClickXY(box[0], box[1], opts...))
 }
 
 func (p *browserPage) consoleClean() {
@@ -326,6 +327,75 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('query').focus()`))
 	p.key(kb.Escape)
 	p.poll("cleared", `document.getElementById('query-error').hidden && `+rows+` === 100`, 15*time.Second)
+
+	// 4. Fields: the top values of the fields, with the API's exact counts; the histogram split
+	// by one; a click narrows the query, a Shift-click excludes.
+	var facets struct {
+		Facets []struct {
+			Field  string `json:"field"`
+			Values []struct {
+				Value any   `json:"value"`
+				Count int64 `json:"count"`
+			} `json:"values"`
+			Other   int64 `json:"other"`
+			Missing int64 `json:"missing"`
+		} `json:"facets"`
+	}
+	p.poll("the fields panel", `!!document.querySelector('#fields button.value[data-field="http.method"]')`, 15*time.Second)
+	facetQuery := p.str(`new URLSearchParams(document.getElementById('hist').dataset.query)`)
+	fq, _ := url.ParseQuery(facetQuery)
+	fq.Del("step")
+	fq.Del("by")
+	fq.Del("series")
+	fq.Set("limit", "5")
+	for _, f := range []string{"level", "subject", "user_id", "http.method", "order"} {
+		fq.Add("field", f)
+	}
+	apiGet(t, srv.URL+"/logs/facets?"+fq.Encode(), &facets)
+	shown := p.str(`JSON.stringify([...document.querySelectorAll('#fields button.value')].map(b => [b.dataset.field, b.dataset.value, b.querySelector('.n').textContent]))`)
+	for _, f := range facets.Facets {
+		for _, v := range f.Values {
+			cell, _ := json.Marshal([]string{f.Field, fmt.Sprint(v.Value), strconv.FormatInt(v.Count, 10)})
+			if !strings.Contains(shown, string(cell)) {
+				t.Fatalf("the fields panel lacks %s: %s", cell, shown)
+			}
+		}
+	}
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('split'); s.value = 'subject'; s.dispatchEvent(new Event('change')); })()`))
+	p.poll("split by subject", `location.search.includes('by=subject') && new URLSearchParams(document.getElementById('hist').dataset.query).get('by') === 'subject' && document.getElementById('hist').dataset.bands.includes('"checkout"')`, 15*time.Second)
+	var split levelStats
+	apiGet(t, srv.URL+"/logs/stats?"+p.str(`document.getElementById('hist').dataset.query`), &split)
+	got = bands()
+	if len(got) != len(split.Series) {
+		t.Fatalf("split by subject: %d bands for %d series", len(got), len(split.Series))
+	}
+	for _, s := range split.Series {
+		k := "(none)"
+		if s.Value != nil {
+			k = fmt.Sprint(s.Value)
+		}
+		if fmt.Sprint(got[k].Counts) != fmt.Sprint(s.Counts) {
+			t.Fatalf("split by subject: %s drawn %v; the API counts %v", k, got[k].Counts, s.Counts)
+		}
+	}
+	p.shot("fields-split")
+	p.clickAt(`document.querySelector('#fields button.value[data-field="subject"][data-value="checkout"]')`)
+	p.poll("a click narrows", fmt.Sprintf(`new URLSearchParams(location.search).get('query') === 'subject:checkout' && %s === '84'`, total), 15*time.Second)
+	p.poll("the panel follows", `!!document.querySelector('#fields button.value[data-field="level"][data-value="info"]')`, 15*time.Second)
+	p.clickAt(`document.querySelector('#fields button.value[data-field="level"][data-value="info"]')`, chromedp.ButtonModifiers(chromedp.ModifierShift))
+	checkoutNotInfo := 0
+	for i := range n {
+		if i%3 == 0 && domain.CanonicalLevel(seedLevels[i%len(seedLevels)]) != "info" {
+			checkoutNotInfo++
+		}
+	}
+	p.poll("a Shift-click excludes", fmt.Sprintf(`new URLSearchParams(location.search).get('query') === 'subject:checkout -level:info' && %s === '%d' && [...document.querySelectorAll('#rows tr.entry')].every(r => r.children[2].textContent === 'checkout' && r.children[1].textContent !== 'info')`, total, checkoutNotInfo), 15*time.Second)
+	p.shot("fields-narrowed")
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('split'); s.value = 'level'; s.dispatchEvent(new Event('change')); })()`))
+	p.poll("split by level again", `!location.search.includes('by=')`, 15*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('query').focus()`))
+	p.key(kb.Escape)
+	p.poll("query cleared", `document.getElementById('query').value === '' && `+rows+` === 100`, 15*time.Second)
 
 	// 3. History: zoom out, then in on a bar; Back and Forward walk them, each reloaded.
 	search := func() string { return p.str(`location.search`) }

@@ -3,7 +3,7 @@
 // a live tail. Everything comes from the REST API; see api.js for how requests are authenticated.
 import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
 import { Histogram, colorFor, stepFor } from './chart.js';
-import { setupQueryBar } from './query.js';
+import { quoteValue, setupQueryBar } from './query.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 // The API stores levels canonical: case-insensitive, these spellings of common loggers as one of
@@ -33,7 +33,7 @@ const el = (tag, props = {}, ...children) => {
 };
 
 // state is what the URL holds.
-const state = { project: '', range: '1h', from: 0, to: 0, query: '', q: '', user: '', subject: '', trace: '', levels: [], live: false };
+const state = { project: '', range: '1h', from: 0, to: 0, query: '', q: '', user: '', subject: '', trace: '', levels: [], live: false, by: 'level' };
 
 let projects = [];
 let loadSeq = 0; // the current load; answers to older ones are dropped
@@ -71,6 +71,7 @@ function readURL() {
   state.trace = p.get('trace') || '';
   state.levels = [...new Set(p.getAll('level').filter((l) => l).map(canonicalLevel))];
   state.live = p.get('live') === '1';
+  state.by = p.get('by') || 'level';
 }
 
 function writeURL() {
@@ -82,6 +83,7 @@ function writeURL() {
   for (const k of ['q', 'user', 'subject', 'trace']) if (state[k]) p.set(k, state[k]);
   for (const l of state.levels) p.append('level', l);
   if (state.live) p.set('live', '1');
+  if (state.by !== 'level') p.set('by', state.by);
   // Each change is a history entry, so Back and Forward walk queries, ranges and zooms; the
   // first load only completes the URL it was opened with.
   const url = '/ui?' + p.toString();
@@ -128,6 +130,8 @@ function showState() {
   addLevelChips(state.levels);
   for (const c of document.querySelectorAll('#levels input')) c.checked = state.levels.includes(c.value);
   $('live').checked = state.live;
+  if (![...$('split').options].some((o) => o.value === state.by)) $('split').append(el('option', { value: state.by }, state.by));
+  $('split').value = state.by;
   const p = projects.find((x) => x.id === state.project);
   $('retention').textContent = p ? (p.retention_days == null ? 'keeps entries forever' : `keeps ${p.retention_days} days`) : '';
   writeURL();
@@ -183,6 +187,7 @@ function setupForm() {
     typing = setTimeout(apply, 350);
   });
   $('zoom-out').addEventListener('click', zoomOut);
+  $('split').addEventListener('change', () => { state.by = $('split').value; showState(); reload(); });
   window.addEventListener('popstate', () => { readURL(); showState(); reload(); });
   setupQueryBar({ $, el, state, range, query, apply });
   $('reset').addEventListener('click', () => {
@@ -327,6 +332,7 @@ function reload() {
   clearResults();
   const [startT, endT] = range();
   loadStats(seq, startT, endT, listAbort.signal);
+  loadFields(seq, startT, endT, listAbort.signal);
   const first = () => loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
   // Live: the first page is read once the tail is open, so an entry written between the two
   // requests is in one of them (and shown once), never in neither.
@@ -337,13 +343,13 @@ async function loadStats(seq, startT, endT, signal) {
   // The same range as the table's, so the counts are those of the entries it lists.
   const step = stepFor(endT - startT + 1);
   // Every level a project uses, up to the most series an answer holds (past them, one "other").
-  const q = query({ start_time: startT, end_time: endT, step, by: 'level', series: 100 }).toString();
+  const q = query({ start_time: startT, end_time: endT, step, by: state.by, series: 100 }).toString();
   $('hist').dataset.query = q; // what the counts answer, for anyone checking them against the API
   try {
     const { body } = await getJSON('/logs/stats?' + q, signal);
     if (seq !== loadSeq) return;
     hist.draw(body);
-    addLevelChips(body.series.map((s) => s.value).filter((v) => typeof v === 'string'));
+    if (state.by === 'level') addLevelChips(body.series.map((s) => s.value).filter((v) => typeof v === 'string'));
     $('hist-total').textContent = `· ${body.total.toLocaleString('en')} in range`;
     $('hist-total').dataset.total = String(body.total);
   } catch (err) {
@@ -404,6 +410,69 @@ function follow(seq, opened) {
       if (s === 'error') fail(err);
     },
   });
+}
+
+// --- fields ---------------------------------------------------------------------------------
+
+const OWN_FIELDS = ['level', 'subject', 'user_id'];
+const FIELD_NAME = /^[^\s():"[\]{}\\*]+$/; // a key the query language can name bare
+
+// loadFields shows the top values, with exact counts, of the entry's fields and of the most
+// common attribute keys, for the range and filters in view: GET /logs/fields, then one
+// GET /logs/facets for all of them. A click narrows the query to a value; with Alt or Shift it
+// excludes it.
+async function loadFields(seq, startT, endT, signal) {
+  const box = $('fields');
+  box.setAttribute('aria-busy', 'true');
+  try {
+    const { body: keys } = await getJSON('/logs/fields?' + query({ start_time: startT, end_time: endT }), signal);
+    const attrs = keys.map((k) => k.field).filter((f) => FIELD_NAME.test(f) && !OWN_FIELDS.includes(f)).slice(0, 6);
+    const names = [...OWN_FIELDS, ...attrs];
+    const p = query({ start_time: startT, end_time: endT, limit: 5 });
+    for (const f of names) p.append('field', f);
+    const { body } = await getJSON('/logs/facets?' + p, signal);
+    if (seq !== loadSeq) return;
+    box.replaceChildren(...body.facets.map(fieldCard));
+    // The split-by choices: the fields shown, and whichever the URL names.
+    const keep = $('split').value;
+    $('split').replaceChildren(...[...new Set([...names, state.by])].map((f) => el('option', { value: f }, f)));
+    $('split').value = keep;
+  } catch (err) {
+    if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
+    box.replaceChildren(el('p', { class: 'hint' }, 'Field values unavailable.'));
+  } finally {
+    if (seq === loadSeq) box.removeAttribute('aria-busy');
+  }
+}
+
+function fieldCard(f) {
+  const total = f.values.reduce((a, v) => a + v.count, 0) + f.other + f.missing;
+  const list = el('ul', { class: 'values' });
+  for (const v of f.values) {
+    if (v.value === null || typeof v.value === 'object') continue;
+    const text = String(v.value);
+    const b = el('button', { type: 'button', class: 'value', title: `Show only ${f.field}:${text} (Alt or Shift: leave it out)` },
+      el('span', { class: 'v' }, text), el('span', { class: 'n' }, v.count.toLocaleString('en')));
+    b.dataset.field = f.field;
+    b.dataset.value = text;
+    b.addEventListener('click', (e) => narrow(f.field, v.value, e.altKey || e.shiftKey));
+    const bar = el('span', { class: 'share' });
+    bar.style.width = total ? `${Math.max(1, Math.round((100 * v.count) / total))}%` : '0';
+    list.append(el('li', {}, b, bar));
+  }
+  const rest = [];
+  if (f.other) rest.push(`${f.other.toLocaleString('en')} other`);
+  if (f.missing) rest.push(`${f.missing.toLocaleString('en')} without`);
+  return el('section', { class: 'field-card' }, el('h3', {}, f.field), list, rest.length ? el('p', { class: 'hint' }, rest.join(' · ')) : null);
+}
+
+// narrow adds field:value (or -field:value) to the query, as a history entry.
+function narrow(field, value, exclude) {
+  const term = (exclude ? '-' : '') + field + ':' + quoteValue(value);
+  state.query = state.query ? state.query + ' ' + term : term;
+  $('query').value = state.query;
+  showState();
+  reload();
 }
 
 // refreshStats redraws the histogram and its total under Live, at most once every 2 seconds:

@@ -5,7 +5,7 @@ import uPlot from './vendor/uplot/uPlot.esm.js';
 
 const COLORS = { trace: '#9aa3af', debug: '#6b7d99', info: '#2f7ed8', warn: '#e39b1b', error: '#d64541', fatal: '#7d3c98' };
 const ORDER = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
-const OTHER = ['#2a9d8f', '#8d6e63', '#c2185b', '#546e7a', '#9e9d24', '#00838f', '#6d4c41', '#ad1457'];
+const OTHER = ['#2a9d8f', '#c2185b', '#9e9d24', '#00838f', '#8d6e63', '#5e35b1', '#ef6c00', '#546e7a', '#43a047', '#f06292', '#0097a7', '#a1887f'];
 
 // colorFor is a series' colour: a level's own, or for any other value one picked from its name,
 // so a value keeps its colour whatever else the range holds and however the series are ordered.
