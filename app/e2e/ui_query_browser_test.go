@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -69,7 +70,12 @@ func openBrowserPage(t *testing.T, name string) *browserPage {
 		})
 		return err
 	})
-	p.do(reportCSP, chromedp.EmulateViewport(1280, 800))
+	// A zone that is neither UTC nor a whole hour away, so the page's local times are told apart.
+	tz := chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Kolkata"})
+		return err
+	})
+	p.do(reportCSP, tz, chromedp.EmulateViewport(1280, 800))
 	return p
 }
 
@@ -201,6 +207,81 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + a.ID))
 	p.do(chromedp.SendKeys(chromedp.ID("key"), explorerKey+kb.Enter))
 	p.poll("the first page", rows+` === 100 && `+total+` === '250'`, 15*time.Second)
+
+	// 5. Time: one format in the browser's zone, said; round bucket edges; whole-number count
+	// ticks; a tooltip per bar with its range and counts; a UTC switch that is remembered.
+	kolkata := time.FixedZone("IST", 5*3600+1800)
+	firstTime := func(zone *time.Location) (got, want string) {
+		ms, _ := strconv.ParseInt(p.str(`document.querySelector('#rows tr.entry').dataset.time`), 10, 64)
+		return p.str(`document.querySelector('#rows tr.entry td').textContent`), time.UnixMilli(ms).In(zone).Format("2006-01-02 15:04:05.000")
+	}
+	if got, want := firstTime(kolkata); got != want {
+		t.Fatalf("local time in the table %q; want %q", got, want)
+	}
+	// (Chromium names the zone by its older alias, Asia/Calcutta.)
+	if got := p.str(`document.querySelector('th .tz-label').textContent`); !strings.HasPrefix(got, "UTC+05:30 Asia/") {
+		t.Fatalf("the zone is said as %q", got)
+	}
+	hq, _ := url.ParseQuery(p.str(`document.getElementById('hist').dataset.query`))
+	startT, _ := strconv.ParseInt(hq.Get("start_time"), 10, 64)
+	step, _ := strconv.ParseInt(hq.Get("step"), 10, 64)
+	if step == 0 || startT%step != 0 {
+		t.Fatalf("the buckets start at %d, not a multiple of the step %d", startT, step)
+	}
+	var xticks []string
+	var yticks []float64
+	_ = json.Unmarshal([]byte(p.str(`document.getElementById('hist').dataset.xticks`)), &xticks)
+	_ = json.Unmarshal([]byte(p.str(`document.getElementById('hist').dataset.yticks`)), &yticks)
+	if len(xticks) < 2 || !strings.Contains(xticks[0], "\n20") {
+		t.Fatalf("time ticks %q: want clock times, the first with its date", xticks)
+	}
+	for _, x := range xticks {
+		if hm, _, _ := strings.Cut(x, "\n"); len(hm) != 5 || hm[2] != ':' {
+			t.Fatalf("time tick %q is not 24-hour HH:MM", x)
+		}
+	}
+	for _, y := range yticks {
+		if y != float64(int64(y)) {
+			t.Fatalf("count ticks %v: not whole numbers", yticks)
+		}
+	}
+	var tipStats struct {
+		Step    int64   `json:"step"`
+		Buckets []int64 `json:"buckets"`
+		Series  []struct {
+			Counts []int64 `json:"counts"`
+		} `json:"series"`
+	}
+	apiGet(t, srv.URL+"/logs/stats?"+p.str(`document.getElementById('hist').dataset.query`), &tipStats)
+	nb := len(tipStats.Buckets)
+	bar := nb - 3
+	var inBar int64
+	for _, s := range tipStats.Series {
+		inBar += s.Counts[bar]
+	}
+	overBox, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]float64](`(() => { const r = document.querySelector('#hist .u-over').getBoundingClientRect(); return [r.left, r.top, r.width, r.height]; })()`))
+	if err != nil || len(overBox) != 4 {
+		t.Fatalf("the chart's plot area: %v %v", overBox, err)
+	}
+	span := float64(tipStats.Buckets[nb-1] + tipStats.Step - tipStats.Buckets[0])
+	x := overBox[0] + overBox[2]*(float64(tipStats.Buckets[bar]-tipStats.Buckets[0])+float64(tipStats.Step)/2)/span
+	p.do(chromedp.MouseEvent(chromedp.MouseMoved, x, overBox[1]+overBox[3]/2))
+	tipFrom := time.UnixMilli(tipStats.Buckets[bar]).In(kolkata).Format("2006-01-02 15:04:05")
+	tipTo := time.UnixMilli(tipStats.Buckets[bar] + tipStats.Step - 1).In(kolkata).Format("15:04:05")
+	p.poll("the bar's tooltip", fmt.Sprintf(`(() => { const b = document.querySelector('#hist .hist-tip'); return b && !b.hidden && b.dataset.index === '%d' && b.textContent.startsWith(%q) && b.textContent.endsWith('total %d'); })()`, bar, tipFrom+" – "+tipTo, inBar), 5*time.Second)
+	p.shot("time-tooltip")
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('tz'); s.value = 'utc'; s.dispatchEvent(new Event('change')); })()`))
+	p.poll("UTC", `document.querySelector('th .tz-label').textContent === 'UTC' && `+rows+` === 100`, 15*time.Second)
+	if got, want := firstTime(time.UTC); got != want {
+		t.Fatalf("UTC time in the table %q; want %q", got, want)
+	}
+	p.do(chromedp.Reload())
+	p.poll("UTC is remembered", `document.getElementById('tz').value === 'utc' && document.querySelector('th .tz-label').textContent === 'UTC' && `+rows+` === 100`, 15*time.Second)
+	if got, want := firstTime(time.UTC); got != want {
+		t.Fatalf("after a reload, the time in the table %q; want %q", got, want)
+	}
+	p.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('tz'); s.value = 'local'; s.dispatchEvent(new Event('change')); })()`))
+	p.poll("local again", `document.querySelector('th .tz-label').textContent !== 'UTC' && `+rows+` === 100 && document.getElementById('hist').dataset.bands`, 15*time.Second)
 
 	// 1. The legend: hiding info leaves every other series drawn with its own counts and colour.
 	var stats levelStats

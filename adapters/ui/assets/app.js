@@ -4,6 +4,7 @@
 import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
 import { Histogram, colorFor, stepFor } from './chart.js';
 import { quoteValue, setupQueryBar } from './query.js';
+import { fmtTime, fromInput, setTzMode, toInput, tzMode, zoneLabel } from './time.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 // The API stores levels canonical: case-insensitive, these spellings of common loggers as one of
@@ -94,8 +95,10 @@ function writeURL() {
 // range returns the [start, end] of the current choice in Unix milliseconds.
 function range() {
   if (state.range === 'abs') return [state.from, state.to];
+  // A preset starts on a multiple of its histogram's step, so the bars' edges are round.
   const now = Date.now();
-  return [now - PRESETS[state.range], now];
+  const step = stepFor(PRESETS[state.range]);
+  return [Math.floor((now - PRESETS[state.range]) / step) * step, now];
 }
 
 // query builds the filter parameters every endpoint shares.
@@ -113,18 +116,13 @@ function query(extra = {}) {
 
 // --- form ---------------------------------------------------------------------------------
 
-function toLocalInput(ms) {
-  const d = new Date(ms);
-  const pad = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
 
 function showState() {
   $('project').value = state.project;
   $('range').value = state.range;
   const abs = state.range === 'abs';
   for (const f of document.querySelectorAll('.field.abs')) f.hidden = !abs;
-  if (abs) { $('from').value = toLocalInput(state.from); $('to').value = toLocalInput(state.to); }
+  if (abs) { $('from').value = toInput(state.from); $('to').value = toInput(state.to); }
   for (const k of ['q', 'user', 'subject', 'trace']) $(k).value = state[k];
   if (document.activeElement !== $('query') || !booted) $('query').value = state.query;
   addLevelChips(state.levels);
@@ -141,8 +139,8 @@ function readForm() {
   state.project = $('project').value;
   state.range = $('range').value;
   if (state.range === 'abs') {
-    const f = Date.parse($('from').value);
-    const t = Date.parse($('to').value);
+    const f = fromInput($('from').value);
+    const t = fromInput($('to').value);
     const [a, b] = range();
     state.from = Number.isFinite(f) ? f : a;
     state.to = Number.isFinite(t) ? t + 999 : b;
@@ -187,6 +185,9 @@ function setupForm() {
     typing = setTimeout(apply, 350);
   });
   $('zoom-out').addEventListener('click', zoomOut);
+  $('tz').value = tzMode();
+  showZone();
+  $('tz').addEventListener('change', () => { setTzMode($('tz').value); showZone(); showState(); reload(); });
   $('split').addEventListener('change', () => { state.by = $('split').value; showState(); reload(); });
   window.addEventListener('popstate', () => { readURL(); showState(); reload(); });
   setupQueryBar({ $, el, state, range, query, apply });
@@ -208,6 +209,11 @@ function setupForm() {
 
 function keyHint() {
   $('key').placeholder = apiKey() ? 'a key is in use (this tab only)' : 'only if the server has keys';
+}
+
+// showZone says which zone the page's times are in.
+function showZone() {
+  for (const e of document.querySelectorAll('.tz-label')) e.textContent = zoneLabel();
 }
 
 // zoomOut doubles the range in view around its middle (never past now), as a history entry.
@@ -341,7 +347,7 @@ function reload() {
 
 async function loadStats(seq, startT, endT, signal) {
   // The same range as the table's, so the counts are those of the entries it lists.
-  const step = stepFor(endT - startT + 1);
+  const step = state.range === 'abs' ? stepFor(endT - startT + 1) : stepFor(PRESETS[state.range]);
   // Every level a project uses, up to the most series an answer holds (past them, one "other").
   const q = query({ start_time: startT, end_time: endT, step, by: state.by, series: 100 }).toString();
   $('hist').dataset.query = q; // what the counts answer, for anyone checking them against the API
@@ -514,10 +520,6 @@ function showStatus() {
 
 // --- rows ---------------------------------------------------------------------------------
 
-function fmtTime(ms) {
-  const d = new Date(ms);
-  return toLocalInput(ms).replace('T', ' ') + '.' + String(d.getMilliseconds()).padStart(3, '0');
-}
 
 function filterBy(key, value) {
   state[key] = value;

@@ -2,6 +2,7 @@
 // API's own; stacking only adds them up for drawing. Dragging across the chart or clicking a bar
 // calls onZoom with the chosen range in Unix milliseconds.
 import uPlot from './vendor/uplot/uPlot.esm.js';
+import { fmtClock, fmtDate, fmtTime, tzMode } from './time.js';
 
 const COLORS = { trace: '#9aa3af', debug: '#6b7d99', info: '#2f7ed8', warn: '#e39b1b', error: '#d64541', fatal: '#7d3c98' };
 const ORDER = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'];
@@ -78,7 +79,8 @@ export class Histogram {
       legend: { show: true, live: false },
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       scales: { x: { time: true, range: () => [xs[0], end] }, y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
-      axes: [{}, { size: 50, incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9] }],
+      ...(tzMode() === 'utc' ? { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC') } : {}),
+      axes: [{ values: (u, splits, ax, space, incr) => this.xTicks(splits, incr) }, { size: 50, values: (u, splits) => this.yTicks(splits), incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9] }],
       series: [{}].concat(series.map((s, i) => {
         const color = colorFor(s.value, s.other);
         return {
@@ -92,6 +94,7 @@ export class Histogram {
         };
       })),
       hooks: {
+        setCursor: [(u) => this.tip(u, series, keys)],
         setSelect: [(u) => {
           if (u.select.width < 3) return;
           const a = Math.round(u.posToVal(u.select.left, 'x') * 1000);
@@ -125,6 +128,69 @@ export class Histogram {
 
 // key names a series as its legend does.
 function key(s) { return s.other ? '(other)' : s.value === null || s.value === undefined ? '(none)' : String(s.value); }
+
+// xTicks writes the time axis in the page's one format: clock times, and the date under the
+// first tick and wherever the day changes (dates alone when ticks are days apart).
+Histogram.prototype.xTicks = function xTicks(splits, incr) {
+  let prev = '';
+  const out = splits.map((v) => {
+    const ms = v * 1000;
+    const day = fmtDate(ms);
+    let label = incr >= 86400 ? day : fmtClock(ms, incr < 60);
+    if (incr < 86400 && day !== prev) label += '\n' + day;
+    prev = day;
+    return label;
+  });
+  this.el.dataset.xticks = JSON.stringify(out);
+  return out;
+};
+
+// yTicks writes the count axis: whole numbers only (its increments are integers).
+Histogram.prototype.yTicks = function yTicks(splits) {
+  this.el.dataset.yticks = JSON.stringify(splits);
+  return splits.map((v) => v.toLocaleString('en'));
+};
+
+// tip shows, over the bar under the cursor, its range and the count of each shown series.
+Histogram.prototype.tip = function tip(u, series, keys) {
+  const stats = this.stats;
+  let box = u.over.querySelector('.hist-tip');
+  const left = u.cursor.left;
+  const i = left == null || left < 0 || !stats ? -1 : Math.floor((u.posToVal(left, 'x') * 1000 - stats.buckets[0]) / stats.step);
+  if (i < 0 || i >= stats.buckets.length) { if (box) box.hidden = true; return; }
+  if (!box) { box = document.createElement('div'); box.className = 'hist-tip'; u.over.append(box); }
+  const from = stats.buckets[i];
+  const to = Math.min(from + stats.step, i + 1 < stats.buckets.length ? stats.buckets[i + 1] : from + stats.step) - 1;
+  const head = document.createElement('div');
+  head.textContent = `${fmtTime(from, false)} – ${fmtDate(to) === fmtDate(from) ? fmtClock(to) : fmtTime(to, false)}`;
+  const rows = [head];
+  let sum = 0;
+  series.forEach((s, k) => {
+    if (this.hidden.has(keys[k])) return;
+    sum += s.counts[i];
+    const row = document.createElement('div');
+    row.className = 'row';
+    const sw = document.createElement('span');
+    sw.className = 'swatch';
+    sw.style.backgroundColor = colorFor(s.value, s.other);
+    const name = document.createElement('span');
+    name.append(sw, ' ' + keys[k]);
+    const n = document.createElement('span');
+    n.textContent = s.counts[i].toLocaleString('en');
+    row.append(name, n);
+    rows.push(row);
+  });
+  const total = document.createElement('div');
+  total.className = 'row';
+  total.textContent = `total ${sum.toLocaleString('en')}`;
+  rows.push(total);
+  box.replaceChildren(...rows);
+  box.dataset.index = String(i);
+  box.hidden = false;
+  const w = box.offsetWidth;
+  box.style.left = `${left + 12 + w > u.over.clientWidth ? Math.max(0, left - 12 - w) : left + 12}px`;
+  box.style.top = '4px';
+};
 
 function rank(level) {
   const i = ORDER.indexOf(level);
