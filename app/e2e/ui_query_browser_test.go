@@ -502,6 +502,37 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	p.poll("Forward: zoomed out again", fmt.Sprintf(`location.search === %q && %s === %q`, out, histFrom, from(out)), 15*time.Second)
 	p.shot("history-forward")
 
+	// 6. Messages keep their line breaks: two lines in the table, all of them expanded, wrapped
+	// between words, and only a token longer than the line broken.
+	long := strings.Repeat("x", 400)
+	probe := "probe: payment declined\n  at Checkout.pay (checkout.js:42)\n  at main (main.js:7)\n" + long + "\n" + strings.Repeat("wrapped words only ", 30)
+	postLogs(t, srv.URL, []map[string]any{{"project_id": a.ID, "message": probe, "level": "error", "time": time.Now().UnixMilli()}})
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + a.ID + "&q=probe"))
+	p.poll("the probe", rows+` === 1`, 15*time.Second)
+	var m struct {
+		Text, WhiteSpace, Wrap, Break string
+		Lines, FullLines                float64
+		Width                           float64
+	}
+	read := func(sel string) {
+		t.Helper()
+		text := p.str(`JSON.stringify((() => { const e = document.querySelector(` + strconv.Quote(sel) + `); const cs = getComputedStyle(e); const lh = parseFloat(cs.lineHeight) || 1.4 * parseFloat(cs.fontSize); return { Text: e.textContent, WhiteSpace: cs.whiteSpace, Wrap: cs.overflowWrap, Break: cs.wordBreak, Lines: e.clientHeight / lh, FullLines: e.scrollHeight / lh, Width: document.documentElement.scrollWidth }; })())`)
+		if err := json.Unmarshal([]byte(text), &m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read("#rows tr.entry .msg-preview")
+	if m.Text != probe || m.WhiteSpace != "pre-wrap" || m.Wrap != "anywhere" || m.Break != "normal" || m.Lines < 1.5 || m.Lines > 2.5 || m.FullLines < 3 || m.Width > 1280 {
+		t.Fatalf("the table's preview: %+v; want the message, pre-wrap, overflow-wrap anywhere, word-break normal, two lines shown of more, nothing wider than the page", m)
+	}
+	p.clickAt(`document.querySelector('#rows tr.entry td:nth-child(2)')`)
+	p.poll("expanded", `!!document.querySelector('tr.detail .msg')`, 5*time.Second)
+	read("tr.detail .msg")
+	if m.Text != probe || m.WhiteSpace != "pre-wrap" || m.Wrap != "anywhere" || m.Break != "normal" || m.Lines < 6 || m.Lines != m.FullLines || m.Width > 1280 {
+		t.Fatalf("the expanded message: %+v; want all its lines, wrapped, nothing wider than the page", m)
+	}
+	p.shot("multiline")
+
 	p.consoleClean()
 }
 

@@ -535,7 +535,7 @@ function addRow(e, live) {
     el('td', { class: 'lvl ' + (LEVELS.includes(e.level) ? 'lvl-' + e.level : 'lvl-other') }, e.level),
     el('td', { title: e.subject || '' }, e.subject || ''),
     el('td', {}, e.user_id ? el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: (ev) => { ev.stopPropagation(); filterBy('user', e.user_id); } }, e.user_id) : ''),
-    el('td', { title: e.message }, e.message));
+    el('td', { title: e.message }, el('div', { class: 'msg-preview' }, e.message)));
   tr.dataset.id = e.id;
   tr.dataset.time = String(e.time);
   tr.addEventListener('click', () => toggle(tr, e));
@@ -562,7 +562,7 @@ function toggle(tr, e) {
   add('id', e.id);
   add('time', `${fmtTime(e.time)} (${new Date(e.time).toISOString()}, ${e.time})`);
   add('level', e.level);
-  add('message', e.message);
+  add('message', el('div', { class: 'msg' }, e.message));
   if (e.subject) add('subject', el('button', { type: 'button', class: 'linkish', title: 'Show only this subject', onclick: () => filterBy('subject', e.subject) }, e.subject));
   if (e.user_id) add('user_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: () => filterBy('user', e.user_id) }, e.user_id));
   if (e.trace_id) add('trace_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this trace', onclick: () => filterBy('trace', e.trace_id) }, e.trace_id));
