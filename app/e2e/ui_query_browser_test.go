@@ -533,6 +533,43 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	}
 	p.shot("multiline")
 
+	// 7. Saved searches: save the query and range under a name, a taken name refused with the
+	// reason, open it from a clean view, delete it; the API holds what the menu says.
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + a.ID + "&range=24h&query=" + url.QueryEscape("subject:checkout")))
+	p.poll("a query over a day", total+` === '84'`, 15*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('saved').open = true`))
+	p.poll("the menu, empty", `document.getElementById('saved-list').textContent.includes('No saved searches')`, 15*time.Second)
+	name := `checkout <b>"only"</b>`
+	p.do(chromedp.SendKeys(chromedp.ID("saved-name"), name), chromedp.Click(chromedp.ID("saved-save")))
+	p.poll("saved", fmt.Sprintf(`[...document.querySelectorAll('#saved-list li.saved-item')].map(li => li.querySelector('.saved-open').textContent + '|' + li.querySelector('.saved-query').textContent).join() === %q`, name+"|subject:checkout"), 15*time.Second)
+	var saved []struct {
+		ID           string `json:"id"`
+		Name         string `json:"name"`
+		Query        string `json:"query"`
+		RangeSeconds int    `json:"range_seconds"`
+	}
+	apiGet(t, srv.URL+"/searches?project_id="+a.ID, &saved)
+	if len(saved) != 1 || saved[0].Name != name || saved[0].Query != "subject:checkout" || saved[0].RangeSeconds != 86400 {
+		t.Fatalf("GET /searches = %+v", saved)
+	}
+	p.do(chromedp.SendKeys(chromedp.ID("saved-name"), name), chromedp.Click(chromedp.ID("saved-save")))
+	p.poll("a taken name", `document.getElementById('saved-msg').textContent.includes('already exists')`, 15*time.Second)
+	p.shot("saved-searches")
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + a.ID))
+	p.poll("a clean view", rows+` === 100 && `+total+` === '257'`, 15*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('saved').open = true`))
+	p.poll("listed", `!!document.querySelector('#saved-list .saved-open')`, 15*time.Second)
+	p.do(chromedp.Click(chromedp.CSS(`#saved-list .saved-open`)))
+	p.poll("opened", `new URLSearchParams(location.search).get('query') === 'subject:checkout' && new URLSearchParams(location.search).get('range') === '24h' && `+total+` === '84'`, 15*time.Second)
+	p.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('saved').open = true`))
+	p.poll("listed again", `!!document.querySelector('#saved-list .saved-delete')`, 15*time.Second)
+	p.do(chromedp.Click(chromedp.CSS(`#saved-list .saved-delete`)))
+	p.poll("deleted", `document.getElementById('saved-list').textContent.includes('No saved searches')`, 15*time.Second)
+	apiGet(t, srv.URL+"/searches?project_id="+a.ID, &saved)
+	if len(saved) != 0 {
+		t.Fatalf("after Delete, GET /searches = %+v", saved)
+	}
+
 	p.consoleClean()
 }
 

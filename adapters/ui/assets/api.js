@@ -45,6 +45,15 @@ export async function getJSON(url, signal) {
   return { body: await resp.json(), resp };
 }
 
+// sendJSON sends a request with a JSON body (or none) and returns the answer's JSON, if any.
+export async function sendJSON(method, url, body) {
+  const h = headers({ Accept: 'application/json' });
+  if (body !== undefined) h.set('Content-Type', 'application/json');
+  const resp = await fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!resp.ok) throw await explain(resp);
+  return resp.status === 204 ? null : resp.json();
+}
+
 // nextLink returns the absolute URL of a page's rel="next" Link, resolved against the request URL.
 export function nextLink(resp) {
   const link = resp.headers.get('Link') || '';

@@ -4,6 +4,7 @@
 import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
 import { Histogram, colorFor, stepFor } from './chart.js';
 import { quoteValue, setupQueryBar } from './query.js';
+import { setupSearches } from './searches.js';
 import { fmtTime, fromInput, setTzMode, toInput, tzMode, zoneLabel } from './time.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
@@ -191,6 +192,7 @@ function setupForm() {
   $('split').addEventListener('change', () => { state.by = $('split').value; showState(); reload(); });
   window.addEventListener('popstate', () => { readURL(); showState(); reload(); });
   setupQueryBar({ $, el, state, range, query, apply });
+  setupSearches({ $, el, state, rangeSeconds, open: openSearch });
   $('reset').addEventListener('click', () => {
     Object.assign(state, { query: '', q: '', user: '', subject: '', trace: '', levels: [] });
     showState();
@@ -209,6 +211,25 @@ function setupForm() {
 
 function keyHint() {
   $('key').placeholder = apiKey() ? 'a key is in use (this tab only)' : 'only if the server has keys';
+}
+
+// rangeSeconds is the width of the range in view, in whole seconds, as a saved search keeps it.
+function rangeSeconds() {
+  if (state.range !== 'abs') return PRESETS[state.range] / 1000;
+  return Math.min(31622400, Math.max(1, Math.round((state.to - state.from + 1) / 1000)));
+}
+
+// openSearch shows a saved search: its query over its range back from now, and no other filter,
+// as a history entry.
+function openSearch(s) {
+  const ms = s.range_seconds * 1000;
+  const preset = Object.keys(PRESETS).find((k) => PRESETS[k] === ms);
+  Object.assign(state, { query: s.query, q: '', user: '', subject: '', trace: '', levels: [] });
+  if (preset) state.range = preset;
+  else { state.range = 'abs'; state.to = Date.now(); state.from = state.to - ms + 1; }
+  $('query').value = state.query;
+  showState();
+  reload();
 }
 
 // showZone says which zone the page's times are in.
