@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
@@ -569,6 +570,46 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	if len(saved) != 0 {
 		t.Fatalf("after Delete, GET /searches = %+v", saved)
 	}
+
+	// 8. States: an unknown project said plainly (and no other shown); placeholders keep the
+	// layout while the table loads; an empty result says what to try; a failure offers a retry.
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=no-such-project"))
+	p.poll("an unknown project", `document.getElementById('message').textContent.includes('No project has the id “no-such-project”') && document.getElementById('project').value === '' && `+rows+` === 0 && !document.querySelector('#hist canvas')`, 15*time.Second)
+	time.Sleep(300 * time.Millisecond) // nothing else arrives
+	if got := p.str(rows + ` + document.querySelectorAll('#hist canvas').length`); got != "0" {
+		t.Fatalf("a link to an unknown project shows data: %s", got)
+	}
+	p.shot("unknown-project")
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + a.ID + "&query=nosuchwordanywhere"))
+	p.poll("the empty state", `!!document.querySelector('#more .empty') && [...document.querySelectorAll('#more .empty button')].map(b => b.textContent).join('|') === 'Widen the range to the last 7 days|Remove the query' && document.querySelector('#more .empty code').textContent.includes('POST')`, 15*time.Second)
+	if h, _ := strconv.ParseFloat(p.str(`document.getElementById('hist').getBoundingClientRect().height`), 64); h < 180 {
+		t.Fatalf("the chart's box is %v pixels high with nothing in it; it keeps at least 180", h)
+	}
+	p.shot("empty")
+	p.do(chromedp.Evaluate[chromedp.Void](`[...document.querySelectorAll('#more .empty button')].find(b => b.textContent === 'Remove the query').click()`))
+	p.poll("the query removed", rows+` === 100 && !location.search.includes('query=')`, 15*time.Second)
+	if got := p.str(`(document.getElementById('filters').requestSubmit(), document.querySelectorAll('#rows tr.placeholder').length)`); got != "8" {
+		t.Fatalf("while the table loads it holds %s placeholder rows; want 8", got)
+	}
+	p.poll("placeholders replaced", rows+` === 100 && document.querySelectorAll('#rows tr.placeholder').length === 0`, 15*time.Second)
+	block := func(patterns ...string) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			if _, err := cdp.Call(ctx, t, network.Enable, network.EnableParams{}); err != nil {
+				return chromedp.Void{}, err
+			}
+			bp := []*network.BlockPattern{}
+			for _, u := range patterns {
+				bp = append(bp, &network.BlockPattern{URLPattern: u, Block: true})
+			}
+			_, err := cdp.Call(ctx, t, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: bp})
+			return chromedp.Void{}, err
+		}
+	}
+	p.do(block(srv.URL+"/logs?*"), chromedp.Evaluate[chromedp.Void](`document.getElementById('filters').requestSubmit()`))
+	p.poll("a failure, with a retry", `!!document.getElementById('retry') && `+rows+` === 0`, 15*time.Second)
+	p.shot("error-retry")
+	p.do(block(), chromedp.Click(chromedp.ID("retry")))
+	p.poll("retried", rows+` === 100 && !document.getElementById('retry')`, 15*time.Second)
 
 	p.consoleClean()
 }

@@ -286,7 +286,8 @@ async function start() {
     $('project').replaceChildren();
     clearResults();
     hist.clear();
-    fail(err);
+    if (err instanceof ApiError && err.status === 404 && state.project) unknownProject(state.project);
+    else fail(err);
     return;
   }
   $('project').replaceChildren(...projects.map((p) => el('option', { value: p.id }, p.name)));
@@ -294,9 +295,24 @@ async function start() {
     say('No projects yet: create one with POST /projects, then send entries to POST /logs.', true);
     return;
   }
-  if (!projects.some((p) => p.id === state.project)) state.project = projects[projects.length - 1].id;
+  // A link to a project that does not exist (or that the key may not read) says so, and shows
+  // no other project in its place.
+  if (state.project && !projects.some((p) => p.id === state.project)) {
+    $('project').prepend(el('option', { value: '' }, '— choose a project —'));
+    $('project').value = '';
+    unknownProject(state.project);
+    return;
+  }
+  if (!state.project) state.project = projects[projects.length - 1].id;
   showState();
   reload();
+}
+
+function unknownProject(id) {
+  clearResults();
+  hist.clear();
+  state.project = '';
+  say(`No project has the id “${id}”, or this API key may not read it. Check the link` + (projects.length ? ', or choose a project above.' : '.'));
 }
 
 // loadProjects lists the projects the key may read: all of them for an admin key; for a key of
@@ -315,6 +331,7 @@ async function loadProjects() {
 
 function clearResults() {
   $('rows').replaceChildren();
+  $('more').replaceChildren();
   seen.clear();
   nextURL = '';
   $('more').textContent = '';
@@ -360,6 +377,7 @@ function reload() {
   const [startT, endT] = range();
   loadStats(seq, startT, endT, listAbort.signal);
   loadFields(seq, startT, endT, listAbort.signal);
+  placeholders();
   const first = () => loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
   // Live: the first page is read once the tail is open, so an entry written between the two
   // requests is in one of them (and shown once), never in neither.
@@ -395,18 +413,54 @@ async function loadPage(seq, url, signal) {
   try {
     const { body, resp } = await getJSON(url, signal);
     if (seq !== loadSeq) return;
+    removePlaceholders();
     for (const entry of body) addRow(entry, false);
     nextURL = nextLink(resp);
-    $('more').textContent = nextURL ? '' : ($('rows').children.length ? 'No more entries in this range.' : 'No entries match.');
+    if (nextURL) $('more').textContent = '';
+    else if ($('rows').children.length) $('more').textContent = 'No more entries in this range.';
+    else $('more').replaceChildren(emptyState());
     showStatus();
   } catch (err) {
-    if (seq !== loadSeq) return;
+    if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
+    removePlaceholders();
     $('more').textContent = '';
     fail(err);
+    // A failure to reach the server, or one it may recover from, can be tried again.
+    if (!(err instanceof ApiError) || err.status >= 500 || err.status === 429) {
+      const first = $('rows').children.length === 0;
+      $('more').replaceChildren(el('div', { class: 'retry' },
+        el('span', {}, err instanceof ApiError ? err.message : 'Could not reach the server. '),
+        el('button', { type: 'button', id: 'retry', onclick: () => (first ? reload() : loadPage(loadSeq, url, listAbort.signal)) }, 'Retry')));
+    }
   } finally {
     if (seq === loadSeq) loadingMore = false;
   }
   if (seq === loadSeq) maybeMore();
+}
+
+// placeholders fill the table while its first page loads, so the layout does not jump.
+function placeholders() {
+  for (let i = 0; i < 8; i++) {
+    $('rows').append(el('tr', { class: 'placeholder', 'aria-hidden': 'true' }, ...[1, 2, 3, 4, 5].map(() => el('td', {}, el('span', { class: 'bone' })))));
+  }
+}
+
+function removePlaceholders() {
+  for (const r of document.querySelectorAll('#rows tr.placeholder')) r.remove();
+}
+
+// emptyState says that nothing matches, and what to try next.
+function emptyState() {
+  const tries = el('ul');
+  const act = (label, fn) => tries.append(el('li', {}, el('button', { type: 'button', class: 'linkish', onclick: () => { fn(); showState(); reload(); } }, label)));
+  if (state.range !== '7d') act('Widen the range to the last 7 days', () => { state.range = '7d'; });
+  if (state.query) act('Remove the query', () => { state.query = ''; $('query').value = ''; });
+  if (state.q || state.user || state.subject || state.trace || state.levels.length) {
+    act('Clear the other filters', () => Object.assign(state, { q: '', user: '', subject: '', trace: '', levels: [] }));
+  }
+  tries.append(el('li', {}, 'If the project has no entries yet, send one: ',
+    el('code', {}, `curl -X POST ${location.origin}/logs -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' -d '[{"project_id":"${state.project}","level":"info","message":"hello"}]'`)));
+  return el('div', { class: 'empty' }, el('p', {}, 'No entries match in this range. Try:'), tries);
 }
 
 // maybeMore loads the next page when the end of the table is in view (infinite scroll).
