@@ -463,7 +463,7 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	p.shot("fields-split")
 	p.clickAt(`document.querySelector('#fields button.value[data-field="subject"][data-value="checkout"]')`)
 	p.poll("a click narrows", fmt.Sprintf(`new URLSearchParams(location.search).get('query') === 'subject:checkout' && %s === '84'`, total), 15*time.Second)
-	p.poll("the panel follows", `!!document.querySelector('#fields button.value[data-field="level"][data-value="info"]')`, 15*time.Second)
+	p.poll("the panel follows", `document.getElementById('fields').dataset.query === 'subject:checkout' && !!document.querySelector('#fields button.value[data-field="level"][data-value="info"]')`, 15*time.Second)
 	p.clickAt(`document.querySelector('#fields button.value[data-field="level"][data-value="info"]')`, chromedp.ButtonModifiers(chromedp.ModifierShift))
 	checkoutNotInfo := 0
 	for i := range n {
@@ -512,8 +512,8 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	p.poll("the probe", rows+` === 1`, 15*time.Second)
 	var m struct {
 		Text, WhiteSpace, Wrap, Break string
-		Lines, FullLines                float64
-		Width                           float64
+		Lines, FullLines              float64
+		Width                         float64
 	}
 	read := func(sel string) {
 		t.Helper()
@@ -608,8 +608,69 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	p.do(block(srv.URL+"/logs?*"), chromedp.Evaluate[chromedp.Void](`document.getElementById('filters').requestSubmit()`))
 	p.poll("a failure, with a retry", `!!document.getElementById('retry') && `+rows+` === 0`, 15*time.Second)
 	p.shot("error-retry")
-	p.do(block(), chromedp.Click(chromedp.ID("retry")))
+	p.do(block("*://blocked.invalid/*")) // nothing of the page's
+	time.Sleep(300 * time.Millisecond)   // the network service applies it
+	p.do(chromedp.Click(chromedp.ID("retry")))
 	p.poll("retried", rows+` === 100 && !document.getElementById('retry')`, 15*time.Second)
+
+	// 9. Dark mode follows the system and has a remembered switch; on a phone the filters wait
+	// behind a button, bars stay several pixels wide and nothing is cut off.
+	scheme := func(v string) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+			_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: v}}})
+			return chromedp.Void{}, err
+		}
+	}
+	bg := `getComputedStyle(document.body).backgroundColor`
+	const dark, light = "rgb(20, 24, 31)", "rgb(255, 255, 255)"
+	setTheme := func(v string) {
+		p.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('theme'); s.value = '` + v + `'; s.dispatchEvent(new Event('change')); })()`))
+	}
+	p.do(scheme("dark"), chromedp.Navigate(srv.URL+"/ui?project="+a.ID))
+	p.poll("dark by the system's choice", fmt.Sprintf(`%s === %q && %s === 100 && !!document.querySelector('#hist canvas')`, bg, dark, rows), 15*time.Second)
+	p.shot("dark-1280x800")
+	setTheme("light")
+	p.poll("light by choice", fmt.Sprintf(`%s === %q`, bg, light), 5*time.Second)
+	p.do(chromedp.Reload())
+	p.poll("the choice remembered", fmt.Sprintf(`%s === %q && document.getElementById('theme').value === 'light' && %s === 100`, bg, light, rows), 15*time.Second)
+	setTheme("auto")
+	p.poll("the system's again", fmt.Sprintf(`%s === %q`, bg, dark), 5*time.Second)
+
+	visible := func(id string) string {
+		return `(document.getElementById('` + id + `').getClientRects().length > 0)`
+	}
+	phone := func(name string) {
+		t.Helper()
+		p.poll("phone "+name, fmt.Sprintf(`%s === 100 && %s && %s && !%s && document.documentElement.scrollWidth === 390 && !!document.querySelector('#hist canvas')`, rows, visible("filters-toggle"), visible("query"), visible("project")), 15*time.Second)
+		buckets, _ := strconv.Atoi(p.str(`document.getElementById('hist').dataset.buckets`))
+		width, _ := strconv.ParseFloat(p.str(`document.querySelector('#hist .u-over').getBoundingClientRect().width`), 64)
+		if buckets == 0 || buckets > 40 || width/float64(buckets) < 6 {
+			t.Fatalf("phone: %d bars over %v pixels", buckets, width)
+		}
+		p.shot("390x844-" + name)
+	}
+	p.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Reload())
+	phone("dark")
+	p.do(scheme("light"), chromedp.Reload())
+	phone("light")
+	now := time.Now().UnixMilli()
+	p.do(chromedp.Navigate(fmt.Sprintf("%s/ui?project=%s&range=abs&from=%d&to=%d", srv.URL, a.ID, now-3600_000, now)))
+	p.poll("phone, an absolute range", rows+` === 100 && !`+visible("from"), 15*time.Second)
+	p.do(chromedp.Click(chromedp.ID("filters-toggle")))
+	p.poll("the filters open", visible("project")+` && `+visible("from")+` && `+visible("to"), 5*time.Second)
+	if got, want := p.str(`document.getElementById('from').value`), time.UnixMilli(now-3600_000).In(kolkata).Format("2006-01-02 15:04:05"); got != want {
+		t.Fatalf("From reads %q; want %q, the page's one format", got, want)
+	}
+	for _, id := range []string{"project", "range", "from", "to", "q", "user", "subject", "trace", "live"} {
+		if r, _ := strconv.ParseFloat(p.str(`document.getElementById('`+id+`').getBoundingClientRect().right`), 64); r > 390 {
+			t.Errorf("phone: #%s ends at %v pixels, past the 390 of the screen", id, r)
+		}
+	}
+	if w := p.str(`document.documentElement.scrollWidth`); w != "390" {
+		t.Fatalf("phone with the filters open: the page is %s pixels wide", w)
+	}
+	p.shot("390x844-filters")
+	p.do(chromedp.EmulateViewport(1280, 800))
 
 	p.consoleClean()
 }

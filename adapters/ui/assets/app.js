@@ -98,7 +98,7 @@ function range() {
   if (state.range === 'abs') return [state.from, state.to];
   // A preset starts on a multiple of its histogram's step, so the bars' edges are round.
   const now = Date.now();
-  const step = stepFor(PRESETS[state.range]);
+  const step = stepFor(PRESETS[state.range], maxBuckets());
   return [Math.floor((now - PRESETS[state.range]) / step) * step, now];
 }
 
@@ -186,6 +186,17 @@ function setupForm() {
     typing = setTimeout(apply, 350);
   });
   $('zoom-out').addEventListener('click', zoomOut);
+  applyTheme();
+  $('theme').addEventListener('change', () => {
+    if ($('theme').value === 'auto') localStorage.removeItem(THEME); else localStorage.setItem(THEME, $('theme').value);
+    applyTheme();
+    reload(); // the chart's axes take the theme's colours
+  });
+  window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => reload());
+  $('filters-toggle').addEventListener('click', () => {
+    const open = $('filters').classList.toggle('open');
+    $('filters-toggle').setAttribute('aria-expanded', String(open));
+  });
   $('tz').value = tzMode();
   showZone();
   $('tz').addEventListener('change', () => { setTzMode($('tz').value); showZone(); showState(); reload(); });
@@ -230,6 +241,19 @@ function openSearch(s) {
   $('query').value = state.query;
   showState();
   reload();
+}
+
+// maxBuckets is how many bars the chart draws at most: fewer on a narrow screen, so each stays
+// several pixels wide.
+function maxBuckets() { return window.innerWidth < 700 ? 40 : 120; }
+
+// The theme: the system's (prefers-color-scheme), or light or dark as chosen, remembered.
+const THEME = 'obsvc.theme';
+function applyTheme() {
+  const t = localStorage.getItem(THEME);
+  if (t === 'light' || t === 'dark') document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+  $('theme').value = t === 'light' || t === 'dark' ? t : 'auto';
 }
 
 // showZone says which zone the page's times are in.
@@ -386,7 +410,7 @@ function reload() {
 
 async function loadStats(seq, startT, endT, signal) {
   // The same range as the table's, so the counts are those of the entries it lists.
-  const step = state.range === 'abs' ? stepFor(endT - startT + 1) : stepFor(PRESETS[state.range]);
+  const step = state.range === 'abs' ? stepFor(endT - startT + 1, maxBuckets()) : stepFor(PRESETS[state.range], maxBuckets());
   // Every level a project uses, up to the most series an answer holds (past them, one "other").
   const q = query({ start_time: startT, end_time: endT, step, by: state.by, series: 100 }).toString();
   $('hist').dataset.query = q; // what the counts answer, for anyone checking them against the API
@@ -514,6 +538,7 @@ async function loadFields(seq, startT, endT, signal) {
     const { body } = await getJSON('/logs/facets?' + p, signal);
     if (seq !== loadSeq) return;
     box.replaceChildren(...body.facets.map(fieldCard));
+    box.dataset.query = state.query; // what the panel answers, for anyone checking it
     // The split-by choices: the fields shown, and whichever the URL names.
     const keep = $('split').value;
     $('split').replaceChildren(...[...new Set([...names, state.by])].map((f) => el('option', { value: f }, f)));

@@ -19,12 +19,19 @@ export function colorFor(value, other) {
   return OTHER[(h >>> 0) % OTHER.length];
 }
 
-// stepFor picks a bucket width for a range: a round width giving at most about 120 buckets, and
-// never under the API's minimum of one second.
-export function stepFor(ms) {
+// stepFor picks a bucket width for a range: a round width giving at most max buckets (about 120
+// on a wide screen, fewer on a phone so bars stay readable), never under the API's minimum of
+// one second.
+export function stepFor(ms, max = 120) {
   const steps = [1e3, 5e3, 10e3, 30e3, 60e3, 120e3, 300e3, 600e3, 900e3, 1800e3, 3600e3, 7200e3, 10800e3, 21600e3, 43200e3, 86400e3];
-  for (const s of steps) if (ms / s <= 120) return s;
-  return Math.ceil(ms / 120 / 86400e3) * 86400e3;
+  for (const s of steps) if (ms / s <= max) return s;
+  return Math.ceil(ms / max / 86400e3) * 86400e3;
+}
+
+// themeColors are the chart's axis and grid colours from the page's current theme.
+function themeColors() {
+  const cs = getComputedStyle(document.documentElement);
+  return { fg: cs.getPropertyValue('--muted').trim() || '#5b6474', grid: cs.getPropertyValue('--line').trim() || '#d9dde4' };
 }
 
 export class Histogram {
@@ -74,13 +81,15 @@ export class Histogram {
         : [{ series: keys[i], color: colorFor(s.value, s.other), counts: s.counts }]));
       return [xs, ...cum];
     };
+    const theme = themeColors();
     const opts = {
       ...this.size(),
       legend: { show: true, live: false },
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       scales: { x: { time: true, range: () => [xs[0], end] }, y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.1))] } },
       ...(tzMode() === 'utc' ? { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), 'Etc/UTC') } : {}),
-      axes: [{ values: (u, splits, ax, space, incr) => this.xTicks(splits, incr) }, { size: 50, values: (u, splits) => this.yTicks(splits), incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9] }],
+      axes: [{ stroke: theme.fg, grid: { stroke: theme.grid }, ticks: { stroke: theme.grid }, values: (u, splits, ax, space, incr) => this.xTicks(splits, incr) },
+        { stroke: theme.fg, grid: { stroke: theme.grid }, ticks: { stroke: theme.grid }, size: 50, values: (u, splits) => this.yTicks(splits), incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6, 2e6, 5e6, 1e7, 1e8, 1e9] }],
       series: [{}].concat(series.map((s, i) => {
         const color = colorFor(s.value, s.other);
         return {

@@ -105,7 +105,9 @@ export function setupQueryBar({ $, el, state, range, query, apply }) {
     }
   }
 
-  input.addEventListener('input', () => { clearTimeout(timer); timer = setTimeout(suggest, 120); });
+  // Typing drops the suggestions for what was typed before (and any answer still on its way),
+  // so Enter never picks a stale one.
+  input.addEventListener('input', () => { clearTimeout(timer); seq++; close(); timer = setTimeout(suggest, 120); });
   input.addEventListener('blur', () => { clearTimeout(timer); seq++; close(); });
   input.addEventListener('keydown', (e) => {
     const open = items.length > 0;

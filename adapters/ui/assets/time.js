@@ -32,11 +32,14 @@ export function zoneLabel(ms = Date.now()) {
   return name && name !== 'UTC' && name !== 'Etc/UTC' ? `${o} ${name}` : o;
 }
 
-// toInput writes an instant for an <input type="datetime-local">, in the chosen zone.
-export function toInput(ms) { return `${fmtDate(ms)}T${fmtClock(ms)}`; }
+// toInput writes an instant for the From and To fields (text, in the page's one format rather
+// than the browser's own date picker, which follows its locale), in the chosen zone.
+export function toInput(ms) { return `${fmtDate(ms)} ${fmtClock(ms)}`; }
 
-// fromInput reads such an input's value back, in the chosen zone (NaN when empty).
+// fromInput reads such a field back, in the chosen zone (NaN when it is not a time).
 export function fromInput(v) {
-  if (!v) return NaN;
-  return tzMode() === 'utc' ? Date.parse(v + (v.length === 16 ? ':00Z' : 'Z')) : Date.parse(v);
+  const m = /^\s*(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2})(:\d{2})?\s*$/.exec(v || '');
+  if (!m) return NaN;
+  const iso = `${m[1]}T${m[2]}${m[3] || ':00'}`;
+  return Date.parse(tzMode() === 'utc' ? iso + 'Z' : iso);
 }
