@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -569,6 +570,24 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	apiGet(t, srv.URL+"/searches?project_id="+a.ID, &saved)
 	if len(saved) != 0 {
 		t.Fatalf("after Delete, GET /searches = %+v", saved)
+	}
+
+	// Hostile content renders as text, in the table, the expanded entry and the fields panel.
+	evil := `<img src=x onerror="window.pwned=1">`
+	hostile := "hostile-probe " + evil + " </script>\u202egnp.exe"
+	postLogs(t, srv.URL, []map[string]any{{"project_id": a.ID, "message": hostile, "level": "error", "subject": "<b>bold</b>", "user_id": evil, "time": time.Now().UnixMilli(), "attributes": map[string]any{"evil": evil}}})
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + a.ID + "&q=hostile-probe"))
+	p.poll("the hostile entry", rows+` === 1 && !!document.querySelector('#fields button.value[data-field="evil"]')`, 15*time.Second)
+	p.clickAt(`document.querySelector('#rows tr.entry td:nth-child(2)')`)
+	p.poll("expanded", `!!document.querySelector('tr.detail .msg')`, 5*time.Second)
+	texts := p.str(`JSON.stringify([document.querySelector('#rows tr.entry .msg-preview').textContent, document.querySelector('tr.detail .msg').textContent, document.querySelector('#rows tr.entry td:nth-child(3)').textContent, document.querySelector('#rows tr.entry td:nth-child(4)').textContent, document.querySelector('#fields button.value[data-field="evil"] .v').textContent, document.querySelector('#fields button.value[data-field="subject"] .v').textContent])`)
+	var shownTexts []string
+	_ = json.Unmarshal([]byte(texts), &shownTexts)
+	if wantTexts := []string{hostile, hostile, "<b>bold</b>", evil, evil, "<b>bold</b>"}; !slices.Equal(shownTexts, wantTexts) {
+		t.Fatalf("hostile content shown as %q; want the text %q", shownTexts, wantTexts)
+	}
+	if got := p.str(`document.querySelectorAll('main img, main b, main script:not([src])').length + ':' + String(window.pwned)`); got != "0:undefined" {
+		t.Fatalf("hostile content became markup: %s", got)
 	}
 
 	// 8. States: an unknown project said plainly (and no other shown); placeholders keep the

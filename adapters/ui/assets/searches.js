@@ -59,7 +59,10 @@ export function setupSearches({ $, el, state, rangeSeconds, open }) {
     }
     refresh();
   });
-  menu.addEventListener('toggle', () => { if (menu.open) { say(''); refresh(); } });
+  // The list is read afresh each time the menu opens (another tab may have changed it).
+  menu.addEventListener('toggle', () => {
+    if (menu.open) { say(''); refresh(); } else $('saved-list').replaceChildren();
+  });
 }
 
 function describe(seconds) {
