@@ -201,7 +201,7 @@ function setupForm() {
   showZone();
   $('tz').addEventListener('change', () => { setTzMode($('tz').value); showZone(); showState(); reload(); });
   $('split').addEventListener('change', () => { state.by = $('split').value; showState(); reload(); });
-  window.addEventListener('popstate', () => { readURL(); showState(); reload(); });
+  window.addEventListener('popstate', () => { readURL(); $('query').value = state.query; showState(); reload(); });
   setupQueryBar({ $, el, state, range, query, apply });
   setupSearches({ $, el, state, rangeSeconds, open: openSearch });
   $('reset').addEventListener('click', () => {
