@@ -8,7 +8,8 @@ export function apiKey() { return sessionStorage.getItem(KEY) || ''; }
 export function setApiKey(k) { if (k) sessionStorage.setItem(KEY, k); else sessionStorage.removeItem(KEY); }
 
 export class ApiError extends Error {
-  constructor(status, message) { super(message); this.status = status; }
+  // errors are the problem's offending fields and parameters ({ parameter, pointer, detail }).
+  constructor(status, message, errors = []) { super(message); this.status = status; this.errors = errors; }
 }
 
 function headers(extra) {
@@ -21,9 +22,11 @@ function headers(extra) {
 // explain turns a refused answer into a sentence, using the problem+json detail when there is one.
 async function explain(resp) {
   let detail = '';
+  let errors = [];
   try {
     const p = await resp.json();
     detail = p.detail || p.title || '';
+    if (Array.isArray(p.errors)) errors = p.errors;
   } catch { /* not JSON */ }
   if (resp.status === 401) {
     return new ApiError(401, apiKey()
@@ -33,13 +36,22 @@ async function explain(resp) {
   if (resp.status === 403) {
     return new ApiError(403, 'This API key may not do that (403)' + (detail ? ': ' + detail : '.'));
   }
-  return new ApiError(resp.status, `The server answered ${resp.status}` + (detail ? ': ' + detail : '.'));
+  return new ApiError(resp.status, `The server answered ${resp.status}` + (detail ? ': ' + detail : '.'), errors);
 }
 
 export async function getJSON(url, signal) {
   const resp = await fetch(url, { headers: headers({ Accept: 'application/json' }), signal });
   if (!resp.ok) throw await explain(resp);
   return { body: await resp.json(), resp };
+}
+
+// sendJSON sends a request with a JSON body (or none) and returns the answer's JSON, if any.
+export async function sendJSON(method, url, body) {
+  const h = headers({ Accept: 'application/json' });
+  if (body !== undefined) h.set('Content-Type', 'application/json');
+  const resp = await fetch(url, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (!resp.ok) throw await explain(resp);
+  return resp.status === 204 ? null : resp.json();
 }
 
 // nextLink returns the absolute URL of a page's rel="next" Link, resolved against the request URL.

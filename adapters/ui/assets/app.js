@@ -2,7 +2,10 @@
 // can be shared), the histogram of the range, the entries newest first with infinite scroll, and
 // a live tail. Everything comes from the REST API; see api.js for how requests are authenticated.
 import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
-import { Histogram, stepFor } from './chart.js';
+import { Histogram, colorFor, stepFor } from './chart.js';
+import { quoteValue, setupQueryBar } from './query.js';
+import { setupSearches } from './searches.js';
+import { fmtTime, fromInput, setTzMode, toInput, tzMode, zoneLabel } from './time.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 // The API stores levels canonical: case-insensitive, these spellings of common loggers as one of
@@ -32,7 +35,7 @@ const el = (tag, props = {}, ...children) => {
 };
 
 // state is what the URL holds.
-const state = { project: '', range: '1h', from: 0, to: 0, q: '', user: '', subject: '', trace: '', levels: [], live: false };
+const state = { project: '', range: '1h', from: 0, to: 0, query: '', q: '', user: '', subject: '', trace: '', levels: [], live: false, by: 'level' };
 
 let projects = [];
 let loadSeq = 0; // the current load; answers to older ones are dropped
@@ -50,6 +53,8 @@ const hist = new Histogram($('hist'), (from, to) => {
   showState();
   reload();
 });
+let statsTimer = 0; // Live: the pending refresh of the counts
+let booted = false; // after the first load, every change of the state is a history entry
 
 // --- URL state ---------------------------------------------------------------------------
 
@@ -61,12 +66,14 @@ function readURL() {
   state.to = Number(p.get('to')) || 0;
   if (state.range === 'abs' && !(state.from && state.to)) state.range = '1h';
   if (state.range !== 'abs' && !PRESETS[state.range]) state.range = '1h';
+  state.query = p.get('query') || '';
   state.q = p.get('q') || '';
   state.user = p.get('user') || '';
   state.subject = p.get('subject') || '';
   state.trace = p.get('trace') || '';
   state.levels = [...new Set(p.getAll('level').filter((l) => l).map(canonicalLevel))];
   state.live = p.get('live') === '1';
+  state.by = p.get('by') || 'level';
 }
 
 function writeURL() {
@@ -74,22 +81,31 @@ function writeURL() {
   if (state.project) p.set('project', state.project);
   p.set('range', state.range);
   if (state.range === 'abs') { p.set('from', state.from); p.set('to', state.to); }
+  if (state.query) p.set('query', state.query);
   for (const k of ['q', 'user', 'subject', 'trace']) if (state[k]) p.set(k, state[k]);
   for (const l of state.levels) p.append('level', l);
   if (state.live) p.set('live', '1');
-  history.replaceState(null, '', '/ui?' + p.toString());
+  if (state.by !== 'level') p.set('by', state.by);
+  // Each change is a history entry, so Back and Forward walk queries, ranges and zooms; the
+  // first load only completes the URL it was opened with.
+  const url = '/ui?' + p.toString();
+  if (url === location.pathname + location.search) return;
+  if (booted) history.pushState(null, '', url); else history.replaceState(null, '', url);
 }
 
 // range returns the [start, end] of the current choice in Unix milliseconds.
 function range() {
   if (state.range === 'abs') return [state.from, state.to];
+  // A preset starts on a multiple of its histogram's step, so the bars' edges are round.
   const now = Date.now();
-  return [now - PRESETS[state.range], now];
+  const step = stepFor(PRESETS[state.range], maxBuckets());
+  return [Math.floor((now - PRESETS[state.range]) / step) * step, now];
 }
 
 // query builds the filter parameters every endpoint shares.
 function query(extra = {}) {
   const p = new URLSearchParams({ project_id: state.project });
+  if (state.query) p.set('query', state.query);
   if (state.q) p.set('q', state.q);
   if (state.user) p.set('user_id', state.user);
   if (state.subject) p.set('subject', state.subject);
@@ -101,22 +117,20 @@ function query(extra = {}) {
 
 // --- form ---------------------------------------------------------------------------------
 
-function toLocalInput(ms) {
-  const d = new Date(ms);
-  const pad = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
-}
 
 function showState() {
   $('project').value = state.project;
   $('range').value = state.range;
   const abs = state.range === 'abs';
   for (const f of document.querySelectorAll('.field.abs')) f.hidden = !abs;
-  if (abs) { $('from').value = toLocalInput(state.from); $('to').value = toLocalInput(state.to); }
+  if (abs) { $('from').value = toInput(state.from); $('to').value = toInput(state.to); }
   for (const k of ['q', 'user', 'subject', 'trace']) $(k).value = state[k];
+  if (document.activeElement !== $('query') || !booted) $('query').value = state.query;
   addLevelChips(state.levels);
   for (const c of document.querySelectorAll('#levels input')) c.checked = state.levels.includes(c.value);
   $('live').checked = state.live;
+  if (![...$('split').options].some((o) => o.value === state.by)) $('split').append(el('option', { value: state.by }, state.by));
+  $('split').value = state.by;
   const p = projects.find((x) => x.id === state.project);
   $('retention').textContent = p ? (p.retention_days == null ? 'keeps entries forever' : `keeps ${p.retention_days} days`) : '';
   writeURL();
@@ -126,13 +140,14 @@ function readForm() {
   state.project = $('project').value;
   state.range = $('range').value;
   if (state.range === 'abs') {
-    const f = Date.parse($('from').value);
-    const t = Date.parse($('to').value);
+    const f = fromInput($('from').value);
+    const t = fromInput($('to').value);
     const [a, b] = range();
     state.from = Number.isFinite(f) ? f : a;
     state.to = Number.isFinite(t) ? t + 999 : b;
   }
   for (const k of ['q', 'user', 'subject', 'trace']) state[k] = $(k).value.trim();
+  state.query = $('query').value.trim();
   state.levels = [...document.querySelectorAll('#levels input:checked')].map((c) => c.value);
   state.live = $('live').checked;
 }
@@ -145,8 +160,10 @@ function addLevelChips(levels) {
   for (const l of levels) {
     if (have.has(l)) continue;
     have.add(l);
+    const swatch = el('span', { class: 'swatch' });
+    swatch.style.backgroundColor = colorFor(l); // the colour of its series in the chart
     $('levels').append(el('label', { class: 'chip ' + (LEVELS.includes(l) ? 'lvl-' + l : 'lvl-other') },
-      el('input', { type: 'checkbox', name: 'level', value: l, checked: state.levels.includes(l) }), l));
+      el('input', { type: 'checkbox', name: 'level', value: l, checked: state.levels.includes(l) }), swatch, l));
   }
 }
 
@@ -168,8 +185,27 @@ function setupForm() {
     clearTimeout(typing);
     typing = setTimeout(apply, 350);
   });
+  $('zoom-out').addEventListener('click', zoomOut);
+  applyTheme();
+  $('theme').addEventListener('change', () => {
+    if ($('theme').value === 'auto') localStorage.removeItem(THEME); else localStorage.setItem(THEME, $('theme').value);
+    applyTheme();
+    reload(); // the chart's axes take the theme's colours
+  });
+  window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => reload());
+  $('filters-toggle').addEventListener('click', () => {
+    const open = $('filters').classList.toggle('open');
+    $('filters-toggle').setAttribute('aria-expanded', String(open));
+  });
+  $('tz').value = tzMode();
+  showZone();
+  $('tz').addEventListener('change', () => { setTzMode($('tz').value); showZone(); showState(); reload(); });
+  $('split').addEventListener('change', () => { state.by = $('split').value; showState(); reload(); });
+  window.addEventListener('popstate', () => { readURL(); $('query').value = state.query; showState(); reload(); });
+  setupQueryBar({ $, el, state, range, query, apply });
+  setupSearches({ $, el, state, rangeSeconds, open: openSearch });
   $('reset').addEventListener('click', () => {
-    Object.assign(state, { q: '', user: '', subject: '', trace: '', levels: [] });
+    Object.assign(state, { query: '', q: '', user: '', subject: '', trace: '', levels: [] });
     showState();
     reload();
   });
@@ -186,6 +222,55 @@ function setupForm() {
 
 function keyHint() {
   $('key').placeholder = apiKey() ? 'a key is in use (this tab only)' : 'only if the server has keys';
+}
+
+// rangeSeconds is the width of the range in view, in whole seconds, as a saved search keeps it.
+function rangeSeconds() {
+  if (state.range !== 'abs') return PRESETS[state.range] / 1000;
+  return Math.min(31622400, Math.max(1, Math.round((state.to - state.from + 1) / 1000)));
+}
+
+// openSearch shows a saved search: its query over its range back from now, and no other filter,
+// as a history entry.
+function openSearch(s) {
+  const ms = s.range_seconds * 1000;
+  const preset = Object.keys(PRESETS).find((k) => PRESETS[k] === ms);
+  Object.assign(state, { query: s.query, q: '', user: '', subject: '', trace: '', levels: [] });
+  if (preset) state.range = preset;
+  else { state.range = 'abs'; state.to = Date.now(); state.from = state.to - ms + 1; }
+  $('query').value = state.query;
+  showState();
+  reload();
+}
+
+// maxBuckets is how many bars the chart draws at most: fewer on a narrow screen, so each stays
+// several pixels wide.
+function maxBuckets() { return window.innerWidth < 700 ? 40 : 120; }
+
+// The theme: the system's (prefers-color-scheme), or light or dark as chosen, remembered.
+const THEME = 'obsvc.theme';
+function applyTheme() {
+  const t = localStorage.getItem(THEME);
+  if (t === 'light' || t === 'dark') document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+  $('theme').value = t === 'light' || t === 'dark' ? t : 'auto';
+}
+
+// showZone says which zone the page's times are in.
+function showZone() {
+  for (const e of document.querySelectorAll('.tz-label')) e.textContent = zoneLabel();
+}
+
+// zoomOut doubles the range in view around its middle (never past now), as a history entry.
+function zoomOut() {
+  const [a, b] = range();
+  const w = b - a + 1;
+  const now = Date.now();
+  state.to = Math.min(now, b + Math.round(w / 2));
+  state.from = state.to - 2 * w + 1;
+  state.range = 'abs';
+  showState();
+  reload();
 }
 
 function apply() {
@@ -209,6 +294,7 @@ function say(text, ok = false) {
 
 function fail(err) {
   if (err && err.name === 'AbortError') return;
+  if (showQueryError(err)) return;
   say(err instanceof ApiError ? err.message : 'Could not reach the server: ' + (err && err.message));
   if (err instanceof ApiError && (err.status === 401 || err.status === 403)) $('key').focus();
 }
@@ -224,7 +310,8 @@ async function start() {
     $('project').replaceChildren();
     clearResults();
     hist.clear();
-    fail(err);
+    if (err instanceof ApiError && err.status === 404 && state.project) unknownProject(state.project);
+    else fail(err);
     return;
   }
   $('project').replaceChildren(...projects.map((p) => el('option', { value: p.id }, p.name)));
@@ -232,9 +319,24 @@ async function start() {
     say('No projects yet: create one with POST /projects, then send entries to POST /logs.', true);
     return;
   }
-  if (!projects.some((p) => p.id === state.project)) state.project = projects[projects.length - 1].id;
+  // A link to a project that does not exist (or that the key may not read) says so, and shows
+  // no other project in its place.
+  if (state.project && !projects.some((p) => p.id === state.project)) {
+    $('project').prepend(el('option', { value: '' }, '— choose a project —'));
+    $('project').value = '';
+    unknownProject(state.project);
+    return;
+  }
+  if (!state.project) state.project = projects[projects.length - 1].id;
   showState();
   reload();
+}
+
+function unknownProject(id) {
+  clearResults();
+  hist.clear();
+  state.project = '';
+  say(`No project has the id “${id}”, or this API key may not read it. Check the link` + (projects.length ? ', or choose a project above.' : '.'));
 }
 
 // loadProjects lists the projects the key may read: all of them for an admin key; for a key of
@@ -253,6 +355,7 @@ async function loadProjects() {
 
 function clearResults() {
   $('rows').replaceChildren();
+  $('more').replaceChildren();
   seen.clear();
   nextURL = '';
   $('more').textContent = '';
@@ -261,8 +364,34 @@ function clearResults() {
   $('hist-total').textContent = '';
 }
 
+// showQueryError shows a 400 about the query under the bar, with a caret at the position the
+// parser names, and says whether it did.
+function showQueryError(err) {
+  const box = $('query-error');
+  const q = err instanceof ApiError && err.status === 400 && state.query &&
+    (err.errors || []).find((e) => e && e.parameter === 'query' && typeof e.detail === 'string');
+  if (!q) {
+    if (!err) box.hidden = true;
+    return false;
+  }
+  const m = /at (\d+)\s*$/.exec(q.detail);
+  const pos = m ? Number(m[1]) : 0;
+  box.replaceChildren(el('div', { class: 'query-msg' }, q.detail));
+  if (pos > 0) {
+    const chars = [...state.query];
+    box.append(el('pre', { class: 'caret' }, chars.join('') + '\n' + ' '.repeat(Math.min(pos - 1, chars.length)) + '^'));
+  }
+  box.dataset.position = String(pos);
+  box.hidden = false;
+  return true;
+}
+
 function reload() {
   if (!state.project) return;
+  booted = true;
+  showQueryError(null);
+  clearTimeout(statsTimer);
+  statsTimer = 0;
   const seq = ++loadSeq;
   if (listAbort) listAbort.abort();
   listAbort = new AbortController();
@@ -271,6 +400,8 @@ function reload() {
   clearResults();
   const [startT, endT] = range();
   loadStats(seq, startT, endT, listAbort.signal);
+  loadFields(seq, startT, endT, listAbort.signal);
+  placeholders();
   const first = () => loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
   // Live: the first page is read once the tail is open, so an entry written between the two
   // requests is in one of them (and shown once), never in neither.
@@ -279,22 +410,23 @@ function reload() {
 
 async function loadStats(seq, startT, endT, signal) {
   // The same range as the table's, so the counts are those of the entries it lists.
-  const step = stepFor(endT - startT + 1);
+  const step = state.range === 'abs' ? stepFor(endT - startT + 1, maxBuckets()) : stepFor(PRESETS[state.range], maxBuckets());
   // Every level a project uses, up to the most series an answer holds (past them, one "other").
-  const q = query({ start_time: startT, end_time: endT, step, by: 'level', series: 100 }).toString();
+  const q = query({ start_time: startT, end_time: endT, step, by: state.by, series: 100 }).toString();
   $('hist').dataset.query = q; // what the counts answer, for anyone checking them against the API
   try {
     const { body } = await getJSON('/logs/stats?' + q, signal);
     if (seq !== loadSeq) return;
     hist.draw(body);
-    addLevelChips(body.series.map((s) => s.value).filter((v) => typeof v === 'string'));
+    if (state.by === 'level') addLevelChips(body.series.map((s) => s.value).filter((v) => typeof v === 'string'));
     $('hist-total').textContent = `· ${body.total.toLocaleString('en')} in range`;
     $('hist-total').dataset.total = String(body.total);
   } catch (err) {
     if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
     hist.clear();
     $('hist-total').textContent = err instanceof ApiError && err.status === 404
-      ? '· this server has no GET /logs/stats' : '· counts unavailable';
+      ? '· this server has no GET /logs/stats'
+      : err instanceof ApiError && err.status === 400 && state.query ? '· no counts until the query is fixed' : '· counts unavailable';
     if (err instanceof ApiError && (err.status === 401 || err.status === 403)) fail(err);
   }
 }
@@ -305,18 +437,54 @@ async function loadPage(seq, url, signal) {
   try {
     const { body, resp } = await getJSON(url, signal);
     if (seq !== loadSeq) return;
+    removePlaceholders();
     for (const entry of body) addRow(entry, false);
     nextURL = nextLink(resp);
-    $('more').textContent = nextURL ? '' : ($('rows').children.length ? 'No more entries in this range.' : 'No entries match.');
+    if (nextURL) $('more').textContent = '';
+    else if ($('rows').children.length) $('more').textContent = 'No more entries in this range.';
+    else $('more').replaceChildren(emptyState());
     showStatus();
   } catch (err) {
-    if (seq !== loadSeq) return;
+    if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
+    removePlaceholders();
     $('more').textContent = '';
     fail(err);
+    // A failure to reach the server, or one it may recover from, can be tried again.
+    if (!(err instanceof ApiError) || err.status >= 500 || err.status === 429) {
+      const first = $('rows').children.length === 0;
+      $('more').replaceChildren(el('div', { class: 'retry' },
+        el('span', {}, err instanceof ApiError ? err.message : 'Could not reach the server. '),
+        el('button', { type: 'button', id: 'retry', onclick: () => (first ? reload() : loadPage(loadSeq, url, listAbort.signal)) }, 'Retry')));
+    }
   } finally {
     if (seq === loadSeq) loadingMore = false;
   }
   if (seq === loadSeq) maybeMore();
+}
+
+// placeholders fill the table while its first page loads, so the layout does not jump.
+function placeholders() {
+  for (let i = 0; i < 8; i++) {
+    $('rows').append(el('tr', { class: 'placeholder', 'aria-hidden': 'true' }, ...[1, 2, 3, 4, 5].map(() => el('td', {}, el('span', { class: 'bone' })))));
+  }
+}
+
+function removePlaceholders() {
+  for (const r of document.querySelectorAll('#rows tr.placeholder')) r.remove();
+}
+
+// emptyState says that nothing matches, and what to try next.
+function emptyState() {
+  const tries = el('ul');
+  const act = (label, fn) => tries.append(el('li', {}, el('button', { type: 'button', class: 'linkish', onclick: () => { fn(); showState(); reload(); } }, label)));
+  if (state.range !== '7d') act('Widen the range to the last 7 days', () => { state.range = '7d'; });
+  if (state.query) act('Remove the query', () => { state.query = ''; $('query').value = ''; });
+  if (state.q || state.user || state.subject || state.trace || state.levels.length) {
+    act('Clear the other filters', () => Object.assign(state, { q: '', user: '', subject: '', trace: '', levels: [] }));
+  }
+  tries.append(el('li', {}, 'If the project has no entries yet, send one: ',
+    el('code', {}, `curl -X POST ${location.origin}/logs -H 'Authorization: Bearer <key>' -H 'Content-Type: application/json' -d '[{"project_id":"${state.project}","level":"info","message":"hello"}]'`)));
+  return el('div', { class: 'empty' }, el('p', {}, 'No entries match in this range. Try:'), tries);
 }
 
 // maybeMore loads the next page when the end of the table is in view (infinite scroll).
@@ -334,7 +502,11 @@ function follow(seq, opened) {
   showStatus();
   let waiting = true;
   stopTail = tail(url, {
-    onEntry: (entry) => { if (seq === loadSeq && matches(entry)) addRow(entry, true); },
+    onEntry: (entry) => {
+      if (seq !== loadSeq || !matches(entry)) return;
+      addRow(entry, true);
+      refreshStats(seq);
+    },
     onState: (s, err) => {
       if (seq !== loadSeq) return;
       if (waiting) { waiting = false; opened(); }
@@ -345,9 +517,86 @@ function follow(seq, opened) {
   });
 }
 
+// --- fields ---------------------------------------------------------------------------------
+
+const OWN_FIELDS = ['level', 'subject', 'user_id'];
+const FIELD_NAME = /^[^\s():"[\]{}\\*]+$/; // a key the query language can name bare
+
+// loadFields shows the top values, with exact counts, of the entry's fields and of the most
+// common attribute keys, for the range and filters in view: GET /logs/fields, then one
+// GET /logs/facets for all of them. A click narrows the query to a value; with Alt or Shift it
+// excludes it.
+async function loadFields(seq, startT, endT, signal) {
+  const box = $('fields');
+  box.setAttribute('aria-busy', 'true');
+  try {
+    const { body: keys } = await getJSON('/logs/fields?' + query({ start_time: startT, end_time: endT }), signal);
+    const attrs = keys.map((k) => k.field).filter((f) => FIELD_NAME.test(f) && !OWN_FIELDS.includes(f)).slice(0, 6);
+    const names = [...OWN_FIELDS, ...attrs];
+    const p = query({ start_time: startT, end_time: endT, limit: 5 });
+    for (const f of names) p.append('field', f);
+    const { body } = await getJSON('/logs/facets?' + p, signal);
+    if (seq !== loadSeq) return;
+    box.replaceChildren(...body.facets.map(fieldCard));
+    box.dataset.query = state.query; // what the panel answers, for anyone checking it
+    // The split-by choices: the fields shown, and whichever the URL names.
+    const keep = $('split').value;
+    $('split').replaceChildren(...[...new Set([...names, state.by])].map((f) => el('option', { value: f }, f)));
+    $('split').value = keep;
+  } catch (err) {
+    if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
+    box.replaceChildren(el('p', { class: 'hint' }, 'Field values unavailable.'));
+  } finally {
+    if (seq === loadSeq) box.removeAttribute('aria-busy');
+  }
+}
+
+function fieldCard(f) {
+  const total = f.values.reduce((a, v) => a + v.count, 0) + f.other + f.missing;
+  const list = el('ul', { class: 'values' });
+  for (const v of f.values) {
+    if (v.value === null || typeof v.value === 'object') continue;
+    const text = String(v.value);
+    const b = el('button', { type: 'button', class: 'value', title: `Show only ${f.field}:${text} (Alt or Shift: leave it out)` },
+      el('span', { class: 'v' }, text), el('span', { class: 'n' }, v.count.toLocaleString('en')));
+    b.dataset.field = f.field;
+    b.dataset.value = text;
+    b.addEventListener('click', (e) => narrow(f.field, v.value, e.altKey || e.shiftKey));
+    const bar = el('span', { class: 'share' });
+    bar.style.width = total ? `${Math.max(1, Math.round((100 * v.count) / total))}%` : '0';
+    list.append(el('li', {}, b, bar));
+  }
+  const rest = [];
+  if (f.other) rest.push(`${f.other.toLocaleString('en')} other`);
+  if (f.missing) rest.push(`${f.missing.toLocaleString('en')} without`);
+  return el('section', { class: 'field-card' }, el('h3', {}, f.field), list, rest.length ? el('p', { class: 'hint' }, rest.join(' · ')) : null);
+}
+
+// narrow adds field:value (or -field:value) to the query, as a history entry.
+function narrow(field, value, exclude) {
+  const term = (exclude ? '-' : '') + field + ':' + quoteValue(value);
+  state.query = state.query ? state.query + ' ' + term : term;
+  $('query').value = state.query;
+  showState();
+  reload();
+}
+
+// refreshStats redraws the histogram and its total under Live, at most once every 2 seconds:
+// the first entry after a refresh schedules the next.
+function refreshStats(seq) {
+  if (statsTimer) return;
+  statsTimer = setTimeout(() => {
+    statsTimer = 0;
+    if (seq !== loadSeq) return;
+    const [startT, endT] = range();
+    loadStats(seq, startT, endT, listAbort.signal);
+  }, 2000);
+}
+
 // matches says whether a live entry belongs in the table: in the range and matching every filter.
 // The page checks this itself, whichever of the filters the stream applies, so a live row never
-// shows what the table's own query would not; q compares case-folded text, close to the API's
+// shows what the table's own query would not (the query itself only the stream can apply: the
+// server evaluates it as it evaluates a listing's); q compares case-folded text, close to the API's
 // simple case folding.
 function matches(e) {
   const [from, to] = range();
@@ -371,10 +620,6 @@ function showStatus() {
 
 // --- rows ---------------------------------------------------------------------------------
 
-function fmtTime(ms) {
-  const d = new Date(ms);
-  return toLocalInput(ms).replace('T', ' ') + '.' + String(d.getMilliseconds()).padStart(3, '0');
-}
 
 function filterBy(key, value) {
   state[key] = value;
@@ -390,7 +635,7 @@ function addRow(e, live) {
     el('td', { class: 'lvl ' + (LEVELS.includes(e.level) ? 'lvl-' + e.level : 'lvl-other') }, e.level),
     el('td', { title: e.subject || '' }, e.subject || ''),
     el('td', {}, e.user_id ? el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: (ev) => { ev.stopPropagation(); filterBy('user', e.user_id); } }, e.user_id) : ''),
-    el('td', { title: e.message }, e.message));
+    el('td', { title: e.message }, el('div', { class: 'msg-preview' }, e.message)));
   tr.dataset.id = e.id;
   tr.dataset.time = String(e.time);
   tr.addEventListener('click', () => toggle(tr, e));
@@ -417,7 +662,7 @@ function toggle(tr, e) {
   add('id', e.id);
   add('time', `${fmtTime(e.time)} (${new Date(e.time).toISOString()}, ${e.time})`);
   add('level', e.level);
-  add('message', e.message);
+  add('message', el('div', { class: 'msg' }, e.message));
   if (e.subject) add('subject', el('button', { type: 'button', class: 'linkish', title: 'Show only this subject', onclick: () => filterBy('subject', e.subject) }, e.subject));
   if (e.user_id) add('user_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: () => filterBy('user', e.user_id) }, e.user_id));
   if (e.trace_id) add('trace_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this trace', onclick: () => filterBy('trace', e.trace_id) }, e.trace_id));
