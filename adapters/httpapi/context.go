@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -47,33 +46,15 @@ func (p contextPage) VisitLogContextResponse(w http.ResponseWriter) error {
 		w.Header().Set("Content-Type", "application/json")
 		started = true
 		w.WriteHeader(http.StatusOK)
-		bw, _ := p.buffers.Get().(*bufio.Writer)
-		if bw == nil {
-			bw = bufio.NewWriterSize(nil, streamBuffer)
-		}
-		bw.Reset(stallWriter{w: w, rc: http.NewResponseController(w), stall: p.stall})
-		defer func() {
-			bw.Reset(nil) // keep no reference to this response
-			p.buffers.Put(bw)
-		}()
+		bw, release := streamWriter(p.buffers, w, p.stall)
+		defer release()
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
 		var entry rest.LogEntry
 		side := func(open string, entries func(func(domain.LogEntry, error) bool)) error {
 			_, _ = bw.WriteString(open)
-			first := true
-			for e, err := range entries {
-				if err != nil {
-					return err
-				}
-				if !first {
-					_ = bw.WriteByte(',')
-				}
-				first = false
-				entry = toEntry(e)
-				if err := enc.Encode(&entry); err != nil {
-					return err
-				}
+			if err := encodeEntries(bw, enc, &entry, entries); err != nil {
+				return err
 			}
 			return bw.WriteByte(']')
 		}

@@ -55,8 +55,9 @@ type exportStream struct {
 
 func (x exportStream) VisitExportLogsResponse(w http.ResponseWriter) error {
 	var (
-		bw   *bufio.Writer
-		rows exportWriter
+		bw      *bufio.Writer
+		release func()
+		rows    exportWriter
 	)
 	begin := func() {
 		h := w.Header()
@@ -70,17 +71,12 @@ func (x exportStream) VisitExportLogsResponse(w http.ResponseWriter) error {
 		// The project id is one the service has found valid (a UUID) by now: safe in a header.
 		h.Set("Content-Disposition", `attachment; filename="logs-`+x.filter.ProjectID+`.`+ext+`"`)
 		w.WriteHeader(http.StatusOK)
-		bw, _ = x.buffers.Get().(*bufio.Writer)
-		if bw == nil {
-			bw = bufio.NewWriterSize(nil, streamBuffer)
-		}
-		bw.Reset(stallWriter{w: w, rc: http.NewResponseController(w), stall: x.stall})
+		bw, release = streamWriter(x.buffers, w, x.stall)
 		rows = newExportWriter(x.format, bw)
 	}
 	defer func() {
-		if bw != nil {
-			bw.Reset(nil) // keep no reference to this response
-			x.buffers.Put(bw)
+		if release != nil {
+			release()
 		}
 	}()
 	err := x.svc.ExportLogs(x.ctx, x.filter, x.pageSize, x.pageTimeout, func(page domain.Page) error {

@@ -313,34 +313,14 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 		}
 		started = true
 		w.WriteHeader(http.StatusOK)
-		bw, _ := p.buffers.Get().(*bufio.Writer)
-		if bw == nil {
-			bw = bufio.NewWriterSize(nil, streamBuffer)
-		}
-		bw.Reset(stallWriter{w: w, rc: http.NewResponseController(w), stall: p.stall})
-		defer func() {
-			bw.Reset(nil) // keep no reference to this response
-			p.buffers.Put(bw)
-		}()
+		bw, release := streamWriter(p.buffers, w, p.stall)
+		defer release()
 		enc := json.NewEncoder(bw)
 		enc.SetEscapeHTML(false)
 		_ = bw.WriteByte('[')
-		first := true
-		// One entry value, overwritten for each entry: encoding a fresh one per entry moved each
-		// to the heap, the most allocated object of a listing after the driver's.
 		var entry rest.LogEntry
-		for e, err := range page.Entries {
-			if err != nil {
-				return err
-			}
-			if !first {
-				_ = bw.WriteByte(',')
-			}
-			first = false
-			entry = toEntry(e)
-			if err := enc.Encode(&entry); err != nil {
-				return err
-			}
+		if err := encodeEntries(bw, enc, &entry, page.Entries); err != nil {
+			return err
 		}
 		_, _ = bw.WriteString("]\n")
 		return bw.Flush()
@@ -352,6 +332,41 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 		panic(http.ErrAbortHandler)
 	}
 	return err
+}
+
+// streamWriter takes a buffered writer from pool and points it at w through a stallWriter
+// bounded by stall; release returns it to the pool, holding no reference to w.
+func streamWriter(pool *sync.Pool, w http.ResponseWriter, stall time.Duration) (bw *bufio.Writer, release func()) {
+	bw, _ = pool.Get().(*bufio.Writer)
+	if bw == nil {
+		bw = bufio.NewWriterSize(nil, streamBuffer)
+	}
+	bw.Reset(stallWriter{w: w, rc: http.NewResponseController(w), stall: stall})
+	return bw, func() {
+		bw.Reset(nil)
+		pool.Put(bw)
+	}
+}
+
+// encodeEntries writes entries to bw as the elements of a JSON array, comma-separated, each as
+// a listing renders it. entry is one value overwritten for each entry: encoding a fresh one per
+// entry moved each to the heap, the most allocated object of a listing after the driver's.
+func encodeEntries(bw *bufio.Writer, enc *json.Encoder, entry *rest.LogEntry, entries func(func(domain.LogEntry, error) bool)) error {
+	first := true
+	for e, err := range entries {
+		if err != nil {
+			return err
+		}
+		if !first {
+			_ = bw.WriteByte(',')
+		}
+		first = false
+		*entry = toEntry(e)
+		if err := enc.Encode(entry); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // stallWriter renews the connection's write deadline before each write it passes on, one per
