@@ -95,19 +95,14 @@ func (s *Service) LogContext(ctx context.Context, q ContextQuery, fn ContextFunc
 	if err != nil {
 		return err
 	}
-	if err := authorize(ctx, q.ProjectID); err != nil {
-		return err
-	}
-	if !validID(q.ProjectID) {
-		return projectNotFound(q.ProjectID)
-	}
-	if !validID(q.ID) {
-		return entryNotFound(q.ID)
-	}
-	q.Now = s.now().UnixMilli()
-	release, err := s.acquireRead(ctx, q.ProjectID)
+	now, release, err := s.openRead(ctx, q.ProjectID)
 	if err != nil {
 		return err
+	}
+	q.Now = now
+	if !validID(q.ID) {
+		release()
+		return entryNotFound(q.ID)
 	}
 	defer release() // after the context has been streamed
 	err = s.store.LogContext(ctx, q, fn)

@@ -27,17 +27,11 @@ func (s *Service) ExportLogs(ctx context.Context, f LogFilter, pageSize int, pag
 	if err != nil {
 		return err
 	}
-	if err := authorize(ctx, q.ProjectID); err != nil {
-		return err
-	}
-	if !validID(q.ProjectID) {
-		return projectNotFound(q.ProjectID)
-	}
-	q.Now = s.now().UnixMilli()
-	release, err := s.acquireRead(ctx, q.ProjectID)
+	now, release, err := s.openRead(ctx, q.ProjectID)
 	if err != nil {
 		return err
 	}
+	q.Now = now
 	defer release()
 	for {
 		var next *Cursor

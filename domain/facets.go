@@ -150,17 +150,11 @@ func (s *Service) Facets(ctx context.Context, q FacetsQuery) ([]Facet, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := authorize(ctx, q.ProjectID); err != nil {
-		return nil, err
-	}
-	if !validID(q.ProjectID) {
-		return nil, projectNotFound(q.ProjectID)
-	}
-	q.Now = s.now().UnixMilli()
-	release, err := s.acquireRead(ctx, q.ProjectID)
+	now, release, err := s.openRead(ctx, q.ProjectID)
 	if err != nil {
 		return nil, err
 	}
+	q.Now = now
 	defer release()
 	facets, err := s.store.Facets(ctx, q)
 	if KindOf(err) == KindNotFound {
@@ -181,18 +175,12 @@ func (s *Service) Fields(ctx context.Context, q FieldsQuery) ([]FieldCount, erro
 		return nil, err
 	}
 	q.LogFilter = f
-	if err := authorize(ctx, q.ProjectID); err != nil {
-		return nil, err
-	}
-	if !validID(q.ProjectID) {
-		return nil, projectNotFound(q.ProjectID)
-	}
-	q.Now = s.now().UnixMilli()
-	q.Limit = MaxFieldKeys
-	release, err := s.acquireRead(ctx, q.ProjectID)
+	now, release, err := s.openRead(ctx, q.ProjectID)
 	if err != nil {
 		return nil, err
 	}
+	q.Now = now
+	q.Limit = MaxFieldKeys
 	defer release()
 	keys, err := s.store.Fields(ctx, q)
 	if KindOf(err) == KindNotFound {

@@ -165,17 +165,11 @@ func (s *Service) LogStats(ctx context.Context, q StatsQuery) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	if err := authorize(ctx, q.ProjectID); err != nil {
-		return Stats{}, err
-	}
-	if !validID(q.ProjectID) {
-		return Stats{}, projectNotFound(q.ProjectID)
-	}
-	q.Now = s.now().UnixMilli()
-	release, err := s.acquireRead(ctx, q.ProjectID)
+	now, release, err := s.openRead(ctx, q.ProjectID)
 	if err != nil {
 		return Stats{}, err
 	}
+	q.Now = now
 	defer release()
 	counts, err := s.store.LogStats(ctx, q)
 	if KindOf(err) == KindNotFound {

@@ -387,19 +387,13 @@ func (s *Service) ListLogs(ctx context.Context, q LogQuery, fn PageFunc) error {
 	if err != nil {
 		return err
 	}
-	if err := authorize(ctx, q.ProjectID); err != nil {
-		return err
-	}
-	if !validID(q.ProjectID) {
-		return projectNotFound(q.ProjectID)
-	}
 	// Entries past the project's retention are gone to readers from the moment it changes: the
 	// store compares them with now in the listing's own statement.
-	q.Now = s.now().UnixMilli()
-	release, err := s.acquireRead(ctx, q.ProjectID)
+	now, release, err := s.openRead(ctx, q.ProjectID)
 	if err != nil {
 		return err
 	}
+	q.Now = now
 	defer release() // after the page has been streamed: the rows hold a connection till then
 	// The store tells a missing project apart itself, and only for an empty page: a listing
 	// costs one round trip, not two.

@@ -19,3 +19,19 @@ func (s *Service) acquireRead(ctx context.Context, projectID string) (func(), er
 	}
 	return s.shares.Acquire(ctx, shareKey(ctx, projectID))
 }
+
+// openRead begins a read of a project's entries as every read use case does: the caller may read
+// the project (authorize), an id that cannot be a project's is KindNotFound, and one of the
+// caller's read shares is taken, whose release the caller defers. now is the moment the read
+// compares the project's retention with, in Unix milliseconds.
+func (s *Service) openRead(ctx context.Context, projectID string) (now int64, release func(), err error) {
+	if err := authorize(ctx, projectID); err != nil {
+		return 0, nil, err
+	}
+	if !validID(projectID) {
+		return 0, nil, projectNotFound(projectID)
+	}
+	now = s.now().UnixMilli()
+	release, err = s.acquireRead(ctx, projectID)
+	return now, release, err
+}
