@@ -48,14 +48,7 @@ func TestPostgresContextUsesThePrimaryKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	conn, err := sqlstore.ReadDB(s).Connx(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "ANALYZE logs"); err != nil {
-		t.Fatal(err)
-	}
+	conn := analyzedConn(t, s)
 	pkey := []string{"logs_pkey"}
 	level, err := domain.ParseQuery("level:error", domain.DefaultLimits().Query)
 	if err != nil {
@@ -107,6 +100,20 @@ func TestPostgresContextUsesThePrimaryKey(t *testing.T) {
 		found, buffers[0], buffers[1])
 }
 
+// analyzedConn is a connection of s's readers, closed when t ends, after ANALYZE of logs.
+func analyzedConn(t *testing.T, s *sqlstore.Store) *sqlx.Conn {
+	t.Helper()
+	conn, err := sqlstore.ReadDB(s).Connx(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), "ANALYZE logs"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 // queryBuffers runs query under EXPLAIN ANALYZE and returns the buffers it read.
 func queryBuffers(t *testing.T, conn *sqlx.Conn, query string, args []any) int {
 	t.Helper()
@@ -147,14 +154,7 @@ func TestPostgresReadsStartWhereTheirTimeDoes(t *testing.T) {
 	if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := sqlstore.ReadDB(s).Connx(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "ANALYZE logs"); err != nil {
-		t.Fatal(err)
-	}
+	conn := analyzedConn(t, s)
 	a := batch[len(batch)-1]
 	q := domain.ContextQuery{ProjectID: p.ID, ID: a.ID, Before: ptr(50), After: ptr(50), Now: in}
 	queries, args := sqlstore.ContextSQL(s, q, a.Time, a.ID)

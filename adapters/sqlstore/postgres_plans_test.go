@@ -322,7 +322,9 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 			if c.desc {
 				q.After.Time = 50_003
 			}
-			if deep := pageBuffers(t, conn, s, q); deep > first+first/2 {
+			// Twice the first page's: the heap pages of 100 entries vary with where they lie
+			// in the batches' runs (a batch's rows go in in key order), 9 to 14 here.
+			if deep := pageBuffers(t, conn, s, q); deep > 2*first {
 				t.Errorf("a page 7,500 entries in read %d buffers, the first page %d", deep, first)
 			}
 		})
@@ -333,18 +335,5 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 func pageBuffers(t *testing.T, conn *sqlx.Conn, s *sqlstore.Store, q domain.LogQuery) int {
 	t.Helper()
 	query, args := sqlstore.ListSQL(s, q)
-	var out []byte
-	if err := conn.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
-		t.Fatal(err)
-	}
-	var plans []struct {
-		Plan struct {
-			Hit  int `json:"Shared Hit Blocks"`
-			Read int `json:"Shared Read Blocks"`
-		}
-	}
-	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("plan %s: %v", out, err)
-	}
-	return plans[0].Plan.Hit + plans[0].Plan.Read
+	return queryBuffers(t, conn, query, args)
 }
