@@ -42,28 +42,36 @@ func (h *harness) measureMigrate(ctx context.Context) error {
 	}
 	pgURL := h.pg.DatabaseURL("migrate")
 	sqlitePath := filepath.Join(h.dir, "migrate.db")
-	for _, st := range []struct {
+	stores := []struct {
 		name, engine, dsn, dbURL string
+		projects                 []string
 	}{
-		{"PostgreSQL", "postgres", pgURL, pgURL},
-		{"SQLite", "sqlite", "file:" + sqlitePath + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)", "sqlite:" + sqlitePath},
-	} {
+		{name: "PostgreSQL", engine: "postgres", dsn: pgURL, dbURL: pgURL},
+		{name: "SQLite", engine: "sqlite", dsn: "file:" + sqlitePath + "?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)", dbURL: "sqlite:" + sqlitePath},
+	}
+	for i, st := range stores {
 		h.logf("migrate: writing %s entries at schema version %d, %s", thousands(int64(rows)), migrateFrom, st.name)
 		began := time.Now()
 		projects, err := writeOldRelease(ctx, st.engine, st.dsn, rows, start)
 		if err != nil {
 			return fmt.Errorf("%s: write at version %d: %w", st.name, migrateFrom, err)
 		}
+		stores[i].projects = projects
 		h.logf("migrate: written in %v", time.Since(began).Round(time.Second))
-		if st.engine == "postgres" {
-			if err := vacuum(ctx, pgURL); err != nil {
-				return err
-			}
-		}
-		if err := h.upgrade(ctx, st.name, st.engine, st.dbURL, rows, projects, start); err != nil {
+	}
+	if err := vacuum(ctx, pgURL); err != nil {
+		return err
+	}
+	h.logf("migrate: before the upgrade, at schema version %d:", migrateFrom)
+	if err := h.reportBytes(ctx, rows, pgURL, sqlitePath, false); err != nil {
+		return err
+	}
+	for _, st := range stores {
+		if err := h.upgrade(ctx, st.name, st.engine, st.dbURL, rows, st.projects, start); err != nil {
 			return fmt.Errorf("%s: %w", st.name, err)
 		}
 	}
+	h.logf("migrate: after the upgrade:")
 	return h.reportBytes(ctx, rows, pgURL, sqlitePath, false)
 }
 
