@@ -160,6 +160,7 @@ bench-citus:
 ## writes perf(1) CPU profiles of the service under the ingest and read loads; PPROF_DIR=dir saves
 ## Go CPU and allocation profiles of the service, via its PPROF_ADDR, and their top entries;
 ## SEARCH_ROWS=n sizes the query-language corpus, VICTORIALOGS=path its baseline's binary;
-## ONLY=search,reads runs only those stages of ingest, reads, makehat, search)
+## MIGRATE_ROWS=n the database of the previous schema that the service upgrades at start-up;
+## ONLY=search,reads runs only those stages of ingest, reads, makehat, search, migrate)
 bench-e2e:
-	$(GO) run ./app/bench/harness -rows $(ROWS) $(if $(SEARCH_ROWS),-search-rows $(SEARCH_ROWS)) $(if $(VICTORIALOGS),-victorialogs $(VICTORIALOGS)) $(if $(ONLY),-only $(ONLY)) $(if $(PERF_DIR),-perf $(PERF_DIR)) $(if $(PPROF_DIR),-pprof $(PPROF_DIR))
+	$(GO) run ./app/bench/harness -rows $(ROWS) $(if $(SEARCH_ROWS),-search-rows $(SEARCH_ROWS)) $(if $(MIGRATE_ROWS),-migrate-rows $(MIGRATE_ROWS)) $(if $(VICTORIALOGS),-victorialogs $(VICTORIALOGS)) $(if $(ONLY),-only $(ONLY)) $(if $(PERF_DIR),-perf $(PERF_DIR)) $(if $(PPROF_DIR),-pprof $(PPROF_DIR))

@@ -10,6 +10,9 @@
 //     on one seeded table (ROWS entries, 10 projects, 30 days);
 //   - MakeHat: calls per second over 50 connections against ./stock, the generated Twirp server
 //     with no middleware, each server pinned to one core (wrk when installed, else ./load).
+//   - search: the query-language questions beside VictoriaLogs (search.go);
+//   - migrate: the in-place upgrade of a database the previous schema holds (migrate.go): time
+//     to ready and peak RSS beside the same service started again on the migrated database.
 //
 // Everything it starts it stops, on failure and on Ctrl-C too; its children die with it
 // (Pdeathsig). With -perf DIR it also records CPU profiles of the service under the ingest, read
@@ -67,7 +70,9 @@ type options struct {
 	// victoriaLogs the path of VictoriaLogs' binary, their baseline.
 	searchRows   int
 	victoriaLogs string
-	only         string // the stages to run, comma-separated; empty: all
+	// migrateRows is the size of the database the upgrade figures migrate (0: none).
+	migrateRows int
+	only        string // the stages to run, comma-separated; empty: all
 }
 
 // harness is one run: its directory, binaries, database cluster and processes.
@@ -94,7 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.pprofFor, "pprof-time", 10*time.Second, "length of each Go profile (-pprof)")
 	fs.IntVar(&o.searchRows, "search-rows", 1_000_000, "entries in the query-language corpus, written to the service on PostgreSQL and SQLite and to VictoriaLogs (0: no search figures)")
 	fs.StringVar(&o.victoriaLogs, "victorialogs", "", "VictoriaLogs' `binary`, the search figures' baseline (default: victoria-logs on PATH)")
-	fs.StringVar(&o.only, "only", "", "run only these stages, comma-separated: ingest, reads, makehat, search (default: all)")
+	fs.IntVar(&o.migrateRows, "migrate-rows", 1_000_000, "entries in the database of the previous schema that the service upgrades at start-up, on PostgreSQL and SQLite (0: no upgrade figures)")
+	fs.StringVar(&o.only, "only", "", "run only these stages, comma-separated: ingest, reads, makehat, search, migrate (default: all)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run's directory (binaries, logs, databases) afterwards")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "stop everything and fail after this long")
 	fs.SetOutput(stderr)
@@ -103,6 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.rows < seedProjects {
 		return fmt.Errorf("-rows must be at least %d", seedProjects)
+	}
+	if o.migrateRows != 0 && o.migrateRows < 1000 {
+		return errors.New("-migrate-rows must be 0 or at least 1000")
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -145,12 +154,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("search: %w", err)
 		}
 	}
+	if run("migrate") && o.migrateRows > 0 {
+		if err := h.measureMigrate(ctx); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
 	if ctx.Err() != nil {
 		return fmt.Errorf("stopped: %w", context.Cause(ctx))
 	}
 
-	fmt.Fprintf(stdout, "\nobsvc outside harness, %s: %s rows (%d projects, %d days; search corpus %s), %d vCPUs, %s, PostgreSQL %s, MakeHat load: %s; %s\n\n",
-		time.Now().UTC().Format("2006-01-02"), thousands(int64(o.rows)), seedProjects, seedDays, thousands(int64(o.searchRows)), runtime.NumCPU(), runtime.Version(),
+	fmt.Fprintf(stdout, "\nobsvc outside harness, %s: %s rows (%d projects, %d days; search corpus %s; upgrade %s), %d vCPUs, %s, PostgreSQL %s, MakeHat load: %s; %s\n\n",
+		time.Now().UTC().Format("2006-01-02"), thousands(int64(o.rows)), seedProjects, seedDays, thousands(int64(o.searchRows)), thousands(int64(o.migrateRows)), runtime.NumCPU(), runtime.Version(),
 		serverVersion(ctx, h.pg), map[bool]string{true: "wrk", false: "Go (./load hat)"}[h.wrk != ""], map[bool]string{true: "servers pinned to core 0, load to core 1", false: "not pinned"}[h.pinned])
 	writeTable(stdout, h.figs)
 	h.logf("measured in %v", time.Since(started).Round(time.Second))
@@ -231,6 +245,16 @@ func (h *harness) pin(core string, argv ...string) []string {
 // startService starts the service binary as a user would: default settings, the address and
 // DATABASE_URL given, its log (the access log at info) in a file of the run.
 func (h *harness) startService(ctx context.Context, name, dbURL string, pinned bool) (*proc, string, error) {
+	return h.start(ctx, name, dbURL, pinned, time.Minute)
+}
+
+// startServiceWithin is startService, unpinned, waiting up to within for the service to be
+// ready (it migrates its database first).
+func (h *harness) startServiceWithin(ctx context.Context, name, dbURL string, within time.Duration) (*proc, string, error) {
+	return h.start(ctx, name, dbURL, false, within)
+}
+
+func (h *harness) start(ctx context.Context, name, dbURL string, pinned bool, within time.Duration) (*proc, string, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, "", err
@@ -253,7 +277,7 @@ func (h *harness) startService(ctx context.Context, name, dbURL string, pinned b
 	}
 	p.pprof = pprofAddr
 	base := "http://" + addr
-	if err := waitHTTP(ctx, p, base+"/readyz", time.Minute); err != nil {
+	if err := waitHTTP(ctx, p, base+"/readyz", within); err != nil {
 		p.halt(30 * time.Second)
 		return nil, "", err
 	}

@@ -9,16 +9,16 @@ import (
 // figure is one line of the harness's table: our figure beside its baseline from the same run.
 type figure struct {
 	Name     string
-	Unit     string  // "rows/s", "calls/s" or "ms"
+	Unit     string  // "rows/s", "calls/s", "ms", "s" or "MiB"
 	Ours     float64 // 0 with Err set: not measured
 	Baseline float64
-	Target   float64 // the ratio ours/baseline must be at least (rates) or at most (latencies) this
+	Target   float64 // the ratio ours/baseline must be at least (rates) or at most (the rest) this; 0: none
 	Note     string  // shown after the verdict, e.g. refused calls
 	Err      error
 }
 
 // higherIsBetter tells rates from latencies.
-func (f figure) higherIsBetter() bool { return f.Unit != "ms" }
+func (f figure) higherIsBetter() bool { return strings.HasSuffix(f.Unit, "/s") }
 
 // ratio is ours / baseline.
 func (f figure) ratio() float64 {
@@ -45,30 +45,39 @@ func writeTable(w io.Writer, figs []figure) {
 		if !f.higherIsBetter() {
 			cmp = "≤"
 		}
+		target := fmt.Sprintf("%s %.2f", cmp, f.Target)
+		if f.Target == 0 {
+			target = "none"
+		}
 		if f.Err != nil {
-			fmt.Fprintf(w, "| %s | failed: %s | | | %s %.2f | |\n", f.Name, oneLine(f.Err.Error()), cmp, f.Target)
+			fmt.Fprintf(w, "| %s | failed: %s | | | %s | |\n", f.Name, oneLine(f.Err.Error()), target)
 			continue
 		}
 		if f.Baseline == 0 {
-			fmt.Fprintf(w, "| %s | %s | | | %s %.2f | %s |\n", f.Name, amount(f.Ours, f.Unit), cmp, f.Target, f.Note)
+			fmt.Fprintf(w, "| %s | %s | | | %s | %s |\n", f.Name, amount(f.Ours, f.Unit), target, f.Note)
 			continue
 		}
 		verdict := "met"
-		if !f.met() {
+		if f.Target == 0 {
+			verdict = ""
+		} else if !f.met() {
 			verdict = "MISSED"
 		}
 		if f.Note != "" {
-			verdict += "; " + f.Note
+			verdict = strings.TrimPrefix(verdict+"; "+f.Note, "; ")
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s %.2f | %s |\n", f.Name, amount(f.Ours, f.Unit), amount(f.Baseline, f.Unit), f.ratio(), cmp, f.Target, verdict)
+		fmt.Fprintf(w, "| %s | %s | %s | %.2f | %s | %s |\n", f.Name, amount(f.Ours, f.Unit), amount(f.Baseline, f.Unit), f.ratio(), target, verdict)
 	}
 }
 
 // amount renders v in unit: rates as whole numbers with thousands separators, latencies in ms
 // with two decimals.
 func amount(v float64, unit string) string {
-	if unit == "ms" {
+	switch unit {
+	case "ms":
 		return fmt.Sprintf("%.2f ms", v)
+	case "s":
+		return fmt.Sprintf("%.1f s", v)
 	}
 	return thousands(int64(v+0.5)) + " " + unit
 }
