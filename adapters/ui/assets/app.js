@@ -475,7 +475,9 @@ async function loadPage(seq, url, signal) {
     nextURL = nextLink(resp);
     if (nextURL) $('more').textContent = '';
     else if ($('rows').children.length) $('more').textContent = 'No more entries in this range.';
-    else $('more').replaceChildren(emptyState());
+    // A new box in place of the old one, which moved up as the skeleton rows went: what appears
+    // where the rows were is new content, not the page jumping.
+    else $('more').replaceWith(el('div', { id: 'more', class: 'more' }, emptyState()));
     showStatus();
     drawn('table');
   } catch (err) {
