@@ -100,7 +100,8 @@ new PerformanceObserver((l) => {
 		// The API's requests, each with the time its answer ended, say where the time went.
 		requests, _ := chromedp.Run(bctx, chromedp.Evaluate[[]string](`performance.getEntriesByType('resource').filter((r) => !r.name.includes('/ui/')).map((r) => new URL(r.name).pathname + ' ' + Math.round(r.responseEnd) + ' ms')`))
 		if err != nil {
-			b.Fatalf("no first render of %s in 3 minutes: %v; requests: %q", project, err, requests)
+			said, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`document.getElementById('message').textContent + ' | ' + document.getElementById('hist-total').textContent + ' | ' + document.getElementById('more').textContent`))
+			b.Fatalf("no first render of %s in 3 minutes: %v; requests: %q; the page says %q", project, err, requests, said)
 		}
 		if project != empty {
 			b.Logf("requests of %s: %q", project, requests)
