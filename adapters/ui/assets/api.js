@@ -54,6 +54,15 @@ export async function sendJSON(method, url, body) {
   return resp.status === 204 ? null : resp.json();
 }
 
+// download reads a file the API sends as an attachment (GET /logs/export) with the key, and
+// returns it as a Blob with the file name its Content-Disposition gives.
+export async function download(url, signal) {
+  const resp = await fetch(url, { headers: headers(), signal });
+  if (!resp.ok) throw await explain(resp);
+  const m = /filename="([^"]*)"/.exec(resp.headers.get('Content-Disposition') || '');
+  return { blob: await resp.blob(), name: m ? m[1] : '' };
+}
+
 // nextLink returns the absolute URL of a page's rel="next" Link, resolved against the request URL.
 export function nextLink(resp) {
   const link = resp.headers.get('Link') || '';

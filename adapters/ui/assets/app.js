@@ -1,11 +1,12 @@
 // The log explorer: a project, a time range and filters (all kept in the page's URL, so a link
 // can be shared), the histogram of the range, the entries newest first with infinite scroll, and
 // a live tail. Everything comes from the REST API; see api.js for how requests are authenticated.
-import { ApiError, apiKey, getJSON, nextLink, setApiKey, tail } from './api.js';
+import { ApiError, apiKey, download, getJSON, nextLink, setApiKey, tail } from './api.js';
 import { Histogram, colorFor, stepFor } from './chart.js';
 import { quoteValue, setupQueryBar } from './query.js';
 import { setupSearches } from './searches.js';
 import { fmtTime, fromInput, setTzMode, toInput, tzMode, zoneLabel } from './time.js';
+import { setupViews } from './views.js';
 
 const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 // The API stores levels canonical: case-insensitive, these spellings of common loggers as one of
@@ -35,7 +36,10 @@ const el = (tag, props = {}, ...children) => {
 };
 
 // state is what the URL holds.
-const state = { project: '', range: '1h', from: 0, to: 0, query: '', q: '', user: '', subject: '', trace: '', levels: [], live: false, by: 'level' };
+const state = { project: '', range: '1h', from: 0, to: 0, query: '', q: '', user: '', subject: '', trace: '', levels: [], live: false, by: 'level',
+  // view is '' (the list), 'context' (around the entry vid, neighbours narrowed by vnarrow) or
+  // 'trace' (every entry of the trace vtrace).
+  view: '', vid: '', vnarrow: '', vtrace: '' };
 
 let projects = [];
 let loadSeq = 0; // the current load; answers to older ones are dropped
@@ -53,6 +57,14 @@ const hist = new Histogram($('hist'), (from, to) => {
   showState();
   reload();
 });
+// showView opens a context or a trace (or, with view '', the list) as a history entry.
+function showView(patch) {
+  Object.assign(state, { view: '', vid: '', vnarrow: '', vtrace: '' }, patch);
+  showState();
+  reload();
+  window.scrollTo(0, 0);
+}
+const views = setupViews({ $, el, state, show: showView });
 let statsTimer = 0; // Live: the pending refresh of the counts
 let booted = false; // after the first load, every change of the state is a history entry
 
@@ -74,6 +86,10 @@ function readURL() {
   state.levels = [...new Set(p.getAll('level').filter((l) => l).map(canonicalLevel))];
   state.live = p.get('live') === '1';
   state.by = p.get('by') || 'level';
+  state.view = ['context', 'trace'].includes(p.get('view')) ? p.get('view') : '';
+  state.vid = state.view === 'context' ? p.get('id') || '' : '';
+  state.vnarrow = state.view === 'context' && ['subject', 'trace'].includes(p.get('narrow')) ? p.get('narrow') : '';
+  state.vtrace = state.view === 'trace' ? p.get('trace_id') || '' : '';
 }
 
 function writeURL() {
@@ -86,6 +102,8 @@ function writeURL() {
   for (const l of state.levels) p.append('level', l);
   if (state.live) p.set('live', '1');
   if (state.by !== 'level') p.set('by', state.by);
+  if (state.view === 'context') { p.set('view', 'context'); p.set('id', state.vid); if (state.vnarrow) p.set('narrow', state.vnarrow); }
+  if (state.view === 'trace') { p.set('view', 'trace'); p.set('trace_id', state.vtrace); }
   // Each change is a history entry, so Back and Forward walk queries, ranges and zooms; the
   // first load only completes the URL it was opened with.
   const url = '/ui?' + p.toString();
@@ -186,6 +204,7 @@ function setupForm() {
     typing = setTimeout(apply, 350);
   });
   $('zoom-out').addEventListener('click', zoomOut);
+  for (const f of ['ndjson', 'csv']) $('export-' + f).addEventListener('click', saveExport);
   applyTheme();
   $('theme').addEventListener('change', () => {
     if ($('theme').value === 'auto') localStorage.removeItem(THEME); else localStorage.setItem(THEME, $('theme').value);
@@ -396,16 +415,29 @@ function reload() {
   if (listAbort) listAbort.abort();
   listAbort = new AbortController();
   if (stopTail) { stopTail(); stopTail = null; }
+  if (views.render()) { say(''); return; } // a context or a trace in place of the list
   say('');
   clearResults();
   const [startT, endT] = range();
   loadStats(seq, startT, endT, listAbort.signal);
   loadFields(seq, startT, endT, listAbort.signal);
+  exportLinks(startT, endT);
   placeholders();
   const first = () => loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
   // Live: the first page is read once the tail is open, so an entry written between the two
   // requests is in one of them (and shown once), never in neither.
   if (state.live) follow(seq, first); else first();
+}
+
+// drawn notes that the table's first page or the chart is on the page; once both are, the page
+// marks 'explorer-first-render' (once per page load) at the next frame, for anyone measuring it.
+const firstDrawn = new Set();
+function drawn(what) {
+  if (firstDrawn.has('marked')) return;
+  firstDrawn.add(what);
+  if (!firstDrawn.has('table') || !firstDrawn.has('chart')) return;
+  firstDrawn.add('marked');
+  requestAnimationFrame(() => performance.mark('explorer-first-render'));
 }
 
 async function loadStats(seq, startT, endT, signal) {
@@ -418,6 +450,7 @@ async function loadStats(seq, startT, endT, signal) {
     const { body } = await getJSON('/logs/stats?' + q, signal);
     if (seq !== loadSeq) return;
     hist.draw(body);
+    drawn('chart');
     if (state.by === 'level') addLevelChips(body.series.map((s) => s.value).filter((v) => typeof v === 'string'));
     $('hist-total').textContent = `· ${body.total.toLocaleString('en')} in range`;
     $('hist-total').dataset.total = String(body.total);
@@ -442,8 +475,11 @@ async function loadPage(seq, url, signal) {
     nextURL = nextLink(resp);
     if (nextURL) $('more').textContent = '';
     else if ($('rows').children.length) $('more').textContent = 'No more entries in this range.';
-    else $('more').replaceChildren(emptyState());
+    // A new box in place of the old one, which moved up as the skeleton rows went: what appears
+    // where the rows were is new content, not the page jumping.
+    else $('more').replaceWith(el('div', { id: 'more', class: 'more' }, emptyState()));
     showStatus();
+    drawn('table');
   } catch (err) {
     if (seq !== loadSeq || (err && err.name === 'AbortError')) return;
     removePlaceholders();
@@ -515,6 +551,43 @@ function follow(seq, opened) {
       if (s === 'error') fail(err);
     },
   });
+}
+
+// --- export -------------------------------------------------------------------------------
+
+// exportLinks points the two downloads at GET /logs/export with exactly the list's filters,
+// query and range. The API key travels in a header, which a plain link cannot send: a click
+// fetches the file with it and saves it through a Blob URL (the href stays for copying, and for a
+// server without keys).
+function exportLinks(startT, endT) {
+  for (const f of ['ndjson', 'csv']) {
+    const a = $('export-' + f);
+    a.href = '/logs/export?' + query({ start_time: startT, end_time: endT, format: f });
+    a.download = `logs-${state.project}.${f}`;
+  }
+}
+
+async function saveExport(ev) {
+  const a = ev.currentTarget;
+  ev.preventDefault();
+  if (a.dataset.busy) return;
+  a.dataset.busy = '1';
+  a.setAttribute('aria-busy', 'true');
+  try {
+    const { blob, name } = await download(a.href);
+    const url = URL.createObjectURL(blob);
+    const save = el('a', { href: url, download: name || a.download, hidden: true });
+    document.body.append(save);
+    save.click();
+    save.remove();
+    a.dataset.saved = String(Number(a.dataset.saved || 0) + 1); // for anyone checking the download
+    setTimeout(() => URL.revokeObjectURL(url), 60e3);
+  } catch (err) {
+    fail(err);
+  } finally {
+    delete a.dataset.busy;
+    a.removeAttribute('aria-busy');
+  }
 }
 
 // --- fields ---------------------------------------------------------------------------------
@@ -665,10 +738,15 @@ function toggle(tr, e) {
   add('message', el('div', { class: 'msg' }, e.message));
   if (e.subject) add('subject', el('button', { type: 'button', class: 'linkish', title: 'Show only this subject', onclick: () => filterBy('subject', e.subject) }, e.subject));
   if (e.user_id) add('user_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this user', onclick: () => filterBy('user', e.user_id) }, e.user_id));
-  if (e.trace_id) add('trace_id', el('button', { type: 'button', class: 'linkish', title: 'Show only this trace', onclick: () => filterBy('trace', e.trace_id) }, e.trace_id));
+  if (e.trace_id) {
+    add('trace_id', el('span', {}, el('button', { type: 'button', class: 'linkish trace-link', title: 'Every entry of this trace, oldest first', onclick: () => showView({ view: 'trace', vtrace: e.trace_id }) }, e.trace_id),
+      ' ', el('button', { type: 'button', class: 'small', title: 'Show only this trace in the list', onclick: () => filterBy('trace', e.trace_id) }, 'Filter by it')));
+  }
   if (e.span_id) add('span_id', e.span_id);
   if (e.attributes && Object.keys(e.attributes).length) add('attributes', el('pre', { class: 'attrs' }, JSON.stringify(e.attributes, null, 2)));
-  tr.after(el('tr', { class: 'detail' }, el('td', { colSpan: 5 }, dl)));
+  const actions = el('div', { class: 'actions-row' },
+    el('button', { type: 'button', class: 'small context', title: 'The entries before and after this one in the project', onclick: () => showView({ view: 'context', vid: e.id }) }, 'Context'));
+  tr.after(el('tr', { class: 'detail' }, el('td', { colSpan: 5 }, dl, actions)));
 }
 
 // --- start --------------------------------------------------------------------------------
