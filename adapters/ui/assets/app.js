@@ -419,11 +419,20 @@ function reload() {
   say('');
   clearResults();
   const [startT, endT] = range();
-  loadStats(seq, startT, endT, listAbort.signal);
-  loadFields(seq, startT, endT, listAbort.signal);
   exportLinks(startT, endT);
   placeholders();
-  const first = () => loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), listAbort.signal);
+  const signal = listAbort.signal;
+  // One read at a time, the table's first: the server runs one read of a key at a time (its
+  // read share, MAX_READS_PER_KEY) and refuses one that waits too long, so on a large project
+  // the table asked beside the counts and the fields was answered 429. Then the counts, then
+  // the fields, each as the one before is done (drawn or failed).
+  const first = async () => {
+    await loadPage(seq, '/logs?' + query({ order: 'desc', limit: PAGE, start_time: startT, end_time: endT }), signal);
+    if (seq !== loadSeq) return;
+    await loadStats(seq, startT, endT, signal);
+    if (seq !== loadSeq) return;
+    await loadFields(seq, startT, endT, signal);
+  };
   // Live: the first page is read once the tail is open, so an entry written between the two
   // requests is in one of them (and shown once), never in neither.
   if (state.live) follow(seq, first); else first();
