@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -588,6 +589,43 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 	}
 	if got := p.str(`document.querySelectorAll('main img, main b, main script:not([src])').length + ':' + String(window.pwned)`); got != "0:undefined" {
 		t.Fatalf("hostile content became markup: %s", got)
+	}
+	// A project named in markup, holding a 64 KiB message of markup, script ends and bidi
+	// controls: the name in the project menu and the whole message in the expanded entry are
+	// their text, and nothing of them becomes an element.
+	hostileName := evil + "</script>\u202e"
+	body, _ := json.Marshal(map[string]any{"name": hostileName})
+	resp = explorerDo(t, http.MethodPost, srv.URL+"/projects", bytes.NewReader(body))
+	var named struct {
+		ID string `json:"id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&named)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || err != nil {
+		t.Fatalf("POST /projects with a hostile name = %d, %v", resp.StatusCode, err)
+	}
+	big := []rune(strings.Repeat(evil+" </script><script>window.pwned=2</script>\u202e\u2066 ", 1200))
+	for len(string(big)) > 64<<10 {
+		big = big[:len(big)-1]
+	}
+	postLogs(t, srv.URL, []map[string]any{{"project_id": named.ID, "message": string(big), "level": "error", "time": time.Now().UnixMilli()}})
+	p.do(chromedp.Navigate(srv.URL + "/ui?project=" + named.ID))
+	p.poll("the 64 KiB entry", rows+` === 1`, 15*time.Second)
+	p.clickAt(`document.querySelector('#rows tr.entry td:nth-child(2)')`)
+	p.poll("expanded", `!!document.querySelector('tr.detail .msg')`, 5*time.Second)
+	shownBig := p.str(`JSON.stringify([document.querySelector('#project option:checked').textContent, document.querySelector('tr.detail .msg').textContent])`)
+	var bigTexts []string
+	_ = json.Unmarshal([]byte(shownBig), &bigTexts)
+	if len(bigTexts) != 2 || bigTexts[0] != hostileName || bigTexts[1] != string(big) {
+		var name string
+		var msgBytes int
+		if len(bigTexts) == 2 {
+			name, msgBytes = bigTexts[0], len(bigTexts[1])
+		}
+		t.Fatalf("a hostile project name and a 64 KiB message shown as %d texts, the name %q, the message %d bytes; want the name %q and the %d-byte message", len(bigTexts), name, msgBytes, hostileName, len(string(big)))
+	}
+	if got := p.str(`document.querySelectorAll('main img, main b, main script:not([src]), header img, header script:not([src])').length + ':' + String(window.pwned)`); got != "0:undefined" {
+		t.Fatalf("the hostile project or message became markup: %s", got)
 	}
 
 	// 8. States: an unknown project said plainly (and no other shown); placeholders keep the
