@@ -69,11 +69,10 @@ func (s *Store) Facets(ctx context.Context, q domain.FacetsQuery) ([]domain.Face
 	}
 	f := q.LogFilter
 	f.Start, f.End = nil, &end // lo, the later of start and the retention, is added below
-	eng, _, err := s.sqlitePlan(ctx, f.Parsed.Root)
+	w, wargs, err := s.plannedWhere(ctx, f)
 	if err != nil {
 		return nil, s.translate("facets: plan", err)
 	}
-	w, wargs := where(eng, f)
 	args = append(args, wargs...)
 	var b strings.Builder
 	b.WriteString(statsCut)
@@ -174,11 +173,10 @@ func (s *Store) Fields(ctx context.Context, q domain.FieldsQuery) ([]domain.Fiel
 	start, end := *q.Start, *q.End
 	f := q.LogFilter
 	f.Start, f.End = nil, &end
-	eng, _, err := s.sqlitePlan(ctx, f.Parsed.Root)
+	w, wargs, err := s.plannedWhere(ctx, f)
 	if err != nil {
 		return nil, s.translate("fields: plan", err)
 	}
-	w, wargs := where(eng, f)
 	args := append([]any{start, start, q.Now, start, q.ProjectID}, wargs...)
 	args = append(args, q.Limit)
 	table, key := s.attributeKeys()

@@ -289,11 +289,10 @@ func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, er
 			_ = tx.Rollback() // nothing of this delete stays; a rollback error adds nothing
 		}
 	}()
-	eng, _, err := s.sqlitePlan(ctx, f.Parsed.Root)
+	w, args, err := s.plannedWhere(ctx, f)
 	if err != nil {
 		return 0, s.translate("delete logs: plan", err)
 	}
-	w, args := where(eng, f)
 	n, err = deleteCounted(ctx, tx, s.bind, "DELETE FROM logs"+w, args...)
 	if err != nil {
 		return 0, s.translate("delete logs", err)

@@ -547,6 +547,16 @@ func (s *Store) sqlitePlan(ctx context.Context, root domain.QueryNode) (e engine
 	return plan, first, nil
 }
 
+// plannedWhere is where(f) rendered by the engine sqlitePlan gives for f's tree.
+func (s *Store) plannedWhere(ctx context.Context, f domain.LogFilter) (string, []any, error) {
+	eng, _, err := s.sqlitePlan(ctx, f.Parsed.Root)
+	if err != nil {
+		return "", nil, err
+	}
+	w, args := where(eng, f)
+	return w, args, nil
+}
+
 // sqliteProbes bounds the terms sqlitePlan counts for one query; the rest are tested on each
 // entry read.
 const sqliteProbes = 32

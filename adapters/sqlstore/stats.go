@@ -203,11 +203,10 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 	if !rollupAnswers(q) || (q.By != domain.ByLevel && q.By != domain.ByNone) {
 		f := q.LogFilter
 		f.Start, f.End = nil, &hi // lo, the later of start and the retention, is added below
-		eng, _, err := s.sqlitePlan(ctx, f.Parsed.Root)
+		w, args, err := s.plannedWhere(ctx, f)
 		if err != nil {
 			return nil, s.translate("stats: plan", err)
 		}
-		w, args := where(eng, f)
 		group, groupArgs := s.groupColumn(q.By)
 		query := statsCut + ", counts AS (SELECT (time - ?) / ? AS bucket, " + group + " AS grp, count(*) AS n FROM logs" +
 			w + " AND time >= (SELECT lo FROM cut) GROUP BY bucket, grp)" + s.statsTop() + statsFound
