@@ -72,10 +72,5 @@ func (p contextPage) VisitLogContextResponse(w http.ResponseWriter) error {
 		_, _ = bw.WriteString("}\n")
 		return bw.Flush()
 	})
-	if err != nil && started {
-		// As a listing: once the status is out, a failure can only cut the body short.
-		p.log.ErrorContext(p.ctx, "context failed mid-stream", "err", err)
-		panic(http.ErrAbortHandler)
-	}
-	return err
+	return endStream(p.ctx, p.log, "context", err, started)
 }

@@ -99,13 +99,8 @@ func (x exportStream) VisitExportLogsResponse(w http.ResponseWriter) error {
 		}
 		return bw.Flush() // each page goes out whole before the next is read
 	})
-	if err != nil && bw != nil {
-		// The status and part of the body are out: cutting the response short is the only
-		// honest signal left; a problem document appended to a CSV would read as data.
-		x.log.ErrorContext(x.ctx, "export failed mid-stream", "err", err)
-		panic(http.ErrAbortHandler)
-	}
-	return err
+	// A problem document appended to a CSV would read as data: cut short, as a listing is.
+	return endStream(x.ctx, x.log, "export", err, bw != nil)
 }
 
 // exportWriter writes the rows of one export format.

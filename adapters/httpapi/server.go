@@ -325,10 +325,16 @@ func (p logsPage) VisitListLogsResponse(w http.ResponseWriter) error {
 		_, _ = bw.WriteString("]\n")
 		return bw.Flush()
 	})
+	return endStream(p.ctx, p.log, "listing", err, started)
+}
+
+// endStream ends a streamed response that failed with err: before the status went out (not
+// started), err goes back to be answered as a problem; after it, the status and part of the body
+// are out and the only honest signal left is to cut the response short, so the client sees a
+// broken body rather than a short valid one. what names the stream in the log.
+func endStream(ctx context.Context, log *slog.Logger, what string, err error, started bool) error {
 	if err != nil && started {
-		// The status and part of the body are out: the only honest signal left is to cut the
-		// response short, so the client sees a broken body rather than a short valid page.
-		p.log.ErrorContext(p.ctx, "listing failed mid-stream", "err", err)
+		log.ErrorContext(ctx, what+" failed mid-stream", "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	return err
