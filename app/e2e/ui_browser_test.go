@@ -72,6 +72,15 @@ func screenshotDir(t *testing.T) string {
 // in the URL, the Content-Security-Policy is sent and enforced, and nothing is written to the
 // console but the refusals the test provokes.
 func TestExplorerInChromium(t *testing.T) {
+	browser := browserSuite(t)
+	for _, s := range e2eStores() {
+		t.Run(s.name, func(t *testing.T) { testExplorer(t, browser, s) })
+	}
+}
+
+// browserSuite skips a browser suite under -short and -race and returns Chromium's path.
+func browserSuite(t *testing.T) string {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("browser test skipped under -short (make quick); make test runs it")
 	}
@@ -81,10 +90,7 @@ func TestExplorerInChromium(t *testing.T) {
 		// (several times this test's 45 s in make race) and stretch Live's 2-second deadline.
 		t.Skip("browser test skipped under -race (make race); make test runs it")
 	}
-	browser := findChromium(t)
-	for _, s := range e2eStores() {
-		t.Run(s.name, func(t *testing.T) { testExplorer(t, browser, s) })
-	}
+	return findChromium(t)
 }
 
 const (

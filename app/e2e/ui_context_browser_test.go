@@ -35,13 +35,7 @@ import (
 // links carry the list's filters, query and range, and the files the page saves are, line by line
 // and row by row, the entries GET /logs lists for them.
 func TestExplorerContextInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped under -short (make quick); make test runs it")
-	}
-	if raceDetector {
-		t.Skip("browser test skipped under -race (make race); make test runs it")
-	}
-	findChromium(t)
+	browserSuite(t)
 	for _, s := range e2eStores() {
 		t.Run(s.name, func(t *testing.T) { testExplorerContext(t, s) })
 	}

@@ -183,13 +183,7 @@ type levelStats struct {
 // the keyboard, Enter runs, Escape clears, a syntax error under the bar with a caret at the
 // parser's position), and Back and Forward walk zooms.
 func TestExplorerQueryInChromium(t *testing.T) {
-	if testing.Short() {
-		t.Skip("browser test skipped under -short (make quick); make test runs it")
-	}
-	if raceDetector {
-		t.Skip("browser test skipped under -race (make race); make test runs it")
-	}
-	findChromium(t)
+	browserSuite(t)
 	for _, s := range e2eStores() {
 		t.Run(s.name, func(t *testing.T) { testExplorerQuery(t, s) })
 	}
