@@ -151,7 +151,8 @@ func (p *browserPage) slash() {
 // clickAt clicks the middle of the element expr evaluates to, as a mouse would.
 func (p *browserPage) clickAt(expr string, opts ...chromedp.MouseOption) {
 	p.t.Helper()
-	box, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]float64](`(() => { const r = (`+expr+`).getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`))
+	// Scrolled into view first, as a person would: the fields panel scrolls sideways.
+	box, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]float64](`(() => { const e = (`+expr+`); e.scrollIntoView({ block: 'nearest', inline: 'nearest' }); const r = e.getBoundingClientRect(); return [r.left + r.width / 2, r.top + r.height / 2]; })()`))
 	if err != nil || len(box) != 2 {
 		p.t.Fatalf("%s: %v %v", expr, box, err)
 	}
@@ -420,6 +421,11 @@ func testExplorerQuery(t *testing.T, s namedStore) {
 		} `json:"facets"`
 	}
 	p.poll("the fields panel", `!!document.querySelector('#fields button.value[data-field="http.method"]')`, 15*time.Second)
+	// The panel keeps one height whatever arrives (so the table below never moves): every card,
+	// five values and its "other" line included, fits in it uncut.
+	if cut := p.str(`(() => { const b = document.getElementById('fields'); const bottom = b.getBoundingClientRect().top + b.clientTop + b.clientHeight; return JSON.stringify([...b.children].filter((c) => c.getBoundingClientRect().bottom > bottom + 0.5).map((c) => c.querySelector('h3').textContent + ' ' + Math.round(c.getBoundingClientRect().height) + 'px in ' + b.clientHeight + 'px')); })()`); cut != "[]" {
+		t.Fatalf("fields panel cards cut off at the bottom: %s", cut)
+	}
 	facetQuery := p.str(`new URLSearchParams(document.getElementById('hist').dataset.query)`)
 	fq, _ := url.ParseQuery(facetQuery)
 	fq.Del("step")
