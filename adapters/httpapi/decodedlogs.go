@@ -37,7 +37,7 @@ func (c createLogsOnce) CreateLogs(w http.ResponseWriter, r *http.Request, param
 		c.ServerInterface.CreateLogs(w, r, params)
 		return
 	}
-	resp, err := c.srv.CreateLogs(r.Context(), rest.CreateLogsRequestObject{Params: params, Body: &batch})
+	resp, err := c.srv.CreateLogs(r.Context(), rest.CreateLogsRequestObject{Params: params, JSONBody: &batch})
 	if err != nil {
 		c.problems.write(w, r, err)
 		return

@@ -125,7 +125,20 @@ func (s *server) DeleteProject(ctx context.Context, req rest.DeleteProjectReques
 
 // CreateLogs implements rest.StrictServerInterface.
 func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObject) (rest.CreateLogsResponseObject, error) {
-	body := *req.Body
+	if req.JSONBody == nil {
+		// Cannot happen: the validator hands every batch on as a JSON array (checkLogs).
+		return nil, &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be " + contentJSON + " or " + contentNDJSON}
+	}
+	resp, err := s.createLogs(ctx, *req.JSONBody, req.Params)
+	if err != nil {
+		// The problems of an NDJSON batch's entries name their lines.
+		return nil, annotateNDJSON(ctx, err)
+	}
+	return resp, nil
+}
+
+// createLogs stores body, a decoded batch, as CreateLogs answers it.
+func (s *server) createLogs(ctx context.Context, body rest.CreateLogsJSONRequestBody, params rest.CreateLogsParams) (rest.CreateLogsResponseObject, error) {
 	in := make([]domain.LogInput, len(body))
 	for i := range body {
 		e := &body[i]
@@ -133,8 +146,8 @@ func (s *server) CreateLogs(ctx context.Context, req rest.CreateLogsRequestObjec
 			Attributes: json.RawMessage(e.Attributes), TraceID: e.TraceId, SpanID: e.SpanId}
 	}
 	var key string
-	if req.Params.IdempotencyKey != nil {
-		key = *req.Params.IdempotencyKey
+	if params.IdempotencyKey != nil {
+		key = *params.IdempotencyKey
 	}
 	c, err := s.svc.CreateLogs(ctx, in, key)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"slices"
@@ -107,9 +108,9 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 	})
 }
 
-// checkBody enforces the media type the operation declares (application/json, or
-// application/merge-patch+json for a merge patch) and the body limit of operations that take a
-// body, and rejects a body that is not one well-formed JSON value: the decoders behind read only
+// checkBody enforces the media type the operation declares (application/json,
+// application/merge-patch+json for a merge patch, either JSON or NDJSON for createLogs, whose
+// body may be gzip too: checkLogs) and the body limit of operations that take a body, and rejects a body that is not one well-formed JSON value: the decoders behind read only
 // the first value and would accept trailing data, replace invalid UTF-8 with U+FFFD, and let a
 // name given twice or in another case override the first (see strictJSON). The body is read once here and handed on from
 // memory; the batch of createLogs is handed on decoded too (withDecodedLogs), in the request it
@@ -117,18 +118,18 @@ func (v *validator) middleware(next http.Handler) http.Handler {
 func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content openapi3.Content, typed bool) (*http.Request, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || content.Get(mt) == nil || strings.Contains(mt, "*") {
-		want := "application/json"
-		for name := range content {
-			want = name // each operation of the spec takes one media type
-		}
-		return r, &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be " + want}
-	}
-	if r.ContentLength > v.maxBody {
-		return r, tooLarge(v.maxBody)
+		want := slices.Sorted(maps.Keys(content))
+		return r, &httpError{status: http.StatusUnsupportedMediaType, detail: "the body must be " + strings.Join(want, " or ")}
 	}
 	// Reading the body ends with the request's time too, not only with the server's read timeout.
 	if dl, ok := r.Context().Deadline(); ok {
 		_ = http.NewResponseController(w).SetReadDeadline(dl) // best effort: ErrNotSupported leaves the server's
+	}
+	if typed {
+		return v.checkLogs(w, r, mt)
+	}
+	if r.ContentLength > v.maxBody {
+		return r, tooLarge(v.maxBody)
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, v.maxBody))
 	if err != nil {
@@ -138,15 +139,6 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content op
 		}
 		return r, &domain.Error{Kind: domain.KindInvalid, Msg: "the body could not be read", Err: err}
 	}
-	if typed {
-		batch, err := v.logs.check(r.Context(), body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		if err != nil || batch == nil { // nil: a batch over decodeOnceMax, for the generated decoder
-			return r, err
-		}
-		return withDecodedLogs(r, batch), nil
-	}
 	if err := strictJSON(body); err != nil {
 		return r, err
 	}
@@ -154,6 +146,44 @@ func (v *validator) checkBody(w http.ResponseWriter, r *http.Request, content op
 	r.ContentLength = int64(len(body))
 	return r, nil
 }
+
+// checkLogs reads and checks the body of POST /logs, of media type mt: a JSON array or NDJSON,
+// either possibly gzip (readLogsBody). An NDJSON batch is checked, and handed on, as the JSON
+// array of its entries (ndjsonArray), with the line of each entry in the request's context for
+// the answers that name entries.
+func (v *validator) checkLogs(w http.ResponseWriter, r *http.Request, mt string) (*http.Request, error) {
+	body, err := readLogsBody(w, r, v.maxBody)
+	if err != nil {
+		return r, err
+	}
+	var lines ndjsonLines
+	if mt == contentNDJSON {
+		if body, lines, err = ndjsonArray(r.Context(), body, v.logs.limits.MaxBatchEntries); err != nil {
+			return r, err
+		}
+		r = r.WithContext(withNDJSONLines(r.Context(), lines))
+	}
+	batch, err := v.logs.check(r.Context(), body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	// From here on the body is a JSON array in the identity coding, whatever was sent: the
+	// generated code decodes a body by its media type.
+	r.Header.Set("Content-Type", contentJSON)
+	r.Header.Del("Content-Encoding")
+	if lines != nil {
+		err = lines.annotate(err)
+	}
+	if err != nil || batch == nil { // nil: a batch over decodeOnceMax, for the generated decoder
+		return r, err
+	}
+	return withDecodedLogs(r, batch), nil
+}
+
+// The media types of a POST /logs batch: a JSON array, or one entry per line.
+const (
+	contentJSON   = "application/json"
+	contentNDJSON = "application/x-ndjson"
+)
 
 func tooLarge(limit int64) error {
 	return &domain.Error{Kind: domain.KindTooLarge, Msg: fmt.Sprintf("the body is larger than %d bytes", limit)}

@@ -133,6 +133,23 @@ type ClientInterface interface {
 	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 	// digits"), in body order.
 	//
+	// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+	// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+	// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+	// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+	// either way are the same batch), and the same pointers in a 400: the index of a pointer
+	// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+	// and the `detail` of each error about an entry names its line in the body, counting every
+	// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+	// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+	// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+	// an object").
+	//
+	// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+	// applies to the body after decompression: one that inflates past it is refused with 413
+	// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+	// `Content-Encoding` other than `gzip` or `identity` is a 415.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -159,6 +176,23 @@ type ClientInterface interface {
 	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
 	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 	// digits"), in body order.
+	//
+	// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+	// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+	// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+	// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+	// either way are the same batch), and the same pointers in a 400: the index of a pointer
+	// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+	// and the `detail` of each error about an entry names its line in the body, counting every
+	// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+	// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+	// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+	// an object").
+	//
+	// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+	// applies to the body after decompression: one that inflates past it is refused with 413
+	// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+	// `Content-Encoding` other than `gzip` or `identity` is a 415.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -508,6 +542,23 @@ func (c *Client) ListLogs(ctx context.Context, params *ListLogsParams, reqEditor
 // `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 // digits"), in body order.
 //
+// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+// either way are the same batch), and the same pointers in a 400: the index of a pointer
+// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+// and the `detail` of each error about an entry names its line in the body, counting every
+// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+// an object").
+//
+// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+// applies to the body after decompression: one that inflates past it is refused with 413
+// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+// `Content-Encoding` other than `gzip` or `identity` is a 415.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -544,6 +595,23 @@ func (c *Client) CreateLogsWithBody(ctx context.Context, params *CreateLogsParam
 // (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
 // `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 // digits"), in body order.
+//
+// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+// either way are the same batch), and the same pointers in a 400: the index of a pointer
+// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+// and the `detail` of each error about an entry names its line in the body, counting every
+// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+// an object").
+//
+// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+// applies to the body after decompression: one that inflates past it is refused with 413
+// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+// `Content-Encoding` other than `gzip` or `identity` is a 415.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1425,6 +1493,17 @@ func NewCreateLogsRequestWithBody(server string, params *CreateLogsParams, conte
 			}
 
 			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.ContentEncoding != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Content-Encoding", *params.ContentEncoding, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Content-Encoding", headerParam1)
 		}
 
 	}
@@ -2679,6 +2758,23 @@ type ClientWithResponsesInterface interface {
 	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 	// digits"), in body order.
 	//
+	// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+	// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+	// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+	// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+	// either way are the same batch), and the same pointers in a 400: the index of a pointer
+	// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+	// and the `detail` of each error about an entry names its line in the body, counting every
+	// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+	// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+	// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+	// an object").
+	//
+	// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+	// applies to the body after decompression: one that inflates past it is refused with 413
+	// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+	// `Content-Encoding` other than `gzip` or `identity` is a 415.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -2705,6 +2801,23 @@ type ClientWithResponsesInterface interface {
 	// (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
 	// `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 	// digits"), in body order.
+	//
+	// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+	// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+	// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+	// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+	// either way are the same batch), and the same pointers in a 400: the index of a pointer
+	// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+	// and the `detail` of each error about an entry names its line in the body, counting every
+	// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+	// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+	// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+	// an object").
+	//
+	// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+	// applies to the body after decompression: one that inflates past it is refused with 413
+	// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+	// `Content-Encoding` other than `gzip` or `identity` is a 415.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5048,6 +5161,23 @@ func (c *ClientWithResponses) ListLogsWithResponse(ctx context.Context, params *
 // `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 // digits"), in body order.
 //
+// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+// either way are the same batch), and the same pointers in a 400: the index of a pointer
+// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+// and the `detail` of each error about an entry names its line in the body, counting every
+// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+// an object").
+//
+// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+// applies to the body after decompression: one that inflates past it is refused with 413
+// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+// `Content-Encoding` other than `gzip` or `identity` is a 415.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /logs (the `CreateLogs` operationId).
@@ -5080,6 +5210,23 @@ func (c *ClientWithResponses) CreateLogsWithBodyWithResponse(ctx context.Context
 // (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
 // `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
 // digits"), in body order.
+//
+// The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+// per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+// but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+// with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+// either way are the same batch), and the same pointers in a 400: the index of a pointer
+// counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+// and the `detail` of each error about an entry names its line in the body, counting every
+// line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+// values on one line, say, or a value that ends on another line) is a 400 naming its entry
+// and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+// an object").
+//
+// Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+// applies to the body after decompression: one that inflates past it is refused with 413
+// as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+// `Content-Encoding` other than `gzip` or `identity` is a 415.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -18,6 +18,9 @@ func FuzzHTTP(f *testing.F) {
 	servers := newFuzzServers(f)
 	f.Add(uint8(1), "/logs", "", "application/json", []byte(`[{"project_id":"PROJECT","message":"m"}]`))
 	f.Add(uint8(0), "/logs", "project_id=PROJECT&limit=5&order=desc", "", []byte(nil))
+	// NDJSON: an entry, a blank line, an entry that is an array, two values on a line.
+	f.Add(uint8(1), "/logs", "", "application/x-ndjson", []byte("{\"project_id\":\"PROJECT\",\"message\":\"m\"}\r\n\n[{}]\n{} {}"))
+	f.Add(uint8(1), "/logs", "", "application/x-ndjson", []byte("{\"project_id\":\"PROJECT\",\"message\":\"m\",\"x\":1}\n"))
 	f.Add(uint8(2), "/projects/PROJECT", "", "application/json", []byte(`{"name":"x"}`))
 	f.Add(uint8(3), "/logs", "project_id=PROJECT&start_time=1&end_time=0", "", []byte(nil))
 	// The query language on every route that takes it, a delete among them.

@@ -64,6 +64,22 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		return b.String() + "]"
 	}
 
+	// Bodies of POST /logs compressed or one entry a line: a gzip bomb (64 KiB that inflates
+	// to 64 MiB, past MAX_BODY_BYTES), gzip cut short, and NDJSON entries past the limits.
+	ndjson := map[string]string{"Content-Type": "application/x-ndjson"}
+	gzipped := map[string]string{"Content-Encoding": "gzip"}
+	ndjsonGzipped := map[string]string{"Content-Type": "application/x-ndjson", "Content-Encoding": "gzip"}
+	bomb := string(gzipOf(t, make([]byte, 64<<20)))
+	whole := gzipOf(t, []byte("["+valid+","+valid+"]"))
+	truncated := string(whole[:len(whole)-10])
+	invalidUTF8 := fmt.Sprintf(`{"project_id":%q,"message":"a`+"\xff"+`b"}`, p)
+	// mentions is what the answer's text must hold besides the pointer, by case name.
+	mentions := map[string]string{
+		"NDJSON with invalid UTF-8":           "line 3: ",
+		"an NDJSON line that is a JSON array": "line 3: ",
+		"NDJSON with two entries on a line":   "line 2: ",
+	}
+
 	cases := []struct {
 		name         string
 		method, path string
@@ -117,6 +133,20 @@ func testHostileInput(t *testing.T, open storeOpener) {
 		{"stats of more series than 100, one bucket a second", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=1000&by=subject&series=101", nil, "", 400, "series"},
 		{"stats by an attribute key of 257 characters", "GET", "/logs/stats?project_id=" + other + "&start_time=0&end_time=59999&step=1000&by=attributes." + strings.Repeat("k", 257), nil, "", 400, "by"},
 
+		// Compressed and line-delimited batches.
+		{"a gzip bomb", "POST", "/logs", gzipped, bomb, 413, ""},
+		{"an NDJSON gzip bomb", "POST", "/logs", ndjsonGzipped, bomb, 413, ""},
+		{"truncated gzip", "POST", "/logs", gzipped, truncated, 400, ""},
+		{"NDJSON in truncated gzip", "POST", "/logs", ndjsonGzipped, truncated, 400, ""},
+		{"not gzip at all", "POST", "/logs", gzipped, "[" + valid + "]", 400, ""},
+		{"a Content-Encoding of br", "POST", "/logs", map[string]string{"Content-Encoding": "br"}, "[" + valid + "]", 415, ""},
+		{"an NDJSON line of 10 MiB", "POST", "/logs", ndjson, fmt.Sprintf(`{"project_id":%q,"message":%q}`, p, strings.Repeat("a", 10<<20)), 413, ""},
+		{"an NDJSON line of 1 MiB", "POST", "/logs", ndjson, valid + "\n" + fmt.Sprintf(`{"project_id":%q,"message":%q}`, p, strings.Repeat("a", 1<<20)), 400, "/1/message"},
+		{"NDJSON with invalid UTF-8", "POST", "/logs", ndjson, valid + "\n\n" + invalidUTF8 + "\n", 400, "/1/message"},
+		{"an NDJSON line that is a JSON array", "POST", "/logs", ndjson, valid + "\n\n[" + valid + "," + valid + "]\n", 400, "/1"},
+		{"NDJSON with two entries on a line", "POST", "/logs", ndjson, valid + "\n" + valid + " " + valid + "\n", 400, "/1"},
+		{"20,000 NDJSON entries", "POST", "/logs", ndjson, strings.Repeat("{}\n", 20_000), 413, ""},
+
 		// A statement the request's deadline cancels is a 503 with Retry-After on every store
 		// (PostgreSQL's query_canceled was a 500).
 		{"a delete " + pastDeadline, "DELETE", "/logs?project_id=" + pl + "&q=" + strings.Repeat("a", 255), nil, "", 503, ""},
@@ -161,6 +191,9 @@ func testHostileInput(t *testing.T, open storeOpener) {
 			}
 			if c.names != "" && !bytes.Contains(body, []byte(`"pointer":"`+c.names+`"`)) && !bytes.Contains(body, []byte(`"parameter":"`+c.names+`"`)) {
 				t.Errorf("the answer does not name %s: %.400s", c.names, body)
+			}
+			if want := mentions[c.name]; want != "" && !bytes.Contains(body, []byte(want)) {
+				t.Errorf("the answer does not say %q: %.400s", want, body)
 			}
 			if took := time.Since(started); took > 30*time.Second {
 				t.Errorf("took %v", took)

@@ -50,7 +50,7 @@ type tourReadme struct {
 }
 
 func TestReadmeTour(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "sha256sum", "go"} {
+	for _, tool := range []string{"bash", "curl", "sha256sum", "gzip", "go"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("the README tour needs %s: %v", tool, err)

@@ -190,6 +190,23 @@ export interface paths {
          *     (`/3/time` "must be an integer", `/0/message` "is required", `/2` "must be an object",
          *     `/1/attributes` "must hold at most 128 keys", `/4/trace_id` "must be 32 hexadecimal
          *     digits"), in body order.
+         *
+         *     The batch may also be sent as NDJSON (`Content-Type: application/x-ndjson`): one entry
+         *     per line, each line one JSON object, lines ended by `\n` (or `\r\n`); a line of nothing
+         *     but spaces or tabs is ignored. An NDJSON body is the JSON array of its entries in order,
+         *     with the same limits, rules, atomicity and `Idempotency-Key` (the same entries sent
+         *     either way are the same batch), and the same pointers in a 400: the index of a pointer
+         *     counts entries, not lines, so blank lines are not counted (`/17/time` is the 18th entry),
+         *     and the `detail` of each error about an entry names its line in the body, counting every
+         *     line from 1 (`line 19: must be an integer`). A line that is not one JSON value (two
+         *     values on one line, say, or a value that ends on another line) is a 400 naming its entry
+         *     and line; a line holding a JSON array is an entry that is not an object (`/3` "line 4: must be
+         *     an object").
+         *
+         *     Either media type may be compressed with `Content-Encoding: gzip`. The size limit then
+         *     applies to the body after decompression: one that inflates past it is refused with 413
+         *     as soon as it does, and one that is not valid gzip (truncated, say) is a 400. A
+         *     `Content-Encoding` other than `gzip` or `identity` is a 415.
          */
         post: operations["createLogs"];
         /**
@@ -1167,7 +1184,11 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The body is not of the media type the operation takes (JSON; a JSON merge patch for PATCH). */
+        /**
+         * @description The body is not of a media type the operation takes (JSON; a JSON merge patch for PATCH;
+         *     JSON or NDJSON for `POST /logs`), or has a `Content-Encoding` it does not take (only
+         *     `POST /logs` takes one: `gzip`).
+         */
         UnsupportedMediaType: {
             headers: {
                 [name: string]: unknown;
@@ -2177,6 +2198,12 @@ export interface operations {
                  * @example batch-2026-11-23-0001
                  */
                 "Idempotency-Key"?: string;
+                /**
+                 * @description `gzip` when the body is compressed with gzip; absent or `identity` when it is not. The
+                 *     size limit applies after decompression. Any other coding is a 415.
+                 * @example gzip
+                 */
+                "Content-Encoding"?: string;
             };
             path?: never;
             cookie?: never;
@@ -2206,6 +2233,7 @@ export interface operations {
                  *     ]
                  */
                 "application/json": components["schemas"]["LogEntryInput"][];
+                "application/x-ndjson": components["schemas"]["LogEntryInput"][];
             };
         };
         responses: {

@@ -2,6 +2,7 @@
 // base URL is OBSVC_URL (the Go test app/ts_test.go starts one and runs this).
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { gzipSync } from "node:zlib";
 import { createClient } from "../src/rest.mjs";
 import twirpTransport from "@protobuf-ts/twirp-transport";
 import haberdasher from "../gen/haberdasher/service.client.js";
@@ -180,3 +181,44 @@ for (const useJson of [true, false]) {
     });
   });
 }
+
+test("POST /logs as NDJSON and in gzip", async () => {
+  const { data: project } = await api.POST("/projects", { body: { name: "ts-ndjson" } });
+  const now = Date.now();
+  // One entry a line: the body is typed as the entries, the serializer writes the lines.
+  const ndjson = (entries) => entries.map((e) => JSON.stringify(e)).join("\n") + "\n";
+  const asNDJSON = { headers: { "Content-Type": "application/x-ndjson" }, bodySerializer: ndjson };
+  const lines = await api.POST("/logs", {
+    body: [
+      { project_id: project.id, message: "nd one", time: now },
+      { project_id: project.id, message: "nd two", time: now + 1 },
+    ],
+    ...asNDJSON,
+  });
+  assert.equal(lines.response.status, 201);
+  assert.deepEqual(lines.data, { created: 2 });
+
+  const gz = await api.POST("/logs", {
+    params: { header: { "Content-Encoding": "gzip" } },
+    body: [{ project_id: project.id, message: "nd three", time: now + 2 }],
+    headers: { "Content-Type": "application/x-ndjson" },
+    bodySerializer: (entries) => gzipSync(ndjson(entries)),
+  });
+  assert.equal(gz.response.status, 201);
+  assert.deepEqual(gz.data, { created: 1 });
+
+  // The same pointers as the array form; the detail names the line.
+  const bad = await api.POST("/logs", {
+    body: [
+      { project_id: project.id, message: "fine", time: now },
+      { project_id: project.id, message: "late", time: "soon" },
+    ],
+    ...asNDJSON,
+  });
+  assert.equal(bad.response.status, 400);
+  assert.deepEqual(bad.error.errors.map((e) => e.pointer), ["/1/time"]);
+  assert.match(bad.error.errors[0].detail, /^line 2: /);
+
+  const listed = await api.GET("/logs", { params: { query: { project_id: project.id } } });
+  assert.deepEqual(listed.data.map((e) => e.message), ["nd one", "nd two", "nd three"]);
+});
