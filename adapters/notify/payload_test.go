@@ -3,6 +3,7 @@ package notify_test
 import (
 	"encoding/json"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func checkExplorerURL(t *testing.T, link string, note domain.Notification) {
 	q := u.Query()
 	if u.Scheme != "https" || u.Host != "logs.example.com" || u.Path != "/ui" ||
 		q.Get("project") != note.ProjectID || q.Get("range") != "abs" || q.Get("query") != note.Query ||
-		q.Get("from") != "1700000000000" || q.Get("to") != "1700000059999" {
+		q.Get("from") != strconv.FormatInt(note.WindowStart, 10) || q.Get("to") != strconv.FormatInt(note.WindowEnd-1, 10) {
 		t.Errorf("explorer link %q: want /ui on project %s, query %q, from %d to %d", link, note.ProjectID, note.Query, note.WindowStart, note.WindowEnd-1)
 	}
 }
