@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/edge"
+	"example.com/obsvc/adapters/notify"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -69,6 +70,10 @@ func (c *config) flags() *flag.FlagSet {
 	dur(&c.ReadHeaderTO, "read-header-timeout", "time allowed to read request headers (a `duration`)")
 	dur(&c.ReadTO, "read-timeout", "time allowed to read a whole request (a `duration`)")
 	dur(&c.WriteTO, "write-timeout", "time allowed to write a response (a `duration`)")
+	str(&c.AlertTargets, "alert-targets", "the hosts alert notifications may go to: comma-separated `host` or `host:port` patterns, \"*.\" for subdomains, \"*\" for any host; empty = none. A loopback, link-local or private address is reached only when its host:port is listed as itself")
+	str(&c.PublicURL, "public-url", "the service's `URL` as the readers of alert notifications reach it (https://logs.example.com): their explorer links start with it; empty = links relative to the service")
+	dur(&c.AlertConnectTO, "alert-connect-timeout", "time allowed to resolve, connect to and shake hands with an alert target (a `duration`)")
+	dur(&c.AlertTimeout, "alert-timeout", "time allowed to deliver one alert notification, its answer included (a `duration`)")
 	dur(&c.StallTO, "stall-timeout", "a streamed listing whose client takes no more of it for this long is cut off (a `duration`)")
 	num(&c.ExportPageSize, "export-page-size", "`entries` a download (GET /logs/export) reads from the store at a time, 1..10000: its memory, and each read bounded by REQUEST_TIMEOUT")
 	dur(&c.IdleTO, "idle-timeout", "how long an idle keep-alive connection stays open (a `duration`)")
@@ -200,6 +205,17 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid TAIL_HEARTBEAT: must be positive")
 	case c.TailCoalesce < 0 || c.TailCoalesce >= c.TailHeartbeat:
 		return fmt.Errorf("invalid TAIL_COALESCE: must be at least 0 and less than TAIL_HEARTBEAT")
+	}
+	if _, err := notify.ParseAllowList(c.AlertTargets); err != nil {
+		return fmt.Errorf("invalid ALERT_TARGETS: %w", err)
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return fmt.Errorf("invalid PUBLIC_URL %q: want an absolute http(s) URL such as https://logs.example.com", c.PublicURL)
+		}
+	}
+	if c.AlertConnectTO <= 0 || c.AlertTimeout <= 0 {
+		return fmt.Errorf("invalid ALERT_CONNECT_TIMEOUT / ALERT_TIMEOUT: must be positive")
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")

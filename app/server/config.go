@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/notify"
 	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/tailhub"
 	"example.com/obsvc/adapters/twirpapi"
@@ -55,6 +56,10 @@ type Config struct {
 	ReadTO          time.Duration
 	WriteTO         time.Duration
 	StallTO         time.Duration
+	AlertTargets    string
+	PublicURL       string
+	AlertConnectTO  time.Duration
+	AlertTimeout    time.Duration
 	ExportPageSize  int
 	IdleTO          time.Duration
 	RetentionDays   int
@@ -98,6 +103,8 @@ func DefaultConfig() Config {
 		ReadTO:          time.Minute,
 		WriteTO:         5 * time.Minute,
 		StallTO:         httpapi.DefaultStallTimeout,
+		AlertConnectTO:  notify.DefaultConnectTimeout,
+		AlertTimeout:    notify.DefaultTimeout,
 		ExportPageSize:  domain.DefaultLimits().DefaultPageSize,
 		IdleTO:          2 * time.Minute,
 		RetentionEvery:  time.Minute,
