@@ -64,6 +64,13 @@ func internalReason(ip netip.Addr) string {
 // host:port is not listed as itself in ALERT_TARGETS.
 var ErrRefusedAddress = errors.New("address refused")
 
+// refusedError is the dialer's refusal: what it says is safe to show the rule's owner (the host,
+// the address it resolved to, why), and it is ErrRefusedAddress.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string { return e.msg }
+func (e *refusedError) Unwrap() error { return ErrRefusedAddress }
+
 // Lookup resolves a host name to its addresses, as net.Resolver.LookupNetIP(ctx, "ip", host).
 type Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 
@@ -104,11 +111,11 @@ func (d dialer) dialContext(ctx context.Context, network, addr string) (net.Conn
 		Control: func(_, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
 			if err != nil {
-				return fmt.Errorf("%w: %q is not an address", ErrRefusedAddress, address)
+				return &refusedError{fmt.Sprintf("%q is not an address", address)}
 			}
 			if reason := internalReason(ap.Addr()); reason != "" && !explicit {
-				return fmt.Errorf("%w: %s resolves to %s, a %s address, and %s is not listed as itself in ALERT_TARGETS",
-					ErrRefusedAddress, host, ap.Addr().Unmap(), reason, net.JoinHostPort(host, portText))
+				return &refusedError{fmt.Sprintf("%s resolves to %s, a %s address, and %s is not listed as itself in ALERT_TARGETS",
+					host, ap.Addr().Unmap(), reason, net.JoinHostPort(host, portText))}
 			}
 			return nil
 		},

@@ -239,15 +239,20 @@ func (n *Notifier) Deliver(ctx context.Context, t domain.AlertTarget, note domai
 }
 
 // scrub rebuilds an error of the HTTP client without the URL it quotes (a Slack URL is a secret,
-// and any path or query may be one), naming where instead.
+// and any path or query may be one), naming where instead. A refused address is a KindInvalid
+// domain error whose message says why.
 func scrub(err error, where string) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
+	// A refusal says what was refused and why, for the rule's owner (the test button shows a
+	// domain error's message): a KindInvalid that is still ErrRefusedAddress.
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		return &domain.Error{Kind: domain.KindInvalid, Msg: "the target's address is refused: " + refused.msg, Err: refused}
+	}
 	switch {
-	case errors.Is(err, ErrRefusedAddress):
-		return fmt.Errorf("deliver to %s: %w", where, err)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("deliver to %s: %w", where, err)
 	}

@@ -189,6 +189,10 @@ func TestSSRF(t *testing.T) {
 				if !errors.Is(err, notify.ErrRefusedAddress) {
 					t.Fatalf("Deliver = %+v, %v; want ErrRefusedAddress", res, err)
 				}
+				var de *domain.Error
+				if !errors.As(err, &de) || !strings.Contains(de.Msg, "is not listed as itself in ALERT_TARGETS") {
+					t.Errorf("the refusal %v does not say why in a domain error's message", err)
+				}
 				if got := v4.hits.Load() - before; got != 0 {
 					t.Errorf("the receiver got %d requests, want 0", got)
 				}
