@@ -211,7 +211,7 @@ func FiringID(note domain.Notification) string {
 // alertmanagerBody renders an array of one alert: labels alertname, alert_id, project_id and
 // firing_id (sample="true" for the test button's), annotations summary, description, url, query
 // and notification_id; startsAt is the firing's start, endsAt its resolve (firingHold ahead while
-// firing), generatorURL the explorer link.
+// firing, at most now once resolved), generatorURL the explorer link.
 func (n *Notifier) alertmanagerBody(note domain.Notification) ([]byte, error) {
 	link := n.ExplorerURL(note)
 	a := amAlert{
@@ -241,7 +241,10 @@ func (n *Notifier) alertmanagerBody(note domain.Notification) ([]byte, error) {
 		a.EndsAt = now.Add(sampleHold).Format(layout)
 	case note.State == "resolved":
 		start := time.UnixMilli(note.FiringStart).UTC()
-		end := time.UnixMilli(note.WindowEnd).UTC()
+		// The resolve's time, but never ahead of this instance's clock: an endsAt in the future
+		// (an evaluator's clock ahead of ours) would keep the alert active in Alertmanager
+		// until then.
+		end := time.UnixMilli(min(note.WindowEnd, n.opts.Now().UnixMilli())).UTC()
 		if !end.After(start) {
 			end = start.Add(time.Millisecond)
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"example.com/obsvc/adapters/httpapi"
 	"example.com/obsvc/adapters/notify"
@@ -236,6 +237,17 @@ func TestAlertmanagerShape(t *testing.T) {
 	if alerts[0].Labels["firing_id"] != "r1-1700000060000" || alerts[0].StartsAt != "2023-11-14T22:14:20Z" || alerts[0].EndsAt != "2023-11-14T22:15:20Z" {
 		t.Errorf("resolve: labels %v, startsAt %s, endsAt %s; want the firing's labels, its start, the resolve as its end",
 			alerts[0].Labels, alerts[0].StartsAt, alerts[0].EndsAt)
+	}
+
+	// A resolve stamped ahead of this clock ends now, not in the future.
+	ahead := resolved
+	ahead.WindowEnd = time.Now().Add(time.Hour).UnixMilli()
+	got = deliver(t, domain.TargetAlertmanager, ahead)
+	if err := json.Unmarshal(got.body, &alerts); err != nil || len(alerts) != 1 {
+		t.Fatalf("body %s: %v", got.body, err)
+	}
+	if end, err := time.Parse(time.RFC3339Nano, alerts[0].EndsAt); err != nil || end.After(time.Now()) {
+		t.Errorf("a resolve stamped an hour ahead ends at %s, want now at the latest", alerts[0].EndsAt)
 	}
 }
 
