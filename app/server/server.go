@@ -70,8 +70,12 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 	limits.MaxReadsPerKey = cfg.ReadShare(st.Pools(), runtime.GOMAXPROCS(0))
 	names := httpapi.Names()
 	names.Project = otlpapi.ProjectHeader
+	notifier, err := cfg.notifier(log)
+	if err != nil {
+		return nil, err
+	}
 	opts := domain.Options{Limits: limits, NewID: NewID, Now: d.Now, Rand: d.Rand, TailStartTimeout: cfg.RequestTimeout,
-		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait), Names: names}
+		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait), Names: names, Notifier: notifier}
 	closeTails := func() {}
 	if ts, ok := st.(tailhub.Store); ok {
 		hub := tailhub.New(ts, cfg.tailOptions())
