@@ -1,0 +1,210 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"example.com/obsvc/adapters/notify/amtest"
+	"example.com/obsvc/app/server"
+	"example.com/obsvc/domain"
+	"net/http"
+)
+
+// webhookBody is the generic webhook's body as a receiver reads it.
+type webhookBody struct {
+	ID          string            `json:"id"`
+	AlertID     string            `json:"alert_id"`
+	Name        string            `json:"name"`
+	ProjectID   string            `json:"project_id"`
+	State       string            `json:"state"`
+	Count       int64             `json:"count"`
+	WindowStart int64             `json:"window_start"`
+	WindowEnd   int64             `json:"window_end"`
+	Entries     []json.RawMessage `json:"entries"`
+	URL         string            `json:"url"`
+}
+
+// slackBody is Slack's incoming-webhook shape as a receiver reads it.
+type slackBody struct {
+	Text   string `json:"text"`
+	Blocks []struct {
+		Type     string `json:"type"`
+		Text     *struct{ Type, Text string }
+		Elements []struct{ Type, Text string }
+	} `json:"blocks"`
+}
+
+// TestAlertDelivery is Done-when 1: a rule driven by ingest through the API, on both stores,
+// notifies a real Alertmanager, which lists the firing through its own API, then the resolve;
+// a local receiver gets the generic webhook and Slack shapes of both, with the sample entries
+// exactly as GET /logs renders them and the explorer link that shows them.
+func TestAlertDelivery(t *testing.T) {
+	forEachStore(t, func(t *testing.T, open storeOpener) {
+		am := amtest.Start(t)
+		hooks := newHookReceiver(t)
+		// The service's clock starts five minutes ago and moves only when the test moves it:
+		// every evaluation, and the resolve's end, is then in the past for Alertmanager too.
+		var clock atomic.Int64
+		clock.Store(time.Now().Add(-5 * time.Minute).UnixMilli())
+		now := func() time.Time { return time.UnixMilli(clock.Load()) }
+		e := newEnvWith(t, open, func(c *server.Config) {
+			c.AlertTargets = am.Addr + "," + hooks.addr
+			c.PublicURL = "https://logs.example.com"
+		}, server.Deps{Now: now})
+		p := e.project("checkout")
+		const slackPath = "/services/T000/B000/SLACKSECRET"
+		const query = "level:error AND payment"
+
+		// Eleven matching entries a few seconds ago, and two that do not match.
+		base := now().Add(-5 * time.Second).UnixMilli()
+		var batch []string
+		for i := range 11 {
+			batch = append(batch, fmt.Sprintf(`{"project_id":%q,"level":"error","message":"payment declined #%02d <b>&","time":%d,"order":%d}`, p.Id, i, base+int64(i)*100, i))
+		}
+		batch = append(batch, fmt.Sprintf(`{"project_id":%q,"level":"info","message":"payment ok","time":%d}`, p.Id, base),
+			fmt.Sprintf(`{"project_id":%q,"level":"error","message":"disk full","time":%d}`, p.Id, base))
+		if resp, body := e.do("POST", "/logs", "application/json", "["+strings.Join(batch, ",")+"]"); resp.StatusCode != 201 {
+			t.Fatalf("ingest: %d %s", resp.StatusCode, body)
+		}
+
+		q := query
+		r, err := e.svc.Core.CreateAlert(domain.WithPrincipal(t.Context(), domain.Principal{Admin: true}), domain.AlertInput{ProjectID: p.Id, Name: "payments failing", Query: &q, WindowSeconds: 60, IntervalSeconds: 10,
+			Condition: domain.AlertCondition{Op: ">", Threshold: 10}, Targets: []domain.AlertTarget{{Type: "alertmanager", URL: am.URL}, {Type: "webhook", URL: hooks.URL + "/hook", BearerToken: "hook-token"}, {Type: "slack", URL: hooks.URL + slackPath}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created := struct{ ID string }{r.ID}
+		var resp *http.Response
+		var body []byte
+
+		// The service's own evaluator and sender, driven one round at a time: at the first
+		// evaluation the count (11) is over the threshold.
+		start := now()
+		round := func(at time.Time) {
+			t.Helper()
+			clock.Store(at.UnixMilli())
+			if _, err := e.svc.Core.EvaluateDue(t.Context(), "e2e", at); err != nil {
+				t.Fatalf("evaluate at %v: %v", at, err)
+			}
+			if _, err := e.svc.Core.DeliverOutbox(t.Context()); err != nil {
+				t.Fatalf("deliver: %v", err)
+			}
+		}
+		var firing webhookBody
+		for k := 0; len(hooks.requests("/hook")) == 0; k++ {
+			if k == 5 {
+				t.Fatal("no firing after 5 evaluations")
+			}
+			round(start.Add(time.Duration(k) * 10 * time.Second))
+		}
+		webhookAt := func(i int) (webhookBody, hookRequest) {
+			t.Helper()
+			req := hooks.requests("/hook")[i]
+			var w webhookBody
+			if err := json.Unmarshal(req.Body, &w); err != nil {
+				t.Fatalf("webhook body %s: %v", req.Body, err)
+			}
+			return w, req
+		}
+		firing, req := webhookAt(0)
+		if req.Authorization != "Bearer hook-token" {
+			t.Errorf("webhook Authorization = %q", req.Authorization)
+		}
+		if firing.State != "firing" || firing.AlertID != created.ID || firing.Name != "payments failing" || firing.ProjectID != p.Id ||
+			firing.Count != 11 || firing.ID == "" {
+			t.Errorf("firing webhook %+v", firing)
+		}
+		// The sample entries are the newest ten of the window, exactly as GET /logs renders them
+		// for the explorer link's URL state.
+		link, err := url.Parse(firing.URL)
+		if err != nil || link.Scheme != "https" || link.Host != "logs.example.com" || link.Path != "/ui" {
+			t.Fatalf("explorer link %q", firing.URL)
+		}
+		lq := link.Query()
+		if lq.Get("project") != p.Id || lq.Get("query") != query || lq.Get("range") != "abs" ||
+			lq.Get("from") != strconv.FormatInt(firing.WindowStart, 10) || lq.Get("to") != strconv.FormatInt(firing.WindowEnd-1, 10) {
+			t.Errorf("explorer link %q: want project, query and the window %d..%d", firing.URL, firing.WindowStart, firing.WindowEnd-1)
+		}
+		listing := url.Values{"project_id": {p.Id}, "query": {lq.Get("query")}, "start_time": {lq.Get("from")}, "end_time": {lq.Get("to")},
+			"order": {"desc"}, "limit": {"10"}}
+		resp, body = e.do("GET", "/logs?"+listing.Encode(), "", "")
+		var listed []json.RawMessage
+		if err := json.Unmarshal(body, &listed); resp.StatusCode != 200 || err != nil {
+			t.Fatalf("GET /logs as the link shows it: %d %s", resp.StatusCode, body)
+		}
+		if len(firing.Entries) != 10 || len(listed) != 10 {
+			t.Fatalf("the firing has %d sample entries and the explorer's listing %d, want 10 each", len(firing.Entries), len(listed))
+		}
+		for i := range listed {
+			if string(firing.Entries[i]) != string(listed[i]) {
+				t.Errorf("sample entry %d:\n got %s\nwant %s (GET /logs)", i, firing.Entries[i], listed[i])
+			}
+		}
+		if !strings.Contains(string(firing.Entries[0]), `"message":"payment declined #10 <b>&"`) {
+			t.Errorf("the newest entry first, as sent: %s", firing.Entries[0])
+		}
+
+		// Slack: the same firing, its id, the entries one line each, the link.
+		slack := hooks.requests(slackPath)
+		if len(slack) != 1 {
+			t.Fatalf("Slack got %d messages, want 1", len(slack))
+		}
+		var sb slackBody
+		if err := json.Unmarshal(slack[0].Body, &sb); err != nil {
+			t.Fatalf("Slack body %s: %v", slack[0].Body, err)
+		}
+		var types []string
+		for _, b := range sb.Blocks {
+			types = append(types, b.Type)
+		}
+		if !strings.Contains(sb.Text, "[FIRING]") || !strings.Contains(sb.Text, firing.ID) || strings.Join(types, ",") != "header,section,section,context" {
+			t.Errorf("Slack message: text %q, blocks %v", sb.Text, types)
+		}
+		if !strings.Contains(sb.Blocks[1].Text.Text, firing.URL+"|Open these entries in the explorer>") {
+			t.Errorf("Slack facts lack the explorer link %q: %q", firing.URL, sb.Blocks[1].Text.Text)
+		}
+		if !strings.Contains(sb.Blocks[2].Text.Text, "error payment declined #10 &lt;b&gt;&amp;") || strings.Count(sb.Blocks[2].Text.Text, "\n") < 10 {
+			t.Errorf("Slack entries block: %q", sb.Blocks[2].Text.Text)
+		}
+
+		// Alertmanager lists the firing through its own API.
+		match := map[string]string{"alert_id": created.ID}
+		alerts, err := am.WaitFor(t.Context(), match, 10*time.Second, amtest.Active)
+		if err != nil {
+			t.Fatalf("Alertmanager does not list the firing: %v: %+v", err, alerts)
+		}
+		if a := alerts[0]; a.Labels["alertname"] != "payments failing" || a.Labels["project_id"] != p.Id ||
+			a.Annotations["notification_id"] != firing.ID || a.GeneratorURL != firing.URL {
+			t.Errorf("Alertmanager's alert: labels %v, annotations %v, generatorURL %q", a.Labels, a.Annotations, a.GeneratorURL)
+		}
+
+		// Later evaluations find the window empty: the rule resolves.
+		for k := 1; len(hooks.requests("/hook")) < 2; k++ {
+			if k == 20 {
+				t.Fatal("no resolve after 20 evaluations")
+			}
+			round(start.Add(time.Duration(k) * 10 * time.Second))
+		}
+		resolved, _ := webhookAt(1)
+		if resolved.State != "resolved" || resolved.AlertID != created.ID || resolved.ID == firing.ID {
+			t.Errorf("resolve webhook %+v after firing %s", resolved, firing.ID)
+		}
+		if n := len(hooks.requests(slackPath)); n != 2 {
+			t.Errorf("Slack got %d messages, want the firing and the resolve", n)
+		}
+		if alerts, err := am.WaitFor(t.Context(), match, 10*time.Second, amtest.ResolvedOrAbsent); err != nil {
+			t.Fatalf("Alertmanager still lists the alert active after the resolve: %v: %+v", err, alerts)
+		}
+		// Nothing more: each transition was sent once.
+		round(start.Add(4 * time.Minute))
+		if n := len(hooks.requests("/hook")); n != 2 {
+			t.Errorf("the webhook got %d notifications, want 2", n)
+		}
+	})
+}
