@@ -224,11 +224,9 @@ func (n *Notifier) Deliver(ctx context.Context, t domain.AlertTarget, note domai
 		return domain.DeliveryResult{}, err
 	}
 	defer resp.Body.Close()
-	answer, readErr := io.ReadAll(io.LimitReader(resp.Body, int64(n.opts.MaxAnswerBytes)))
+	// What the receiver said, as far as it got: a body cut short still reports its status.
+	answer, _ := io.ReadAll(io.LimitReader(resp.Body, int64(n.opts.MaxAnswerBytes)))
 	res := domain.DeliveryResult{Status: resp.StatusCode, Body: strings.ToValidUTF8(string(answer), "\uFFFD")}
-	if readErr != nil && len(answer) == 0 {
-		res.Body = ""
-	}
 	level := slog.LevelInfo
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		level = slog.LevelWarn

@@ -16,6 +16,11 @@ import (
 // the URL state the page restores (adapters/ui/assets/app.js, readURL). The listing is newest
 // first, so its first rows are the notification's sample entries.
 func (n *Notifier) ExplorerURL(note domain.Notification) string {
+	return n.explorerURL(note, true)
+}
+
+// explorerURL is ExplorerURL, without the query unless withQuery.
+func (n *Notifier) explorerURL(note domain.Notification, withQuery bool) string {
 	p := url.Values{}
 	p.Set("project", note.ProjectID)
 	p.Set("range", "abs")
@@ -25,7 +30,7 @@ func (n *Notifier) ExplorerURL(note domain.Notification) string {
 		to = note.WindowStart
 	}
 	p.Set("to", strconv.FormatInt(to, 10))
-	if note.Query != "" {
+	if withQuery && note.Query != "" {
 		p.Set("query", note.Query)
 	}
 	return n.opts.PublicURL + "/ui?" + p.Encode()
@@ -90,6 +95,8 @@ const (
 	slackHeaderChars  = 150
 	slackSectionChars = 3000
 	slackLineBytes    = 200
+	// slackMaxLink is the longest explorer link a Slack message carries whole.
+	slackMaxLink = 2000
 )
 
 type slackText struct {
@@ -138,8 +145,13 @@ func headline(note domain.Notification) string {
 // clients that show no blocks) and blocks: a header, the count, window and query with the
 // explorer link, the sample entries one line each, and the notification's id.
 func (n *Notifier) slackBody(note domain.Notification) ([]byte, error) {
-	link := n.ExplorerURL(note)
-	text := slackEscape(headline(note)) + " (id " + slackEscape(note.ID) + ") <" + link + "|open in the explorer>"
+	link, label := n.ExplorerURL(note), "Open these entries in the explorer"
+	if len(link) > slackMaxLink {
+		// A long query makes a link Slack would cut: the window without the query instead.
+		link, label = n.explorerURL(note, false), "Open the window in the explorer (without the query)"
+	}
+	linkText := "<" + link + "|" + label + ">"
+	text := slackEscape(headline(note)) + " (id " + slackEscape(note.ID) + ") " + linkText
 	title := "Firing: "
 	if note.State == "resolved" {
 		title = "Resolved: "
@@ -152,10 +164,10 @@ func (n *Notifier) slackBody(note domain.Notification) ([]byte, error) {
 	if note.Query != "" {
 		facts += "\n*Query:* `" + slackCode(truncate(note.Query, 1000)) + "`"
 	}
-	facts += "\n<" + link + "|Open these entries in the explorer>"
+	facts = truncateRunes(facts, slackSectionChars-1-len(linkText)) + "\n" + linkText
 	blocks := []slackBlock{
 		{Type: "header", Text: &slackText{Type: "plain_text", Text: truncateRunes(title+note.Name, slackHeaderChars), Emoji: true}},
-		{Type: "section", Text: &slackText{Type: "mrkdwn", Text: truncateRunes(facts, slackSectionChars)}},
+		{Type: "section", Text: &slackText{Type: "mrkdwn", Text: facts}},
 	}
 	if len(note.Entries) > 0 {
 		var b strings.Builder

@@ -191,6 +191,37 @@ func TestSlackShape(t *testing.T) {
 	checkExplorerURL(t, msg.Blocks[1].Text.Text[i+1:j], note)
 }
 
+// TestSlackLongQuery: a query too long for a Slack link leaves the link without it, whole, and
+// every block within Slack's limit.
+func TestSlackLongQuery(t *testing.T) {
+	t.Parallel()
+	note := hostileNote()
+	note.Query = strings.Repeat("payment OR ", 370) + "x"
+	got := deliver(t, domain.TargetSlack, note)
+	var msg struct {
+		Blocks []struct {
+			Text *struct{ Text string }
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(got.body, &msg); err != nil {
+		t.Fatal(err)
+	}
+	for i, b := range msg.Blocks {
+		if b.Text != nil && len([]rune(b.Text.Text)) > 3000 {
+			t.Errorf("block %d has %d characters, over Slack's 3000", i, len([]rune(b.Text.Text)))
+		}
+	}
+	facts := msg.Blocks[1].Text.Text
+	i, j := strings.Index(facts, "<https://"), strings.Index(facts, "|Open the window in the explorer (without the query)>")
+	if i < 0 || j < i {
+		t.Fatalf("no whole link in %q", facts)
+	}
+	u, err := url.Parse(facts[i+1 : j])
+	if err != nil || u.Query().Has("query") || u.Query().Get("project") != "p1" {
+		t.Errorf("link %q: want the window without the query", facts[i+1:j])
+	}
+}
+
 func TestAlertmanagerShape(t *testing.T) {
 	t.Parallel()
 	note := hostileNote()
