@@ -25,6 +25,117 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AlertConditionOp.
+const (
+	EqualEqual       AlertConditionOp = "=="
+	GreaterThan      AlertConditionOp = ">"
+	GreaterThanEqual AlertConditionOp = ">="
+	LessThan         AlertConditionOp = "<"
+	LessThanEqual    AlertConditionOp = "<="
+)
+
+// Valid indicates whether the value is a known member of the AlertConditionOp enum.
+func (e AlertConditionOp) Valid() bool {
+	switch e {
+	case EqualEqual:
+		return true
+	case GreaterThan:
+		return true
+	case GreaterThanEqual:
+		return true
+	case LessThan:
+		return true
+	case LessThanEqual:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertState.
+const (
+	Firing  AlertState = "firing"
+	Ok      AlertState = "ok"
+	Pending AlertState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the AlertState enum.
+func (e AlertState) Valid() bool {
+	switch e {
+	case Firing:
+		return true
+	case Ok:
+		return true
+	case Pending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertTargetType.
+const (
+	AlertTargetTypeAlertmanager AlertTargetType = "alertmanager"
+	AlertTargetTypeSlack        AlertTargetType = "slack"
+	AlertTargetTypeWebhook      AlertTargetType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the AlertTargetType enum.
+func (e AlertTargetType) Valid() bool {
+	switch e {
+	case AlertTargetTypeAlertmanager:
+		return true
+	case AlertTargetTypeSlack:
+		return true
+	case AlertTargetTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertTargetInputType.
+const (
+	AlertTargetInputTypeAlertmanager AlertTargetInputType = "alertmanager"
+	AlertTargetInputTypeSlack        AlertTargetInputType = "slack"
+	AlertTargetInputTypeWebhook      AlertTargetInputType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the AlertTargetInputType enum.
+func (e AlertTargetInputType) Valid() bool {
+	switch e {
+	case AlertTargetInputTypeAlertmanager:
+		return true
+	case AlertTargetInputTypeSlack:
+		return true
+	case AlertTargetInputTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertTestResultType.
+const (
+	AlertTestResultTypeAlertmanager AlertTestResultType = "alertmanager"
+	AlertTestResultTypeSlack        AlertTestResultType = "slack"
+	AlertTestResultTypeWebhook      AlertTestResultType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the AlertTestResultType enum.
+func (e AlertTestResultType) Valid() bool {
+	switch e {
+	case AlertTestResultTypeAlertmanager:
+		return true
+	case AlertTestResultTypeSlack:
+		return true
+	case AlertTestResultTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListLogsParamsOrder.
 const (
 	Asc  ListLogsParamsOrder = "asc"
@@ -59,6 +170,189 @@ func (e ExportLogsParamsFormat) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Alert An alert rule as the server keeps it, with its state; secrets left out.
+type Alert struct {
+	// Condition The comparison of the window's exact count with `threshold`.
+	Condition  AlertCondition `json:"condition"`
+	CreatedAt  time.Time      `json:"created_at"`
+	ForSeconds int32          `json:"for_seconds"`
+
+	// Id Example: 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+	Id              string `json:"id"`
+	IntervalSeconds int32  `json:"interval_seconds"`
+
+	// LastEvaluation The last evaluation of a rule (times Unix ms).
+	LastEvaluation *AlertEvaluation `json:"last_evaluation,omitempty"`
+	Name           string           `json:"name"`
+
+	// NextEvaluation When the rule is due for its next evaluation, Unix ms.
+	NextEvaluation int64  `json:"next_evaluation"`
+	ProjectId      string `json:"project_id"`
+
+	// Query Present when the rule counts a query of its own.
+	Query *string `json:"query,omitempty"`
+
+	// SearchId Present when the rule counts a saved search's query.
+	SearchId      *string       `json:"search_id,omitempty"`
+	SilencedUntil int64         `json:"silenced_until"`
+	State         AlertState    `json:"state"`
+	Targets       []AlertTarget `json:"targets"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+	WindowSeconds int32         `json:"window_seconds"`
+}
+
+// AlertCondition The comparison of the window's exact count with `threshold`.
+type AlertCondition struct {
+	// Op Example: >
+	Op AlertConditionOp `json:"op"`
+
+	// Threshold Example: 10
+	Threshold int64 `json:"threshold"`
+}
+
+// AlertConditionOp Example: >
+type AlertConditionOp string
+
+// AlertEvaluation The last evaluation of a rule (times Unix ms).
+type AlertEvaluation struct {
+	Count       int64 `json:"count"`
+	Time        int64 `json:"time"`
+	WindowEnd   int64 `json:"window_end"`
+	WindowStart int64 `json:"window_start"`
+}
+
+// AlertInput What a client sets when it creates a rule; exactly one of `search_id` and `query`.
+type AlertInput struct {
+	// Condition The comparison of the window's exact count with `threshold`.
+	Condition  AlertCondition `json:"condition"`
+	ForSeconds *int32         `json:"for_seconds,omitempty"`
+
+	// IntervalSeconds Example: 60
+	IntervalSeconds int32 `json:"interval_seconds"`
+
+	// Name 1 to 200 characters, neither beginning nor ending with white space.
+	//
+	// Example: checkout errors
+	Name AlertName `json:"name"`
+
+	// ProjectId Example: 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+	ProjectId string `json:"project_id"`
+
+	// Query A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+	// every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+	// cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+	//
+	//
+	// Example: level:error AND subject:checkout
+	Query *SearchQuery `json:"query,omitempty"`
+
+	// SearchId A saved search of the project whose query the rule counts.
+	SearchId *string `json:"search_id,omitempty"`
+
+	// SilencedUntil Unix ms until which the rule is silenced; 0 not silenced.
+	SilencedUntil *int64             `json:"silenced_until,omitempty"`
+	Targets       []AlertTargetInput `json:"targets"`
+
+	// WindowSeconds Example: 300
+	WindowSeconds int32 `json:"window_seconds"`
+}
+
+// AlertName 1 to 200 characters, neither beginning nor ending with white space.
+//
+// Example: checkout errors
+type AlertName = string
+
+// AlertPatch A JSON merge patch (RFC 7396) of a rule; none of its members may be null.
+type AlertPatch struct {
+	// Condition The comparison of the window's exact count with `threshold`.
+	Condition       *AlertCondition `json:"condition,omitempty"`
+	ForSeconds      *int32          `json:"for_seconds,omitempty"`
+	IntervalSeconds *int32          `json:"interval_seconds,omitempty"`
+
+	// Name 1 to 200 characters, neither beginning nor ending with white space.
+	//
+	// Example: checkout errors
+	Name *AlertName `json:"name,omitempty"`
+
+	// Query A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+	// every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+	// cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+	//
+	//
+	// Example: level:error AND subject:checkout
+	Query         *SearchQuery        `json:"query,omitempty"`
+	SearchId      *string             `json:"search_id,omitempty"`
+	SilencedUntil *int64              `json:"silenced_until,omitempty"`
+	Targets       *[]AlertTargetInput `json:"targets,omitempty"`
+	WindowSeconds *int32              `json:"window_seconds,omitempty"`
+}
+
+// AlertState defines model for AlertState.
+type AlertState string
+
+// AlertTarget A target as the server returns it, its secrets left out: `url` is the scheme and host
+// only for `slack`, and for the others the URL without user information, query and
+// fragment; `bearer_token_set` says whether a token is kept.
+type AlertTarget struct {
+	BearerTokenSet bool            `json:"bearer_token_set"`
+	Type           AlertTargetType `json:"type"`
+
+	// Url Example: https://hooks.example.com/obsvc
+	Url string `json:"url"`
+}
+
+// AlertTargetType defines model for AlertTarget.Type.
+type AlertTargetType string
+
+// AlertTargetInput Where a rule's notifications go: `webhook` (the generic JSON document), `slack` (a
+// Slack incoming webhook: its URL is its secret) or `alertmanager` (the base URL of a
+// Prometheus Alertmanager; its v2 API is posted to). `bearer_token`, when given, is sent
+// as `Authorization: Bearer`. Neither the token nor a Slack URL is ever returned.
+type AlertTargetInput struct {
+	BearerToken *string              `json:"bearer_token,omitempty"`
+	Type        AlertTargetInputType `json:"type"`
+
+	// Url Example: https://hooks.example.com/obsvc
+	Url string `json:"url"`
+}
+
+// AlertTargetInputType defines model for AlertTargetInput.Type.
+type AlertTargetInputType string
+
+// AlertTestResult A receiver's answer to a sample notification.
+type AlertTestResult struct {
+	// Body The first bytes of its answer.
+	Body string `json:"body"`
+
+	// Error Why the delivery failed, when it did.
+	Error *string `json:"error,omitempty"`
+
+	// Ok The receiver answered 2xx.
+	Ok bool `json:"ok"`
+
+	// Status The HTTP status it answered; 0 when it did not answer.
+	Status int32 `json:"status"`
+
+	// Target The target's index in the rule's targets.
+	Target int32               `json:"target"`
+	Type   AlertTestResultType `json:"type"`
+}
+
+// AlertTestResultType defines model for AlertTestResult.Type.
+type AlertTestResultType string
+
+// AlertTransition One change of a rule's state; times Unix ms, as entries' `time`. `count` is the exact
+// count of the window `[window_start, window_end)` that made the change.
+type AlertTransition struct {
+	Count       int64      `json:"count"`
+	From        AlertState `json:"from"`
+	Seq         int64      `json:"seq"`
+	Time        int64      `json:"time"`
+	To          AlertState `json:"to"`
+	WindowEnd   int64      `json:"window_end"`
+	WindowStart int64      `json:"window_start"`
 }
 
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
@@ -587,6 +881,9 @@ type SearchQuery = string
 // Example: 3600
 type SearchRange = int32
 
+// AlertID defines model for AlertID.
+type AlertID = string
+
 // EndTime defines model for EndTime.
 type EndTime = int64
 
@@ -626,6 +923,12 @@ type TraceID = string
 // UserID defines model for UserID.
 type UserID = string
 
+// AlertConflict An RFC 9457 problem document.
+type AlertConflict = Problem
+
+// AlertNotFound An RFC 9457 problem document.
+type AlertNotFound = Problem
+
 // BadRequest An RFC 9457 problem document.
 type BadRequest = Problem
 
@@ -664,6 +967,12 @@ type UnknownProject = Problem
 
 // UnsupportedMediaType An RFC 9457 problem document.
 type UnsupportedMediaType = Problem
+
+// ListAlertsParams defines parameters for ListAlerts.
+type ListAlertsParams struct {
+	// ProjectId The project whose rules are meant; it must exist.
+	ProjectId string `form:"project_id" json:"project_id"`
+}
 
 // DeleteLogsParams defines parameters for DeleteLogs.
 type DeleteLogsParams struct {
@@ -1290,6 +1599,12 @@ type ListSearchesParams struct {
 	ProjectId string `form:"project_id" json:"project_id"`
 }
 
+// CreateAlertJSONRequestBody defines body for CreateAlert for application/json ContentType.
+type CreateAlertJSONRequestBody = AlertInput
+
+// PatchAlertApplicationMergePatchPlusJSONRequestBody defines body for PatchAlert for application/merge-patch+json ContentType.
+type PatchAlertApplicationMergePatchPlusJSONRequestBody = AlertPatch
+
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
 
@@ -1372,6 +1687,27 @@ func (t *OtlpAnyValue_IntValue) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListAlerts List a project's alert rules
+	// (GET /alerts)
+	ListAlerts(w http.ResponseWriter, r *http.Request, params ListAlertsParams)
+	// CreateAlert Create an alert rule
+	// (POST /alerts)
+	CreateAlert(w http.ResponseWriter, r *http.Request)
+	// DeleteAlert Delete an alert rule
+	// (DELETE /alerts/{id})
+	DeleteAlert(w http.ResponseWriter, r *http.Request, id AlertID)
+	// GetAlert Get an alert rule
+	// (GET /alerts/{id})
+	GetAlert(w http.ResponseWriter, r *http.Request, id AlertID)
+	// PatchAlert Change some of an alert rule
+	// (PATCH /alerts/{id})
+	PatchAlert(w http.ResponseWriter, r *http.Request, id AlertID)
+	// GetAlertHistory An alert rule's transitions
+	// (GET /alerts/{id}/history)
+	GetAlertHistory(w http.ResponseWriter, r *http.Request, id AlertID)
+	// TestAlert Send a sample notification
+	// (POST /alerts/{id}/test)
+	TestAlert(w http.ResponseWriter, r *http.Request, id AlertID)
 	// DeleteLogs Delete log entries
 	// (DELETE /logs)
 	DeleteLogs(w http.ResponseWriter, r *http.Request, params DeleteLogsParams)
@@ -1439,6 +1775,183 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// ListAlerts operation middleware
+func (siw *ServerInterfaceWrapper) ListAlerts(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAlertsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListAlerts(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateAlert operation middleware
+func (siw *ServerInterfaceWrapper) CreateAlert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateAlert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteAlert operation middleware
+func (siw *ServerInterfaceWrapper) DeleteAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetAlert operation middleware
+func (siw *ServerInterfaceWrapper) GetAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PatchAlert operation middleware
+func (siw *ServerInterfaceWrapper) PatchAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PatchAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetAlertHistory operation middleware
+func (siw *ServerInterfaceWrapper) GetAlertHistory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetAlertHistory(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// TestAlert operation middleware
+func (siw *ServerInterfaceWrapper) TestAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.TestAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // DeleteLogs operation middleware
 func (siw *ServerInterfaceWrapper) DeleteLogs(w http.ResponseWriter, r *http.Request) {
@@ -2893,6 +3406,13 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/searches/{id}", wrapper.DeleteSearch)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/searches/{id}", wrapper.GetSearch)
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/searches/{id}", wrapper.PatchSearch)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/alerts", wrapper.ListAlerts)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/alerts", wrapper.CreateAlert)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/alerts/{id}", wrapper.DeleteAlert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/alerts/{id}", wrapper.GetAlert)
+	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/alerts/{id}", wrapper.PatchAlert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/alerts/{id}/history", wrapper.GetAlertHistory)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/alerts/{id}/test", wrapper.TestAlert)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/logs", wrapper.DeleteLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/logs", wrapper.CreateLogs)
@@ -2904,6 +3424,10 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 
 	return m
 }
+
+type AlertConflictApplicationProblemPlusJSONResponse Problem
+
+type AlertNotFoundApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
@@ -2951,6 +3475,841 @@ type UnavailableApplicationProblemPlusJSONResponse struct {
 type UnknownProjectApplicationProblemPlusJSONResponse Problem
 
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse Problem
+
+type ListAlertsRequestObject struct {
+	Params ListAlertsParams
+}
+
+type ListAlertsResponseObject interface {
+	VisitListAlertsResponse(w http.ResponseWriter) error
+}
+
+type ListAlerts200JSONResponse []Alert
+
+func (response ListAlerts200JSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts400ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts401ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts403ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts404ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts503ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlertRequestObject struct {
+	Body *CreateAlertJSONRequestBody
+}
+
+type CreateAlertResponseObject interface {
+	VisitCreateAlertResponse(w http.ResponseWriter) error
+}
+
+type CreateAlert201ResponseHeaders struct {
+	Location string
+}
+
+type CreateAlert201JSONResponse struct {
+	Body    Alert
+	Headers CreateAlert201ResponseHeaders
+}
+
+func (response CreateAlert201JSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert400ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert401ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert403ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert409ApplicationProblemPlusJSONResponse struct {
+	AlertConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert409ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert413ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert415ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert422ApplicationProblemPlusJSONResponse struct {
+	SearchUnknownProjectApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert422ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert429ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert503ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlertRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type DeleteAlertResponseObject interface {
+	VisitDeleteAlertResponse(w http.ResponseWriter) error
+}
+
+type DeleteAlert204Response struct {
+}
+
+func (response DeleteAlert204Response) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert400ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert401ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert404ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert429ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert503ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type GetAlertResponseObject interface {
+	VisitGetAlertResponse(w http.ResponseWriter) error
+}
+
+type GetAlert200JSONResponse Alert
+
+func (response GetAlert200JSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert400ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert401ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert404ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert503ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlertRequestObject struct {
+	Id   AlertID `json:"id"`
+	Body *PatchAlertApplicationMergePatchPlusJSONRequestBody
+}
+
+type PatchAlertResponseObject interface {
+	VisitPatchAlertResponse(w http.ResponseWriter) error
+}
+
+type PatchAlert200JSONResponse Alert
+
+func (response PatchAlert200JSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert400ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert401ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert404ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert413ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert415ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert429ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert503ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistoryRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type GetAlertHistoryResponseObject interface {
+	VisitGetAlertHistoryResponse(w http.ResponseWriter) error
+}
+
+type GetAlertHistory200JSONResponse []AlertTransition
+
+func (response GetAlertHistory200JSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory400ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory401ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory404ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory503ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlertRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type TestAlertResponseObject interface {
+	VisitTestAlertResponse(w http.ResponseWriter) error
+}
+
+type TestAlert200JSONResponse []AlertTestResult
+
+func (response TestAlert200JSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert400ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert401ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert404ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert429ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert503ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type DeleteLogsRequestObject struct {
 	Params DeleteLogsParams
@@ -5495,6 +6854,27 @@ func (response PatchSearch503ApplicationProblemPlusJSONResponse) VisitPatchSearc
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListAlerts List a project's alert rules
+	// (GET /alerts)
+	ListAlerts(ctx context.Context, request ListAlertsRequestObject) (ListAlertsResponseObject, error)
+	// CreateAlert Create an alert rule
+	// (POST /alerts)
+	CreateAlert(ctx context.Context, request CreateAlertRequestObject) (CreateAlertResponseObject, error)
+	// DeleteAlert Delete an alert rule
+	// (DELETE /alerts/{id})
+	DeleteAlert(ctx context.Context, request DeleteAlertRequestObject) (DeleteAlertResponseObject, error)
+	// GetAlert Get an alert rule
+	// (GET /alerts/{id})
+	GetAlert(ctx context.Context, request GetAlertRequestObject) (GetAlertResponseObject, error)
+	// PatchAlert Change some of an alert rule
+	// (PATCH /alerts/{id})
+	PatchAlert(ctx context.Context, request PatchAlertRequestObject) (PatchAlertResponseObject, error)
+	// GetAlertHistory An alert rule's transitions
+	// (GET /alerts/{id}/history)
+	GetAlertHistory(ctx context.Context, request GetAlertHistoryRequestObject) (GetAlertHistoryResponseObject, error)
+	// TestAlert Send a sample notification
+	// (POST /alerts/{id}/test)
+	TestAlert(ctx context.Context, request TestAlertRequestObject) (TestAlertResponseObject, error)
 	// DeleteLogs Delete log entries
 	// (DELETE /logs)
 	DeleteLogs(ctx context.Context, request DeleteLogsRequestObject) (DeleteLogsResponseObject, error)
@@ -5591,6 +6971,200 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictHTTPServerOptions
+}
+
+// ListAlerts operation middleware
+func (sh *strictHandler) ListAlerts(w http.ResponseWriter, r *http.Request, params ListAlertsParams) {
+	var request ListAlertsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAlerts(ctx, request.(ListAlertsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAlerts")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListAlertsResponseObject); ok {
+		if err := validResponse.VisitListAlertsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateAlert operation middleware
+func (sh *strictHandler) CreateAlert(w http.ResponseWriter, r *http.Request) {
+	var request CreateAlertRequestObject
+
+	var body CreateAlertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateAlert(ctx, request.(CreateAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateAlertResponseObject); ok {
+		if err := validResponse.VisitCreateAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteAlert operation middleware
+func (sh *strictHandler) DeleteAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request DeleteAlertRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAlert(ctx, request.(DeleteAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteAlertResponseObject); ok {
+		if err := validResponse.VisitDeleteAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAlert operation middleware
+func (sh *strictHandler) GetAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request GetAlertRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAlert(ctx, request.(GetAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetAlertResponseObject); ok {
+		if err := validResponse.VisitGetAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PatchAlert operation middleware
+func (sh *strictHandler) PatchAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request PatchAlertRequestObject
+
+	request.Id = id
+
+	var body PatchAlertApplicationMergePatchPlusJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PatchAlert(ctx, request.(PatchAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PatchAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PatchAlertResponseObject); ok {
+		if err := validResponse.VisitPatchAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAlertHistory operation middleware
+func (sh *strictHandler) GetAlertHistory(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request GetAlertHistoryRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAlertHistory(ctx, request.(GetAlertHistoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAlertHistory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetAlertHistoryResponseObject); ok {
+		if err := validResponse.VisitGetAlertHistoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TestAlert operation middleware
+func (sh *strictHandler) TestAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request TestAlertRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.TestAlert(ctx, request.(TestAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(TestAlertResponseObject); ok {
+		if err := validResponse.VisitTestAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // DeleteLogs operation middleware
@@ -6128,267 +7702,325 @@ func (sh *strictHandler) PatchSearch(w http.ResponseWriter, r *http.Request, id 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L1rc9tIliD6V/Lizg2T3SBFUi+LCse9KlvV5W6X7bbkqekxfI0kkRTRAjNZSFAU26WI/bq/Yr/txv6N",
-	"nX+yv2TjnJOZSIAgRflRj55yzHRRJJCPkyfP+/ExGKvZXEkhCx0MPwZTwROR48c3oshXZ5NC5PBXIvQ4",
-	"T+dFqmQwDC7EWMlEs0KxJU8LNhITlQuWwyupvOoGYSBu+WyeiWDYDwM9nooZh2EmKp/xIhgGqSz2B0EY",
-	"FKu5oD/FlciDu7u7MJjznM9EYdZxLpPLdCbWF/FKZismZJGnQrNlWkxZXKQzETNeMJXbNRXTVLO3Mr1l",
-	"8CNLJZulWZZqs4NWKsfZQqc3on3KpHJbiXXB8+IDDljdzvHJ4cF+/6gH/8IghZX8uBD5KggDyWGdgZAJ",
-	"vhhs2vnRQdPOw+CFunohbkS2y15xX3EGj8enLBdzwQuWFmyicsbliqkJ0+JG5DxjrThTVx/w0Sciz1Ue",
-	"LXq9wVH55YQXPIvbIUBupnTB+kcILd1lT9VsznORMK4ZPqwZzwXThcpFMmRjrkUnlVpInRbpjQgZZ5m6",
-	"uhL5I830XGRZKq/g3bTQbMylkumYZzRSZV0/nL15+fzln2LGZcK875c8l6m8ipkWmRgXLIYv4lOmhWDx",
-	"C3V1Lot89VzOF0WXYNHusnM+nrJUsxuepQl7e/lt5zHCTC0K9vLti5D1AXH3B2w85TkfA6KxVjEVbJKK",
-	"LHmkmVpKli8yQAkuV8UU9iAyLWDQg16PST6Dr+AVh6sVJHkXIJyDMEDQBu/ht3mmEhEMi3whmvHG7bqC",
-	"OGkhZngRDMLoIk/lVXAXBjN++5x+7B85fOJ5zlfwqy5WsBREPPj7da7+LsbF82fr2HUJG6GfH2mWJpW9",
-	"BL3+yf7RpCc6j8cD3jke7YvOSXIw6Qz40ejxuJf0xWASmB3NeTEtN5QmQRjk4sdFmovE7rzcWW1D/hr/",
-	"ipDZtlC2nCot3J0ApJwJLotTuASzhS6YuE118elbqR2OmfbDg/f01/tuM+4jngmt+ZWI2VjJgqdS0w0v",
-	"xG1hEHZweORhbMjSK6lgFryEbLSK5FuZjlUimE5hv/T9RGUJPNSK/+O/xmzGi/FUaBb/x/+MT1l8cfnm",
-	"7OLiPGaJEhrJHz4A1C/n//HfBNym5wVLdSSztABiMmTx/xOHLP5gbmoUxWzKbwSTCu77OOUZngNwgUhW",
-	"gJ+IcZZKkWwA8I8VrJ/x2xdCXhXTYDg4PAqDWSrt3/2wCcrNCFOBdDHldoMIW1xACCwBbjL+xTIurxb8",
-	"SrCRyNQyZGcvn4nEUlzBVDEVeSRLDsVa8Y8xuxZiTjTO7H0IdJAgxvRiRAsF0jSbFyvgTnykhSyGDEg0",
-	"rXDVjWQk4ziOJC2FsSdM5ZFUOcN/TxDiH1kUvHoTBfjHXSThP/TrQvJ8xT6yd1Fw9vJZFLw339xFkj7A",
-	"Q60oePnqMgrYTywKOlHQNg/9xOZ5OuP5KpLmA3vCoqAVBbDaKGjjK0ggWRQMowCo60LUvqMX8BftXlqq",
-	"PNGRNN+yJwhIzWeCvXrD9gDCbI+9fHXJrnI+m/GcqRuRm0FCJoCY8/k8S0UCtwCnM6PhjmB4MwuLgj/g",
-	"lPNpDrj/k/uiFQXA9PaF2Tn98cT/a1z54wmARi5mIzhuZv7hOO/Mcx/hiZFaSJj28lUUmD9aUfDePHIH",
-	"jzD2jr1nTswI2Ud2x8St+TOS9BbshKZzq77n3x9YJviNRWudJoKpuZCRNJtnT9ijKHjEPpZEg/3EHkUR",
-	"fEkfokfsDh8yeBfJ+OzlM7jer97A/758dWmu+eWrGEnstVjhccKlWcznIicio+CatWIukxh4JMfTaHfZ",
-	"WSRHfHytM66nTOgxnwOplitvSWpiHof3o2g4AppzxuJOzPL0alowDiIoi/HchzHeS3mlI1koRCRChFZc",
-	"iNl82DnE+eF7A8zOYfsUefdyKnIBt1JwpIcwAUhQsEe8ea9zMRaJkGMxNDtvwdYrb7TZKEW5F1YmdBHC",
-	"VJIh1FiLZ1oxIL2AqiNRLAUcR7FUrBD5TLft06/exEMWc0D/ERvTMvCv1ghvw7gdh+UlUdIQiVwtCoFL",
-	"7bAf4BCAyBi28UjTNcNDAjoEQBK6YPlCaoBxJgriGkl6Bb/jqX6IQzY2Ah5geZWjtLawkxBkuvjHGCQk",
-	"BtwQ5koTphdwWzUMFh/vn/CD0WEyOXx8fDQ4OMKNKilwpXDGI1gsyuxqUZS8yW2KTQ3vAljAS6c47pyv",
-	"/hBbpEHkH4krYJikA8z5KoZVmWsQR8Gcr2ZCFswyoCiIEUYOkznL1TKEwZdTXgC0mRZA4wu8XmLGWrEZ",
-	"JHSj/F9uxe2uY9/DW4eAeHgApVvArw77FhBYD63MHrJYL0YgUsDHhRb5hzSBj0XOx8J81nMu4SMdlxMR",
-	"OOo1AhaMnOORPiWZH7gTSKfCLqJQ8w4J27wo8nS0KIRlZryA2wxjtOJpUcy7iF/DvfFUjK/hQGB+kd+k",
-	"Y9GFIYdjnhdw4LEbSneJWMI4SFBjxrMlX2lcg7ZrLKdu+e86ef2vC1XA1aSrjCuDkwcFgo+FBgakV7Lg",
-	"t774g6eFBw4UzUkjII9wbWkNAp4APowtqutGXQa0EXzOaSJwLVHbgD2bsxriRIiG5siGMRO3fFxkq9Py",
-	"7IZmPeb8hnF5teBUiGZO4HOamxtJuI0g+IMhovNcTNJb3MOZA9uQxcPDXq+8Lh6xO+z1iGjFh71etwcn",
-	"eCgGcRsXgziJcgjcicNeLwpimhSFWLPi4YRnWsT49EipTHCpacwC5VQaQeO9/xHOLXEUeGhHbcOodnnm",
-	"BWQRoQVVl73EFWt7JnAkRwedESiwmeIFrHKuUhDngWKMxEoR2OHe5lxewYR9cdDrxW0mflzwjEiaO2JE",
-	"DalQd+uyeGgYPkAudH+WH8fexycWFO8GvR67fMUGJyfvY99SYKeBBUmzEdhfl71CLNEhQzWM1iQXWUZr",
-	"dAtCtCSO9ofyJCtyKgrVTikdMi79K4xncS1WgCjzXIAsiTfZ0S+AEx5MSPPj4hOReLi8C91ZToGFMaZF",
-	"QXgI6kmSgnQNjIkb6Q/WiZSoVCRw/almiE8hA85YGHaLxClfCB8MLWKH7djIepoEP0MSVAkJZIAv0hmM",
-	"1gL6hMS6KBArh86CcRD2To4qCn78/dm/ffjr2/M3f/vw9LuzNxdxO2RSaEQ1NUGZXshiKrQw3JGkHzPe",
-	"/oAlQswrwzw7f335nW82AQ0NWX0k/ecuz998f0FiDUn2alGgvAabckJvjn9mtDO8/we9ntUO0Zyg40gi",
-	"ca8YHliMg8alkjJX2pzQhP7O1SgTM+D1Cwk3NpU+ZCa5mkWyz1rxQorbuRjDIyS884L1j2Hll+kM7j6g",
-	"dCorxjGClTV5xXWlr8pBDGtBKYd4jtBzJbXo6oIXC/0B5A3vruKDoBp4DCoK9qaCZ8U0CjZpkubPbVr5",
-	"G6Ah5zJptjEImVjgEbExkAu/uCXx+PH+Cfy715K42eSwi2URt3sBC2neMK7xc7a8trP9k0Fvi420BMpn",
-	"7+1C8Hw83WTX0vxGJEzjMxuMW8f8YNzpjwZJ51jsTzqP+cGoczg+So7F48kJ742+kHELwf9JpmxSgXa3",
-	"ZK+j2eDxzofxQOATL9llS4b3G8u1ZUKGiCdstAIel8pE3LaHm223zkQd9gYHbLQqhP5UK21g6dEGOmKW",
-	"eA8luQS+2YR9FQjg1UK+x0HB3B+wqbjliRinM54ZETBEssGzjP1D5OrUV7CdsKdUl5192m4PRpOTwWT/",
-	"8Ph4tH+Q8CO+PxYng5OkJ3ri4Hj/aAMUrFywyTy3P6hY5+DPdSC91SK/F0YNWGLlk4chxBe25geLzsFg",
-	"A3TMArfiyB3QCeJzaMj/hidvSGWGv8ZKFkLiRxR9xhxgs2eY9h//rgFQH8vVAAgLnmZwNECsrfINnBmB",
-	"BEtHcSEYvvMeRpv4SPgSTSkEBGGA4rbIg2GwN9gjN8Td+zAgxhwMD4B4FGmBAPmGJ8xuofQ8jNSiGI4y",
-	"Lq/R/+Dg8S+5mATD4P/eK32Ne/Sr3ntN2yQorVNvb3czngFBEgk693LBr0FGgoM9dfKR0TtRdFSTiZBo",
-	"PiAZVeX+8d6FwbcqH6VJIuRnn0KqURZ3su8YLZj4vZqLHIcKfFDul6AsV/FVAXn2+vn9a0QYkZ8DIfRc",
-	"fpulV9PPRdPSQlR6Lp8nYjZXhZDjVecvpMekkk1oOh9UJyWonio5ydLxV0S5s/pKjRmnYbW6SLOMjQQg",
-	"2JTLJBPJKTnAWcYtir1UxbdqQVLmZwDQurzg3CY4ng+hgxJCL1XBvjUPfEVksutxyGRcbU4Ycyf1+fTN",
-	"zjXlcN19ac7DJiTGzWQPeC6/FpLkC7KQVUYplSTD7D1CiONWqeDPi4/3LxgB44DAWjVSGOMeQEklBTOS",
-	"9j2e5YInK2NqgxGRLfhTCY3OVL4yau/F+dmbp9+dX3x4ff7mw+s3r/58/vQyDoHz9nqRHK1YIiZ8kRWk",
-	"ACGjXXINbEZeCdDcSwz5QjdDqgaUSEF93UWwRw3yl7pIL2tLd+eYJnhYLa6vreuRu9O+Fqs20SV6y7hD",
-	"WKEsdrsTHpIFeKnQygnXtFBZwvic50XlLN7Ka6mW0jjfP/NEFjSYd5+abqVUpR/f3WIUXbzb57ncK3dw",
-	"MCgP6i3sdiy05qNMsHNZpMXq6xK/uFyWvWTlbqqIj+eLZPFSqRc8vxKfzUlH6L6mO+skX9DsrBTtY3R/",
-	"v0KsYFZ2qRSjpXxVKI1UsrI2LVpzqlkG88J3XBocRvMdH4/FvNAWUN9zuTLCpf5MeC3ztBAs54Vg4nYs",
-	"RCIqrHPgEXOAC8zM3NRfFT4gi8GNX2iRsMWc/FFutVaSsIq/YFfpjZCo+INqUg/T67g4vaYlmaf3vIg+",
-	"XNVbyRfFVOXpP8Tn0mEYSMjCvMKcWcQnr33/1nozf00Ka8ReJKhKCh/rnPAC9KoG1B9++KFzVm6pwWIT",
-	"fyN4LvK4oifSd9t1QYL7DU8zoFhfQEBC9xXcroU3bAn3Q1/ZuCBrLHtbefQrojktbswlGURZDqqZSIxr",
-	"X6qllUvsqYBkPRUJ6m2Z4nWZ+suh/q+T5fV+hUzvrGCZ4LrAC0ReHmJ7pVSCHquqNoCGmdp7j7S1a6Y6",
-	"klYAVVlimQJQwTIQMRdwIkBPWvHe/h69GYFE771S+LGLkSzfURN2zBK+0lHgpN81RW5pSbAx1htpK0kn",
-	"E5EDuwQ+dhrJCldHf3GXoaMAD5pEb48dW2Z8ipMSCjDNV5pN1ZLNgM3MVC4iWWBUylLkwkhkb6VezOcq",
-	"L0TyvUhSfoln+tlEAtmxswB5A+CLvshw6KOZWwvDxTBczdeXG1LCI6PozHBqmJNC8Jy1AvQ6zVp/vnj1",
-	"8pRxBv9lM5FfCTZHiWOicvb67PLpd+0uGiHNEmCFpT8dIZqQS5Nnr3MYvgA5ylj0a4HvRb4YF4tcJCzh",
-	"BbdLROweWvf6tVgZgXxFizKhby3jCw+t0zh0LvYwknKRZdZvHDJFjuR2SKNdi3nBbkQ+4kU6Y61EFdpJ",
-	"9bkAwaEQst1lZxYHB4/pRV4gkrFCzSnmIbTWsaag0lOHxEcH7C/pN4xrnzgLOVYJKoWRbKEPfIy6ntCA",
-	"Ip5h0URXJELMTzEylACjcpR7QKEECZa9fPuCtd7+EcTXdpf9K0IpkmM1A5lxfA2za4y5sU5268Vmrbg/",
-	"2D84PDp+fNIrP8XGRYk25PYpQcANF0mNuBwyiuuCpcDwrFgCTyxjODMgWnhmNW/mxwD9kDNRTFUSDIM/",
-	"nV8CR4LvPP8l8NxBGCDfslhU8CtgBzYUCYRLsQje37m7pKyr4bZzpTrmS7ic3Td8+T0F/vi/dvR1Ou+o",
-	"OaFtx7EQmO4uDL7lY1EgQJts7jZqDmPvyDoKIClpE1wfNJMbyzw58zGYeu7dECBLCyJKDkYHg/B+x1EY",
-	"3Ni1cbl6NUFOCReAZCIDs1q8uxOmCBv8b8w18r8yAIVvbAT9XT1I/n0TBSLQcI1XF+PciOCHCC57pZEc",
-	"tbiNvCmRpxC3xSmLYTMUxrMet0EzAJFbZFnVWRfseT6pbahATgXrfHxn4BmaA3kfroEheKGuUAe8LZpR",
-	"gjg74AFsQ4r0ajpSC7x0RHfzhMI14z+dX7K9TF3pmLWIn9vIxjSJ2+tIwpuTiC6nZfh+JdQTVxKHyOV1",
-	"wSZprouSMsX4VGxI7wymcykS2xiPTRapZU6gU7SeO0HSwC5Ltk7+e9ZMj33dReMSdh+whkBmy3aY0Jza",
-	"Bkw6t3PV7ecmmC5TVyaonb0yNIoIjYluAokHmRcSYOBkagY8LGnAngqr3rY3j6nfhUGaNOWtAR/rcK3T",
-	"KwlXeiHTHxdiQ5LICe/3OsfjQdJ5LPYnnQN+ODoaHyePxckkWCdPQdacunWJAX+1zKfN6UunDsEMKA2G",
-	"GZaKgCuHAwmaeKV1WKQ5eYkrW7LZSOspRIac+BR8LV626UVPTam8u2OGzdp4JuJsHXz9I5appcg76Adf",
-	"d5rXzq436R0dc94b8ZPeYHTcOFUZstAYCrD2QtEYs7ExEmND9EV/sL8TZ3T+9rUZQbDaHRQ7uPvXdmq9",
-	"2RXQGO/3ulPfJx+kyPo5UjMntNicNoTjNoKCF6GZOzmCwtAPNM5SwFAtZAJst8vO2EwgJwaiAupYwlC1",
-	"So3snEo/bjlmC5mIPJLA6kB1J98J3srXry4se8MoVwT2Dc9TLguSmPBhHL0Vv6Bb6wL2SGL8MhRsA0FZ",
-	"z1489YV0JBuaxamcKArgZCk60CnlqMteuNDnSNbzN5H/G8LjqExTMkJK6QVzXkxZ69Xli9dAdNrDSCKG",
-	"3p9A0A7LoGSTJopBMmM1mylpckgxUltJEUmjZ+n0lr2aC3kpMjEjuxBuZhjJSP7ELmjhP7EL5CoYuLzC",
-	"advsp0j+1Ol08P/hWYp3jZn7FLJ4koIqA59A1VIafsZnEzFaXOGz9Mk8a/+b2+cI5vZDSP+FG58qWfuT",
-	"YwqAVEU6dtNgtDmzH0L6L2a/0u9IxvEB+hTiBwrUvxG5G4fyeZn7FLJ4nKcFnKX9DP/lmcjxgwCt2X0Q",
-	"cgySTDznMsW46IQ+weCRPHN5BsTKvAvmH318tkjSIiZPuTIJxDHHL9sYDjxe6ELNzAFGcqny6y77AdAV",
-	"9VVxa4QDssVQmCpzBs/ETE+R4XZSF7tPz0SSawdMIAzxOUHQWxJBsh2aS4J7MVqvu7eRJACnxeoDLCwO",
-	"2XKajqcUIwn8dsnzpPqOieQ9rSgAawN5kdNLo+0SJ1+mUtdjaS0X3xx81d/O4tfser6q3zo6DA/3j0wE",
-	"lZpQrFVNPWkQDbzVHB0e7h/dKyxsjicogVG6Nb9EPu/u0gbarOfGrFhfCuBF/+hhgXtAd9G9JRKftlZu",
-	"y70ijAfifi0X9mi7gFPd3Q8gepc7Q56gFkVzDJ3FANaSir18+6JNFk9iVY80c4uyt8ALKUctknIiKKpd",
-	"KS1ySpAkZgVz0BWBB5ewMBv9CYyH7EOO2yDUNsZu+uDpDQ4+X4Lz+ekjTY8gIzUs9GsJeABf/LUZ/Vo/",
-	"7D9lGG7KjCYfVrlhGzD0oaGlD8fQHSTLB8WHVuTOdYjAjx5AxkqORS71bxJrjSx9H8bWhOtGuXqDII2W",
-	"v2ZAIrCMgGVM0mqC3hljA5wpEwdbNwCua+X4RvM0ZjCMHQKmhtJ4FQxlOkejUppqDR/XRv9uo4EyUWXS",
-	"UZkq5M950NvpcqJo85CZq1NaBxKZ+GBJWaqL2vYPdreQ6s1sO0Y8jF2ivH+6xvwEh2XNd4C6y1R7djxf",
-	"MHmkjVkTiYrKrWMDxTCDJL6v45E25pydLVmeRXrNDltDd8ItBwF7KCVibEN9/RDcR1eIxddrkbCJyhtw",
-	"fcO4oJcCGcUBwqqd1GGEMdm4S7Cr2Y/u8b2goqVtAkjzJT3zTdLXYnWf8R+I2m7G//393az/jnrsRhI2",
-	"4MdWW/eFyFOxARkM6fcQ2qUfKN85Qvl5ajHHjHeVsxbl5iA+xm3EIKT09MacaxKvuNRLlBxijauIt1g1",
-	"P/w6PSE/4EZHq7hCJsKqjvNIl94S7rk6nauk6iWJJLnn7N/OTTJROb1NDhF2hmIWfl0/ILUoqmsII9Cp",
-	"7ZkgKvvvrUwCiKFWVY3qsNf7Ug43QqlmGoG/IaUYLcbXogjXXSr0g64mCL7bD3vvPYqxi2xZ8wlsYGev",
-	"KWXY2GByPDGQepSLy3N5yFbF9c7hQWjvdlNB5RJNg0IVPKvQgv7hw1yIG3x4FP9qnN5GJwpJmkyT0Aja",
-	"KSaGoMqXoudLZJNTU0StgmQuoZoZb7t1ERKPbMVREEWRU0vgcxTEDhdt5r1fXcHmyxMGV/P48We4DnaQ",
-	"8n6g9QTPRioM7zXHpaeYSG+KCMSRbJX1UWhjJssirhGfuN1lLxdZtvXCEZMzl220eiKVFOV1M9dvk8Xi",
-	"HoK2zZeJcZjKFFFrJPQFb7p4Tx2Nt7spLyDSdlDqYPlzW2yoTvHXiba5pdtSaHFYK1mY2VqoaGIBGDRi",
-	"VdKnlaze+WruLP11SNUGP5MW6A0c0YoxjUAgREMzqkkeJy1syj0FzN53695E1FNalFk0GPkLZAJOUmM8",
-	"ViJyyvo0+MpaWKgARVfjT7Yyq6mcQ5EsBtuBahqab+S5pbEdwiXIBQZYnZpkWoevNrtQSRPbsas4ZsSJ",
-	"JrAWYt6MEcs0KabkMjCYsM1TtG9LSu5ytJZmbtBSLMqjLBdSQS0i2bSQ6sTHR+FOub7+HcVdh+5GOOy6",
-	"57Lqp7nghUh2WLuNdTfhduvSZzmS28rg4Ruxw2xa8DORiV0XnOCzLBczddO05KQcq2R2n7BmO07Tml8V",
-	"2fxMrrbE/riwOhODxp2OiH4cCqPj8zlVDUwlaW0xhm2NgMHYanbrQi3cCTdz9bdSnd3pylW20aQFrW0c",
-	"RAo397qYgeYh97uDOHzdZINI1GKUifp4Tt4OLFjgRyWFEdzXBfV7j/b9XRhc32SpLr4c4P4iHgI4Wm19",
-	"qx5vbsQxN8fagq/FqrFcqZPXdj/3psltAGmTWvvm26fs5ODw2JY8YYkaL2bGZFu/ixQe6+ugG/Op1/Zi",
-	"A7wbLeyWyaSaLXOFqqO09w05rV0d5nJ6QZu9HnIuMhmdEkOjOGG0IeDjIYtp6TFD5zcyuEpUMSuDikMm",
-	"ulfdSMatk5Nej341k2vPOtWOH8AMDfzJttDAD1PQ8uS4FlOCDvUmSBp4b7T+mt8fUV4c10yMp4rs03Bc",
-	"8b91TMJO53kSM5tnzyjw/5RqVKElEoCZi7nKseIPt3D4MrE/Nn7aD4Ss8/LGetcu2toHVmN6vefNMDHh",
-	"9dirt2+es1xg4PrY1FFzddgczsHLpyz2YrdjLFpqAn1xHxSqnqLDoAofP+T7PjG+MMHiuD8HotDevPeb",
-	"7/YGuxUxL5vVj5HiZLtrxUYdj9ugzVGRpbJAUit2n5vCE5sowX3FEtZdnHaGZizGkBHDeMstmGpQOYVR",
-	"bCg+USnOsj6vtUPUZ0U2bn5lLSCMRye9fpultnCmJXSY4UBqHxanNZpqiRPLqcooML8WqmrLRNyHCNsP",
-	"vNlVeeacwtUQdBPd0miOJEnuA6+Fdg16g6NOv98Z7F/2e8Me/F+XYsb/PfBuaMIL0dkE5h2CCdnbt8+f",
-	"3Rx/GQc1VRfZNUDNJb18SPjqXgL+xj79DB6+C4PFPPlKgGsKEjO5+t5pVVawtpstaOPixZoTOKj0XBOH",
-	"dgFkINNqUVAtOy+H14S4GJ7tuUjX0c4eVUOQVr1iNya1yGzFltO0EFTessteUg6xEIkpG9YYldrs776/",
-	"NvZnYkftBHGzW07kNahsDzyRs/XMHaRXx/snR21Sn11Gu/PNGu0FmBTxOCoyALJOVNtxFAwZ2ZkpSt/q",
-	"axOVg058igVn8ZwzMSmYWhQmjYRcmKnuspcqkhsxoiHi73NxovHkOzeDn//w1w66+shmrRimq9Sp8PJr",
-	"lHMu2V4MR4c95w2gB7HsrjmibiTPpA2TooKINo3QTwWUMHcqF9rwN5sJmGp2paQYorSLgYZYORvTmOC0",
-	"XWTZTGFwU/VtQizNWpyKKufebyOqbUoB2BjXzlGujqReinnBVqJoh2jJGF9f5VjoWy+FmBtLAbnI02KK",
-	"diG5KAAglJxU5vlj4pQUmDKZiwlmK6LQfzAYmIA5pKVOqiU7N2wRvkoJoz0Rz4a1mGIdkWzFL1796cOb",
-	"88vzl5fPX7388OzsbxdxaIHPFjITWgOZbJ86MTrjY7uw1uu3l+36hJGkGelM0WTNzXvCAJmjh+dKFHSL",
-	"cS4Ll4QXvGZM3u8h8qezxSwYAsIg7tOf/Y0mZk/QpmIXjUkLfh2OLydvHF32Tn4BeWOHcoYPkDdMiuvP",
-	"kQPwo+3hUA5FJZlxCVgL1JZh3ioNwX39YEysVff00Y46WVUiqgsQQvoVWDBb0JS4OTVWVsw6ZTy5AUXY",
-	"Ys+XxJB7o++NlGWr1VVhsln6amLtpr7mZ8taGm66jUfX2LqAGyB+osi1jZWZMkNYwOlhEahrlXWQFLIr",
-	"pZKvEozq0P7+7VCXkyYcv/9dLAG7PbRsK9JsRo2XW6SdXq8q7YgUTxkr9ktgF1LlzKjDFPhcikFUxtEQ",
-	"YuQPEUgNM6wIzzOK2UPxr20zuSw39QSPoWtxYA1zyI0oFFybeu6uahaW1l8qEirr7sx1muhLY73evdIY",
-	"wesrCck+F7tfUoYrJ0UkjVUf2CfIuexTxNzd7+HPjusbUHZDuyBboNtgkGsGVM16faRdzW1nswld5oAW",
-	"sji1thRsWqYj6bf5cfbetYrklXrlVMG8UlSNm+WV1yKSprbKnOcmltevaRrvbaoNTg08vExeCt5AXlXD",
-	"+k/hwf4xNOoIE56T2IzCN0juPktV6lpjlIw5dasm9MOjwSCEDbb2j45Qx2ivOVEbOHwpN/aPBoODXk12",
-	"bHC3aTFe5GmxugC8Mt5/rO5ztiimjb4HW2ET4Hpmqhthps+QUV0g9pfzv8Whq43k/NWWwk25thUL5CS9",
-	"WmACS8s0MpDCJKioORV6SGappMfhBieKJA+sUnJarReHD2CiqMl2cxXiQtIcRIiaEWoexoWJ0nlZiQVQ",
-	"hDQTIDL0eIhjhoacEBltfrtaUpDQC+8ruuhszSRzCNOimFNxkFROlC19wslGaIruvhoByPgozdJihYCf",
-	"8RS7pokcLVr1aCdcibYZZ2nuq6DkHf/u8vL1HpBY7C9wTtcVUZ5y+ONNVVdi52MignxycHjctjW8V3PM",
-	"EUMTOKZpoQ08pq5d1o9zSrWNqaaJKSjDkwRnLdlSzq3uawm6awVQtYlHkoziI1OpwNmAnZGcvEIstgZc",
-	"spo3maY32dAj+ZRkuhSkQqO7jfkCeyeww9tbhOJLUzSnnq6pmU4zIdFFdiWpmM7Z2ozVWi+uuFAixhmm",
-	"LrY4m6Vaz0VWsEkK0oDtPmRb7FBkkuuqaIpgcqZTeZWJDvojE1RhTXW1ZToWIR54JD0qmhZlsqK1mlur",
-	"gGsxYhh0pdCOX7O6Zf3meDsiSTVuaEXS9KtJWAar0Ys8V1d4L+sEHQskmQPNObJqNH1QHVqUiUTSDgnB",
-	"bEYsFWvKKQGzU831XBOb0tzUnsGQNuDb2C6JgB9jMdHTSJokWA9uDUttd9lra8Q3pCPpWOlaJRhiyK+F",
-	"E1UiaVGb1kE8ndZ/Wrmy10LMvY5HVlqp5fiu5/MS7cnSsZBaeATlbM7HU9EZdHugDuWZoUN6uLe3XC67",
-	"HH/uqvxqz7yr9148f3r+8uIc3ulOi1nmufLW6VMQBjci10Yw7va6PQzOnAvJ52kwDPa7ve4+iFe8mCKv",
-	"IXepCxlZZzjPjKGkUv6qqdMhSR50UOaa0GF4xaiAhbqr9jxxw78gn63fj/dds/hVPrJX6+F5F977hikO",
-	"v8OTrkHuDs/azgQ7PPrXnR7adTu2IcAua3QtIXZ42DZCvntfqyc/6PW2lAhrLA1m4pD6g53rdvmxUBtq",
-	"d61lDmDUgpkMq3se0Eqb5nE72vPK4+Mr/ftfqdSTxJf273+prLyObxzc/4YrWgwvDE7uf6FezfQuDA53",
-	"WZpfnxGl0cVsxkFhMRfTJ4ZBWV0Kicb7uzC4akoBeyOKRS4/iWRU4zXJ9u4q/gAr1mMjNxhjcYzPP4EF",
-	"xG1jpcbok0pkIvEuk8hEuQXxi1RexyZ8A7Sb3MTW5SLjyLW8CAdyZEtxC/oPtgTLRfYkCuCbKIjbQyqy",
-	"WIaQoJ8dJVWSNky2Vjxe5FrlMYhdIglhYKxVqVUGkiu/4qk0Me5v37yoyAEua7tQrJUWkSRZyBZInCpd",
-	"mBREtBPiMqfoJKhuFQUmtETBE5g1nwssY2G9UCTCV7PgQewwshWeH1XEkyZbi7qBu6hZsvrrgmcZM00X",
-	"Wat/yLSvZLJMacNWxkpKMTbKojROh7QwjTKuTABtlW+8SHXxO9f4VXKNcK2ELdfjmLX8ilWhqVdpcAHE",
-	"Z7zCrCXF0j1VqwkAT2zojoJUoFIPV0jQud8FHN/BV983WLc3pvA5pU2aq4KlsI19oN8Le73eKRWk35yx",
-	"vakNEtKhjR2QqoaEPsVqb7cirAUwzTkI264/GzUmwCuN3R5vUrXQuK1HukYeqmkVqz/3nv9d3b78x3X/",
-	"5bPnB98/O1t+f/n8H5O/bjgHom+bOvg0pyB/ppTxrl73ZufSicb9tWssnqmSU1bHsPUumopV+H6AXQ32",
-	"rlhEU2kGV2uhEqCD5QZqlQHKtP9dEuhdRjyljGMpYHd2Dy4dVwsCXpPeXtnbpCaNud9e0WXAyoZy2NQ6",
-	"E9WW//d//5f/Dn8Ojgjtnpi/97GsucefzQ01kRU4/0RlmVpqMqU8Hjx+3B56vB8d4Ib5tzhebpUtCuH4",
-	"um3pDm/vnzw+Yv/rfxx0B+2wmZc7uSCSb9+8qJs9/R2VaPNkF6Sp7N5e1slfm4Bwb7HwfyKR+TNFX5At",
-	"7hN850o3SL4X5MQ3KapkS7MFcIlnOL7SQgNOWcqZfZ9+c8pGqpja1pzYMtgY313jUZZKqi+fc6n5mMy+",
-	"xtfl2f69ckgqN1Zd3WVlcAsl3EXSyNgYHLFWiyR0iXnW0IXPUdGpiuUNJdNUg1BXwEUq20EbkwmVAaDJ",
-	"C1sdxthdnMnNNpS+FvMikqmsJNeuV1Vj1aJq8cfI0uQoGEbBLArCKMjFVaokfiEWUXDnVYqKJFlP/YFh",
-	"kLVXvBpi9bJLWON6ZTUE9Jolxq7VjaQrFodbTjXDzu1UEbhW5aCyirqJC9HCmOOw5+teb49Wadqi7vX2",
-	"yvftT22vWh1ZdBFQlTpXtiwvrSaS5kjQUpZKW+6qXnyuYrA0TWTX7XSyLMhOzXTXWmGX9SW3FKocsthv",
-	"le2V1MKCW+YUq4dTrX41ZHYAXMeZaRpyY4y/Ov2HOU5rJXU3t6JKujLwFDNl3kCFCaOlzEoO+vu2lqbN",
-	"2lrR3VDXWL0ajsUAcb2HHD3uLOvm0PHMy8r0LmpcMiMFRkGIWOBat2P5eusCol8HtVcJTeGWyHivv+cj",
-	"oHkOKzLwWqlvGuxgz/Vx9kat1gSKJBUFwsL4qbS9WkgLXVPpKGOvWamrktnvUfssT0LzCSrpWAl7aG3M",
-	"gwM2VQtMPLPPYbU+YMy1tmvYn77l6gTCV8bL1vZRzgBCyTEqxNQwojoSUXXj4sQbpfL0KpU8Y4NenyYP",
-	"jdfG7xHwRswzvhLJELPk49PK2ta6BUSyMs/BYHCK0gvFLaaZLRST68LPM2poJVeO0TupCyYItE4ZnN0B",
-	"CdMK/iSplZJ/reHBJhVgcHhYD16Y86IQOYz5/7+LottBrxNFt8fn7//4L8EGZQE39I1KVj+bnvCfQ/YP",
-	"P3obI2yCQ0wW2Sfuq6pNNDRhAAwbNjTw8GpukdhUWo7IyFXR0c39phgTqiJDIV9+03bTWu6bs8un3304",
-	"f3n55vn5BRVeJeKgqJs9iTgH/f2HpW17ZWXXKmiT+m6/aFKSqt2d79YU4v7DzO4uY/lhVnebMt2gt517",
-	"omXZmoS1VE4xa0R8UpHUG5+EbMoTNhJCtmv6XRP1a9D3kBzaEAZ0kRO9suSOBMt6u5XCxkhb0k0tYKrW",
-	"DRi60WaEPzRYi37tatIOjgLXaRVe6O/v5FmgLm74wuEuG2loLIN+jMEuL1faJf1y7o8fsEWaow2T7frg",
-	"XUiO1L1x2fhgq2uk7HBUa7LZwtYGpVDhCvpX3CfzXIxFgpE66GTAJ027gsqDZOZAu76JNKPMhMYmC2GT",
-	"x6XaM/vHBc9cy/hcVLw12JOhXLBJmSgtvlpF0v4alo0M7LrR60BlmNEnUZQdSDN11WUvBc+dpitLjcWl",
-	"7zGdJsZMyyZiiY+Z3I8EtMRCoSKMKoANq5M8z9VSG/eO60QB6s/QL2DqqtoQ+aGgKlyKokrgaQHcB3un",
-	"o5oN0PAzY6XyzzvV5YE7tRgpmTFR0Y+gA1MfmraL3yg1aD+oTiqbMwIHrNlIYJCMDeWqdLFyIPM7X7kI",
-	"kINTphX9saXplvMilc08UI/BIwDEoH4BK6YFSPIFJfxiQoY2jYHGSupUFxTcYyA8jKTbo61+NBNckkwL",
-	"3J3P54AHinRLnK6YqsXV1BWBVIXNSzdhb5Es+ZZJhD93a93oAAuNjcEkK3uuLDWJpAf7Ru9U2QLlC/in",
-	"1uWmNKmYD6gHFCCm9Z35fVU+KfG8ybiPodtVUWWDlH90sIOrZa2uiVGaG7YVsh6a0MjrcrjZ5TLY4HFx",
-	"TUd2dbl4HpfeLh6X9SItrqPml94L9Uv5klvZzbX42dEgpj3Pu4/rbpf+/W4XjNIMv7CC0qhGwU5tY56G",
-	"xfYmn7DY8ZTnV8B4xzz/Ykvt9WCprh3Pr8qZ1QTXh2gjln5uCAHa1ETqtxH983mNyGnvuxw0SX2ltPHL",
-	"diEvXQ+2JymrZtC47pnOZrpD/033khVX1iSVX1CNQFeSX+mQU3Kuk/+36BLiFrSojarEBYotuuL1qSkT",
-	"ZaiV0E3xmS2yElKCU02saVdbjNkGbF7/NWPGBNETC5Ur6eI8QyrUCmJ3pngSyVZs2oJ3nqXahiUMGS8K",
-	"Pp7OMJFlkmYCONyTCCHRIbeo3UqakFOzS1/LBO7IT2N9Q19HAcbcRrLDYuKGT+iRmDZpI03Canz9bcc8",
-	"NfQ0sjlK0VIYORUlSEYePROw7EveuQAxEZP8KaWlXMFY36BOJW6LvbG+OcWsGy2KJ4ti0nkck+/5oP+4",
-	"h8WDMJ8iF2OVJxoVnFSyF9+6GpywBs4wTI1fYdr4IpcslSRxG4eB11cEJdk2KTFkdWG5WsIoeJAhlSu1",
-	"1UqNJTC09sPQ2CNDwxdCzzlgaiYCwHK1BHDBqCblqMyX951bGxsgrGUHWXCmxSnjEjdtavTaDWLC0+ma",
-	"v6zi/9H2pLhmpn2o6bKIb8OwLinGlZkk7ZCdGcc9HOIi4yyVf3fBaWwsQBGAa4WJhUYtjp/AOf8xDhG8",
-	"Hfjj/4vh8YKPKBNg7dy0029saOCj2ArAKdy2J/0/9ql9MXOPxo/wWxhZiiuKUjQAjx91Ds0VeO0kN4rF",
-	"n4rxddnejUvK3UHNR0j01o54YjL/jXvPXuw5z6kVVSTtXTbtiB05E03hgnDMc34FqjeMS7KwUW7pWkXS",
-	"q25bal3DqhN6JmYqX5UU/QoQztlGiECaQgZGbSzHLf0g9BzLF1Ib/VGTysnSCSU6ZHwssH+rL7djnAg6",
-	"S4DbwM7Pb+eYUOXv3pXyqCEyVn4w1SXUomgMoIyk9OrdU52pSpfyh4RRRrKMozwFisDTbJEL9FaV40/R",
-	"JspzKrCa1AMwK5V4c6EL1xEL3g5NAg6hrMkhKtOSALYysRmcVY34HM/g94jN30jEpmOegJ/I+uq8cS1+",
-	"E7jdqZcr45rPUru6an6zvtlgYzCqbJNVntYUhPj2+8+NI7Ssv1oG4mMUpAlGfuwiXmOASakcVd/bFrYF",
-	"7/mhKnWdCx9ADk1RKHDP8DugA1Hd6xdZRx4+vOgcDPDZkhtGwfBjRDGyUTA8vruLZPNG+197ozWdvbZP",
-	"0Jo3bvOuTOfkzSX7rBvOFUyvSXLwkSGFAgr64tuuXwNjlEpO4vh6WVIjwNVqeH6WFBXJ6hniEYchHF4Y",
-	"hnV8CCPATHeEeIhRUB8DwBfCvyh49OS7v70+f/Pi+cu/tOD5W/ifNoZ6bAGik0efXvyrlUtK2fGUaVHr",
-	"jI/FfdwI3Qbo7ZS/E9Y8BRXloeY2bNAjGryGn6BYEDmIAiB6OYu7QM9qAejbRt3lOsCYGIm52Yj6Tx6Z",
-	"+UslMxlcqqriJhPY1E7YoomXfXkaNfFvVU4EJkYlJaYePKHX5mo9C8rkbZOyJNk7v1R/GMlYyIT+eL89",
-	"YYoE5mqLpmpwxBQT6Y3MXanh28IyJabxRkNfp/Devk6R/PzGTkOv6SuOPFoU1P2BLoF2xcmwxK4OsZyD",
-	"zrieCizQAgw+V5lX0wLUfCrZH7rdkhfINdKqySmkRMSm75P32oaGXwzPHE/DNGUqKu1+qNWAjtk8W2jX",
-	"P4D+sJNEknvejlpqXEvUdA2rZ4T3KBqkA35LHaG4bQjl1V4npHcVRyjwktyh7aEN9A1ZbJgafDR8DRHT",
-	"Rf3BI8TeTAyqCz30twXn7DLSQ2b2Tto3tWUv2qeRLI8Dlov44yn4xuhzLVZEq+PQavxlnHEZ+2n0Q441",
-	"KboMK3xrAnbZOQiLLlJwyND1CWLVtkGlMw2R2Fbbtol4rfiw17MlFg57vW6vrOpDc2BJPpOMX8LARV6i",
-	"aQAjTWEOXBvOiEGWUmMIRbWtqwnjdaK1KWQ4NaXk6HvzpWkyCEA2UN/gqTTdzH5Xy76eWob1aVA32/np",
-	"c2SY63WDyA5WKNPsyR07kJ2wctnNpT5luZgLXpgsTYaR0TxjLeJWT0j8xkQS+qJskBa3Tb7boIcWCN3Q",
-	"e874nbGWpnGsp5o1VCClRBq/HdwjTZZjjFOnfdH6XZ0H2woGI24r3Wtcr3evndt7eGCeYdgmyVWNGqZp",
-	"6rZZBnMxf+sNI11c32B7UF8Y6GKVWYU22OIvtk0y1tsGej0DMajD5R72Tll/W9bhF0k6vCfl8LOdwVam",
-	"eudafLojdW05e66vWK9sU/nO9QPcP+q7Zg/kcQU4mx/7h+Vv5OS8e499MsxkhDdmC5WQX28BB+UKDhpX",
-	"MOi5WQa9nj/9wP1w2Bvcvcf2Gzs7Pw1J3qA+NbWV3K0r5O/KxBdQJp46wtvc65Pgvk2doAc2qRMUa9sk",
-	"2VyLFZuaxJBd1IpIVvUKtrNaEdbafSCVAtHDTBRJ06zTKBE7iSkkHrfv0zQiua5qwG6vxerUhYXDF5R9",
-	"7Q1W+iaq3Rgj2SrlWiumhqzb7bZJRC7b52618ddl70jWrfwbJCyLEb9LWL82Cevzk88tK8COtBXmgkKJ",
-	"xxMqj2iR36Rj0ZV8Vnmo7z0jbseCLGvIfz8tN3tD/5xm1lKhNU02gd95yJeNC6kCHCjgQostvEPbJpSN",
-	"rONp2UP1obW6arEgPplrIysxHfjwN12IeVxx5Dc0nCyUx29YC3NYMZ5Zpzfi1NQ91YUd2bZ901NQfPM2",
-	"uY5NE8ZK28h4tIqHG3tChsRDbK/G5saQrIUMZ7TyO7iauawL1DZX9xpFlqyJUoLDMowAi8ea6HPMGrXt",
-	"0rEll8rt8JGMP0YkGtp+ESGLSMqELzAByPDK1JgP1/rhVixXBnyjlYVk1UW/1luVtaQq29Ti5/G0RMQ2",
-	"Rj54AImkaYVg2memGldNPaoxOdy0qQ4BCNfkXUGrCYCaZek1mtu67JmQWgxpC+7UMThNaBMGTtujeY0M",
-	"8g+RK2tZW2Jgd9l6kyI2zkECGZr8ZTpDniRsMUcUxFWYok/GruP1aqV0Co6hmb5VrZLVGUl7MVbIyUO2",
-	"yTrHOGzXBO0Yq6Z9F+uuiCX2b4hk/Oz8xfnluZtPLbLENHTssu/UEh3tKHsZTK4hWehr33AkVLbaNm6g",
-	"cKShbx/A9snutmBoiFGvU+lMlC0sGmgzmhnHAlYaQwNsOjTV0vr+7N8+XFyeXV58uDjHVDrm37hqceDR",
-	"ylZEXBONqKnu75LRZ0hGmzoEG7GZwvdsQ/CNkVis5Whz1etV7RPcaFqodA7bbFfZofvox8ZQX5ftgPi/",
-	"4yZOTZMjjHryGdPa7g6OH++fwL/m3Vke9jX2dm/n3rBMjjUZAy4xlvJiDVeeY7sYvKvNzX6bzw176z5g",
-	"V6VNCAe9f5OmM4PtHF5wlBVUTgGXJUs39UXqwZr3OSHQUeDcEK06z8NmPJZvmZ7mlDBadlxHX5UsWQem",
-	"swJ7i7GTc1h9H5O7SqEt1cZkaVjetcDY10hu816wFs+W6GjwhhpWHB4GHPW4RgundiRhlbYGQm6qBJiW",
-	"F2lZmW/d3cZasWfgBWD6mkjcPvUcOcZ9wMtO5ZXdP9LOl4JRi+TDsKLXEJ0ixjdkO9A7B4ll8fArej6M",
-	"jQDjhQgtWq6/fNmhvs04xiS6cMMmKQdg0aqeWq2ygaefbcgXqhUw2NJtIQxuO1eqY760LA2DMPU3q601",
-	"5soO4waOxoZnuHprk723HbKR0GlipAJz1tUu5TvZhF0v7UoW189mA3Zt7rc1ozd/mR/fl+3lre4NH/fD",
-	"XtgfvHcNyxusv6H3eH/QC08eh/2D/fKVBmvye9t03VFR++zx0UPMuSTkbFC5aVH/bHr1F7GxrhXPtz2K",
-	"NijHpr0q/G3UX31vJjZpHGUCiheI1G2sOmqL/Aefbzny+nrd0wPzIZlXthRjWSqk3ptvv1ftPLV18k+w",
-	"Onnp+/cZnc6yzAJf16H/q74RX8IANC9RyaK0+2pzkTkq0+EnaBuVS9f6tqUJa3HTvc2vBbap9FroV/Dt",
-	"qCWMEVOkR4mqhqGX6BMzm6S+tYvA5opPr11u2idW9vm4E8o/JImt7Pn6Fcuz/Nrv/QPhtYm/OSTl2nSB",
-	"qYd0vlAEqw0d03jhCkFIsSxJdeyI/N7HNLmLa02j3Y87gu+fJibzZ67q8sv4YBGRShLYTEF9QQBx5IGN",
-	"LqiuBQoIVhRZYdvRpdSbWln41KxCJA62NwS0qcwgyPzez+Cr9TO4B2PC+8v2mKdRFU6TWo0XR5xmPJuo",
-	"fEZtf/Q6izxYx58/iWIj8vR+5zD3cpjfVagKwv9JFPdj+yea3VEpmNvukjWJHlCzLILc2EiyloaNz3Tw",
-	"GWp11l5vK0myKY1TacRuSvY2NWK/29CJPSQn3PpLx3cxm6JdxamdZQGCY2o1zqkAKBJsE3g7s7SaIuzL",
-	"JtsgdGPapa3/i+Y0G/9rKhc4+sG3COiRbFWWbFbbLmXu00qfqiTlDOQW+K1/2K0K7Nb8aNoGN4nm2Dr0",
-	"oZJ5/RxrVKlOLI4fSgCon+lOIvlvhWAeb6GX/eE+zn10eLA/6H9BeokVIZJ/Vrr5n0MApmaYWs0EuY/u",
-	"I/SLRrEGM9/rASNYyRvIm0PWIeMsrqJuXPq8/Qb8rAUUF/N3gNK2Gxryj4EAAnXP0KSObf7NyGy0Ygqj",
-	"b5UMK536qVE/u1SRNH1AMa6C6CXPlBQhNUO/h9RttYJEkrJPvrwVJJJbzCBvcZQvbwbp3Ax+bkvIr5Ls",
-	"boLDL0B6zYS/k97fMOk1VHMX44NtRbyjF8LvX1yr5VRtjIeuWtaywWhDFv+7qx4T87hNllyq09RlLxX1",
-	"g8NMN2tvoEg17ncIvzg/e/P0u/OLD6/P33x4/ebVn8+fXsaunTJrYcRBJL3qI0BO/QbQVHzUtuUoOQqS",
-	"+9ZBb5+869Uqp+1Txssyrg3FRkudeUMjuAsL5nv6BlTMkRjTVu0Yjd5p4GbFKUsL6q5LRcSaS2hup0JN",
-	"Dlevkt5DLI7vv5Kv6eiyd7KZ0h7zg3GnPxoknWOxP+k85gejzuH4KDkWjycnvDdap7Smq/Qnlgw0Pft3",
-	"6QNfa9VP3dibqXnDHj/BpUUotmsY9aaW5CHcXoDZ77aKdW8Y3wg2j8C6r7Y0YcKUDG4Cc0pq+lB/GRyk",
-	"rROdapA7qZBWLf8avyaiZ592RIiinFKUeSVS4VyvNbCOZLxnXnRRp7a0BRBYI44TzWxkDmiHMKOeuI48",
-	"NZpqSuAbwr87wferTe1IqQcDF/q5VxKCuM4tNB6UnQ4rTdVYRzPj2MmX6cKBf1ZfpiETX06G/yUp6s5C",
-	"L+3653aY/mdlXg87lU0syhAS7JEBxPazfLI0WMhiJ/E2umTdjzse0D9PmZwdFBU6rqdKTrJ0/Gvtz0GL",
-	"/NV06bjAUi4G/ZqlBF8Ne5AP2BdBuqB9WMYfb3L9esR/F8+vdwN/GVfvwa7n/Wty3/rHskkuvNeHWz3b",
-	"JkeupWj3+nFDKgBjemZUNdtHVrphXF+bpBwje3py0NA0hMwEh/VJaqmJ4lBlNP2IpUmjs+ZPotiEe73f",
-	"Oe0vzml9ZPsN3PAv4nfe5Zo+zPlshMxfk++ZtcgSF1rNL2RxBeXiU8rEMKmtJoPEVzgiueahAJzJF5kx",
-	"R1HZBTVh8etXF5fM8bLYFm4uVdSdtcrQtmu9X6tElbLixo7k5/ixWSv2NEJHT4egWJpVUBEu6gnkbIS7",
-	"+rkrfHqTX/uBWtp9bu0qkXl8dPBg1enndmz/sxB0hPVmit7vfaobZztFtw703w5N/41oIL8OV/r9vAuU",
-	"ips+GgCD4UccTowXeVqskJONBM9FfrYopsHw3fs7ylm62eyTMI1KkYTiZ00NUlxl9VY849fAFWRMhWpQ",
-	"jmXTopgP9/b6g+Nur9vr9oePe497mL27yDNQuJFXmvXXJ7Z5LGhv8zJtTkkboZqFrqeKUYxshGp3zaWh",
-	"G3KRXyivxK+ty59KxrOso/KOkXSpxyLwDQw54JiPfi1WWpDbyp8MIb4+0UXNys5r0QwJVr1M7Rxw3tv3",
-	"WUzFrOvnyZmjX5/61VzIS5GJGVa2xujdVGKlidaryxev9767vHzdpiapF8/+YnoRYG8G0236qcoyMS5U",
-	"7s2nimwe3L2/+z8BAAD//w==",
+	"7L3rchtJlj/2Kmn47xDQUwQL4E0EQmFz1Oxp7agpjUj9e3e7ZFUClQBqWMhEVxZIYtSK8CdH+KtfwN/s",
+	"8Gt432SfxJHnnMzKKhRAUKK61bOt2J0Ggbrk5eS5n9/50Bqr+UJJIQvdGnxozQRPRA4f34giX51NCpGb",
+	"vxKhx3m6KFIlW4PWpRgrmWhWKHbL04KNxETlguXmllROu62gJe74fJGJ1qAXtPR4JubcPGai8jkvWoNW",
+	"KouDfitoFauFwD/FVOStjx8/Bq0Fz/lcFDSOs0zkxYtv1wdxNROMmx9ZvszEE83SpPLiVtg7PTjhh+O9",
+	"3qif7J2Ig8neU3442jsaHycn4unklIfjVtBKzcMWvJi1gpbkcxhO0gpaufh5meYiaQ2KfCn8WdCgdZGn",
+	"ctoyQz6XyVVqbq0P8pXMVkzIIk+FZrdpMWNxkc5FzHjBVG4Xrpilmr2V6R0zP7JUsnmaZammZW6ncpwt",
+	"dXojOkMmlVvvWBc8L97DA6trfnJ6dHjQOw7NP5rhz0uRr8opCpnAja1N23N82LQ9Qeulmr4UNyLbZa4w",
+	"rzgzl8dDlouF4AVLCzZROeNyxdSEaXEjcp6xdpyp6Xu49JnIc5VHyzDsH5dfTnjBs7gTmJWbK12w3jGs",
+	"lu6y52q+4LlIGNcMLtaM54LpQuUiGbAx12IvlVpInRbpjQgYZ5maTkX+RDO9EFmWyqm5Ny00G3OpZDrm",
+	"GT6pMq4fz95cvLj4S8y4TJj3/S3PZSqnMdMiE+OCxeaLeMi0ECx+qabnsshXL+RiWXRxLTpdds7HM5Zq",
+	"dsOzNGFvr77bewprppYFu3j7MmA9c7oO+mw84zkfm9PA2sVMsEkqsuSJZupWAuF3hmYpi5mZg8i0MA89",
+	"DEMm+dx8ZW5xB6pCJD+1YJ1bQQuWtvXO/LbIVCIsxTfRjZt1hXDSQsx1w9EIWnN+9wJ/7B07euJ5zlfm",
+	"V12s4KgawjN/v87V38V443Ff4M8bzvrxJBR7T8d9vncyOhB7p8nhZK/Pj0dPx2HSE/3JI511N8a/wcps",
+	"Gyi7nSkt3JkwRDkXXBZDcwjmS10wcZfq4tOnUtsceu37B8/pb/edZphHPBda86mI2VjJgqdS4wkvxF1B",
+	"BNs/OvYoNmDpVCrzFjiEbLSK5FuZjlUimE7NfPH7icoSc1E7/o//I2ZzXoxnQrP4P/7feMjiy6s3Z5eX",
+	"5zFLlNDA/uACw/1y/h//lzCn6UXBUh3JLC0MMxmw+H+KAxa/p5MaRTGb8RvBpDLnfZzyDPbBiKpIVhY/",
+	"EeMslSLZsMA/V6h+zu9eCjktZq1B/+g4aM1Taf/uBU2r3EwwlZUuZtxOENYWBhAYkWBOMvzFMi6nSz4V",
+	"bCQydRuws4tvRWI5rmCqmIk8kqUYZe3455hdC7FAHkdzHxg+iCvG9HKEAzWsab4oVkY68ZEWshgww6Jx",
+	"hKtuJCMZx3EkcSiMPWMqj6TKGfx7Biv+gUWtV2+iFvzxMZLmP/jrUvJ8xT6wn6LW2cW3UesdffMxkvjB",
+	"XNSOWhevrqIW+4VFrb2o1aGLfmGLPJ3zfBVJ+sCesajVjlpmtFGrA7cAg2RRaxC1DHdditp3eAP8ot1N",
+	"typPdCTpW/YMFlLzuWCv3rB9s8Jsn128umLTnM/nPGfqRuT0kIAJw8z5YpGlIjGnAF5HT4MZmcfTW1jU",
+	"+gZeuZjlhvZ/cV+0o5YRegeCZo5/PPP/Glf+eGaWRi7nI7PdjP7Bc36i6z6YK0ZqKc1rr15FLfqjHbXe",
+	"0SUfzSWM/cTeMadmBOwD+8jEHf0ZSbzLzARf50Z9z79vWCb4jSVrnSaCqYWQkaTJs2fsSdR6wj6UTIP9",
+	"wp5EkfkSP0RP2Ee4iOgukvHZxbfmeL96Y/734tUVHfOrVzGw2Guxgu00h2a5WIgcmYwyx6wdc5nERkZy",
+	"2I1Ol51FcsTH1zrjesaEHvOFYdVy5Q1JTehyc38UDUaG55yxeC9meTqdFYwbPZnFsO+DGM6lnOpIFgoI",
+	"CQmhHRdivhjsHcH7zfe0mHtHnSHI7tuZyIU5lYIDPzQvMBqUmSOcvNe5GItEyLEY0MzbZuqVOzpslIJy",
+	"bkYmdBGYV0kGq8baPNOKGdZrSHUkilthtqO4VawQ+Vx37NWv3sQDFnND/iM2xmHAX+0RnIZxJw7KQ6Ik",
+	"MYlcLQsBQ91jP5pNMEyGxMYTjccMNsnwIbNIQhv9XWqzxpkoUGok6dT8Drv6Pg7YmBQ8Q+VVidLeIk4C",
+	"o9PFP8dGQ2JGGpp3pQnTS3NatXlYfHJwyg9HR8nk6OnJcf/wGCaqpICRmj0emcGCzq6WRSmb3KTYjGSX",
+	"WQtz0xCeu+Crb2JLNED8IzE1AhNtgAVfxWZUdAziqLXgq7mQBbMCKGrFsEaOkjnL1W1gHn4744VZbaaF",
+	"4fEFHC8xZ+2YHhK4p/wPbsSdrhPfgztHgLB5ZpXuDH3tse8MAeuB1dkDFuvlyKgU5uNSi/x9mpiPRc7H",
+	"gj7rBZfmI26XUxE42DXCDBgkxxM9RJ3fSCejnQo7iEIt9lDZ5kWRp6NlIaww44U5zeYZ7XhWFIsu0Ndg",
+	"fzwT42uzIeb9Ir9Jx6JrHjkY87wwGx67R+kuMkvzHGCoMePZLV9pGIO2Yyxf3fbvdfr635aqMEcTjzKM",
+	"zOy8MSD4WGgjgPRKFvzOV39gt2DDDUdz2ojRR7i2vAYWHhd8EFtS1422jLFG4DpniZhjCdaGmTPt1QBe",
+	"BGRIWzaImbjj4yJbDcu9G9B4aP8GcXm0zK4gz5yYz2lOJxJpG5bgG2Kii1xM0juYw5lbtgGLB0dhWB4X",
+	"j9kdhSEyrfgoDLuh2cEj0Y87MBigSdBDzJk4CsOoFeNLQYmlEQ8mPNMihqtHSmWCS43PLEBPxSdoOPc/",
+	"m31LHAce2Kd2zFPt8OgGEBGBXaouu4ARa7snZkuOD/dGxoDNFC/MKBcqNeq84RgjsVK47Obc5lxOzQt7",
+	"4jAM4w4TPy95hizNbTGQhlRgu3VZPCCBb1YucH+WH8fex2d2KX7qhyG7esX6p6fvYt9TYF9jBiRpImZ+",
+	"XfYKqEQHDMwwHJNcZhmO0Q0IyBIl2jflTlb0VFCqnVE6YFz6Rxj24lqsDKEscmF0STjJjn+ZdYKNCfD9",
+	"MPhEJB4t78J3bmdGhDGmRYF0aMyTJDXatRFMnLQ/M07gRKUhAeNPNQN6CpiRjAWJW2BO+VL4y9BGcdiJ",
+	"SdfTqPgRS1DlSoAAfJnOzdPahj8Bsy4KoMqB82AcBuHpccXAj384+9f3f3t7/ubf3j///uzNZdwJmBQa",
+	"SE1NQKcXspgJLUg6ovZDzzvos0SIReUx356/vvred5sYCw1EfST9667O3/xwiWoNavZqWYC+ZibllN4c",
+	"/sxwZnD+D8PQWofgTtBxJIG5VxwPLIaHxqWRslCadmiCf+dqlIm5kfVLaU5sKv2VmeRqHskea8dLKe4W",
+	"YmwuQeWdF6x3YkZ+lc7N2TckncqKcwzXyrq84rrRV5UgJFpAy0GZI/RCSS26uuDFUr83+oZ3VuFCYxp4",
+	"Aipq7c8Ez4pZ1NpkSdKf26zyN4aHnMuk2ccgZGIXD5kNrVzw6J7Ek6cHp+bfvZ7EzS6HXTyLMN1LM5Dm",
+	"CcMYP2fKazM7OO2HW3yk5aJ89twuBc/Hs01+Lc1vRMI0XPNpjuzRIzm3YPk/yZWNJtDunux1Mus/3Xkz",
+	"Hrj4KEt2mRLJfvJcWyFETDxho5WRcalMxF1nsNl361zUQdg/ZKNVIfSnemlblh9t4CM0xHs4yZWRm03U",
+	"V1kBOFog97gxMA/6bCbueCLG6ZxnpAIGwDZ4lrF/iFwNfQPbKXtKddnZp832cDQ57U8Ojk5ORgeHCT/m",
+	"B2Nx2j9NQhGKw5OD4w2rYPWCTe65g37FO2f+XF+kt1rk965RA5VY/eRhBPHI3vzWcu+wv2F1aIBbaeSj",
+	"4RMo58qw23MlJ1mKJ2esZCEkfATtZ8zN8uyT3P7T37VZqw/lgMwqFjzNzO54HnE0mnph6MXuNHoSYIXS",
+	"gs35asgSkYlCgGI9SXMNBA7itzU4DE+DVpEWMG03xDK4MFLLYjDKuLyGEIOb8n/LxaQ1aP2P+2XMcx9/",
+	"1fuvcRq4EJv9+TzLBU9WNAs3aG8qNAHSwc5enr+5unz/+vzN+9dvXv3L+fOrOIDJj1YsERO+zAoUxLDh",
+	"t1wbnUdORdI1Q4c9uFDFd2qJSsBn7IFU3iiRilOjQe0SJAUlplz9w3L1L1TBcHRfbPkvKgOfcYo5pElg",
+	"pE6b62vr++Zum67FqoNagrmHvHFGQ+fSOsfxygE6IG4VGNmGsxUqSxhf8NzYEmYCf+bJG/QdPcIpcF4o",
+	"o6ICtzBnGPTm1uAn72IIDo2Er9qX2nAraIHdKfLWoLXf38d43Md3/iaF5Sb9mSfMTuGLnhJvdnOeGcks",
+	"Eohy54JfG2PBbMfQGQrkgAEbSk0mQoIfDY01lft87mPQ+k7lozRJhPzsXUg1GKXOCByDKx++VwuRw6Mq",
+	"9H5QLmU5ii+6kGevX9w/RlgjJGNYoRfyuyydzj6XTEtXaRnCf5GI+UIVQo5Xe39Fgz6VbIKv+80Y81l9",
+	"pOTPbBitLtIsYyNhCGzGZZKJZIjpKizjlsQeidNaJmT2bUK88bdinr7scsREMWdnlXwJKc/NcffNGo+a",
+	"QCtpZntG+eTXQqKija7iylNKbwFpvR4jhOdWueCvS4/3D7iUX+AjaddYYQxziDsBeVqcnNqkePivquse",
+	"l+dnb55/f76mfQRhGEbyXgUEpR9SyOPpIOsksasWMvqttZDK0B+oh9Bdn6eJ4F68lddS3UrKQvnMHVni",
+	"w7zz1HQqpSoTWtwpBtXFO31e7knlDPb75Ua9NbMdC635KBPsXBZpsfqyzC8uh2UPWTmbKuHD/gJbvFLq",
+	"Jc+n4rMl6QjyOPDMOhMwDMPQmpM+RfcOKszKvJVdKcVwKF90lUYqWVnnLo451Swz7zXfcUk0DH5sPh6L",
+	"RaHtQv3A5YqUS/2Z63Wbp4VgOS8EE3djIRJREZ19j5mbdTFvZu7VX3R9jC5mTvxSi4QtFxiYdaO1moT1",
+	"gAk2TW+EBA+YsdHrSbV7Lqu2aUh09b6Xfwujeiv5spipPP2H+Fw+bB4kZEG3MOcf9Nlrzz+13pu/JIcl",
+	"tRcYqjH8PapzyovhV7VF/fHHH/fOyik1uC7jPwueizyuOEzwu+1OEVz3G55mhmM9goIEcVxzupbeY8t1",
+	"P/KNjUsMS7C3lUu/IJnj4MZcYmSA5cY0EwnluEh1a/USuytGs56JBOy2TPG6Tv14pP91irzwKxR6ZwXL",
+	"BNcFHCAMd6LYK7USCN1WrQHwUNbue6Ktgz/VkbQKqMoSKxQMFywzcnNhdsTwk3a8f7CPd0ZGo/duKfwk",
+	"3kiW96gJO2EJX+mo5bTfNUPu1rJgilqRtpWkk4nIjbg0cmwYyYpUh8SJLoOIGWw0qt6eOLbCeAgvRRJg",
+	"mq80m6lbNjdiZq5yEckC0rNuRS5II3sr9XKxUHkhkh9EkvIr2NPPZhIgjp0HyHsA3OirDEc+mbmxMBgM",
+	"g9F8eb0hRToiQ2cOrzbvxFxU560wdp1m7X+5fHUxZJyZ/7K5yKeCLUDjmKicvT67ev59pwveeBqC80Wv",
+	"c/Uz6XsGufY5k012DcjIKAwlgKzWYpyLQrNMTAqmlpB8vcjNOItUWBUGswfuWx3rI6erPwatcS54IZL3",
+	"vKjEphJeiD0KXa1lyE9U/p7iYzuVyAStNKlQz66FLmtvBkZ2w7MHvj7jungvbni25Duv0nl5+Ucbl2io",
+	"FpDirv7o6p7/OBOy9OymmiVLAaRjdtjczcq7KSo812aL740TBn72fNPYfm7O3n6NmS2QhVKODALTGvKP",
+	"IJliAgNUt7LbtBFoHtKLH/T4WuQY3tb8ijQTciyS90tZpNlOkVNkNGKn/b2EKz8GrcJYDWgKuKKQe+++",
+	"gpvg9lqByHKRPPhA3aYyUbcPIuqPfpT8JwybV4opyGdVe3TDEaqe58BjJuXarO2GXen1A1BhKZXleOdm",
+	"oTACbANGz332xRP8zLPXHo/DfKcGho45Y6ku83Jwxk80xjyR8Gz0f5YLbYzbeJ2HqgWwKLmcm/XEZJlW",
+	"YFPa7aex+2C+evYMa5AsW3N3re2we3OFD/bChmM+T2U6N6MI7911tWj5j964wOdb+JNZRMMfPTaE2eNw",
+	"bNtQsGbZUqdJ9CxlsePhLChLY4dLiWwFevB2v0HbZJxdsiz8paSjidOpPa4ynI2LDOVyD6TgH41iy9k4",
+	"Sw3H1EbKA9tMC4anqIxB2Qi+0XbVhMWOA1OuGKarPapuUJPz5H0FwlzjT3N+h1R7HB4+DcPtZNwsyN2x",
+	"ON76gqfHh5Xn9xpfYAX2vTO+AB98XZY+uLhts/DdNgJ0kGKV1XaperbVSY/5jCi5ayJ3R9nqb271zXT2",
+	"GVzKbmfpeFbRZ+yzhiwEtdr+3ajDbKeKzxDFePqq5ZtIJfavdVG9Lnbdth+EDyPy3r0M5lOFc5M43siD",
+	"LnhTHhzWOYZhpc5RihRiP1DlIY3xKVXOKKQN4vJ2lhYCqwWaE7zIPMWFcXWFtC6b6wpprK+NEfVAfnm2",
+	"boW133z3nJ0cnB53SrE1ZJLYJBYPYi75nK+MeSqXWfYl2eSXYI2/Ojf8bO71Ker8V84cPpsdNJ/ZS2uy",
+	"WN1TXRvqxJNoeGgKS/hu0zkiU6RBYuCK1fwMuSiWuURPAzgZat6FAYuXeVbWW5nVFKBizJQuIglFicZ+",
+	"jXXGx9dxAL9NyAEGIUK88+2bly6lcKlFzlKJKwiGLsoqqPqZ5Hw6F7IYsngEHu73hboW8r0WRYxerduZ",
+	"AF7FGfzCICFmUWBWfPUc15/g0SIV3pRGW7nkt2I0U7DuMKlW0AI/zZxLbjavae2XeVZVFGZFsdCD/X3z",
+	"IN2l77tjNd9XI33T4M6oa6Do/DLPDdansZHl+xT+UOUTazcJjESqIp2Q306zqRqwmJYlxszPqZAiT8fI",
+	"ghM1XppN6wSWEFibR/LSfGSpHCvI/qQHDIDSDEGk2iO6DjNk5K80vWnENdKP4eiRfJ2ruSGApWZn3sVD",
+	"LMfpQxQm1WyhdAHVzJ1ulZLiALVqCHIFoLNAZQ/XLD6jQBFMe8Ao7NJlFyQesdzPEJ0Rj5zhBGkqojxQ",
+	"mH+wjRprCb6H4elxk6H4m1BmRX4fPn0AqW6mS6GLN0KDTvmhIQ9qLNIbwDPhUt+ahVbgHIKaWJ8U10X1",
+	"SCUbQCwg75aSlUn449MblWAEE2lw2K3IrZ6lUCE84WkmksBZZglWO6w9T103j8rOlcYiEta/u/Oe4PEl",
+	"6ydvesz3V1evGV5gRmEfZtRub2SY7O4mvYNztNggP8w78bcnGgsILKYDMQwSyLu+5nMJu06DOOzAEiM+",
+	"CtcvQBrZTJs5lzpt9oe8koIyikp98onzxVfcIVCuTaGYJxR66rIY7C4nQMFujyS6oSouKhb/5LsZAlZ6",
+	"GTqxhdWgejYcUROLeYgDZpKr+cOco1r8/PjOnUI9bBC/ujPIzDqwLiFYNBj0J7uHXJnxZgmNhU410LIi",
+	"X46LpeEYCS+4pR6IdQ5s1fG1WFF61golMyGCtKlEOLC1tIGrPA4iaYwgW04bMByq7gT4NKNbsRuRj3iR",
+	"zlk7UYV2OV65uM3TohCy02VnNiLZf4o38gJCjqxQCywFD2yudBPWztCFNI8P2V/TP9cUVSHHKoEUwUi2",
+	"wc07hsw/AVLeSzOnovNEiMUQAHNwYVQOWTDG6pupLGEXb1+y9ts/hWEYdrrsv8MqmXM5N/rG+Nq8XQMU",
+	"ga09tsW9rB33+geHR8cnT0/D8lNMlZtwwDtDXAH3uEhqiGyiesxhKBAWKW7TsfCgbcD3CntWK/L8AHK7",
+	"azQflbQGrb+cX7UC/M4r62wNjsK+od7C2GtIRQWfanA5ILiC4Ydi2Xq3ZoEErbu9qdqjL/+uley+4bc/",
+	"IB6C/+uevk4Xe2qBZLvnEgrM6z4Gre/4WBSwoM3sFMuNgZtirjxaEzZSbcx4qB6igiWscS62+JrdGh32",
+	"d4qT3dixcbl6NYG8CXMAMEOG1qwmzZ3VgNTgf1PK6w9rZ720TddCQ++awhe4NFzD0QV5guH/AJbLHmkI",
+	"Tre5BSQoiacQd8ZsMpNBdIP1cnZ8Q6rB71GtYWzte6V620ihzh9xPS07bGJ5L9UUMgLvimaSwDwPQwcY",
+	"Bk2ns5FawqFDOzJPEMUm/sv5FdvP1FTHrI0i1gK+pEncEJDgzQCQV7MS1ayCgAMjiQPI+dAFqpAlZ4rh",
+	"qphY79y8bifng8XQqzsdwnDd04C5IbsM2dY+3zNmvOzLDhqGsPsDawREU7aPCWjXNlDSuX3XmkscMUYy",
+	"NSWsL/aKeBQyGgJ9MHoyuqYNAzaSTM2NDEsaqKciqreqKOWVLsGhjjlq5Nge1zqdSnOklzL9eSk2YOed",
+	"8l64dzLuJ3tPxcFk75AfjY7HJ8lTcdoYXsiaES0hJFoHhNyM6jh0BEZLSRRGIhUWrnxcLniCstKWr6Q5",
+	"Fs9WpmRBGteRFYmdVIzTOoxQ042PHZshII4GT/kxy9StyPegPHi9lri2d+EkPD7hPBzx07A/Oml8VVnJ",
+	"3Vghve4AaCxl31igvqEovdc/2EkyujLktTcaxWr3pdihCnrdT0FFvpWloaLg7bbferbD3CktFuoT1nEb",
+	"Q3Eus3Xp5BgKg6ogF56ViRG7XXZGMQVgKpLPRcLAl0Z+SQDzKDlJzJYyEXkkKaGGKmngVL5+dWnFG4D/",
+	"wGLf8DzlaC1yvBie3o5f4ql1OCZN9uCncrANDGUd1HXoK+nANjSLUzlRsfNDmPEBEmOXvXSIUJGsw9qC",
+	"/CfG47hME0ZbiqhrC17MWPvV1cvXhul0BpEECr0fV60TlFhNhJ4LDqKxms+VJGhdALBSUkSS7Cyd3rFX",
+	"CyGvRCbmmCUMkxlEMpK/sEsc+C/sEqQK4Dmt4LUd9kskf9nb24P/N9ciDFDM3KeAxZPUmDLmkzG1lDY/",
+	"w7WJGC2ncC1+omvtf3N7Ha65/RDgf8nBXvuTAzKaVEU6dq8BEC5mPwT4XwAFxt+BjcMF+CmAD4hfdiNy",
+	"9xyEOWbuU8DicZ4WZi/tZ/Nf8O7AQ+Yin7oPQo6NJhMvuEwBLirBT+bhkTxz8GsoyrwD5m99fLZMUnS5",
+	"EDlxzWIOX3YAJWm81IWa0wZG8lbl113mUvOMnorKAWbmInoPc+nvCb0eAbPsSx2kGV6D/mRaTMMY4nNc",
+	"QW9IuJKdgA4JzIWsXnduI4kLnBar92Zg4L1OxzObQleoW54n1XsI4GhYMQDWHuQBSt2StUuR3lTqOsSQ",
+	"leKbMSl620X8Wpa3b+q3j4+Co4Pj0lcLEBQ186RBNfBGc3x0dHB8r7Kwubq0XIyyyO0xYI531zaggmFB",
+	"Seb1oRi66B0/DM/E8F0odhKJz1srp+VeFcZb4l4NIvh4u4LTkNtUzgxkgloWzdAilgJYWyp28fZlB/Pf",
+	"UVQ90cwNyp4CD2kLrEiEikOwL6W0yBE3FoWVeQceEXPhLSRdESiOETzoH3LSBlZtI6SNvzxh//DzNThf",
+	"nj7ReAkIUhKhX0rBA/+++bWZ/No/HjxngMLDyJIPqtKwYyj0oYg7D6fQHTTLB8HmVPTO9RWBSHW5IGMl",
+	"xyKX+ndJtaRL30ex2xKVLD/foEiD5695IWGxSMEil7SaEDoO+ADniuCB6g7Adasc7tgU8oOHQUjMCDXQ",
+	"xqvLUKLcNRqlqdbm49rTv9/ooExUicVYIij67zwMdzqcoNo85M3VV9pyInTxmSFlqS5q0z/c3UOqN4vt",
+	"GOgwdvjh/u6S+8lslnXfGdK9TbXnx/MVkyea3JrAVFRuAxughhGR+LGOJ5rcOTt7sjyP9JoftkbuSFtu",
+	"BeymlISxjfT1Q2gfQiGWXq8FJM000PqG5xq71LBReEBQ9ZM6iiCXjTsEu7r98Bzfu1Q4tE0L0nxIz3yX",
+	"9LVY3ef8N0xtN+f/wcFu3n/HPXZjCRvoY6uv+1LkqdhADMT6PYJ2qGzKD44gbKlaLgAIXOWsjUULQI8x",
+	"ZDcip8c7FlyjeoXB/icacKVToeMtXs33X2ck5EeY6GgVV9hEULVxnugyWsK9UKcLlVSjJJHE8Jz924VJ",
+	"JirHuzEgws5AzXIZbP4GqWVRHUMQSUh9wz2pZL5ZTqVupeVWVYvqKAwfK+CGJLUhdwESDQynGC3H16II",
+	"1kMq+IOu4qb+dBCE7zyOsYtuWYsJbBBnVBBGPpgcdkxCJYPVfB08szVxvX14ENm72VRI2U/8UwWvZkf1",
+	"jh4WQtwQw0M0FAp6k00UUN5jEpCinQJMGJh8KUS+RDYZUm+pCpE5nGlG0XYbIkQZ2Y6jVhRFziwxn6NW",
+	"7GjRApL7oPMWRhwpuApvDj+b42AfUp4P8J7A3kgFYC+0XXoG+OKErR5Hsl22jcCJEeZWXGM+cafLLpZZ",
+	"tvXAoZCjwzZaPZNKivK40fHb5LG4h6Fti2UCKoei3lKNjL7gTQfvuePxdjblAQTenlIO7cL2YKlz/IY0",
+	"Nzyl25CF4bFWs6C3tW2tVoBOrAqqNKbTlWe+CimMfx1hE7bP5AV6g0S0akzjIiChgRuVMLXRCptxzwCz",
+	"592GN4H0lBYlphrgwBg2YXZSQ3V+Anl3o5WlV9YG/HZQXSmebHVWaiiCmSxE7YZrEs8nfc5Wt5pDkAso",
+	"tx9SlaGjV69kC2l1V3WM1ImmZS3EopkibtOkmGHIgChhW6TowHba2yldi3jmBivFkjzocgH2GUKWjQOp",
+	"vvjkOHh4PpaZdeBOhKOuew6rfo6VqDuM3SIfEfjCuvZZPslNpf/widjHbBrwt4Ahu9uACW82F3N10zTk",
+	"pHxWKew+Ycz2OU1jflVkizO52pL740AWKAeNOxsR4jhYzsMXC2ymlkq02mJbrMOZbfK1rtSaM+HeXP2t",
+	"NGd3OnKVaTRZQWsTNyqFe/e6mgHuIfe7W3HzdZMPIlHLUSbqz3P6dssuC9QpS0GK+7qifu/WvvsYtK5v",
+	"slQXj7dwfxUPWTgcbX2qnmxupDH3jrUBX4tVY7mR09d23/eml1s4kSaz9s13z9np4dGJ7QThaiKaziKC",
+	"pfg26EZ03eZEdb3Bw26FTKrZba7AdJT2vIGktaMDZE8vaTMMQXKhy2iIAg1RY8CHAJcHLMahxwyC3yDg",
+	"KhgzrISYCZjoTruRjNunp2GIv9LLteed6sQPEIa0/uhbaJCHqbHy5LiWUwIB9aaVpPXe6P2l358gSiLX",
+	"TIxnCv3TZrvif90j+La9F0nMLPw4QxioIbbuAU+kWcxcLFQOjVC4XYfHyf0pqwQ8h2O4WxY+Yu/4i9UI",
+	"trxekFLPvXr75gXLBcAYjam9lGtP5WjO3DxksYfkE0MvR0r0xWIGKPFKIWBQXR8fAGjHkhScn1cIQCfv",
+	"3eazvcFvhcLLYjwDbhD67toxmeMx1C9hIVvZN6Ydu89N6YlNnOA+6Oz1EKd9QzMVQ8oICd5yCoTrkmMa",
+	"xQZM/krPivX3Wj9E/a0gxulXrMg9Pg17HZbafoKW0QHeFZp90LOTLNWSJm5nKkOYplqqqgUNv48Qtm94",
+	"c6jyrITL1w3ZLY3uyApuUjnOftg/3uv19voHV71wEJr/62LO+L/7dTJb4WB2SCZkb9+++Pbm5HEC1LY6",
+	"eLcENQeB9j7hq3sZ+Bt79bfm4jV8nMdcuKYkMSq03wRJszabLWTz+fgeRqfVosAWXx6iK6W4kMz2QqTr",
+	"ZCe3FPjXGhkDxJnMVpU6fnaBiLJCJNRNqTErtTnefX/L4M+kjtoOwmS37MgXQhBw+MYuNmsRBFIr41w5",
+	"VhzVZhy1Bgz9zJilb+21icqNTTyEPpywz7bgmspIMISZ6i67UJHcSBENGX+fSxONO7930//1N39to6uX",
+	"bLaKzesqgChefY1ywSXbov74KHTRALwQupHSFnUjeSZtmhT2ibOgkj4wpDTvTuVSk3yzuJCpZlMlxQC0",
+	"XUg0hIbCUMZkdttlls0VJDdV70bC0qzNsdds7v02wpaPmIANee0c9OpI6luxKNhKFJ0APBnj62kO/Y/1",
+	"rRAL8hRgiDwtZuAXksvCLAgWJ5Woz1A4JQUAaOZiAtiVoPQf9vuUMAe81Gm16Oc2UzRfpUjRnopn01oI",
+	"XyaS7fjlq7+8f3N+dX5x9eLVxftvz/7tMg7s4rOlzITWhk12hk6NzvjYDqz9+u1Vp/7CSOIbcU/BZc3p",
+	"PkGLzCHCMxUFnmJ4l12XhBe85kw+CD14B0MwVXCHDS5mT9FGbIx7cXweT984vgpPfwN9Y4cubw/QN0pE",
+	"mS9eA+AQTspHYadaGAK0SLTdabdqQ+a8NkMIHe9ok1U1og3okUQvUC1IDQ+G5GUFDFLGkxtjCFvqeUwK",
+	"2RVr0Dbxqq7JwwABqe3g42KpaejozmkRP1Hluh8JpxlKbHsG6lqfBWCFbKpU8kWSUT8F2GeNxu+/Fzpj",
+	"7oSB1Uw0m0njS0FcIfIIMWKQD5HRGubQKJtnmLMH6l/HVnJZaeopHgPX+d065kAaYSq4pjbXrocKdBy/",
+	"VahU1sOZn42yhev1hZRkX4rdrykjIFckfQgudrHlFG5Rc3c/h786rW8g2b814/DavsVEQRmX0yVH2Amv",
+	"6vWJdq2Inc8mcJUDGnCTyJciMjEudCRRLFBFpMvgqzdqrrRxxsbOlRY73MMTxGMRSULaX/Cccnn9Vo/x",
+	"/qaWyeBK9St5MXkDZFWN6j9FBvvb0GgjTHiOajMo30Zz90WqUtcasmRo162Z0AuO+/3ATLB9cHwMNkZn",
+	"LYi6DSXwoHfc7x/uAAymxXiZp8XqEsC2POSgs2Uxa4w92H5rGyGM2F/P/y0OXKeMEo2ZONyMa4tYICfp",
+	"dAkFLG3q7y4FFaioBQI9JPNU4uXmBCcKNQ/ArB9WuwfBBVAoStVurl9QQJCmAVhGYHlQCBO08xKX35AI",
+	"WiaGyeDlATwzsMgswEab7642mELyQhCz1oBWtaShWVEsECo+lRNlgfA5+gipF+mrkVkyPkqztFjBws95",
+	"KgueSpGDR6ue7QQj0bbiLM19ExSj499fXb3eNywW2q6f43EFksca/ngTBn/sYkzIkE8Pj046Ftx4tYAa",
+	"MXCBQ5kW+MDjSAI+LMVxhtjyFXF+qb0ATxJ4aymWcm5tX8vQXYf0qk88kugUHxFSgfMBOyc5RoVYbB24",
+	"6DVvck1v8qFH8jnqdKnRCsl2G/MltJRnR3d3sIoX1EKhXq5JAKUQIptKbK1wtvbGKvK/azWRiHEGpYtt",
+	"zuap1guRFWySGm2A6SXabzFOCzOTMjV9T9OEHE7OdCqnmdiDeGQCJiz12rlNxwLAyHgkPS6aFmWxovWa",
+	"W68AtYkwE4DVrrRd8Fv5tm3cHE5HJLHjAY5IMqHHfAF181IwvcxzNYVzWWfo0C6DNjTnBIfGJXUlBJ1I",
+	"JJ0ACcxWxGLrjhwLMPeqtZ5ralOaE/YMpLQZuR21YtufIYbWcsNIUhGst24NQ+102WvLaIAH7FkTWybU",
+	"dWGkEsg05NfCaSyRtBSOw0HRjtMYVk7utRALyE2qKi21Ut/1sl5kQVk6FlILj6+cLfh4Jvb63ZCg1Eqg",
+	"ttvb2y6Hn7sqn+7TvXr/5Yvn5xeX5+ae7qyYZ15Eb51NtYLWjcg16cfdsBtCjuZCSL5IW4PWQTfsHhgt",
+	"ixczEDn7sErwsREQ7A0hR6J64TWyqIMRV/pXwPrXAMb9jKxI4j6zdi0BCwA+jJZo9I2pSAaeoKk0KIvk",
+	"ps7F1OC4XetfbM6PL7KMgNFWXvndXoBI2ofhAeVo4s7TBZ3h9g41lkYPkQAcd3mRtAatl6kuznC5vXCe",
+	"bemzyWBEloyTgqwzwY369/lmYlMP7oqxtntH/ne1ttz9MNzSYMY2limftzu2a0PCybZ2ok+0bd09wg5D",
+	"0BDuEIfX9DI3jX2vozLc0rv/lkoLMrjp4P6byma9cMfh/Xe4Ppcfg9bRLq/wW3OB6rmcz7mxToAkS4p+",
+	"ov0e4a0SVIqYxDsIB+sGNvHcAtfLGo/w/MVG2QbmEKvrOLB1TLrmc0wTwBRF12NnSDopgjwSM0EkMCXH",
+	"gpgGMqe4DqIcg47wzTfgJEq1zS/tfvMNO+fjmd/8gHLQy475PgVVch2pv30kCSMQlYo2mWuuKZRrqILA",
+	"Bp731wfxB4kTuDBQiaWWlsH8cpSdamgi82qv6uCCQiZsL5JVPOMq2OCAxeWfJXKhe5stS4WggkhYYvhk",
+	"oYzmgvF6fKqfe1y4JGWAUdPpDdVzmOGIO/qqy86kv/ZgixF+mt2AuDryGI04w639QQdMKjZZ5oZDD0DJ",
+	"gQAOlHZkhtLaiPfE7Uq4cAc8CZfxluuSsDoenRiWASnz1X49tAn4wEiiVCqfh4qc4TZgUdlCBlAc7SC4",
+	"ZiMhpE/P2Lesy86R1iLpah6aepdZYD5L0UjngJ2oDXmbE8b+83//P1lMkNJxaQs60HM6VDCBoXcl3IcA",
+	"1DGcskim2BJ4ZrT+1J43b0lADfYg0WPWrhBXGTPzv3agG5XTjUsMyCoFvLFjc6wrLwjLfgRTI4Ix793M",
+	"u1CRdONPJfZodOCf3fpMzS3OZ1yohXZE0gakF4ClFUln6D3V3ZjaSKBWmaFsNOvKt/ngFebCWaoLla8s",
+	"3qDbugsfh/mbb9hUmaOG60yI3rhhoIRLKAGml1aa4oF1ISOJdT8Lo8ND1zFjW8BjAuh9mIJzIM0EjZ6w",
+	"aic8zTRrm6OoJhNc0h7TAYNc1VROg0gWivXMfnaGWIEw5jnmJktIn4s/YIuI5OP+BxouAZ0Sm3Df/0Lj",
+	"Tz7GAeXdcyyUx2kDuiE6xnk5xEKxRCRLVCaMRt9lP8JE4irWPLUDxOMvq2ytykL8thbegSSUOtow53sz",
+	"YwsiOVoWAGzozC30N2syY4BinCsaZJRUuSMzmrkeumdAN0C8i9C4EIwGplS2hrdLZoVnBTMZKemNEd0g",
+	"4jb3jmnzbY1FOn5vGUP1dV4MnrLj8DB4GoasjQ0RO8MG+ct6obn06XFwGIZwfmon2D1myGK1iN1YsacS",
+	"VDBhKyb3cVx+gi+fmf81HDGSXqcn0DzsqQhZO372jIUxGxsBLlz3ks4Qp2JGibDGBF3Ks0zdkqFSCWjH",
+	"YG+8vzp785fzq0tYSDqdsKsTcE+su0jp6fsf0o/7yzwD8/BsBzOi3y+f4XWIHlLbWV5ruH6vTWSGdVo3",
+	"hGzPIbykbAFnL9pgEXWaLBxUA1FRd4m3fybo7nusAQ8DtdKXQy0qTbbKnlq9sN6Ho9cPm1ppHIfOvlmP",
+	"r/hxu10tJ4ox7OS3tg0sfqoDw7f0wTgXnm+7BMeuOgY2Ibgbq6vesOIgDHfumuk1sPpYDdpRxWnNpOs9",
+	"yKTbwZJrttyAF0OLf4wg1xr0vlTjLU3NIM2V2JkUt/CwgMXk5dj/kCYf41qOKf20Y3fK3W3ij1+5oXl6",
+	"/x227c0kSzG0ddjb4T2uLz3ccLTLbBr605qb+/37b8Y4UK33Mtx8utNQK53hP9+gRg5YtYObDOmPQcsn",
+	"yrJ2a52uv6WMJauoBBXFxCoqxkiD3gWY5Flqk112GB7aWBwQf5Vn4+NLnl0584cbSibsGaU6sV/Zq3K4",
+	"I+n6jpLfiB5wde+nh2C7+9UIfFz0e/2sYF6niV+dIRURzpxnE5XPRWKEuijRzl0Y4JBicAqDUhXfJ/nS",
+	"ShwTq4V62kSTUvAXUWygrvDXkyi/Awr9TEr7iyh2IbOa37npbeUlpCN8C7rGwiaV1ALTZtOEbmqW7fJH",
+	"gmp0E67Zg2swwtlZzyZBzRufs55VwqpJJaQkeyaOyl0GBZjxI1XMOpGk/FBC1qp1TRyymNS1mLkLfRuc",
+	"cBEgZIQdtCLZlpWGQB3wzSDm9JSncrhumIasDWr0inAt0rnoYKUdt5ZJN5JU8E9n3HJ7XfAVQMZiNmCT",
+	"zZULcygS0Oat+yqSPn+wZwLjCVhHb6wuDGAhrcQ1sdFwriHJ6GG6fn3ja3p/vV1c7+T4sHfUQ6iCh+m1",
+	"mAG1k177K3EhmLVIfi/c6NdW9X4bbQ0zS7RCd/tDtbZ9OpYbo6cvIcjotU8CWd0LwjD0nISQtXjrQP27",
+	"rGxVRD1YyFlIHrlIWtiUKV9o1o61+JkgbzFjwebN65m6rep/rGoJbZHW39PUfrXIntefaccY3+YV/KcX",
+	"9mc+pT7R/lI8rtivU3whMPz3GWpEYwDx0grA9WZwrE1hQ/K+GzU2v0ZwZXsDRIIoTtcB1zm2IEItotq7",
+	"DIvl0TXs2lei3ovV2xrvXmtX12UvXFoOOGxn6N5GpGeE9sR2SeBh33LwhuwoPFhLz4PkJfPgmgHXcEqv",
+	"hH4cpfoB57Ps7bfD+XwlISqyzBCWzOpPdViyps5yf5iSzWfeHJHmE7JJVAEiwo6ehfVwNzWjKyBSbpRg",
+	"zMWiTDhM1VxphwyxybPwEmEZHsYwbPnttzZH+9473mqRGw5z/5Uv1RQaFOxy7eWyhDa859K/7XTRrtMB",
+	"EObd5nNZ8Ly4SiH9/d6Lz2WCl35ayo6nrDuooV5/Z9XchzvaINTXwEEBmOS38TN98eyd39Yp5SU6ehwE",
+	"mMa9DqlPYBlVSDZMvnA5f5Fscz2m1GCqB43h+mdmAHGHClEBYKaSkIPpqYRVjOHc+GUqr2NCaImkC1Gz",
+	"XGQcElM9EBNVJnks+FSwdpyL7FnUAru5FXcGrJil2kOJgRgDJKNjkg95weLxMtcqjxlPwKNWKDYSZcQW",
+	"vAGU0vH2zctKqq9rzFAo1k6LSKJPgdJqoQc3oYyD/QDDnEEdcHWqEAJGW3NKUeNcQKcal2EEWfrVRhdd",
+	"dmbTp2H/Cn4NPkPbTJ9NVF6Lg+qCZxl4LowV0u4dMe3nWrJMaRIrYyWlGFM9iEys/xLph9vuput5kn9I",
+	"ja9SagR1fhBzPY5Z229KF1AnZaIFlbMYjjBr+zZare2HuWJDTipwgZYvYmw7YQ73wK1NrYM3onS7ugxJ",
+	"RwXC54HNBjDm+ZCs9I1NGcKwebTAhyqj3Vwr1EM4xu2FQmsYRQv+87Iss4LjKvFIc7bIxU2qlhqm9UTX",
+	"2EMVOXX1L+GLv6u7i39c9y6+fXH4w7dntz9cvfjH5G8b9gH5W2Vq93YZ+Ewt46d6a6udu6NShfuucFvU",
+	"CKtsgGNb2jT1o/mUlAHXD6ap+4prp1LB4IGOIrXmH2Vnj116ZLimF9gVwuzGAy0/vzvkLibfgmoZm9o7",
+	"+EH8VDb0Tae8HjBb/uf//N/+b/Nn/xjJ7hn9fSCGrCKf6YTaUJV5/0RlmbrVGH542n/6tDPwZD9gXJDw",
+	"b3M43CpbFsLJdczdDQDq7+D06TH7//6fw26/EzTLcqcXRPLtm5f1ykZ/RiXZPNuFaCqzt4d18remRWj9",
+	"nvMQfoOE93sU3w0eKsTpoDAXlsvZHtcoM5xcaUONlmseE7If0j8PIQRFPbsoSIT1tVoUgBnTqSSr8jFW",
+	"dlIOoVfe63U8UzmlGWtMqkb8GnQOR5J0bMA/WWs3FDjsbVvLBtdhX7lKcR1opqk2Sl1hDlKhFnvYGo3K",
+	"odBzji8vbFyNaqpcXhtUc1E2bCRTWcHPX2+cyKp9E+MPkeXJUWsQteZRK4hauZimSsIXYhm1PnrN4NBH",
+	"Xn2wecjaLV6bwHpnNWZk08paCBC7Sqh0DRL4aPoFlRfwDBzw12JVb2RSGUU9PRDIgirudCTb8X64j6NE",
+	"8HPzd3m//anjNaTEhHRYqEorO9t5G0cTSdoSiLSm0na0q/eXrNQkUjbjeikeUiqWmxtiKVs+rjV33NaL",
+	"dsDKjnrVRn7QU492sbo51QZ3A2YfAOM4w/pIqLjFFNp/0HbaQkh3ciumJBiR0MUGbEq6AwwmAESikRz2",
+	"DmyCrgVmXuHZUOCRhj6htIhCWy+0LXnFy13xLG067PnBPh7WqASGlIy0wKgVABXQATAXkUGaGkqHX/u1",
+	"W5FMzSmR8X5v3ydAug6arvBaN3982OG+1TP8p1bbfkUS+35FrQ64dXHZc7RCNySGNht1VTb7A1if5U5o",
+	"PgEjHdLBB7aMtH/IZmoJ2NL2OhdyL6EIIKH8Wqwi2XatQM1XVEjf8UmOFkLJMRjE8Lrak5CrE4oBnCiV",
+	"p9NU8oz1wx6+nOqa4heJmC9UIeR4tfdGLDK+EskAGmHEw8rYrPsAT66QRSQr7zns94egvSA0mc3Zx5IJ",
+	"D0oYE8SxSnfGZZJBTIKeEZ7WFRNYtL0Sf3HPaJhW8UdNrdT8/cn8Vaw2mQD9o6M6PsmCF4XIzTP/15+i",
+	"6K4f7kXR3cn5uz/9t9YGY+GTUoY/y074r6H7Bx+8iSE12TyRT5tX1ZpYt7SBwgZ+cQrJC6+tHqpNpecI",
+	"nVwVG53ON8LIYKMo7coGGelOrA2Z738+u3r+/fvzi6s3L84vsbcyMgcQB2mBKs5h7+BhnRm8ztFrTfLR",
+	"fLdfNBlJj5FW7efG26YED/O6264IDXbbuadagicSOWJb5WX1DZYM1fhAwGY8gUq2Ts2+a+J+DfYesEMb",
+	"Bk2141eW3aFiWXsrtfcvB2pr5yr8zTy60WcEPzR4i/4J0rVfyO+ydDr7WjO1v5oc7R/ztBAlb5hstwdt",
+	"IHV/jB1R74VKcIyujpHQjtMk7pRKRYyaZFwNnyxyMRYJVD9CkAGuhGyF2oXo5gC/PoFJIfio1/SrRF8K",
+	"miIulb504uclz+xVRo/3ozVm4N1ywISKWnp8tYqk/TVgMUwfGoDjuCHqgJ3WISZRlEVnmZp22YXgubN0",
+	"ZWmxOIRuptOE3LRsIm7hMoJ3tXXJEjvuRNLmfUqe5+rWJkGm09nIaIxg/gz8HsWucRWyH8RNgqEobPaf",
+	"Fkb6QOkYmNlmNWrp1d5+p7rccGcWAyerZFMbGxiTrzsOoqW0oH3cLKksLCxiVowE4OBYtKYSndZfMr9c",
+	"uMzuHtrM7m3FZy6KhOMxmjPYMbAFhjBgN0crpoXR5AvKUzWaki2gGyupU10gfg+t8CCSbo62wdlccIk6",
+	"rZHufLEwdKDQtoTXFTO1nM5cn1dV2NYTlDoTyVJuUa+LczfWjQGwgHwMVK/uhbLUJJLe2jdGp9SUeiM/",
+	"RnxqXW9Kk4r7AErugTDL3P+Smj+pt0STc/8ewA+/BfvhDqGWtdZFXlVrbVoBFoL2MOpytDnk0t8QccFH",
+	"PyDk4kVcwl0iLut9mFzu2GPPBZ78qFPZLbT42dkgOHBzBtbCLr37wy4AxBY8soHSaEaZmRLBNA02nHzC",
+	"YMcznk+N4B3z/NGGGoZmqEBfEK35moJZTev6EGvE8s8NKUCl3Kkzu99DKGPDmfER/dYyqbA9TMspErts",
+	"NGp9pbZRNsAZHIaHJUbYhSoYRk9K69TrsbPzvtmuWA2bdqG80AMOKnX9kxz+j98zd11z8SG4PM2FbrLq",
+	"ypqm8huaERBK8puZcsTfd/r/FltC3BkraqMpcQlqi65EfWrGRJlq5YqUKvmZbfQSIoZxTa0xGqenvrN2",
+	"3TbokBvTqJ7pPAXwEZvnGWDetVG7M8WTSLbj50jye9+m2qYlDBgvCj6ezQGrdpJmwki4ZxGsxB6GRe1U",
+	"0gSDml38WibmjPwy1jf4ddQCwIRI7gEEzJwXz/CSGCdpM01qRWZ3e3TVwLPIFqBFS0F6KmiQDCN6hEno",
+	"a965MGoi9PFA1NpyBGN9AzaVuCv2x/pmCMC6WhTPlsVk72mMsefD3tMQ+oMBZGouxipPNBg4qWQvv3Nt",
+	"ds0YOCKp8KmgWjKWStS4KWBgkWSsJttBIwa9LixXt+YpsJEBdiS2DYnJExhY/2FA/siA5ELgBQcIUAvK",
+	"TdWtWS7zVEIVLlti+MEtwHUBpKha79E1AGC7nGkxZFzCpKkNt50gYBoP1+JllfiPtjvFNeJujwvYwADv",
+	"No91ifWukyxah+yMAvdmE5cZZ6n8u0tOY2NhDAEPywU9+QAz8qc4gOXdM3/8L7G5vOAjBPtc2zft7Bub",
+	"Gvgktgpwak7bs96feghQw9yl8RP41jxZiilmKdKCx0/2jugIvHaaG8JtzsT4usSM4RLhecHyERKitSOe",
+	"UHMPCu/Zg73gObQp5pG0ZxndryU7E03pgmabF3wqKnUUZNzisYqk18C6tLoG1SD0XMxVvio5+tQQnPON",
+	"IIOkXiVkNpbPLeMgeB3Ll1KT/ajR5GQpIplAGachlIreDnkiECwx0sbM/PxuAZjJ/uxdt54aIUNzF2og",
+	"o5ZFYwJlJG0GJcSyoJWc7dT94DTKSJZ5lAAaxNNsmQuIVpXPn4FPlOfYQzmpJ2BWmm3nQhcOf8vcHRDG",
+	"LpIswQSXyMNmbWViQdqrFvE57MEfGZu/k4xNJzwNfYLoq8vGtfxNI+2GHg4utXwnllJrJqVvNvgYyJRt",
+	"8srjmFoB3P3uc/MIreivdnr5ELXSBDI/dlGvIcGkNI6q921L2zL3+akqdZsLLgAJjVko5pzBd4YPRPWo",
+	"X2QDeXDxcu+wD9eW0jBqDT5EmCMbtQYnHz9GsnmivS890ZrNXpunsZo3TvNjidjOm7ty2jCcYcUIOl7V",
+	"5MxHBhzKcNCX33X9NjejVHJUx9c7D5MCV2vT+1laVCSrewhbHARm84IgqNNDEBnKdFsImxi16s8wyxeY",
+	"f1HrybPv/+31+ZuXLy7+2jbX35n/6UCqx5ZFdPro88v/bvWSUnccMi1EFRAd+ne5J3QbVm+n+p2gFimo",
+	"GA+1sGGDHdEQNfwEwwLZQdSKAXoh7hp+VktA3/bUXY6DeSZkYv7zIET9ToqZiJaqpjgB8FJ7lC2W+ISP",
+	"xRb88+9UjgwmBiMFIXuTgPG5QiDghiooas2AxpJkP8Vlg11jRsRCJvjHu+0FU6gwU2UTylxdTY6YQa8M",
+	"0rkrbbrbgKRLwCYB3jVW87mFfQ1Y4cEHWxT2MnRo7DPH0Z4QzzXMElwypDeav81nT9G1ViGslh6UqU74",
+	"5NGyiKTRg/EQlFir0EVbBwADrDOuZwJ6MBkBn6vMa1tjzHxQQuLAzRajQHZB6noKGhExASN4t7EEKq3x",
+	"JnSXiCzpMthz2A34IiA9GhCi1YTFuBMxW2RLbQdDf9iXRJJ70Y5aaVxb1GwNa2cE9xgaaANC72oChnCx",
+	"LemhTrumQph4ieHQzsAm+gYsJqFmPpJcA8J0WX/mEhRvlIPqUg/9aZl9dk0nAoc8cYtwpwX2c4xkuR1m",
+	"uEA/noFPTp9rsXKgn2Txl3nGZe4n2YccwaYYNPHXuNhAoXRIXHKIsYARPcN2XLV/umAaELHFnbaFeO34",
+	"KAxtF5WjMOyGZeMufAd03aR+G+UauMxLcA1Apql5B4wN3ghJllJDCsUQ0lHLuUEar1OtqVfpjLpF4vf0",
+	"pQc2QKu+IVL5HXK3P8yyL2eWQQsqsM12vvocBOZ6azD0gxUKmU257YbtBJXDbtF5WS4WghdUpckgM5pn",
+	"rI3S6hmq31BIgl9ADmSuloWIO1Tv1g/BA6Fr4Azgc8O4M7TLpcB6qllDk2EspHGUfC0MawC5BXnqOC8c",
+	"v2vlYlHWIePWV8V+atmm7+VojU0o7hYZpG2iXtVoYUJb/206mMv5W2soVub19bcn9QUtXawya9C2tsSL",
+	"SSb6wpf2E1QKXBZI6nC1h+GQ9bZVHT5K0eE9JYefHQy2OtVPH2hHBm5LiV1BuBqEAnzCVYEbgCxag4Pj",
+	"Hn1tI65mnenH3lH5GwY5P74zP9uXId3QFCopv94ADssRHDaOoB+6t/TD0H993/1wFPY/vgOUnJ2Dn8SS",
+	"N5hP7rx7JNJwMlG9QmwEOFd/ICM8DiCYY7wNh1ZNaN23mRN4wSZzgvoDNGg212KF/RVGq53MikhW7Qq2",
+	"s1lBsb1ZhUsZ1UPY3hOYZl2QEbGTmoLqcec+SyOS66aGme21WA1dWrj5AquvvYeVsQkjW9StpL2IZLvU",
+	"a62aGrBut9txbTIMixX3+Pjrunck617+DRqWpYg/NKyvTcP6/OJzKwoO+kFNuIBS4smEyiVa5DfpWHQl",
+	"n1cu6nnXiLuxQM8ayN9Pq80G4tsVLq/Ca5p8An/IkMfNC6kuuOGASy22yA6jqGwWHc/RAfEpWF21XBCf",
+	"zXVAlIyW42tB3g1diEVcCeRTbx1P2hhdtZQ3rA01rK7n05BaG+vCPtnC9eqZMXzzDoaOtYCxL1xAybx+",
+	"tIoHThLEeElMYmIeoAwheeyCxRnPp8Isuip4plkbBM5ohU91YWcrQyGgS28sAUtkKZqwJDgo0wigPzRl",
+	"n0PVKA4AZwFf4OMjGX+IUDWMWgMAJw5YhFqm+QIKgEhWUh+xEovEdoqqeK5o+UYru5LVEL0f0UVroi2V",
+	"bUMBmIjYsNQSYgcyH7wFgV5eWpBPC7twLrOMtV1xOLq3OoFZhGuMroDXxCw1y9JrcLd12bdCajHAKbhd",
+	"h+Q0oSkNnBphCYwKwOb9Q+TKetaw5xOmd6PglqKLXWwGVL+Me8iThC0XQIIwCgJ9Ir+OWcdKOQWH1Ezf",
+	"q1ap6oykPRgrkOQB2+SdY9xM12JAo1fT3gu4K+IWYKUjGX97/vL86ty9Ty2zhOVirm5El32vbiHQDroX",
+	"UXKNyALf+jZbgp3pqRSZ0pEGvn8AkKTdaYHUEDKvU+lclG1oCGormhkHACsNqQG2HBqxtH44+9f3l1dn",
+	"V5fvL8+hlI75J67a3Ga0ijsbVKNL4Gd/aEafoRmtS3Hsr1dpnIanLdicicXajjdXo169k9Ojg1PE197g",
+	"Wii5/la/iu9vOD5s7ZJWf0WNAS0MqKH/HScxBLWesp58wbQ2u8OTpwen5l/z7KwM+xJzu00TbEbDLRtf",
+	"T5CzxbFUMeAKY7EulqQytHFD/WStFf2WfROLh82q9AnBQ++fJPTV5Fa06oKDrqByTLgsRTrhi9STNe8L",
+	"QkCgwIUh2nWZp6QYOLllhJbRKiYVWxVjVbIUHVDOasRbbKSLebN/PxR3lUpbqsllSSLvWkDuayS3RS9Y",
+	"m2e3EGjwHjWoBDxoOep5jXadOpE0o7QYCDmhBFDruLRE5lsPt7F27Dl4zWL6lkjcGXqBHAofcDbN1XKB",
+	"Dca9IT/RLpYCWYsYw7Cq1wCCIhQbilpHYRi1ygCJFfHmV4h8kI8A8oWQLNq08JGMo5b5NWrFHcYhJ9Gl",
+	"GzZpOWYt2tVdqyEbePbZhnqhGoBBBbCg6hYOWnd7U7VHX1qRBkmY+s+rrRhzRHFqYteRfHgk1dub/L2d",
+	"gI2EThPSCmxHPBLh+KydfMI4gDpWw6/mAybm1Rr8VBUy+NfRsf8X/WhMYBy0s73Nx4MgDHr9d0ELtL1G",
+	"72/gXd7rh8Hp06B3eFDe0uBNNi8zLLLkovbak+OHuHNRydlgcuOg/ug53eBj9bvsI1oPiuFNxjGWyHww",
+	"f5P5u2vT+rIAxUtE6jaijr62T/58zxHiLbwHCVvCrFz1wkFo/q/b6x8cHh3/e6uOU7i98qrWxhDGSbUy",
+	"7xO+gg6AQWu5SHZ7+Sd4nbzy/fucTmdZZhdf11f/qz4Rj+EAWpSkZEnafbVDH/Wy/f+WNumMuqR7WGCb",
+	"oNcCH8F3T91KaB4EmR4lqZJAL8knXu8Q5uGDaYtgtRnx6bWrTfvkZqC7kPxDitjAuHzcrpfr8Cxf+7l/",
+	"4Hpt7GlkifSR2nU6Vu363Tb37HQ/7rh8/zQ5mf8lmjJRC02vsLWBg/qKwINaaDpMEZmQgmBVEWPmMXUr",
+	"9aZWFj4326VNpv8qwy6NIvNHP4Mv12RzO8Xs0GKTrm5uoemYk+uiyTY00ew2ddXaSDzhHxLmXgnzhwm1",
+	"3uvzPmr/RLf7V9Trs0uQvT4d2sDaxxjzEp0ROVG5YecBBuHWbzr5GLMZ+FWc2VkCEJywBJx2CACKLTc5",
+	"5X4Qr8YMe3DhSvDjMcKatfi/4E6z+b+EXOD4B9+ioEeyXRkyjbZT6tx+7d3ciGhm9BbzW++oW1XYrfsx",
+	"ueFyLPTGxp0P1czvad1ZZxYnD2UAj9yw82tgmCdb+GVvcADvPj46POj3HpFfUpfRf1K++V+yK+m9jH7Z",
+	"qNZQA+NqwgggeWOrQyLWAeMsrpJuXMa854JLl+TXNhwX6ncMp7UdR6lVMhQ1jg0DNNw9A5e6kOV72GjF",
+	"FGTfKmmLzZG1soQXvMuuVCSR72NeBfJLnikpAvb67Or59/ewuq1ekEhi9cnje0EiucUN8hae8vhukL2b",
+	"/q/tCfkq2e6mdfgNWC+98A/W+ztmvcQ1d3E+YLN5sWsUQvMbkTC8qYblVG2MB6Fa1rbJaAMW/7tDj4l5",
+	"3EFPLuI0ddmFwn5wUOlm/Q2YqeaS6CCd5/zszfPvzy/fvz5/8/71m1f/cv78KmZ2DqwNGQeR9NBHDDu1",
+	"D7wWKwIftW05SokC7L59GB5gdL2KctoZMl7CuDaAjZY284ZGcJd2me/pG1BxR0JOm7/iFMc20qwYsrRg",
+	"0NQAQcSaITS3c6GmgKuHpPcQj+O7LxRrOr4KTzdz2hN+ON7rjfrJ3ok4mOw95YejvaPxcXIink5OeTha",
+	"57SICKM/ETIQ14rqgAYILnN28a3NVRz4arRRAd5TjgzGZzdx84Y5fkJIC0ls1zTqkvKrBBaY02vW7A9f",
+	"xXo0jG9cNo/Buq+2NGGCkgxOiTklN31ovMxspMWJTrXROxFIq1Z/DV8j07NXOyaEWU4p6LwSuHCuRV0/",
+	"jGS8Tze6rFMLbWEYLKnjyDMbhQP4Ieipp64jT42nEgQ+Mf7dGb6PNrUjp+73XernfskI4rq00LBR9nWA",
+	"NFUTHc2CY6dYpksH/lVjmcQmHk+H/y056s5KL8761w6Y/lcVXg/blU0iihgJ9MgwzPazYrL4sIDFTuNt",
+	"DMm6H3fcoH8emJwdDBXcrudKTrJ0/LX258BBfjVdOi4ByoXIr1lL8M2wB8WAfRWka6wPK/jjTaFfj/nv",
+	"Evn1TuBvE+o93HW/v6bwrb8tm/TCe2O41b1tCuRajnZvHDdAABjqmVG1bJ9Y7YZxfU1FOaR7enrQgBpC",
+	"ZoKb8UlsqQnqUOVp+glLk8ZgzV9EsYn2wj8k7W8uaX1i+x2c8EeJO+9yTB8WfCYl82uKPbM2euICa/kF",
+	"LK6QXDzESgwqbaUKEt/giORahMLQTL7MyB2FsAtqwuLXry6vmJNlsQVuLk3Una3KwLZrvd+qBJOyEsaO",
+	"5OfEsVk79ixCx08HxrCkUSAIF/YEcj7CXePcFTm9Ka79QCvtvrB2lck8PT58sOn0awe2/1kYOqz1Zo7e",
+	"Cz81jLOdo9sA+u+Hp/9OLJCvI5R+v+wyRsVNDxyArcEHeJwYL/O0WIEkGwmei/xsWcxag5/efcSapZvN",
+	"MQlqVAosFD5rbJDikNXb8ZxfG6kgYwSqAT2WzYpiMdjf7/VPumE37PYGT8OnIVTvLvPMGNwgK2n89Rfb",
+	"Ohbwt3mVNkO0RhCz0PVUIcPIZqh210IauqEW+aXyIH4tLn8qGc+yPZXvkaaLPRaN3ICUAw716NdipQWG",
+	"rfyXwYqvv+iy5mXntWyGBFAvU/sOs9/b51nMxLzr18nR1jcg8mUCegtkAkvy0xxb3emAzVJdKOpSJFWR",
+	"TohPP+jV3Dy/6cWvFkJeiUzMAVIb0oZTCRAX7VdXL1/vf3919bqD3Vkvv/0rNUGAphDU5vq5yjIxLlTu",
+	"vU0V2aL18d3H/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
