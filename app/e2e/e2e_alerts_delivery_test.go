@@ -12,8 +12,6 @@ import (
 
 	"example.com/obsvc/adapters/notify/amtest"
 	"example.com/obsvc/app/server"
-	"example.com/obsvc/domain"
-	"net/http"
 )
 
 // webhookBody is the generic webhook's body as a receiver reads it.
@@ -56,7 +54,13 @@ func TestAlertDelivery(t *testing.T) {
 		e := newEnvWith(t, open, func(c *server.Config) {
 			c.AlertTargets = am.Addr + "," + hooks.addr
 			c.PublicURL = "https://logs.example.com"
+			c.AlertEvalEvery, c.AlertDeliverEvery = 20*time.Millisecond, 20*time.Millisecond
 		}, server.Deps{Now: now})
+		stop, err := e.svc.Start(t.Context()) // the evaluator and the sender
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(stop)
 		p := e.project("checkout")
 		const slackPath = "/services/T000/B000/SLACKSECRET"
 		const query = "level:error AND payment"
@@ -73,36 +77,33 @@ func TestAlertDelivery(t *testing.T) {
 			t.Fatalf("ingest: %d %s", resp.StatusCode, body)
 		}
 
-		q := query
-		r, err := e.svc.Core.CreateAlert(domain.WithPrincipal(t.Context(), domain.Principal{Admin: true}), domain.AlertInput{ProjectID: p.Id, Name: "payments failing", Query: &q, WindowSeconds: 60, IntervalSeconds: 10,
-			Condition: domain.AlertCondition{Op: ">", Threshold: 10}, Targets: []domain.AlertTarget{{Type: "alertmanager", URL: am.URL}, {Type: "webhook", URL: hooks.URL + "/hook", BearerToken: "hook-token"}, {Type: "slack", URL: hooks.URL + slackPath}}})
-		if err != nil {
-			t.Fatal(err)
+		rule := fmt.Sprintf(`{"project_id":%q,"name":"payments failing","query":%q,"window_seconds":60,"interval_seconds":10,"for_seconds":0,
+			"condition":{"op":">","threshold":10},
+			"targets":[{"type":"alertmanager","url":%q},{"type":"webhook","url":%q,"bearer_token":"hook-token"},{"type":"slack","url":%q}]}`,
+			p.Id, query, am.URL, hooks.URL+"/hook", hooks.URL+slackPath)
+		resp, body := e.do("POST", "/alerts", "application/json", rule)
+		if resp.StatusCode != 201 {
+			t.Fatalf("create the rule: %d %s", resp.StatusCode, body)
 		}
-		created := struct{ ID string }{r.ID}
-		var resp *http.Response
-		var body []byte
+		var created struct{ ID, State string }
+		if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
+			t.Fatalf("create the rule: %s: %v", body, err)
+		}
+		if strings.Contains(string(body), "hook-token") || strings.Contains(string(body), "SLACKSECRET") {
+			t.Errorf("the rule's answer shows a secret: %s", body)
+		}
 
-		// The service's own evaluator and sender, driven one round at a time: at the first
-		// evaluation the count (11) is over the threshold.
-		start := now()
-		round := func(at time.Time) {
+		// The service's own evaluator and sender: the rule is due at once, and the count (11)
+		// is over the threshold.
+		waitFor := func(what string, cond func() bool) {
 			t.Helper()
-			clock.Store(at.UnixMilli())
-			if _, err := e.svc.Core.EvaluateDue(t.Context(), "e2e", at); err != nil {
-				t.Fatalf("evaluate at %v: %v", at, err)
-			}
-			if _, err := e.svc.Core.DeliverOutbox(t.Context()); err != nil {
-				t.Fatalf("deliver: %v", err)
+			for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("no %s in 15 s", what)
+				}
 			}
 		}
-		var firing webhookBody
-		for k := 0; len(hooks.requests("/hook")) == 0; k++ {
-			if k == 5 {
-				t.Fatal("no firing after 5 evaluations")
-			}
-			round(start.Add(time.Duration(k) * 10 * time.Second))
-		}
+		waitFor("firing", func() bool { return len(hooks.requests("/hook")) > 0 })
 		webhookAt := func(i int) (webhookBody, hookRequest) {
 			t.Helper()
 			req := hooks.requests("/hook")[i]
@@ -113,6 +114,7 @@ func TestAlertDelivery(t *testing.T) {
 			return w, req
 		}
 		firing, req := webhookAt(0)
+		waitFor("firing on Slack", func() bool { return len(hooks.requests(slackPath)) > 0 })
 		if req.Authorization != "Bearer hook-token" {
 			t.Errorf("webhook Authorization = %q", req.Authorization)
 		}
@@ -184,27 +186,25 @@ func TestAlertDelivery(t *testing.T) {
 			t.Errorf("Alertmanager's alert: labels %v, annotations %v, generatorURL %q", a.Labels, a.Annotations, a.GeneratorURL)
 		}
 
-		// Later evaluations find the window empty: the rule resolves.
-		for k := 1; len(hooks.requests("/hook")) < 2; k++ {
-			if k == 20 {
-				t.Fatal("no resolve after 20 evaluations")
-			}
-			round(start.Add(time.Duration(k) * 10 * time.Second))
-		}
+		// A minute and more later the window is empty: the rule resolves.
+		clock.Add(70_000)
+		waitFor("resolve", func() bool { return len(hooks.requests("/hook")) >= 2 })
+		waitFor("resolve on Slack", func() bool { return len(hooks.requests(slackPath)) >= 2 })
 		resolved, _ := webhookAt(1)
 		if resolved.State != "resolved" || resolved.AlertID != created.ID || resolved.ID == firing.ID {
 			t.Errorf("resolve webhook %+v after firing %s", resolved, firing.ID)
-		}
-		if n := len(hooks.requests(slackPath)); n != 2 {
-			t.Errorf("Slack got %d messages, want the firing and the resolve", n)
 		}
 		if alerts, err := am.WaitFor(t.Context(), match, 10*time.Second, amtest.ResolvedOrAbsent); err != nil {
 			t.Fatalf("Alertmanager still lists the alert active after the resolve: %v: %+v", err, alerts)
 		}
 		// Nothing more: each transition was sent once.
-		round(start.Add(4 * time.Minute))
+		clock.Add(10 * 60_000)
+		time.Sleep(200 * time.Millisecond)
 		if n := len(hooks.requests("/hook")); n != 2 {
 			t.Errorf("the webhook got %d notifications, want 2", n)
+		}
+		if n := len(hooks.requests(slackPath)); n != 2 {
+			t.Errorf("Slack got %d messages, want 2", n)
 		}
 	})
 }
