@@ -49,15 +49,15 @@ type Config struct {
 	// AlertTargets is ALERT_TARGETS: the hosts (host, host:port, *.suffix) alert targets may
 	// name; empty: none.
 	AlertTargets string
-	// AlertEvalEvery is how often an instance looks for due alert rules; AlertDeliverEvery how
-	// often it sends undelivered notifications.
-	AlertEvalEvery    time.Duration
-	AlertDeliverEvery time.Duration
 	// PublicURL is PUBLIC_URL, where notifications' explorer links point; AlertConnectTO and
 	// AlertTimeout bound a delivery's connection and the whole of it.
 	PublicURL      string
 	AlertConnectTO time.Duration
 	AlertTimeout   time.Duration
+	// AlertEvalEvery is how often an instance looks for due alert rules; AlertDeliverEvery how
+	// often it sends undelivered notifications.
+	AlertEvalEvery    time.Duration
+	AlertDeliverEvery time.Duration
 	TwirpMaxBody      int64
 	OTLPMaxBody       int64
 	OTLPMaxDecodes    int
