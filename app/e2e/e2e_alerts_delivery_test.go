@@ -52,7 +52,9 @@ func TestAlertDelivery(t *testing.T) {
 		clock.Store(time.Now().Add(-5 * time.Minute).UnixMilli())
 		now := func() time.Time { return time.UnixMilli(clock.Load()) }
 		e := newEnvWith(t, open, func(c *server.Config) {
-			c.AlertTargets = am.Addr + "," + hooks.addr
+			// 0.0.0.0 (any port) lets a rule name it, but reaches the local host: its delivery is
+			// refused at connect time, its host:port not being listed as itself.
+			c.AlertTargets = am.Addr + "," + hooks.addr + ",0.0.0.0"
 			c.PublicURL = "https://logs.example.com"
 			c.AlertEvalEvery, c.AlertDeliverEvery = 20*time.Millisecond, 20*time.Millisecond
 		}, server.Deps{Now: now})
@@ -197,14 +199,64 @@ func TestAlertDelivery(t *testing.T) {
 		if alerts, err := am.WaitFor(t.Context(), match, 10*time.Second, amtest.ResolvedOrAbsent); err != nil {
 			t.Fatalf("Alertmanager still lists the alert active after the resolve: %v: %+v", err, alerts)
 		}
+		// The test button: a sample to each target, each answer reported; Alertmanager lists the
+		// sample as an alert of its own.
+		resp, body = e.do("POST", "/alerts/"+created.ID+"/test", "", "")
+		var results []struct {
+			Target int    `json:"target"`
+			Type   string `json:"type"`
+			OK     bool   `json:"ok"`
+			Status int    `json:"status"`
+			Body   string `json:"body"`
+			Error  string `json:"error"`
+		}
+		if err := json.Unmarshal(body, &results); resp.StatusCode != 200 || err != nil || len(results) != 3 {
+			t.Fatalf("test button: %d %s", resp.StatusCode, body)
+		}
+		for _, r := range results {
+			if !r.OK || r.Status != 200 || r.Error != "" {
+				t.Errorf("test button, target %d (%s): %+v", r.Target, r.Type, r)
+			}
+		}
+		if got := hooks.requests("/hook"); len(got) != 3 || !strings.Contains(string(got[2].Body), `"sample":true`) {
+			t.Errorf("the webhook's sample: %d requests, last %s", len(got), got[len(got)-1].Body)
+		}
+		if _, err := am.WaitFor(t.Context(), map[string]string{"alert_id": created.ID, "sample": "true"}, 10*time.Second, amtest.Active); err != nil {
+			t.Errorf("Alertmanager does not list the sample: %v", err)
+		}
+
+		// A target the allow-list lets a rule name (0.0.0.0) but whose address is internal: the
+		// rule is saved, and its delivery is refused when it connects, saying why.
+		internal := "http://0.0.0.0:" + strings.Split(hooks.addr, ":")[1] + "/internal"
+		resp, body = e.do("POST", "/alerts", "application/json", fmt.Sprintf(`{"project_id":%q,"name":"inside","query":"","window_seconds":60,
+			"interval_seconds":10,"condition":{"op":">","threshold":0},"targets":[{"type":"webhook","url":%q}]}`, p.Id, internal))
+		var inside struct{ ID string }
+		if err := json.Unmarshal(body, &inside); resp.StatusCode != 201 || err != nil {
+			t.Fatalf("create a rule on 0.0.0.0: %d %s", resp.StatusCode, body)
+		}
+		resp, body = e.do("POST", "/alerts/"+inside.ID+"/test", "", "")
+		if err := json.Unmarshal(body, &results); resp.StatusCode != 200 || err != nil || len(results) != 1 {
+			t.Fatalf("test button on 0.0.0.0: %d %s", resp.StatusCode, body)
+		}
+		if r := results[0]; r.OK || r.Status != 0 || !strings.Contains(r.Error, "refused") || !strings.Contains(r.Error, "not listed as itself in ALERT_TARGETS") {
+			t.Errorf("test button on 0.0.0.0: %+v, want refused, saying why", r)
+		}
+		if n := len(hooks.requests("/internal")); n != 0 {
+			t.Errorf("the local receiver got %d requests through 0.0.0.0", n)
+		}
+
 		// Nothing more: each transition was sent once.
 		clock.Add(10 * 60_000)
 		time.Sleep(200 * time.Millisecond)
-		if n := len(hooks.requests("/hook")); n != 2 {
-			t.Errorf("the webhook got %d notifications, want 2", n)
+		if n := len(hooks.requests("/hook")); n != 3 {
+			t.Errorf("the webhook got %d notifications, want the firing, the resolve and the sample", n)
 		}
-		if n := len(hooks.requests(slackPath)); n != 2 {
-			t.Errorf("Slack got %d messages, want 2", n)
+		if n := len(hooks.requests(slackPath)); n != 3 {
+			t.Errorf("Slack got %d messages, want the firing, the resolve and the sample", n)
+		}
+		// Nothing ever went through 0.0.0.0.
+		if n := len(hooks.requests("/internal")); n != 0 {
+			t.Errorf("the local receiver got %d requests through 0.0.0.0", n)
 		}
 	})
 }
