@@ -15,9 +15,6 @@ import (
 // then the same alert (one label set: firing_id ties them) is resolved.
 func TestRealAlertmanager(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("a real Alertmanager: not under -short")
-	}
 	am := amtest.Start(t)
 	n := newNotifier(t, am.Addr, nil, nil)
 	target := domain.AlertTarget{Type: domain.TargetAlertmanager, URL: am.URL}

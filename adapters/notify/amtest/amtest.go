@@ -53,10 +53,13 @@ func find() string {
 	return ""
 }
 
-// Start starts an Alertmanager for t and stops it when t ends. It skips t without the binary
-// (fails it under CI=true).
+// Start starts an Alertmanager for t and stops it when t ends. It skips t under -short, and
+// without the binary (fails it under CI=true).
 func Start(t testing.TB) *Alertmanager {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("Alertmanager tests skipped under -short (make quick); make test runs them")
+	}
 	bin := find()
 	if bin == "" {
 		if os.Getenv("CI") == "true" {
