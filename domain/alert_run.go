@@ -91,6 +91,15 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, now int64) error {
 	}
 	start, end := AlertWindow(r.WindowSeconds, now)
 	f, err := s.alertFilter(ctx, r, start, end)
+	if KindOf(err) == KindInvalid {
+		// The rule cannot be evaluated until it is patched (its saved search is gone): it is
+		// due again after its interval, not at once, and its status stays.
+		st := r.Status
+		st.NextEvalAt = end + int64(r.IntervalSeconds)*1000
+		if serr := s.store.SaveAlertEvaluation(ctx, AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st}); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,7 @@ func runAlerts(t *testing.T, open Open) {
 	t.Run("AlertEvaluationIsAllOrNothing", func(t *testing.T) { t.Parallel(); testAlertEvaluationAtomic(t, open(t)) })
 	t.Run("AlertOutboxOrderAndClaims", func(t *testing.T) { t.Parallel(); testAlertOutbox(t, open(t)) })
 	t.Run("AlertEvaluationIsExact", func(t *testing.T) { t.Parallel(); testAlertEvaluationExact(t, open(t)) })
+	t.Run("AlertOfADeletedSearch", func(t *testing.T) { t.Parallel(); testAlertOfADeletedSearch(t, open(t)) })
 }
 
 func newAlert(p domain.Project, name string, at time.Time) domain.AlertRule {
@@ -404,5 +405,54 @@ func testAlertEvaluationExact(t *testing.T, s domain.Store) {
 		if n.AlertID == above.ID && n.State == domain.NotifyFiring && (len(n.Entries) != 2 || n.Count != 2 || n.Query != "level:error") {
 			t.Fatalf("the firing of above carries %+v, want its two entries", n)
 		}
+	}
+}
+
+// testAlertOfADeletedSearch: a rule counting a saved search follows its query; once the search
+// is deleted, each evaluation fails, the rule keeping its state and coming due again only after
+// its interval.
+func testAlertOfADeletedSearch(t *testing.T, s domain.Store) {
+	now := base
+	svc := domain.NewService(s, domain.Options{NewID: newID, Notifier: &recorder{}, Now: func() time.Time { return now }})
+	admin := asAdmin(t)
+	p, err := svc.CreateProject(admin, domain.ProjectInput{Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := svc.CreateSearch(admin, domain.SearchInput{ProjectID: p.ID, Name: "errors", Query: "level:error", RangeSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "x"
+	if _, err := svc.CreateAlert(admin, domain.AlertInput{ProjectID: p.ID, Name: "r", SearchID: &sr.ID, Query: &other, WindowSeconds: 60, IntervalSeconds: 10,
+		Condition: domain.AlertCondition{Op: ">", Threshold: 0}, Targets: []domain.AlertTarget{{Type: domain.TargetWebhook, URL: "https://x.example"}}}); domain.KindOf(err) != domain.KindInvalid {
+		t.Fatalf("a rule with both search_id and query: %v, want invalid", err)
+	}
+	r, err := svc.CreateAlert(admin, domain.AlertInput{ProjectID: p.ID, Name: "r", SearchID: &sr.ID, WindowSeconds: 60, IntervalSeconds: 10,
+		Condition: domain.AlertCondition{Op: ">", Threshold: 0}, Targets: []domain.AlertTarget{{Type: domain.TargetWebhook, URL: "https://x.example"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, s, entry(p, base.UnixMilli()-1000, "error"), entry(p, base.UnixMilli()-2000, "info"))
+	now = base.Add(500 * time.Millisecond)
+	if rep, err := svc.EvaluateDue(ctx(t), "me", now); err != nil || rep.Evaluated != 1 {
+		t.Fatalf("EvaluateDue = %+v, %v", rep, err)
+	}
+	if got, _ := svc.GetAlert(admin, r.ID); got.Status.State != domain.AlertFiring || got.Status.LastCount != 1 {
+		t.Fatalf("status %+v, want firing on the search's one error", got.Status)
+	}
+	if err := svc.DeleteSearch(admin, sr.ID); err != nil {
+		t.Fatal(err)
+	}
+	now = base.Add(10500 * time.Millisecond)
+	if rep, err := svc.EvaluateDue(ctx(t), "me", now); err != nil || rep.Failed != 1 {
+		t.Fatalf("EvaluateDue without the search = %+v, %v; want one failure", rep, err)
+	}
+	if rep, _ := svc.EvaluateDue(ctx(t), "me", now.Add(time.Second)); rep.Failed+rep.Evaluated != 0 {
+		t.Fatalf("evaluated again at once: %+v", rep)
+	}
+	got, _ := svc.GetAlert(admin, r.ID)
+	if got.Status.State != domain.AlertFiring || got.Status.NextEvalAt != base.UnixMilli()+20_000 || got.Status.Transitions != 1 {
+		t.Fatalf("status %+v after a failed evaluation", got.Status)
 	}
 }
