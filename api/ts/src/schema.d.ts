@@ -1082,17 +1082,16 @@ export interface components {
             interval_seconds: number;
             /**
              * Format: int32
-             * @default 0
+             * @description How long the condition must hold before the rule fires; 0 when left out.
              */
-            for_seconds: number;
+            for_seconds?: number;
             condition: components["schemas"]["AlertCondition"];
             targets: components["schemas"]["AlertTargetInput"][];
             /**
              * Format: int64
-             * @description Unix ms until which the rule is silenced; 0 not silenced.
-             * @default 0
+             * @description Unix ms until which the rule is silenced; 0 (when left out) not silenced.
              */
-            silenced_until: number;
+            silenced_until?: number;
         };
         /** @description A JSON merge patch (RFC 7396) of a rule; none of its members may be null. */
         AlertPatch: {
