@@ -3,7 +3,8 @@ SHELL := /bin/bash
 # arch-check, fuzz, contract-check, baseline, generate and check-generated work as they are (the
 # generators and checkers are pinned in go.mod; without npm, generate leaves the TypeScript clients).
 # The rest say loudly what they lack: test, test-faults and bench skip what needs PostgreSQL's server
-# binaries (postgresql), Chromium (chromium) or node and npm, and fail instead under CI=true;
+# binaries (postgresql), Chromium (chromium), node and npm, or Alertmanager (prometheus-alertmanager),
+# and fail instead under CI=true;
 # test-citus and bench-citus also need the citus extension; bench-e2e needs PostgreSQL; lint, and
 # the TypeScript clients of generate, need npm.
 GO ?= go

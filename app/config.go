@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/edge"
+	"example.com/obsvc/adapters/notify"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
@@ -59,6 +60,9 @@ func (c *config) flags() *flag.FlagSet {
 	num(&c.MaxQueryDepth, "max-query-depth", "deepest nesting of parentheses and NOT in a query parameter; 400 naming query beyond")
 	num(&c.MaxQueryTerms, "max-query-terms", "most terms (words, phrases, field conditions) in a query parameter; 400 naming query beyond")
 	num(&c.MaxSearches, "max-searches-per-project", "most saved `searches` one project may hold; POST /searches beyond is refused with 409")
+	num(&c.MaxAlerts, "max-alerts-per-project", "most alert `rules` one project may hold; POST /alerts beyond is refused with 409")
+	dur(&c.AlertEvalEvery, "alert-eval-interval", "how often this instance looks for alert rules due for evaluation (a `duration`)")
+	dur(&c.AlertDeliverEvery, "alert-deliver-interval", "how often this instance sends undelivered alert notifications (a `duration`)")
 	num64(&c.TwirpMaxBody, "twirp-max-body-bytes", "largest Twirp request body in `bytes` (a Twirp malformed error beyond)")
 	num64(&c.OTLPMaxBody, "otlp-max-body-bytes", "largest OTLP request body (POST /v1/logs) in `bytes` after decompression (413 beyond)")
 	num(&c.OTLPMaxDecodes, "otlp-max-decodes", "OTLP requests read and decoded at once; more are refused with 503")
@@ -69,6 +73,10 @@ func (c *config) flags() *flag.FlagSet {
 	dur(&c.ReadHeaderTO, "read-header-timeout", "time allowed to read request headers (a `duration`)")
 	dur(&c.ReadTO, "read-timeout", "time allowed to read a whole request (a `duration`)")
 	dur(&c.WriteTO, "write-timeout", "time allowed to write a response (a `duration`)")
+	str(&c.AlertTargets, "alert-targets", "the hosts alert notifications may go to: comma-separated `host` or `host:port` patterns, \"*.\" for subdomains, \"*\" for any host; empty = none; a rule's target elsewhere is a 400. A loopback, link-local or private address is reached only when its host:port is listed as itself")
+	str(&c.PublicURL, "public-url", "the service's `URL` as the readers of alert notifications reach it (https://logs.example.com): their explorer links start with it; empty = links relative to the service")
+	dur(&c.AlertConnectTO, "alert-connect-timeout", "time allowed to resolve, connect to and shake hands with an alert target (a `duration`)")
+	dur(&c.AlertTimeout, "alert-timeout", "time allowed to deliver one alert notification, its answer included (a `duration`)")
 	dur(&c.StallTO, "stall-timeout", "a streamed listing whose client takes no more of it for this long is cut off (a `duration`)")
 	num(&c.ExportPageSize, "export-page-size", "`entries` a download (GET /logs/export) reads from the store at a time, 1..10000: its memory, and each read bounded by REQUEST_TIMEOUT")
 	dur(&c.IdleTO, "idle-timeout", "how long an idle keep-alive connection stays open (a `duration`)")
@@ -163,6 +171,12 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid MAX_QUERY_TERMS: must be at least 1")
 	case c.MaxSearches < 1:
 		return fmt.Errorf("invalid MAX_SEARCHES_PER_PROJECT: must be at least 1")
+	case c.MaxAlerts < 1:
+		return fmt.Errorf("invalid MAX_ALERTS_PER_PROJECT: must be at least 1")
+	case c.AlertEvalEvery <= 0 || c.AlertEvalEvery > 5*time.Second:
+		return fmt.Errorf("invalid ALERT_EVAL_INTERVAL: want more than 0 and at most 5s (half the shortest rule interval)")
+	case c.AlertDeliverEvery <= 0:
+		return fmt.Errorf("invalid ALERT_DELIVER_INTERVAL: must be positive")
 	case c.TwirpMaxBody <= 0:
 		return fmt.Errorf("invalid TWIRP_MAX_BODY_BYTES: must be positive")
 	case c.OTLPMaxBody <= 0:
@@ -200,6 +214,17 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid TAIL_HEARTBEAT: must be positive")
 	case c.TailCoalesce < 0 || c.TailCoalesce >= c.TailHeartbeat:
 		return fmt.Errorf("invalid TAIL_COALESCE: must be at least 0 and less than TAIL_HEARTBEAT")
+	}
+	if _, err := notify.ParseAllowList(c.AlertTargets); err != nil {
+		return fmt.Errorf("invalid ALERT_TARGETS: %w", err)
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return fmt.Errorf("invalid PUBLIC_URL %q: want an absolute http(s) URL such as https://logs.example.com", c.PublicURL)
+		}
+	}
+	if c.AlertConnectTO <= 0 || c.AlertTimeout <= 0 {
+		return fmt.Errorf("invalid ALERT_CONNECT_TIMEOUT / ALERT_TIMEOUT: must be positive")
 	}
 	if c.StallTO <= 0 {
 		return fmt.Errorf("invalid STALL_TIMEOUT: must be positive")

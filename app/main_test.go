@@ -195,6 +195,10 @@ func TestInvalidConfigFailsWithAClearMessage(t *testing.T) {
 		{"profiles on a public address", []string{"-pprof-addr", "0.0.0.0:6060"}, nil, "PPROF_ADDR"},
 		{"negative tail coalesce", nil, map[string]string{"TAIL_COALESCE": "-1ms"}, "TAIL_COALESCE"},
 		{"tail coalesce past the heartbeat", nil, map[string]string{"TAIL_COALESCE": "20s"}, "TAIL_COALESCE"},
+		{"alert target pattern with a wildcard inside", nil, map[string]string{"ALERT_TARGETS": "hooks.slack.com,exa*mple.com"}, "ALERT_TARGETS"},
+		{"alert target pattern with a bad port", []string{"-alert-targets", "am.internal:0"}, nil, "ALERT_TARGETS"},
+		{"relative public URL", nil, map[string]string{"PUBLIC_URL": "logs.example.com"}, "PUBLIC_URL"},
+		{"zero alert timeout", nil, map[string]string{"ALERT_TIMEOUT": "0s"}, "ALERT_TIMEOUT"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

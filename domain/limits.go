@@ -48,6 +48,9 @@ type Limits struct {
 	// MaxSearchesPerProject is how many saved searches one project may hold (KindConflict
 	// beyond); zero or less: DefaultMaxSearches.
 	MaxSearchesPerProject int
+	// MaxAlertsPerProject is how many alert rules one project may hold (KindConflict beyond);
+	// zero or less: DefaultMaxAlerts.
+	MaxAlertsPerProject int
 }
 
 // DefaultLimits returns the limits the API contract documents.
@@ -76,5 +79,6 @@ func DefaultLimits() Limits {
 		Query:          QueryLimits{MaxChars: 4096, MaxDepth: 32, MaxTerms: 256},
 
 		MaxSearchesPerProject: DefaultMaxSearches,
+		MaxAlertsPerProject:   DefaultMaxAlerts,
 	}
 }

@@ -101,6 +101,7 @@ type Store interface {
 	LogStore
 	FacetStore
 	SearchStore
+	AlertStore
 }
 
 // ReadShares bounds how many store reads (listings, searches, stats, facets, filtered deletes, a

@@ -33,6 +33,9 @@ type Options struct {
 	// Names are what the transports call the parts of a request the answers name; zero fields
 	// take plain words.
 	Names Names
+	// Notifier checks alert targets and delivers notifications; without it no rule can have a
+	// target, so none can be created.
+	Notifier Notifier
 }
 
 // Names are what the transports call the parts of a request that the service's answers name:
@@ -75,11 +78,13 @@ type Service struct {
 	// shares bounds each key's store reads (see acquireRead).
 	shares ReadShares
 	names  Names
+
+	notifier Notifier
 }
 
 // NewService returns a Service over store.
 func NewService(store Store, opts Options) *Service {
-	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailStart: opts.TailStartTimeout, tailer: opts.Tailer, shares: opts.ReadShares, names: opts.Names.withDefaults()}
+	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailStart: opts.TailStartTimeout, tailer: opts.Tailer, shares: opts.ReadShares, names: opts.Names.withDefaults(), notifier: opts.Notifier}
 	s.tailStore, _ = store.(TailStore)
 	if s.limits == (Limits{}) {
 		s.limits = DefaultLimits()

@@ -30,6 +30,7 @@ type Metrics struct {
 	sweepDuration prometheus.Gauge
 	sweepTime     prometheus.Gauge
 	otlp          otlpMetrics
+	alerts        alertMetrics
 	// The series of each HTTP route, method and status, and of each Twirp method and code, as
 	// looked up once: WithLabelValues hashes its labels and takes a lock on every call.
 	httpSeries  sync.Map // httpKey → series
@@ -122,6 +123,7 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 		"When the last retention sweep ended, in Unix seconds.")
 	m.reg.MustRegister(m.expired, m.sweepErrors, m.sweepDuration, m.sweepTime)
 	m.otlp = newOTLPMetrics(m.reg)
+	m.alerts = newAlertMetrics(m.reg)
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsCreated, m.logsDeleted, m.batchEntries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, db := range pools {
@@ -153,6 +155,50 @@ func (m *Metrics) LogsCreated(n int) {
 
 // LogsDeleted counts n deleted entries.
 func (m *Metrics) LogsDeleted(n int64) { m.logsDeleted.Add(float64(n)) }
+
+// alertMetrics count alert rules' evaluations and their notifications.
+type alertMetrics struct {
+	evaluations *prometheus.CounterVec
+	duration    prometheus.Histogram
+	sent        prometheus.Counter
+	failed      prometheus.Counter
+	pending     prometheus.Gauge
+}
+
+func newAlertMetrics(reg *prometheus.Registry) alertMetrics {
+	a := alertMetrics{
+		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "obsvc_alert_evaluations_total",
+			Help: "Alert rule evaluations by this instance, by result: ok (stored) or failed (tried again when next due)."}, []string{"result"}),
+		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "obsvc_alert_evaluation_duration_seconds",
+			Help: "How long one alert rule's evaluation took: its count, its sample entries and its write.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
+		sent: counter("obsvc_alert_notifications_sent_total",
+			"Alert notifications delivered by this instance (the receiver answered 2xx)."),
+		failed: counter("obsvc_alert_notifications_failed_total",
+			"Alert notification deliveries by this instance that failed (retried with backoff)."),
+		pending: gauge("obsvc_alert_outbox_pending",
+			"Undelivered alert notifications in the outbox at this instance's last look (at most 1,000 are read)."),
+	}
+	reg.MustRegister(a.evaluations, a.duration, a.sent, a.failed, a.pending)
+	return a
+}
+
+// AlertsEvaluated records one round of evaluations: how many were stored and failed, and each
+// one's duration.
+func (m *Metrics) AlertsEvaluated(ok, failed int, durations []time.Duration) {
+	m.alerts.evaluations.WithLabelValues("ok").Add(float64(ok))
+	m.alerts.evaluations.WithLabelValues("failed").Add(float64(failed))
+	for _, d := range durations {
+		m.alerts.duration.Observe(d.Seconds())
+	}
+}
+
+// AlertsDelivered records one round of the outbox: deliveries sent and failed, and how many
+// notifications were pending before it.
+func (m *Metrics) AlertsDelivered(sent, failed, pending int) {
+	m.alerts.sent.Add(float64(sent))
+	m.alerts.failed.Add(float64(failed))
+	m.alerts.pending.Set(float64(pending))
+}
 
 // otlpMetrics count OTLP exports (POST /v1/logs); their requests by status are in the HTTP
 // request counter like every route's.

@@ -90,6 +90,163 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// ListAlerts List a project's alert rules
+	//
+	// Returns every alert rule of the project with its state and last evaluation, ordered by
+	// `name` (bytewise), then `id`. Not paged: a project holds at most
+	// `MAX_ALERTS_PER_PROJECT` rules (100 by default). A project key lists its own project's
+	// only (403 for another project); a project that does not exist is a 404.
+	//
+	// Corresponds with GET /alerts (the `ListAlerts` operationId).
+	ListAlerts(ctx context.Context, params *ListAlertsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAlertWithBody Create an alert rule
+	//
+	// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+	// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+	//
+	// **What is counted.** Each evaluation counts exactly the project's entries matching the
+	// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+	// the time of the evaluation) whose `time` lies in the window `[window_end -
+	// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+	// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+	// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+	// window holding its `time` was evaluated) is counted by the next evaluation whose window
+	// holds its `time`, and by none if every such window has been evaluated already. Entries
+	// past the project's retention are not counted.
+	//
+	// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+	// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+	// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+	// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+	// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+	//
+	// **Notifications** go to every target on firing and on resolve, at least once, in
+	// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+	// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+	// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+	// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+	// but a firing that begins is notified neither then nor when it resolves; a firing
+	// notified before the silence is still resolved with a notification.
+	//
+	// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+	// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+	// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+	// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+	// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+	// A project that does not exist is a 422 naming `/project_id`; one that already holds
+	// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+	// only (403 for another).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /alerts (the `CreateAlert` operationId).
+	CreateAlertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateAlert Create an alert rule
+	//
+	// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+	// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+	//
+	// **What is counted.** Each evaluation counts exactly the project's entries matching the
+	// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+	// the time of the evaluation) whose `time` lies in the window `[window_end -
+	// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+	// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+	// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+	// window holding its `time` was evaluated) is counted by the next evaluation whose window
+	// holds its `time`, and by none if every such window has been evaluated already. Entries
+	// past the project's retention are not counted.
+	//
+	// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+	// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+	// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+	// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+	// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+	//
+	// **Notifications** go to every target on firing and on resolve, at least once, in
+	// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+	// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+	// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+	// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+	// but a firing that begins is notified neither then nor when it resolves; a firing
+	// notified before the silence is still resolved with a notification.
+	//
+	// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+	// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+	// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+	// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+	// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+	// A project that does not exist is a 422 naming `/project_id`; one that already holds
+	// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+	// only (403 for another).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /alerts (the `CreateAlert` operationId).
+	CreateAlert(ctx context.Context, body CreateAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteAlert Delete an alert rule
+	//
+	// Deletes the rule, its history and its undelivered notifications. 404 as `GET`.
+	//
+	// Corresponds with DELETE /alerts/{id} (the `DeleteAlert` operationId).
+	DeleteAlert(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAlert Get an alert rule
+	//
+	// Returns one rule with its state and last evaluation. An id that names no rule, malformed
+	// ones included, is a 404, and so is another project's rule asked for with a project key.
+	//
+	// Corresponds with GET /alerts/{id} (the `GetAlert` operationId).
+	GetAlert(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchAlertWithBody Change some of an alert rule
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+	// replaces what the rule counts; `targets` replaces every target, so their secrets
+	// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+	// The state and history stay; a changed `interval_seconds` reschedules the next
+	// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+	PatchAlertWithBody(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PatchAlertWithApplicationMergePatchPlusJSONBody Change some of an alert rule
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+	// replaces what the rule counts; `targets` replaces every target, so their secrets
+	// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+	// The state and history stay; a changed `interval_seconds` reschedules the next
+	// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+	//
+	// Takes a body of the `application/merge-patch+json` content type.
+	//
+	// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+	PatchAlertWithApplicationMergePatchPlusJSONBody(ctx context.Context, id AlertID, body PatchAlertApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetAlertHistory An alert rule's transitions
+	//
+	// Lists the rule's last 1,000 transitions, newest first. Transitions are numbered from 1
+	// without gaps (`seq`), so a missing one shows. 404 as `GET /alerts/{id}`.
+	//
+	// Corresponds with GET /alerts/{id}/history (the `GetAlertHistory` operationId).
+	GetAlertHistory(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TestAlert Send a sample notification
+	//
+	// Sends a sample notification (state `firing`, marked as a sample, no entries) to each of
+	// the rule's targets, one after the other, and reports each receiver's answer. It changes
+	// nothing stored and is not retried. 404 as `GET /alerts/{id}`; 503 when the server sends
+	// no notifications.
+	//
+	// Corresponds with POST /alerts/{id}/test (the `TestAlert` operationId).
+	TestAlert(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DeleteLogs Delete log entries
 	//
 	// Deletes the project's entries that match every given filter and says how many.
@@ -477,6 +634,253 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
 	PatchSearchWithApplicationMergePatchPlusJSONBody(ctx context.Context, id SearchID, body PatchSearchApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// ListAlerts List a project's alert rules
+//
+// Returns every alert rule of the project with its state and last evaluation, ordered by
+// `name` (bytewise), then `id`. Not paged: a project holds at most
+// `MAX_ALERTS_PER_PROJECT` rules (100 by default). A project key lists its own project's
+// only (403 for another project); a project that does not exist is a 404.
+//
+// Corresponds with GET /alerts (the `ListAlerts` operationId).
+func (c *Client) ListAlerts(ctx context.Context, params *ListAlertsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAlertsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAlertWithBody Create an alert rule
+//
+// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+//
+// **What is counted.** Each evaluation counts exactly the project's entries matching the
+// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+// the time of the evaluation) whose `time` lies in the window `[window_end -
+// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+// window holding its `time` was evaluated) is counted by the next evaluation whose window
+// holds its `time`, and by none if every such window has been evaluated already. Entries
+// past the project's retention are not counted.
+//
+// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+//
+// **Notifications** go to every target on firing and on resolve, at least once, in
+// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+// but a firing that begins is notified neither then nor when it resolves; a firing
+// notified before the silence is still resolved with a notification.
+//
+// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+// A project that does not exist is a 422 naming `/project_id`; one that already holds
+// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+// only (403 for another).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /alerts (the `CreateAlert` operationId).
+func (c *Client) CreateAlertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAlertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateAlert Create an alert rule
+//
+// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+//
+// **What is counted.** Each evaluation counts exactly the project's entries matching the
+// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+// the time of the evaluation) whose `time` lies in the window `[window_end -
+// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+// window holding its `time` was evaluated) is counted by the next evaluation whose window
+// holds its `time`, and by none if every such window has been evaluated already. Entries
+// past the project's retention are not counted.
+//
+// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+//
+// **Notifications** go to every target on firing and on resolve, at least once, in
+// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+// but a firing that begins is notified neither then nor when it resolves; a firing
+// notified before the silence is still resolved with a notification.
+//
+// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+// A project that does not exist is a 422 naming `/project_id`; one that already holds
+// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+// only (403 for another).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /alerts (the `CreateAlert` operationId).
+func (c *Client) CreateAlert(ctx context.Context, body CreateAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateAlertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAlert Delete an alert rule
+//
+// Deletes the rule, its history and its undelivered notifications. 404 as `GET`.
+//
+// Corresponds with DELETE /alerts/{id} (the `DeleteAlert` operationId).
+func (c *Client) DeleteAlert(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAlertRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAlert Get an alert rule
+//
+// Returns one rule with its state and last evaluation. An id that names no rule, malformed
+// ones included, is a 404, and so is another project's rule asked for with a project key.
+//
+// Corresponds with GET /alerts/{id} (the `GetAlert` operationId).
+func (c *Client) GetAlert(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAlertRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchAlertWithBody Change some of an alert rule
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+// replaces what the rule counts; `targets` replaces every target, so their secrets
+// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+// The state and history stay; a changed `interval_seconds` reschedules the next
+// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+func (c *Client) PatchAlertWithBody(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchAlertRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PatchAlertWithApplicationMergePatchPlusJSONBody Change some of an alert rule
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+// replaces what the rule counts; `targets` replaces every target, so their secrets
+// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+// The state and history stay; a changed `interval_seconds` reschedules the next
+// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+//
+// Takes a body of the `application/merge-patch+json` content type.
+//
+// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+func (c *Client) PatchAlertWithApplicationMergePatchPlusJSONBody(ctx context.Context, id AlertID, body PatchAlertApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPatchAlertRequestWithApplicationMergePatchPlusJSONBody(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetAlertHistory An alert rule's transitions
+//
+// Lists the rule's last 1,000 transitions, newest first. Transitions are numbered from 1
+// without gaps (`seq`), so a missing one shows. 404 as `GET /alerts/{id}`.
+//
+// Corresponds with GET /alerts/{id}/history (the `GetAlertHistory` operationId).
+func (c *Client) GetAlertHistory(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAlertHistoryRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TestAlert Send a sample notification
+//
+// Sends a sample notification (state `firing`, marked as a sample, no entries) to each of
+// the rule's targets, one after the other, and reports each receiver's answer. It changes
+// nothing stored and is not retried. 404 as `GET /alerts/{id}`; 503 when the server sends
+// no notifications.
+//
+// Corresponds with POST /alerts/{id}/test (the `TestAlert` operationId).
+func (c *Client) TestAlert(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTestAlertRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // DeleteLogs Delete log entries
@@ -1115,6 +1519,279 @@ func (c *Client) PatchSearchWithApplicationMergePatchPlusJSONBody(ctx context.Co
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewListAlertsRequest constructs an http.Request for the ListAlerts method
+func NewListAlertsRequest(server string, params *ListAlertsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/alerts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "project_id", params.ProjectId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateAlertRequest calls the generic CreateAlert builder with application/json body
+func NewCreateAlertRequest(server string, body CreateAlertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateAlertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateAlertRequestWithBody constructs an http.Request for the CreateAlert method, with any body, and a specified content type
+func NewCreateAlertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/alerts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteAlertRequest constructs an http.Request for the DeleteAlert method
+func NewDeleteAlertRequest(server string, id AlertID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/alerts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetAlertRequest constructs an http.Request for the GetAlert method
+func NewGetAlertRequest(server string, id AlertID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/alerts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPatchAlertRequestWithApplicationMergePatchPlusJSONBody calls the generic PatchAlert builder with application/merge-patch+json body
+func NewPatchAlertRequestWithApplicationMergePatchPlusJSONBody(server string, id AlertID, body PatchAlertApplicationMergePatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPatchAlertRequestWithBody(server, id, "application/merge-patch+json", bodyReader)
+}
+
+// NewPatchAlertRequestWithBody constructs an http.Request for the PatchAlert method, with any body, and a specified content type
+func NewPatchAlertRequestWithBody(server string, id AlertID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/alerts/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetAlertHistoryRequest constructs an http.Request for the GetAlertHistory method
+func NewGetAlertHistoryRequest(server string, id AlertID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/alerts/%s/history", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTestAlertRequest constructs an http.Request for the TestAlert method
+func NewTestAlertRequest(server string, id AlertID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/alerts/%s/test", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewDeleteLogsRequest constructs an http.Request for the DeleteLogs method
@@ -2711,6 +3388,173 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// ListAlertsWithResponse List a project's alert rules
+	//
+	// Returns every alert rule of the project with its state and last evaluation, ordered by
+	// `name` (bytewise), then `id`. Not paged: a project holds at most
+	// `MAX_ALERTS_PER_PROJECT` rules (100 by default). A project key lists its own project's
+	// only (403 for another project); a project that does not exist is a 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /alerts (the `ListAlerts` operationId).
+	ListAlertsWithResponse(ctx context.Context, params *ListAlertsParams, reqEditors ...RequestEditorFn) (*ListAlertsResponse, error)
+
+	// CreateAlertWithBodyWithResponse Create an alert rule
+	//
+	// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+	// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+	//
+	// **What is counted.** Each evaluation counts exactly the project's entries matching the
+	// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+	// the time of the evaluation) whose `time` lies in the window `[window_end -
+	// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+	// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+	// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+	// window holding its `time` was evaluated) is counted by the next evaluation whose window
+	// holds its `time`, and by none if every such window has been evaluated already. Entries
+	// past the project's retention are not counted.
+	//
+	// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+	// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+	// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+	// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+	// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+	//
+	// **Notifications** go to every target on firing and on resolve, at least once, in
+	// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+	// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+	// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+	// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+	// but a firing that begins is notified neither then nor when it resolves; a firing
+	// notified before the silence is still resolved with a notification.
+	//
+	// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+	// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+	// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+	// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+	// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+	// A project that does not exist is a 422 naming `/project_id`; one that already holds
+	// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+	// only (403 for another).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /alerts (the `CreateAlert` operationId).
+	CreateAlertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAlertResponse, error)
+
+	// CreateAlertWithResponse Create an alert rule
+	//
+	// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+	// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+	//
+	// **What is counted.** Each evaluation counts exactly the project's entries matching the
+	// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+	// the time of the evaluation) whose `time` lies in the window `[window_end -
+	// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+	// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+	// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+	// window holding its `time` was evaluated) is counted by the next evaluation whose window
+	// holds its `time`, and by none if every such window has been evaluated already. Entries
+	// past the project's retention are not counted.
+	//
+	// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+	// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+	// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+	// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+	// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+	//
+	// **Notifications** go to every target on firing and on resolve, at least once, in
+	// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+	// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+	// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+	// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+	// but a firing that begins is notified neither then nor when it resolves; a firing
+	// notified before the silence is still resolved with a notification.
+	//
+	// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+	// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+	// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+	// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+	// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+	// A project that does not exist is a 422 naming `/project_id`; one that already holds
+	// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+	// only (403 for another).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /alerts (the `CreateAlert` operationId).
+	CreateAlertWithResponse(ctx context.Context, body CreateAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAlertResponse, error)
+
+	// DeleteAlertWithResponse Delete an alert rule
+	//
+	// Deletes the rule, its history and its undelivered notifications. 404 as `GET`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /alerts/{id} (the `DeleteAlert` operationId).
+	DeleteAlertWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*DeleteAlertResponse, error)
+
+	// GetAlertWithResponse Get an alert rule
+	//
+	// Returns one rule with its state and last evaluation. An id that names no rule, malformed
+	// ones included, is a 404, and so is another project's rule asked for with a project key.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /alerts/{id} (the `GetAlert` operationId).
+	GetAlertWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*GetAlertResponse, error)
+
+	// PatchAlertWithBodyWithResponse Change some of an alert rule
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+	// replaces what the rule counts; `targets` replaces every target, so their secrets
+	// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+	// The state and history stay; a changed `interval_seconds` reschedules the next
+	// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+	PatchAlertWithBodyWithResponse(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchAlertResponse, error)
+
+	// PatchAlertWithApplicationMergePatchPlusJSONBodyWithResponse Change some of an alert rule
+	//
+	// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+	// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+	// replaces what the rule counts; `targets` replaces every target, so their secrets
+	// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+	// The state and history stay; a changed `interval_seconds` reschedules the next
+	// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+	//
+	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+	PatchAlertWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id AlertID, body PatchAlertApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchAlertResponse, error)
+
+	// GetAlertHistoryWithResponse An alert rule's transitions
+	//
+	// Lists the rule's last 1,000 transitions, newest first. Transitions are numbered from 1
+	// without gaps (`seq`), so a missing one shows. 404 as `GET /alerts/{id}`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /alerts/{id}/history (the `GetAlertHistory` operationId).
+	GetAlertHistoryWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*GetAlertHistoryResponse, error)
+
+	// TestAlertWithResponse Send a sample notification
+	//
+	// Sends a sample notification (state `firing`, marked as a sample, no entries) to each of
+	// the rule's targets, one after the other, and reports each receiver's answer. It changes
+	// nothing stored and is not retried. 404 as `GET /alerts/{id}`; 503 when the server sends
+	// no notifications.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /alerts/{id}/test (the `TestAlert` operationId).
+	TestAlertWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*TestAlertResponse, error)
+
 	// DeleteLogsWithResponse Delete log entries
 	//
 	// Deletes the project's entries that match every given filter and says how many.
@@ -3124,6 +3968,692 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /searches/{id} (the `PatchSearch` operationId).
 	PatchSearchWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id SearchID, body PatchSearchApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchSearchResponse, error)
+}
+
+// ListAlertsResponse401Headers the declared response headers of an HTTP 401 response for ListAlerts
+type ListAlertsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ListAlertsResponse503Headers the declared response headers of an HTTP 503 response for ListAlerts
+type ListAlertsResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type ListAlertsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]Alert
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAlertsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAlertsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAlertsResponse) GetJSON200() *[]Alert {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListAlertsResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAlertsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListAlertsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListAlertsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAlertsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAlertsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAlertsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAlertsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAlertsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateAlertResponse201Headers the declared response headers of an HTTP 201 response for CreateAlert
+type CreateAlertResponse201Headers struct {
+	Location string
+}
+
+// CreateAlertResponse401Headers the declared response headers of an HTTP 401 response for CreateAlert
+type CreateAlertResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// CreateAlertResponse429Headers the declared response headers of an HTTP 429 response for CreateAlert
+type CreateAlertResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// CreateAlertResponse503Headers the declared response headers of an HTTP 503 response for CreateAlert
+type CreateAlertResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type CreateAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Alert
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *AlertConflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *SearchUnknownProject
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateAlertResponse201Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateAlertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateAlertResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateAlertResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateAlertResponse) GetJSON201() *Alert {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON409() *AlertConflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON422() *SearchUnknownProject {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateAlertResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAlertResponse401Headers the declared response headers of an HTTP 401 response for DeleteAlert
+type DeleteAlertResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// DeleteAlertResponse429Headers the declared response headers of an HTTP 429 response for DeleteAlert
+type DeleteAlertResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// DeleteAlertResponse503Headers the declared response headers of an HTTP 503 response for DeleteAlert
+type DeleteAlertResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type DeleteAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *AlertNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAlertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAlertResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAlertResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteAlertResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteAlertResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteAlertResponse) GetApplicationproblemJSON404() *AlertNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteAlertResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteAlertResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAlertResponse401Headers the declared response headers of an HTTP 401 response for GetAlert
+type GetAlertResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetAlertResponse503Headers the declared response headers of an HTTP 503 response for GetAlert
+type GetAlertResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type GetAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Alert
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *AlertNotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAlertResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAlertResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAlertResponse) GetJSON200() *Alert {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetAlertResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetAlertResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetAlertResponse) GetApplicationproblemJSON404() *AlertNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetAlertResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PatchAlertResponse401Headers the declared response headers of an HTTP 401 response for PatchAlert
+type PatchAlertResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// PatchAlertResponse429Headers the declared response headers of an HTTP 429 response for PatchAlert
+type PatchAlertResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// PatchAlertResponse503Headers the declared response headers of an HTTP 503 response for PatchAlert
+type PatchAlertResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type PatchAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Alert
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *AlertNotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *TooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *PatchAlertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PatchAlertResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PatchAlertResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PatchAlertResponse) GetJSON200() *Alert {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PatchAlertResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PatchAlertResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r PatchAlertResponse) GetApplicationproblemJSON404() *AlertNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PatchAlertResponse) GetApplicationproblemJSON413() *TooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PatchAlertResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r PatchAlertResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PatchAlertResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PatchAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PatchAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PatchAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PatchAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetAlertHistoryResponse401Headers the declared response headers of an HTTP 401 response for GetAlertHistory
+type GetAlertHistoryResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetAlertHistoryResponse503Headers the declared response headers of an HTTP 503 response for GetAlertHistory
+type GetAlertHistoryResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type GetAlertHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]AlertTransition
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *AlertNotFound
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetAlertHistoryResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetAlertHistoryResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetAlertHistoryResponse) GetJSON200() *[]AlertTransition {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetAlertHistoryResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetAlertHistoryResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetAlertHistoryResponse) GetApplicationproblemJSON404() *AlertNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetAlertHistoryResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetAlertHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetAlertHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetAlertHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetAlertHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TestAlertResponse401Headers the declared response headers of an HTTP 401 response for TestAlert
+type TestAlertResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// TestAlertResponse429Headers the declared response headers of an HTTP 429 response for TestAlert
+type TestAlertResponse429Headers struct {
+	RetryAfter *int32
+}
+
+// TestAlertResponse503Headers the declared response headers of an HTTP 503 response for TestAlert
+type TestAlertResponse503Headers struct {
+	RetryAfter *int32
+}
+
+type TestAlertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *[]AlertTestResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *AlertNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TestAlertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TestAlertResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TestAlertResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TestAlertResponse) GetJSON200() *[]AlertTestResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r TestAlertResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TestAlertResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TestAlertResponse) GetApplicationproblemJSON404() *AlertNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r TestAlertResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TestAlertResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TestAlertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TestAlertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TestAlertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TestAlertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // DeleteLogsResponse401Headers the declared response headers of an HTTP 401 response for DeleteLogs
@@ -5102,6 +6632,227 @@ func (r PatchSearchResponse) ContentType() string {
 	return ""
 }
 
+// ListAlertsWithResponse List a project's alert rules
+//
+// Returns every alert rule of the project with its state and last evaluation, ordered by
+// `name` (bytewise), then `id`. Not paged: a project holds at most
+// `MAX_ALERTS_PER_PROJECT` rules (100 by default). A project key lists its own project's
+// only (403 for another project); a project that does not exist is a 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /alerts (the `ListAlerts` operationId).
+func (c *ClientWithResponses) ListAlertsWithResponse(ctx context.Context, params *ListAlertsParams, reqEditors ...RequestEditorFn) (*ListAlertsResponse, error) {
+	rsp, err := c.ListAlerts(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAlertsResponse(rsp)
+}
+
+// CreateAlertWithBodyWithResponse Create an alert rule
+//
+// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+//
+// **What is counted.** Each evaluation counts exactly the project's entries matching the
+// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+// the time of the evaluation) whose `time` lies in the window `[window_end -
+// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+// window holding its `time` was evaluated) is counted by the next evaluation whose window
+// holds its `time`, and by none if every such window has been evaluated already. Entries
+// past the project's retention are not counted.
+//
+// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+//
+// **Notifications** go to every target on firing and on resolve, at least once, in
+// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+// but a firing that begins is notified neither then nor when it resolves; a firing
+// notified before the silence is still resolved with a notification.
+//
+// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+// A project that does not exist is a 422 naming `/project_id`; one that already holds
+// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+// only (403 for another).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /alerts (the `CreateAlert` operationId).
+func (c *ClientWithResponses) CreateAlertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateAlertResponse, error) {
+	rsp, err := c.CreateAlertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAlertResponse(rsp)
+}
+
+// CreateAlertWithResponse Create an alert rule
+//
+// Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+// UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+//
+// **What is counted.** Each evaluation counts exactly the project's entries matching the
+// rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+// the time of the evaluation) whose `time` lies in the window `[window_end -
+// window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+// whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+// exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+// window holding its `time` was evaluated) is counted by the next evaluation whose window
+// holds its `time`, and by none if every such window has been evaluated already. Entries
+// past the project's retention are not counted.
+//
+// **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+// it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+// of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+// `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+// `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+//
+// **Notifications** go to every target on firing and on resolve, at least once, in
+// order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+// to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+// the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+// after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+// but a firing that begins is notified neither then nor when it resolves; a firing
+// notified before the silence is still resolved with a notification.
+//
+// **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+// `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+// `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+// `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+// the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+// A project that does not exist is a 422 naming `/project_id`; one that already holds
+// `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+// only (403 for another).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /alerts (the `CreateAlert` operationId).
+func (c *ClientWithResponses) CreateAlertWithResponse(ctx context.Context, body CreateAlertJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateAlertResponse, error) {
+	rsp, err := c.CreateAlert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateAlertResponse(rsp)
+}
+
+// DeleteAlertWithResponse Delete an alert rule
+//
+// Deletes the rule, its history and its undelivered notifications. 404 as `GET`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /alerts/{id} (the `DeleteAlert` operationId).
+func (c *ClientWithResponses) DeleteAlertWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*DeleteAlertResponse, error) {
+	rsp, err := c.DeleteAlert(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAlertResponse(rsp)
+}
+
+// GetAlertWithResponse Get an alert rule
+//
+// Returns one rule with its state and last evaluation. An id that names no rule, malformed
+// ones included, is a 404, and so is another project's rule asked for with a project key.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /alerts/{id} (the `GetAlert` operationId).
+func (c *ClientWithResponses) GetAlertWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*GetAlertResponse, error) {
+	rsp, err := c.GetAlert(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAlertResponse(rsp)
+}
+
+// PatchAlertWithBodyWithResponse Change some of an alert rule
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+// replaces what the rule counts; `targets` replaces every target, so their secrets
+// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+// The state and history stay; a changed `interval_seconds` reschedules the next
+// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+func (c *ClientWithResponses) PatchAlertWithBodyWithResponse(ctx context.Context, id AlertID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PatchAlertResponse, error) {
+	rsp, err := c.PatchAlertWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchAlertResponse(rsp)
+}
+
+// PatchAlertWithApplicationMergePatchPlusJSONBodyWithResponse Change some of an alert rule
+//
+// Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+// the patch names change; none may be null. Naming `search_id` or `query` (not both)
+// replaces what the rule counts; `targets` replaces every target, so their secrets
+// (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+// The state and history stay; a changed `interval_seconds` reschedules the next
+// evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+//
+// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /alerts/{id} (the `PatchAlert` operationId).
+func (c *ClientWithResponses) PatchAlertWithApplicationMergePatchPlusJSONBodyWithResponse(ctx context.Context, id AlertID, body PatchAlertApplicationMergePatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PatchAlertResponse, error) {
+	rsp, err := c.PatchAlertWithApplicationMergePatchPlusJSONBody(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePatchAlertResponse(rsp)
+}
+
+// GetAlertHistoryWithResponse An alert rule's transitions
+//
+// Lists the rule's last 1,000 transitions, newest first. Transitions are numbered from 1
+// without gaps (`seq`), so a missing one shows. 404 as `GET /alerts/{id}`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /alerts/{id}/history (the `GetAlertHistory` operationId).
+func (c *ClientWithResponses) GetAlertHistoryWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*GetAlertHistoryResponse, error) {
+	rsp, err := c.GetAlertHistory(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetAlertHistoryResponse(rsp)
+}
+
+// TestAlertWithResponse Send a sample notification
+//
+// Sends a sample notification (state `firing`, marked as a sample, no entries) to each of
+// the rule's targets, one after the other, and reports each receiver's answer. It changes
+// nothing stored and is not retried. 404 as `GET /alerts/{id}`; 503 when the server sends
+// no notifications.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /alerts/{id}/test (the `TestAlert` operationId).
+func (c *ClientWithResponses) TestAlertWithResponse(ctx context.Context, id AlertID, reqEditors ...RequestEditorFn) (*TestAlertResponse, error) {
+	rsp, err := c.TestAlert(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTestAlertResponse(rsp)
+}
+
 // DeleteLogsWithResponse Delete log entries
 //
 // Deletes the project's entries that match every given filter and says how many.
@@ -5664,6 +7415,668 @@ func (c *ClientWithResponses) PatchSearchWithApplicationMergePatchPlusJSONBodyWi
 		return nil, err
 	}
 	return ParsePatchSearchResponse(rsp)
+}
+
+// ParseListAlertsResponse parses an HTTP response from a ListAlertsWithResponse call
+func ParseListAlertsResponse(rsp *http.Response) (*ListAlertsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAlertsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []Alert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAlertsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAlertsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateAlertResponse parses an HTTP response from a CreateAlertWithResponse call
+func ParseCreateAlertResponse(rsp *http.Response) (*CreateAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Alert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest AlertConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest SearchUnknownProject
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateAlertResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateAlertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateAlertResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAlertResponse parses an HTTP response from a DeleteAlertWithResponse call
+func ParseDeleteAlertResponse(rsp *http.Response) (*DeleteAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AlertNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DeleteAlertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAlertResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAlertResponse parses an HTTP response from a GetAlertWithResponse call
+func ParseGetAlertResponse(rsp *http.Response) (*GetAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Alert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AlertNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAlertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetAlertResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePatchAlertResponse parses an HTTP response from a PatchAlertWithResponse call
+func ParsePatchAlertResponse(rsp *http.Response) (*PatchAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PatchAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Alert
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AlertNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers PatchAlertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers PatchAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers PatchAlertResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetAlertHistoryResponse parses an HTTP response from a GetAlertHistoryWithResponse call
+func ParseGetAlertHistoryResponse(rsp *http.Response) (*GetAlertHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetAlertHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []AlertTransition
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AlertNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetAlertHistoryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetAlertHistoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTestAlertResponse parses an HTTP response from a TestAlertWithResponse call
+func ParseTestAlertResponse(rsp *http.Response) (*TestAlertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TestAlertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest []AlertTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest AlertNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TestAlertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TestAlertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers TestAlertResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int32
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int32"}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseDeleteLogsResponse parses an HTTP response from a DeleteLogsWithResponse call

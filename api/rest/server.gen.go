@@ -25,6 +25,117 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for AlertConditionOp.
+const (
+	EqualEqual       AlertConditionOp = "=="
+	GreaterThan      AlertConditionOp = ">"
+	GreaterThanEqual AlertConditionOp = ">="
+	LessThan         AlertConditionOp = "<"
+	LessThanEqual    AlertConditionOp = "<="
+)
+
+// Valid indicates whether the value is a known member of the AlertConditionOp enum.
+func (e AlertConditionOp) Valid() bool {
+	switch e {
+	case EqualEqual:
+		return true
+	case GreaterThan:
+		return true
+	case GreaterThanEqual:
+		return true
+	case LessThan:
+		return true
+	case LessThanEqual:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertState.
+const (
+	Firing  AlertState = "firing"
+	Ok      AlertState = "ok"
+	Pending AlertState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the AlertState enum.
+func (e AlertState) Valid() bool {
+	switch e {
+	case Firing:
+		return true
+	case Ok:
+		return true
+	case Pending:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertTargetType.
+const (
+	AlertTargetTypeAlertmanager AlertTargetType = "alertmanager"
+	AlertTargetTypeSlack        AlertTargetType = "slack"
+	AlertTargetTypeWebhook      AlertTargetType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the AlertTargetType enum.
+func (e AlertTargetType) Valid() bool {
+	switch e {
+	case AlertTargetTypeAlertmanager:
+		return true
+	case AlertTargetTypeSlack:
+		return true
+	case AlertTargetTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertTargetInputType.
+const (
+	AlertTargetInputTypeAlertmanager AlertTargetInputType = "alertmanager"
+	AlertTargetInputTypeSlack        AlertTargetInputType = "slack"
+	AlertTargetInputTypeWebhook      AlertTargetInputType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the AlertTargetInputType enum.
+func (e AlertTargetInputType) Valid() bool {
+	switch e {
+	case AlertTargetInputTypeAlertmanager:
+		return true
+	case AlertTargetInputTypeSlack:
+		return true
+	case AlertTargetInputTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AlertTestResultType.
+const (
+	AlertTestResultTypeAlertmanager AlertTestResultType = "alertmanager"
+	AlertTestResultTypeSlack        AlertTestResultType = "slack"
+	AlertTestResultTypeWebhook      AlertTestResultType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the AlertTestResultType enum.
+func (e AlertTestResultType) Valid() bool {
+	switch e {
+	case AlertTestResultTypeAlertmanager:
+		return true
+	case AlertTestResultTypeSlack:
+		return true
+	case AlertTestResultTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListLogsParamsOrder.
 const (
 	Asc  ListLogsParamsOrder = "asc"
@@ -59,6 +170,191 @@ func (e ExportLogsParamsFormat) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// Alert An alert rule as the server keeps it, with its state; secrets left out.
+type Alert struct {
+	// Condition The comparison of the window's exact count with `threshold`.
+	Condition  AlertCondition `json:"condition"`
+	CreatedAt  time.Time      `json:"created_at"`
+	ForSeconds int32          `json:"for_seconds"`
+
+	// Id Example: 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+	Id              string `json:"id"`
+	IntervalSeconds int32  `json:"interval_seconds"`
+
+	// LastEvaluation The last evaluation of a rule (times Unix ms).
+	LastEvaluation *AlertEvaluation `json:"last_evaluation,omitempty"`
+	Name           string           `json:"name"`
+
+	// NextEvaluation When the rule is due for its next evaluation, Unix ms.
+	NextEvaluation int64  `json:"next_evaluation"`
+	ProjectId      string `json:"project_id"`
+
+	// Query Present when the rule counts a query of its own.
+	Query *string `json:"query,omitempty"`
+
+	// SearchId Present when the rule counts a saved search's query.
+	SearchId      *string       `json:"search_id,omitempty"`
+	SilencedUntil int64         `json:"silenced_until"`
+	State         AlertState    `json:"state"`
+	Targets       []AlertTarget `json:"targets"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+	WindowSeconds int32         `json:"window_seconds"`
+}
+
+// AlertCondition The comparison of the window's exact count with `threshold`.
+type AlertCondition struct {
+	// Op Example: >
+	Op AlertConditionOp `json:"op"`
+
+	// Threshold Example: 10
+	Threshold int64 `json:"threshold"`
+}
+
+// AlertConditionOp Example: >
+type AlertConditionOp string
+
+// AlertEvaluation The last evaluation of a rule (times Unix ms).
+type AlertEvaluation struct {
+	Count       int64 `json:"count"`
+	Time        int64 `json:"time"`
+	WindowEnd   int64 `json:"window_end"`
+	WindowStart int64 `json:"window_start"`
+}
+
+// AlertInput What a client sets when it creates a rule; exactly one of `search_id` and `query`.
+type AlertInput struct {
+	// Condition The comparison of the window's exact count with `threshold`.
+	Condition AlertCondition `json:"condition"`
+
+	// ForSeconds How long the condition must hold before the rule fires; 0 when left out.
+	ForSeconds *int32 `json:"for_seconds,omitempty"`
+
+	// IntervalSeconds Example: 60
+	IntervalSeconds int32 `json:"interval_seconds"`
+
+	// Name 1 to 200 characters, neither beginning nor ending with white space.
+	//
+	// Example: checkout errors
+	Name AlertName `json:"name"`
+
+	// ProjectId Example: 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+	ProjectId string `json:"project_id"`
+
+	// Query A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+	// every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+	// cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+	//
+	//
+	// Example: level:error AND subject:checkout
+	Query *SearchQuery `json:"query,omitempty"`
+
+	// SearchId A saved search of the project whose query the rule counts.
+	SearchId *string `json:"search_id,omitempty"`
+
+	// SilencedUntil Unix ms until which the rule is silenced; 0 (when left out) not silenced.
+	SilencedUntil *int64             `json:"silenced_until,omitempty"`
+	Targets       []AlertTargetInput `json:"targets"`
+
+	// WindowSeconds Example: 300
+	WindowSeconds int32 `json:"window_seconds"`
+}
+
+// AlertName 1 to 200 characters, neither beginning nor ending with white space.
+//
+// Example: checkout errors
+type AlertName = string
+
+// AlertPatch A JSON merge patch (RFC 7396) of a rule; none of its members may be null.
+type AlertPatch struct {
+	// Condition The comparison of the window's exact count with `threshold`.
+	Condition       *AlertCondition `json:"condition,omitempty"`
+	ForSeconds      *int32          `json:"for_seconds,omitempty"`
+	IntervalSeconds *int32          `json:"interval_seconds,omitempty"`
+
+	// Name 1 to 200 characters, neither beginning nor ending with white space.
+	//
+	// Example: checkout errors
+	Name *AlertName `json:"name,omitempty"`
+
+	// Query A query in the language of `GET /logs`'s `query` parameter, kept as sent; empty selects
+	// every entry. At most `MAX_QUERY_CHARS` characters (4,096 by default); a query the server
+	// cannot parse is a 400 naming `/query` with the position, as `GET /logs` answers it.
+	//
+	//
+	// Example: level:error AND subject:checkout
+	Query         *SearchQuery        `json:"query,omitempty"`
+	SearchId      *string             `json:"search_id,omitempty"`
+	SilencedUntil *int64              `json:"silenced_until,omitempty"`
+	Targets       *[]AlertTargetInput `json:"targets,omitempty"`
+	WindowSeconds *int32              `json:"window_seconds,omitempty"`
+}
+
+// AlertState defines model for AlertState.
+type AlertState string
+
+// AlertTarget A target as the server returns it, its secrets left out: `url` is the scheme and host
+// only for `slack`, and for the others the URL without user information, query and
+// fragment; `bearer_token_set` says whether a token is kept.
+type AlertTarget struct {
+	BearerTokenSet bool            `json:"bearer_token_set"`
+	Type           AlertTargetType `json:"type"`
+
+	// Url Example: https://hooks.example.com/obsvc
+	Url string `json:"url"`
+}
+
+// AlertTargetType defines model for AlertTarget.Type.
+type AlertTargetType string
+
+// AlertTargetInput Where a rule's notifications go: `webhook` (the generic JSON document), `slack` (a
+// Slack incoming webhook: its URL is its secret) or `alertmanager` (the base URL of a
+// Prometheus Alertmanager; its v2 API is posted to). `bearer_token`, when given, is sent
+// as `Authorization: Bearer`. Neither the token nor a Slack URL is ever returned.
+type AlertTargetInput struct {
+	BearerToken *string              `json:"bearer_token,omitempty"`
+	Type        AlertTargetInputType `json:"type"`
+
+	// Url Example: https://hooks.example.com/obsvc
+	Url string `json:"url"`
+}
+
+// AlertTargetInputType defines model for AlertTargetInput.Type.
+type AlertTargetInputType string
+
+// AlertTestResult A receiver's answer to a sample notification.
+type AlertTestResult struct {
+	// Body The first bytes of its answer.
+	Body string `json:"body"`
+
+	// Error Why the delivery failed, when it did.
+	Error *string `json:"error,omitempty"`
+
+	// Ok The receiver answered 2xx.
+	Ok bool `json:"ok"`
+
+	// Status The HTTP status it answered; 0 when it did not answer.
+	Status int32 `json:"status"`
+
+	// Target The target's index in the rule's targets.
+	Target int32               `json:"target"`
+	Type   AlertTestResultType `json:"type"`
+}
+
+// AlertTestResultType defines model for AlertTestResult.Type.
+type AlertTestResultType string
+
+// AlertTransition One change of a rule's state; times Unix ms, as entries' `time`. `count` is the exact
+// count of the window `[window_start, window_end)` that made the change.
+type AlertTransition struct {
+	Count       int64      `json:"count"`
+	From        AlertState `json:"from"`
+	Seq         int64      `json:"seq"`
+	Time        int64      `json:"time"`
+	To          AlertState `json:"to"`
+	WindowEnd   int64      `json:"window_end"`
+	WindowStart int64      `json:"window_start"`
 }
 
 // Attributes Structured data of the entry: string keys to any JSON values (strings, numbers, booleans,
@@ -587,6 +883,9 @@ type SearchQuery = string
 // Example: 3600
 type SearchRange = int32
 
+// AlertID defines model for AlertID.
+type AlertID = string
+
 // EndTime defines model for EndTime.
 type EndTime = int64
 
@@ -626,6 +925,12 @@ type TraceID = string
 // UserID defines model for UserID.
 type UserID = string
 
+// AlertConflict An RFC 9457 problem document.
+type AlertConflict = Problem
+
+// AlertNotFound An RFC 9457 problem document.
+type AlertNotFound = Problem
+
 // BadRequest An RFC 9457 problem document.
 type BadRequest = Problem
 
@@ -664,6 +969,12 @@ type UnknownProject = Problem
 
 // UnsupportedMediaType An RFC 9457 problem document.
 type UnsupportedMediaType = Problem
+
+// ListAlertsParams defines parameters for ListAlerts.
+type ListAlertsParams struct {
+	// ProjectId The project whose rules are meant; it must exist.
+	ProjectId string `form:"project_id" json:"project_id"`
+}
 
 // DeleteLogsParams defines parameters for DeleteLogs.
 type DeleteLogsParams struct {
@@ -1294,6 +1605,12 @@ type ListSearchesParams struct {
 	ProjectId string `form:"project_id" json:"project_id"`
 }
 
+// CreateAlertJSONRequestBody defines body for CreateAlert for application/json ContentType.
+type CreateAlertJSONRequestBody = AlertInput
+
+// PatchAlertApplicationMergePatchPlusJSONRequestBody defines body for PatchAlert for application/merge-patch+json ContentType.
+type PatchAlertApplicationMergePatchPlusJSONRequestBody = AlertPatch
+
 // CreateLogsJSONRequestBody defines body for CreateLogs for application/json ContentType.
 type CreateLogsJSONRequestBody = CreateLogsJSONBody
 
@@ -1376,6 +1693,27 @@ func (t *OtlpAnyValue_IntValue) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// ListAlerts List a project's alert rules
+	// (GET /alerts)
+	ListAlerts(w http.ResponseWriter, r *http.Request, params ListAlertsParams)
+	// CreateAlert Create an alert rule
+	// (POST /alerts)
+	CreateAlert(w http.ResponseWriter, r *http.Request)
+	// DeleteAlert Delete an alert rule
+	// (DELETE /alerts/{id})
+	DeleteAlert(w http.ResponseWriter, r *http.Request, id AlertID)
+	// GetAlert Get an alert rule
+	// (GET /alerts/{id})
+	GetAlert(w http.ResponseWriter, r *http.Request, id AlertID)
+	// PatchAlert Change some of an alert rule
+	// (PATCH /alerts/{id})
+	PatchAlert(w http.ResponseWriter, r *http.Request, id AlertID)
+	// GetAlertHistory An alert rule's transitions
+	// (GET /alerts/{id}/history)
+	GetAlertHistory(w http.ResponseWriter, r *http.Request, id AlertID)
+	// TestAlert Send a sample notification
+	// (POST /alerts/{id}/test)
+	TestAlert(w http.ResponseWriter, r *http.Request, id AlertID)
 	// DeleteLogs Delete log entries
 	// (DELETE /logs)
 	DeleteLogs(w http.ResponseWriter, r *http.Request, params DeleteLogsParams)
@@ -1443,6 +1781,183 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// ListAlerts operation middleware
+func (siw *ServerInterfaceWrapper) ListAlerts(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAlertsParams
+
+	// ------------- Required query parameter "project_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "project_id", r.URL.Query(), &params.ProjectId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "project_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "project_id", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListAlerts(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// CreateAlert operation middleware
+func (siw *ServerInterfaceWrapper) CreateAlert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CreateAlert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteAlert operation middleware
+func (siw *ServerInterfaceWrapper) DeleteAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetAlert operation middleware
+func (siw *ServerInterfaceWrapper) GetAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// PatchAlert operation middleware
+func (siw *ServerInterfaceWrapper) PatchAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PatchAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetAlertHistory operation middleware
+func (siw *ServerInterfaceWrapper) GetAlertHistory(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetAlertHistory(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// TestAlert operation middleware
+func (siw *ServerInterfaceWrapper) TestAlert(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// ------------- Path parameter "id" -------------
+	var id AlertID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", r.PathValue("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: true})
+	if err != nil {
+		siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "id", Err: err})
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.TestAlert(w, r, id)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // DeleteLogs operation middleware
 func (siw *ServerInterfaceWrapper) DeleteLogs(w http.ResponseWriter, r *http.Request) {
@@ -2916,6 +3431,13 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/searches/{id}", wrapper.DeleteSearch)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/searches/{id}", wrapper.GetSearch)
 	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/searches/{id}", wrapper.PatchSearch)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/alerts", wrapper.ListAlerts)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/alerts", wrapper.CreateAlert)
+	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/alerts/{id}", wrapper.DeleteAlert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/alerts/{id}", wrapper.GetAlert)
+	m.HandleFunc(http.MethodPatch+" "+options.BaseURL+"/alerts/{id}", wrapper.PatchAlert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/alerts/{id}/history", wrapper.GetAlertHistory)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/alerts/{id}/test", wrapper.TestAlert)
 	m.HandleFunc(http.MethodDelete+" "+options.BaseURL+"/logs", wrapper.DeleteLogs)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/logs", wrapper.ListLogs)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/logs", wrapper.CreateLogs)
@@ -2927,6 +3449,10 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 
 	return m
 }
+
+type AlertConflictApplicationProblemPlusJSONResponse Problem
+
+type AlertNotFoundApplicationProblemPlusJSONResponse Problem
 
 type BadRequestApplicationProblemPlusJSONResponse Problem
 
@@ -2974,6 +3500,841 @@ type UnavailableApplicationProblemPlusJSONResponse struct {
 type UnknownProjectApplicationProblemPlusJSONResponse Problem
 
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse Problem
+
+type ListAlertsRequestObject struct {
+	Params ListAlertsParams
+}
+
+type ListAlertsResponseObject interface {
+	VisitListAlertsResponse(w http.ResponseWriter) error
+}
+
+type ListAlerts200JSONResponse []Alert
+
+func (response ListAlerts200JSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts400ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts401ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts403ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts404ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAlerts503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListAlerts503ApplicationProblemPlusJSONResponse) VisitListAlertsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlertRequestObject struct {
+	Body *CreateAlertJSONRequestBody
+}
+
+type CreateAlertResponseObject interface {
+	VisitCreateAlertResponse(w http.ResponseWriter) error
+}
+
+type CreateAlert201ResponseHeaders struct {
+	Location string
+}
+
+type CreateAlert201JSONResponse struct {
+	Body    Alert
+	Headers CreateAlert201ResponseHeaders
+}
+
+func (response CreateAlert201JSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert400ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert401ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert403ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert409ApplicationProblemPlusJSONResponse struct {
+	AlertConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert409ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert413ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert415ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert422ApplicationProblemPlusJSONResponse struct {
+	SearchUnknownProjectApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert422ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert429ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateAlert503ApplicationProblemPlusJSONResponse) VisitCreateAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlertRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type DeleteAlertResponseObject interface {
+	VisitDeleteAlertResponse(w http.ResponseWriter) error
+}
+
+type DeleteAlert204Response struct {
+}
+
+func (response DeleteAlert204Response) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert400ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert401ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert404ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert429ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAlert503ApplicationProblemPlusJSONResponse) VisitDeleteAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type GetAlertResponseObject interface {
+	VisitGetAlertResponse(w http.ResponseWriter) error
+}
+
+type GetAlert200JSONResponse Alert
+
+func (response GetAlert200JSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert400ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert401ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert404ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlert503ApplicationProblemPlusJSONResponse) VisitGetAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlertRequestObject struct {
+	Id   AlertID `json:"id"`
+	Body *PatchAlertApplicationMergePatchPlusJSONRequestBody
+}
+
+type PatchAlertResponseObject interface {
+	VisitPatchAlertResponse(w http.ResponseWriter) error
+}
+
+type PatchAlert200JSONResponse Alert
+
+func (response PatchAlert200JSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert400ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert401ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert404ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert413ApplicationProblemPlusJSONResponse struct {
+	TooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert413ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert415ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert429ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PatchAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PatchAlert503ApplicationProblemPlusJSONResponse) VisitPatchAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistoryRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type GetAlertHistoryResponseObject interface {
+	VisitGetAlertHistoryResponse(w http.ResponseWriter) error
+}
+
+type GetAlertHistory200JSONResponse []AlertTransition
+
+func (response GetAlertHistory200JSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory400ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory401ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory404ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAlertHistory503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetAlertHistory503ApplicationProblemPlusJSONResponse) VisitGetAlertHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlertRequestObject struct {
+	Id AlertID `json:"id"`
+}
+
+type TestAlertResponseObject interface {
+	VisitTestAlertResponse(w http.ResponseWriter) error
+}
+
+type TestAlert200JSONResponse []AlertTestResult
+
+func (response TestAlert200JSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert400ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert401ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.WWWAuthenticate != nil {
+		w.Header().Set("WWW-Authenticate", fmt.Sprint(*response.Headers.WWWAuthenticate))
+	}
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert404ApplicationProblemPlusJSONResponse struct {
+	AlertNotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert404ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert429ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TestAlert503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response TestAlert503ApplicationProblemPlusJSONResponse) VisitTestAlertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
 
 type DeleteLogsRequestObject struct {
 	Params DeleteLogsParams
@@ -5519,6 +6880,27 @@ func (response PatchSearch503ApplicationProblemPlusJSONResponse) VisitPatchSearc
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// ListAlerts List a project's alert rules
+	// (GET /alerts)
+	ListAlerts(ctx context.Context, request ListAlertsRequestObject) (ListAlertsResponseObject, error)
+	// CreateAlert Create an alert rule
+	// (POST /alerts)
+	CreateAlert(ctx context.Context, request CreateAlertRequestObject) (CreateAlertResponseObject, error)
+	// DeleteAlert Delete an alert rule
+	// (DELETE /alerts/{id})
+	DeleteAlert(ctx context.Context, request DeleteAlertRequestObject) (DeleteAlertResponseObject, error)
+	// GetAlert Get an alert rule
+	// (GET /alerts/{id})
+	GetAlert(ctx context.Context, request GetAlertRequestObject) (GetAlertResponseObject, error)
+	// PatchAlert Change some of an alert rule
+	// (PATCH /alerts/{id})
+	PatchAlert(ctx context.Context, request PatchAlertRequestObject) (PatchAlertResponseObject, error)
+	// GetAlertHistory An alert rule's transitions
+	// (GET /alerts/{id}/history)
+	GetAlertHistory(ctx context.Context, request GetAlertHistoryRequestObject) (GetAlertHistoryResponseObject, error)
+	// TestAlert Send a sample notification
+	// (POST /alerts/{id}/test)
+	TestAlert(ctx context.Context, request TestAlertRequestObject) (TestAlertResponseObject, error)
 	// DeleteLogs Delete log entries
 	// (DELETE /logs)
 	DeleteLogs(ctx context.Context, request DeleteLogsRequestObject) (DeleteLogsResponseObject, error)
@@ -5615,6 +6997,200 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictHTTPServerOptions
+}
+
+// ListAlerts operation middleware
+func (sh *strictHandler) ListAlerts(w http.ResponseWriter, r *http.Request, params ListAlertsParams) {
+	var request ListAlertsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAlerts(ctx, request.(ListAlertsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAlerts")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListAlertsResponseObject); ok {
+		if err := validResponse.VisitListAlertsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CreateAlert operation middleware
+func (sh *strictHandler) CreateAlert(w http.ResponseWriter, r *http.Request) {
+	var request CreateAlertRequestObject
+
+	var body CreateAlertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateAlert(ctx, request.(CreateAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CreateAlertResponseObject); ok {
+		if err := validResponse.VisitCreateAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteAlert operation middleware
+func (sh *strictHandler) DeleteAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request DeleteAlertRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAlert(ctx, request.(DeleteAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteAlertResponseObject); ok {
+		if err := validResponse.VisitDeleteAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAlert operation middleware
+func (sh *strictHandler) GetAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request GetAlertRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAlert(ctx, request.(GetAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetAlertResponseObject); ok {
+		if err := validResponse.VisitGetAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// PatchAlert operation middleware
+func (sh *strictHandler) PatchAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request PatchAlertRequestObject
+
+	request.Id = id
+
+	var body PatchAlertApplicationMergePatchPlusJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PatchAlert(ctx, request.(PatchAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PatchAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PatchAlertResponseObject); ok {
+		if err := validResponse.VisitPatchAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetAlertHistory operation middleware
+func (sh *strictHandler) GetAlertHistory(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request GetAlertHistoryRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAlertHistory(ctx, request.(GetAlertHistoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAlertHistory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetAlertHistoryResponseObject); ok {
+		if err := validResponse.VisitGetAlertHistoryResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// TestAlert operation middleware
+func (sh *strictHandler) TestAlert(w http.ResponseWriter, r *http.Request, id AlertID) {
+	var request TestAlertRequestObject
+
+	request.Id = id
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.TestAlert(ctx, request.(TestAlertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TestAlert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(TestAlertResponseObject); ok {
+		if err := validResponse.VisitTestAlertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // DeleteLogs operation middleware
@@ -6158,280 +7734,337 @@ func (sh *strictHandler) PatchSearch(w http.ResponseWriter, r *http.Request, id 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcttIljD4KrnYb8NkN0iR1M2iwrGrtlVdnnbJbkv+amYMr5EkkiJGYCYLCYpiuxSxf/cp9t9u7Gvs",
-	"vMk+yRfnnMxEAgQpype69JRjposigbycPHnul0/BWM3mSgpZ6GD4KZgKnogcP74VRb46mxQih78Socd5",
-	"Oi9SJYNhcCnGSiaaFYoteVqwkZioXLAcXknldTcIA3HHZ/NMBMN+GOjxVMw4DDNR+YwXwTBIZbE/CMKg",
-	"WM0F/SmuRR7c39+HwZznfCYKs45zmVylM7G+iNcyWzEhizwVmi3TYsriIp2JmPGCqdyuqZimmr2T6R2D",
-	"H1kq2SzNslSbHbRSOc4WOr0V7VMmldtKrAueFx9xwOp2jk8OD/b7Rz34FwYprOSnhchXQRhIDusMhEzw",
-	"xWDTzo8OmnYeBq/U9StxK7Jd9or7ijN4PD5luZgLXrC0YBOVMy5XTE2YFrci5xlrxZm6/oiPPhN5rvJo",
-	"0esNjsovJ7zgWdwOAXIzpQvWP0Jo6S57rmZznouEcc3wYc14LpguVC6SIRtzLTqp1ELqtEhvRcg4y9T1",
-	"tcifaKbnIstSeQ3vpoVmYy6VTMc8o5Eq6/rx7O3Fy4u/xozLhHnfL3kuU3kdMy0yMS5YDF/Ep0wLweJX",
-	"6vpcFvnqpZwvii7Bot1l53w8ZalmtzxLE/bu6rvOU4SZWhTs4t2rkPUBcfcHbDzlOR8DorFWMRVskoos",
-	"eaKZWkqWLzJACS5XxRT2IDItYNCDXo9JPoOv4BWHqxUkeR8gnIMwQNAGH+C3eaYSEQyLfCGa8cbtuoI4",
-	"aSFmeBEMwugiT+V1cB8GM373kn7sHzl84nnOV/CrLlawFEQ8+PtNrv5DjIuXL9ax6wo2Qj8/0SxNKnsJ",
-	"ev2T/aNJT3Sejge8czzaF52T5GDSGfCj0dNxL+mLwSQwO5rzYlpuKE2CMMjFT4s0F4ndebmz2ob8Nf4d",
-	"IbNtoWw5VVq4OwFIORNcFqdwCWYLXTBxl+ri87dSOxwz7cdH7+nvD91m3Ec8E1rzaxGzsZIFT6WmG16I",
-	"u8Ig7ODwyMPYkKXXUsEseAnZaBXJdzIdq0QwncJ+6fuJyhJ4qBX/5/8ZsxkvxlOhWfyf/298yuLLq7dn",
-	"l5fnMUuU0Ej+8AGgfjn/z/9LwG16WbBURzJLCyAmQxb/L3HI4o/mpkZRzKb8VjCp4L6PU57hOQAXiGQF",
-	"+IkYZ6kUyQYA/1TB+hm/eyXkdTENhoPDozCYpdL+3Q+boNyMMBVIF1NuN4iwxQWEwBLgJuNfLOPyesGv",
-	"BRuJTC1DdnbxQiSW4gqmiqnII1lyKNaKf4rZjRBzonFm70OggwQxphcjWiiQptm8WAF34iMtZDFkQKJp",
-	"hatuJCMZx3EkaSmMPWMqj6TKGf57hhD/xKLg9dsowD/uIwn/oV8Xkucr9om9j4KzixdR8MF8cx9J+gAP",
-	"taLg4vVVFLCfWRR0oqBtHvqZzfN0xvNVJM0H9oxFQSsKYLVR0MZXkECyKBhGAVDXhah9Ry/gL9q9tFR5",
-	"oiNpvmXPEJCazwR7/ZbtAYTZHrt4fcWucz6b8ZypW5GbQUImgJjz+TxLRQK3AKczo+GOYHgzC4uCP+GU",
-	"82kOuP+z+6IVBcD09oXZOf3xzP9rXPnjGYBGLmYjOG5m/uE4781zn+CJkVpImPbqdRSYP1pR8ME8cg+P",
-	"MPaefWBOzAjZJ3bPxJ35M5L0FuyEpnOrfuDfn1gm+K1Fa50mgqm5kJE0m2fP2JMoeMI+lUSD/cyeRBF8",
-	"SR+iJ+weHzJ4F8n47OIFXO/Xb+F/L15fmWt+9TpGEnsjVniccGkW87nIicgouGatmMskBh7J8TTaXXYW",
-	"yREf3+iM6ykTesznQKrlyluSmpjH4f0oGo6A5pyxuBOzPL2eFoyDCMpiPPdhjPdSXutIFgoRiRChFRdi",
-	"Nh92DnF++N4As3PYPkXevZyKXMCtFBzpIUwAEhTsEW/em1yMRSLkWAzNzluw9cobbTZKUe6FlQldhDCV",
-	"ZAg11uKZVgxIL6DqSBRLAcdRLBUrRD7Tbfv067fxkMUc0H/ExrQM/Ks1wtswbsdheUmUNEQiV4tC4FI7",
-	"7Ec4BCAyhm080XTN8JCADgGQhC5YvpAaYJyJgrhGkl7D73iqH+OQjY2AB1he5SitLewkBJku/ikGCYkB",
-	"N4S50oTpBdxWDYPFx/sn/GB0mEwOnx4fDQ6OcKNKClwpnPEIFosyu1oUJW9ym2JTw7sAFvDSKY4756s/",
-	"xRZpEPlH4hoYJukAc76KYVXmGsRRMOermZAFswwoCmKEkcNkznK1DGHw5ZQXAG2mBdD4Aq+XmLFWbAYJ",
-	"3Sj/k1txu+vY9/DOISAeHkDpDvCrw74DBNZDK7OHLNaLEYgU8HGhRf4xTeBjkfOxMJ/1nEv4SMflRASO",
-	"eo2ABSPneKJPSeYH7gTSqbCLKNS8Q8I2L4o8HS0KYZkZL+A2wxiteFoU8y7i13BvPBXjGzgQmF/kt+lY",
-	"dGHI4ZjnBRx47IbSXSKWMA4S1JjxbMlXGteg7RrLqVv+u05e//tCFXA16SrjyuDkQYHgY6GBAemVLPid",
-	"L/7gaeGBA0Vz0gjII1xbWoOAJ4APY4vqulGXAW0En3OaCFxL1DZgz+ashjgRoqE5smHMxB0fF9nqtDy7",
-	"oVmPOb9hXF4tOBWimRP4nObmRhJuIwj+ZIjoPBeT9A73cObANmTx8LDXK6+LR+wOez0iWvFhr9ftwQke",
-	"ikHcxsUgTqIcAnfisNeLgpgmRSHWrHg44ZkWMT49UioTXGoas0A5lUbQeO9/gnNLHAUe2lHbMKpdnnkB",
-	"WURoQdVlF7hibc8EjuTooDMCBTZTvIBVzlUK4jxQjJFYKQI73Nucy2uYsC8Oer24zcRPC54RSXNHjKgh",
-	"FepuXRYPDcMHyIXuz/Lj2Pv4zILi/aDXY1ev2eDk5EPsWwrsNLAgaTYC++uy14glOmSohtGa5CLLaI1u",
-	"QYiWxNH+VJ5kRU5FodoppUPGpX+F8SxuxAoQZZ4LkCXxJjv6BXDCgwlpflx8IhIPl3ehO8spsDDGtCgI",
-	"D0E9SVKQroExcSP9wTqREpWKBK4/1QzxKWTAGQvDbpE45Qvhg6FF7LAdG1lPk+BnSIIqIYEM8FU6g9Fa",
-	"QJ+QWBcFYuXQWTAOwt7JUUXBj384+9ePf393/vbfPj7//uztZdwOmRQaUU1NUKYXspgKLQx3JOnHjLc/",
-	"YIkQ88owL87fXH3vm01AQ0NWH0n/uavztz9cklhDkr1aFCivwaac0JvjnxntDO//Qa9ntUM0J+g4kkjc",
-	"K4YHFuOgcamkzJU2JzShv3M1ysQMeP1Cwo1NpQ+ZSa5mkeyzVryQ4m4uxvAICe+8YP1jWPlVOoO7Dyid",
-	"yopxjGBlTV5xXemrchDDWlDKIZ4j9FxJLbq64MVCfwR5w7ur+CCoBh6DioK9qeBZMY2CTZqk+XObVv4W",
-	"aMi5TJptDEImFnhEbAzkwq9uSTx+un8C/x60JG42OexiWcTtXsJCmjeMa/ySLa/tbP9k0NtiIy2B8sV7",
-	"uxQ8H0832bU0vxUJ0/jMBuPWMT8Yd/qjQdI5FvuTzlN+MOocjo+SY/F0csJ7o69k3ELwf5Ypm1Sg3S3Z",
-	"62g2eLrzYTwS+MRLdtmS4f3Gcm2ZkCHiCRutgMelMhF37eFm260zUYe9wQEbrQqhP9dKG1h6tIGOmCU+",
-	"QEmugG82YV8FAni1kO9xUDD3B2wq7ngixumMZ0YEDJFs8Cxj/xC5OvUVbCfsKdVlZ5+324PR5GQw2T88",
-	"Ph7tHyT8iO+PxcngJOmJnjg43j/aAAUrF2wyz+0PKtY5+HMdSO+0yB+EUQOWWPnkcQjxla35waJzMNgA",
-	"HbPArThyD3SC+Bwa8v/Ck7ekMsNfYyULIfEjij5jDrDZM0z7z/+hAVCfytUACAueZnA0QKyt8g2cGYEE",
-	"S0dxIRi+9x5Gm/hI+BJNKQQEYYDitsiDYbA32CM3xP2HMCDGHAwPgHgUaYEA+QtPmN1C6XkYqUUxHGVc",
-	"3qD/wcHjv+ViEgyD/3mv9DXu0a967w1tk6C0Tr293c14BgRJJOjcywW/ARkJDvbUyUdG70TRUU0mQqL5",
-	"gGRUlfvHex8G36l8lCaJkF98CqlGWdzJvmO0YOL3ai5yHCrwQblfgrJcxTcF5Nmblw+vEWFEfg6E0Ev5",
-	"XZZeT78UTUsLUem5fJmI2VwVQo5Xnb+RHpNKNqHpfFCdlKB6ruQkS8ffEOXO6is1ZpyG1eoizTI2EoBg",
-	"Uy6TTCSn5ABnGbcodqGK79SCpMwvAKB1ecG5TXA8H0IHJYQuVMG+Mw98Q2Sy63HIZFxtThhzJ/Xl9M3O",
-	"NeVw3X1pzsMmJMbNZA94Lr8RkuQLspBVRimVJMPsPUKI41ap4C+Ljw8vGAHjgMBaNVIY4x5ASSUFM5L2",
-	"PZ7lgicrY2qDEZEt+FMJjc5UvjJq7+X52dvn359ffnxz/vbjm7ev/+X8+VUcAuft9SI5WrFETPgiK0gB",
-	"Qka75BrYjLwWoLmXGPKVboZUDSiRgvq6i2CPGuSvdZEuakt355gmeFgtrm+s65G7074RqzbRJXrLuENY",
-	"oSx2uxMekgV4qdDKCde0UFnC+JznReUs3skbqZbSON+/8EQWNJh3n5pupVSlH9/dYhRdvNvnudwrd3Aw",
-	"KA/qHex2LLTmo0ywc1mkxerbEr+4XJa9ZOVuqoiP54tk8UqpVzy/Fl/MSUfovqY76yRf0OysFO1jdH+/",
-	"QqxgVnalFKOlfFMojVSysjYtWnOqWQbzwndcGhxG8x0fj8W80BZQP3C5MsKl/kJ4LfO0ECznhWDibixE",
-	"Iiqsc+ARc4ALzMzc1N8UPiCLwY1faJGwxZz8UW61VpKwir9g1+mtkKj4g2pSD9PruDi9piWZp/e8iD5c",
-	"1TvJF8VU5ek/xJfSYRhIyMK8wpxZxCevff/WejN/SwprxF4kqEoKH+uc8AL0qgbUH3/8sXNWbqnBYhP/",
-	"RfBc5HFFT6TvtuuCBPdbnmZAsb6CgITuK7hdC2/YEu6HvrJxSdZY9q7y6DdEc1rcmEsyiLIcVDORGNe+",
-	"VEsrl9hTAcl6KhLU2zLF6zL110P93ybL6/0Gmd5ZwTLBdYEXiLw8xPZKqQQ9VlVtAA0ztfeeaGvXTHUk",
-	"rQCqssQyBaCCZSBiLuBEgJ604r39PXozAonee6XwYxcjWb6jJuyYJXylo8BJv2uK3NKSYGOsN9JWkk4m",
-	"Igd2CXzsNJIVro7+4i5DRwEeNIneHju2zPgUJyUUYJqvNJuqJZsBm5mpXESywKiUpciFkcjeSb2Yz1Ve",
-	"iOQHkaT8Cs/0i4kEsmNnAfIGwBd9keHQRzO3FoaLYbiaby83pIRHGBo0w4lhRgrAc7YK0Oo0a/3L5euL",
-	"U8YZ/JfNRH4t2BzljYnK2Zuzq+ffn0YSf1Q5u3iBn+Cn+M3ryyu2l6lrbbQj0jBjIyh1zuVYJRh6nHq4",
-	"DbOylpLZKpL+EGY5Soohi6//kc7jNp6ogwtSrNKNjweZkCeVZ29y2FcB4ptxJNTi7Yt8MS4WuUhYwgtu",
-	"VUC8VEPr1b8RK6MHrAgaJuKuZVzwofVVh86zH0ZSLrLMuqtDpsh/3Q5ptBsxL9ityEe8SGeslahCO2Ui",
-	"FyCvFEK2u+zMov7gKb3IC8RtVqg5hVqE1ijXFMt66u7O0QH7W/oXxrXPEwScBOqikWyh632MKqbQgJme",
-	"PdMEdSRCzE8xIJUAo3IUt0CPBcGZXbx7xVrv/gxSc7vL/jtCKZJjNQNRdXwDs2sM9bG+fes8Z624P9g/",
-	"ODw6fnrSKz/FxjOKpuv2KUHADRdJjVcoZBROBkuB4VmxBFZcho5mQCvxzGpO1E8Buj9nopiqJBgGfz2/",
-	"AkYI33luU2D1gzBAdmmxqODXwIVsBBTItGIRfLh3V1hZD8dd51p1zJdAE7pv+fIHijfyf+3om3TeUXNC",
-	"247jXDDdfRh8x8eiQIA2mfptsB7eazLKAkhKkgj3Fq3zxiFAMQQYwz33bghQwwXRQgejg0H4sL8qDG7t",
-	"2rhcvZ4gg4YLQKKYgVktzN7JcIQN/jfmGvlfGYDCNzZw/74em/+hifARaLjGq4vhdcRnQgSXvdJIB1vc",
-	"BvyUyFOIu+KUxbAZih5aDxehGYC2LrKs6iMM9jxX2DZUIF+G9Xm+N/AMzYF8CNfAELxS10hR74pmlCCB",
-	"AvAAtiFFej0dqQVeOiL4eUJRovFfzx2xbZEYYQMq0yRuryMJb85dupqWWQOVCFNcSRyicKELNklzXZSU",
-	"KcanYkN6ZzCdy8zYxu9sjkotYQN9sfWUDRJCdlmyjS14YM302LddNC5h9wFrCGS2bIcJzaltwKRzO1fd",
-	"bG9i+DJ1bWLp2WtDo4jQmKAqELSQeSEBBk6mZsDDkgbsqbDqbXvzmPp9GKRJU7oc8LEO1zq9lnClFzL9",
-	"aSE25Kac8H6vczweJJ2nYn/SOeCHo6PxcfJUnEyCdfIUZM0ZY1cYZ1hLuNqcNXXqEMyA0mCYYakIuHI4",
-	"ENyJV1o/SZqTc7qyJZsEtZ65ZMiJT8HXwnSbXvS0o8q7Oyb2rI1nAt3Wwdc/YplairyD7vd1X33t7HqT",
-	"3tEx570RP+kNRseNU5WREo0RCGsvFI2hIhsDQDYEffQH+ztxRufmX5sRBKvdQbFDlMHaTq0TvQIa43Rf",
-	"jyXwyQfpz35q1swJLTaVDuG4jaDgRWjmTo6gMFQOxlkKGKqFTIDtdtkZmwnkxEBUQAtMGGp0qZGdU+mH",
-	"S8dsIRORRxJYnVpK47LBW+mrI6DPILBveZ5yaTQhfBhHb8Wv6Na6OEGSGL8OBdtAUNaTJk99IR3JhmZx",
-	"KieK4kZBb4L1YaZTl71yEdeRrKeNIv83hMdRmaYciJSyGua8mLLW66tXb4DotIeRRAx9OG+hHZax0CY7",
-	"FWNzxmo2U9KkrmKAuJIikkbP0ukdez0X8kpkYkbmKNzMMJKR/Jld0sJ/ZpfIVTBeeoXTttnPkfy50+ng",
-	"/8OzFGYbM/cpZPEkBVUGPoGqpTT8jM8mYrS4xmfpk3nW/je3zxHM7YeQ/gs3PlWy9ifHzAOpinTspsEg",
-	"d2Y/hPRf1HzpdyTj+AB9CvED5QfcityNQ2nEzH0KWTzO0wLO0n6G//JM5PhBgLruPgg5BkkmnnOZYjh2",
-	"Qp9g8EieufQGYmXeBfOPPj5bJGkRk4NembzlmOOXbYxCHi90oWbmACO5VPlNl/0I6Ir6qrgzwgGZgCg6",
-	"ljk7a2Kmp4B0O6lLGaBnIsm1AyYQhvicIOgtiSDZDs0lwb0Yrdfd20gSgNNi9REWFodsOU3HUwrNBH67",
-	"5HlSfccEEJ9WFIC1gbyA7aXRdomTL1Op6yG8lotvjvnqb2fxa+ZEX9VvHR2Gh/tHJnBLTSjEq6aeNIgG",
-	"3mqODg/3jx4UFjaHMZTAKL2pXyONeHdpA03lc2PNrC8F8KJ/9Lh4QaC76FUTiU9bK7flQRHGA3G/loJ7",
-	"tF3Aqe7uRxC9y50hT1CLojl0z2IAa0nFLt69apOhlVjVE83couwt8CLZUYukVAwKpldKi5zyMolZwRx0",
-	"ReDBJSzMBp0C4yH7kOM2CLWNIaM+eHqDgy+X4Hx++kTTI8hIDQv9VgIewBd/bUa/1o/7zxlGuTKjyYdV",
-	"btgGDH1sROvjMXQHyfJRYakVuXMdIvCjB5CxkmORS/27xFojSz+EsTXhulGu3iBIo+WvGZAILCNgGZO0",
-	"mqBTyNgAZ8qE39YNgOtaOb7RPI0ZDEOWgKmhNF4FQ5lF0qiUplrDx7XRv99ooExUmetUZij5cx70drqc",
-	"KNo8ZubqlNZvRSY+WFKW6qK2/YPdLaR6M9uOEQ9jl5/vn64xP8FhWfMdoO4y1Z4dzxdMnmhj1kSionLr",
-	"2EAxzCCJ7+t4oo05Z2dLlmeRXrPD1tCdcMtBwB5KiRjbUF8/BvfRFWLx9UYkbKLyBlzfMC7opUBGcYCw",
-	"aid1GGFMNu4S7Gr2o3v8IKhoaZsA0nxJz3yT9I1YPWT8B6K2m/F/f38367+jHruRhA34sdXWfSnyVGxA",
-	"BkP6PYR2WQ/Kd45QWqBazDHRXuWsRSlBiI9xGzEIKT29MeeaxCsu9RIlh1jjKuItVs2Pv01PyI+40dEq",
-	"rpCJsKrjPNGlt4R7rk7nKql6SSJJ7jn7t3OTTFROb5NDhJ2hmIVf1w9ILYrqGsJIoheZzgRR2X9vZfJO",
-	"DLWqalSHvd7XcrgRSjXTCPwNKcVoMb4RRbjuUqEfdDUv8f1+2PvgUYxdZMuaT2ADO3tDmcrGBpPjiYHU",
-	"o1w4oEt/tiqudw6PQnu3mwoql2gaFKrgWYUW9A8f50Lc4MOjsFvj9DY6UUjSZJqERtBOMR8FVb4UPV8i",
-	"m5ya2m0VJHN53Mx4262LkHhkK46CKIqcWgKfoyB2uGgT/v2iDjZNnzC4Wj4Af4brYAcp7wdaT/BspMKo",
-	"YnNceor5+6Z2QRzJVlmWhTZmkjviGvGJ2112sciyrReOmJy5bKPVM6mkKK+buX6bLBYPELRtvkwM/1Sm",
-	"dlsjoS9408V77mi83U15AZG2g1IHy5/bGkd1ir9OtM0t3Za5i8NaycLM1kJFE+vOoBGrkrWtZPXOV1N2",
-	"6a9DKnL4hbRAb+CIVoxpBAIhGppRTc46aWFT7ilg9r5b9yaintKiTN7BgGMgE3CSGsN8EpFTsqnBV9bC",
-	"+ggouhp/spVZTcEeimQx2A5U09B8I88tje0QLkEuMK7r1OTwOny1SY1KmtiOXcUxI040gbUQ82aMWKZJ",
-	"MSWXgcGEbZ6ifVvJcpejtTRzg5ZiUR5luZDqeBHJpoVUJz4+CndKMfbvKO46dDfCYdcDl1U/zwUvRLLD",
-	"2m2IvYnyW5c+y5HcVgaP34gdZtOCX4hM7LrgBJ9luZip26YlJ+VYJbP7jDXbcZrW/LrI5mdytSX2x9xw",
-	"8pdpjHAx8gj6cSh+j8/nVKwwlaS1xRi2NQIGY4vorQu1cCfczNXfSnV2pytX2UaTFrS2cRAp3NzrYgaa",
-	"h9zvDuLwdZMNIlGLUSbq4zl5O7BggR+VFEZwXxfUHzzaD/dhcHObpbr4eoD7m3gM4Gi19a16vLkRx9wc",
-	"awu+EavGKqlOXtv93Jsmt3GrTWrt2++es5ODw2NbaYUlaryYGZNt/S5SVK6vg25M417bi40rb7SwWyaT",
-	"arbMFaqO0t435LR2dZhC6gVt9nrIuchkdEoMjcKT0YaAj4cspqXHDJ3fyOAqwcysjGUOmehedyMZt05O",
-	"ej361UyuPetUO34EMzTwJ9tCAz9MQcuT41pMCTrUmyBp4L3R+mt+f0LpeFwzMZ4qsk/DccX/2jF5Qp2X",
-	"Scxsej+jfINTKo2FlkgAZi7mKsdCQ9zC4evE/tiwbT8Qss7LG8tsuyBvH1iNWf2eN8OEotdjr969fcly",
-	"gfHyY1O+zZV/czgHL5+y2AsZj7FWqgn0xX1QhHyKDoMqfPxI84fE+MLEqOP+HIhCe/M+bL7bG+xWxLxs",
-	"MQEMUCfbXSs26njcBm2OajuVdZlasfvcFJ7YRAkeqtGw7uK0MzRjMYaMGMZbbsEUocopjGJDzYtKTZj1",
-	"ea0doj4rsnHzK2sBYTw66fXbLLX1Oi2hw8QKUvuwJq7RVEucWE5VRvkAtVBVW53iIUTYfuDNrsoz5xSu",
-	"hqCb6JZGcyRJch95LbRr0Bscdfr9zmD/qt8b9uD/uhQz/u+Bd0MTXojOJjDvEEzI3r17+eL2+Os4qKmo",
-	"ya4Bai7X5mPCVw8S8Lf26Rfw8H0YLObJNwJcU5CYKRHgnVZlBWu72YI2Ll6sOYGDKt41cWgXQAYyrRYF",
-	"ldDzUodNiIvh2Z6LdB3t7FE1BGnVC4VjLo3MVmw5TQtBVTW77IJSl4VITLWyxqjUZn/3wyW5vxA7aieI",
-	"m91yIm9AZXvkiZytpwwhvTrePzlqk/rsEumdb9ZoL8CkiMdRbQOQdaLajqNgyMjOTFH6Vl+bqBx04lPM",
-	"bcJzzsSkYGpRmDQScmGmussuVCQ3YkRDxN+X4kTjyXduB7/84a8ddPWRzVoxTFcpj+Hl1yjnXLItII4O",
-	"e84bQA9itV9zRN1InkkbJkV1GG32op+BKGHuVC604W82ATHV7BrzwUDaxUBDLNiNaUxw2i6ybKYwuKn6",
-	"NiGWZi1OtZxz77cRlVSlAGyMa+coV0dSL8W8YCtRtEO0ZIxvrnOsL66XQsyNpYBc5GkxRbuQXBQAEEpO",
-	"KssLYOKUFJipmYsJJkmi0H8wGJiAOaSlTqolOzdsEb5KCaM9Ec+GtZgaIZFsxa9e//Xj2/Or84url68v",
-	"Pr44+7fLOLTAZwuZCa2BTLZPnRid8bFdWOvNu6t2fcJI0ox0pmiy5uY9YYDM0cNzLQq6xTiXhUvCC14z",
-	"Ju/3EPnT2WIWDAFhEPfpz/5GE7MnaFONjcakBb/8x9eTN46ueie/gryxQxXFR8gbJrP2l8gB+Mm2jiiH",
-	"okrQuAQsQWqrP2+VhuC+fjQm1qp7+mhHnawqEdUFCCH9wi+YLWgq65waKyumuzKe3IIibLHna2LIg9H3",
-	"RsqyRfKqMNksfTWxdlPW84tlLQ033caja+yYwA0QP1Pk2sbKTHUjrBv1uAjUtYI+SArZtVLJNwlGdWj/",
-	"8HaouUoTjj/8Llae3R5athVpNqPGxRZpp9erSjsixVPGRgES2IVUOTPqMAU+l2IQVY80hBj5QwRSwwwL",
-	"0fOMYvZQ/GvbTC7LTT3BY+g6K1jDHHIjCgXXpoy8K9aFFf2XioTKujtznSb60liv96A0RvD6RkKyz8Ue",
-	"lpThykkRSWPVB/YJci77HDF393v4i+P6BpTd0KXI1gU3GOR6EFWzXp9oV+rb2WxClzmghSxOrS0Fe6Xp",
-	"SPrdhZy9d60QeqVMOhVOr9Ry42Z55bWIpCnpMue5ieX1S6nGe5tKklPfEC+Tl4I3kFfVsP5zeLB/DI06",
-	"woTnJDaj8A2Su89SlbrRGCVjTt2qCf3waDAIYYOt/aMj1DHaa07UBg5fyo39o8HgoFeTHRvcbVqMF3la",
-	"rC4Br4z3H4sKnS2KaaPvwRb2BLiemaJKmOkzZFSOiP3t/N/i0JVkcv5qS+GmXNuKBXKSXi8wgaVl+idI",
-	"YRJU1JwKPSSzVNLjcIMTRZIHFkc5rZapwwcwUdRku7nCdCFpDiJEzQg1D+PCROm8LAADKEKaCRAZejzE",
-	"MUNDToiMNr9drWRI6IX3FV10tlSTOYRpUcypJkkqJ8pWXOFkIzS1fl+PAGR8lGZpsULAz3iKzdpEjhat",
-	"erQTrkTbjLM091VQ8o5/f3X1Zg9ILLY1OKfriihPOfzxpmIvsfMxEUE+OTg8btvS4as55oihCRzTtNAG",
-	"HlOzMOvHOaWSylRMxdSx4UmCs5ZsKedW97UE3XUgqNrEI0lG8ZGpVOBswM5ITl4hFlsDLlnNm0zTm2zo",
-	"kXxOMl0KUqHR3cZ8gS0b2OHdHULxwtTqqadraqbTTEh0kV1LquFztjZjtciMq/uSiHGGqYstzmap1nOR",
-	"FWySgjRgmx7Zzj4UmeSaOZrqMpzpVF5nooP+yARVWFPUbZmORYgHHkmPiqZFmaxorebWKuA6mxgGXanv",
-	"45fKblm/Od6OSFJpHVqRNG1yEpbBavQiz9U13ss6Qce6TOZAc46sGk0fVP4WZSKRtENCMJsRSzWickrA",
-	"7FRzPdfEpjQ3tWcwpA34NnZpIuDHWMP0NJImCdaDW8NS2132xhrxDelIOla6VgmGGPIb4USVSFrUpnUQ",
-	"T6f1n1au7I0Qc6/RkpVWajm+6/m8RHuydCykFh5BOZvz8VR0Bt0eqEN5ZuiQHu7tLZfLLsefuyq/3jPv",
-	"6r1XL5+fX1yewzvdaTHLPFfeOn0KwuBW5NoIxt1et4fBmXMh+TwNhsF+t9fdB/GKF1PkNeQudSEj6wzn",
-	"hTGUVKpuNTVYJMmDDspcEzoMrwYWsFB31V4mbvhX5LP12wC/bxa/ykf2aq1D78MH3zA16Xd40vXl3eFZ",
-	"2xBhh0f/vtNDu27H9iHYZY2uE8UOD9v+y/cfamXsB73elspkjRXJTBxSf7BzuTA/FmpDybC1zAGMWjCT",
-	"YVHRA1pp0zxuR3teVX58pf/wK5UylvjS/sMvlQXf8Y2Dh99wtZLhhcHJwy/Ui6jeh8HhLkvzy0KiNLqY",
-	"zTgoLOZi+sQwKKtLIdH4cB8G100pYG9FscjlZ5GMarwm2d5dxR9gxXps5AZjLI7x+WewgLhtrNQYfVKJ",
-	"TCTeZRKZKLcgfpXKm9iEb4B2k5vYulxkHLmWF+FAjmwp7kD/wU5kucieRQF8EwVxe0i1HcsQEvSzo6RK",
-	"0obJ1orHi1yrPAaxSyQhDIwlMrXKQHLl1zyVJsb93dtXFTnAZW0XirXSIpIkC9m6jFOlC5OCiHZCXOYU",
-	"nQTVraLAhJYoeAKz5nOBZSysF4pE+GoWPIgdRrbC86Pad9Jka1ETchc1S1Z/XfAsY6bXI2v1D5n2lUyW",
-	"KW3YylhJKcZGWZTG6ZAWpj/HtQmgrfKNV6ku/uAav0muEa5VzuV6HLOWX7EqNGUyDS6A+IxXmLWkWLqn",
-	"ajUB4IkNTVmQClTK8AoJOvf7gOM7+OqHBuv2xhQ+p7RJc1WwArexD/R7Ya/XO6U6+Jsztjd1X0I6tLHx",
-	"UtWQ0KdY7e1WhLUApjkHYdu1haN+CHilscnkbaoWGrf1RNfIQzWtYvUvvZf/oe4u/nHTv3jx8uCHF2fL",
-	"H65e/mPy9w3nQPRtU+Og5hTkL5Qy3tfr3uxcOtG4v3aNxTNVcsrqGLbeRVOxCt8PsKvB3hWLaCrN4Got",
-	"VAJ0sNxArTJAmfa/SwK9y4inlHGsQOzO7tGl42pBwGvS22t7m9SkMffbq/UMWNlQhZs6dqLa8r/+///H",
-	"/w1/Do4I7Z6Zv/exmrrHn80NNZEVOP9EZZlaajKlPB08fdoeerwfHeCG+bc4Xm6VLQrh+LrtJA9v7588",
-	"PWL/3/9z0B20w2Ze7uSCSL57+6pu9vR3VKLNs12QprJ7e1knf28CwoM1yv+JROYvFH1BtnhI8J0r3SD5",
-	"XpIT36Soki3NFsAlnuH4SgsNOGUFafZD+pdTNlLF1HYExU7Fxvju+p2yVFJZ+5xLzcdk9jW+Ls/275VD",
-	"Urmx6uouK4NbKOEukkbGxuCItVokoUvMs4YufI6KTlUsbyiZphqEugIuUtmF2phMqAwATV7Y6jDG7uJM",
-	"braP9Y2YF5FMZSW5dr2qGqsWVYs/RZYmR8EwCmZREEZBLq5TJfELsYiCe69SVCTJeuoPDIOsveLVEKuX",
-	"XcLS2iurIaDXLDF2rW4kXbE43HKqGTaMp4rAtSoHlVXUTVyIFsYch61m93p7tErTjXWvt1e+b39qe9Xq",
-	"yKKLgKrUubJleWk1kTRHgpayVNpyV/XicxWDpeldu26nk2UdeOrhu9aBu6wvuaVQ5ZDFfodur6QWFtwy",
-	"p1g9nGr1qyGzA+A6zkyvkltj/NXpP8xxWiupu7kVVdJVn6eYKfMGKkwYLWVWctDft7U0bdbWiu6GusHq",
-	"1XAsBojrrevocWdZN4eOZ14WxHdR45IZKTAKQsQC1zEeq+ZbFxD9Oqi9SmgKt0TGe/09HwHNc1iRgddK",
-	"fdNgB3uufbQ3arUmUCSpKBDW40+lbRHja6EEyhlf0dUYCVOoVdvK7S1Xnv1qNRfDSin7u45M0DXSHpao",
-	"Fsm5yBnIYaYCOXzEn6kmvEnPhm81EzIxtoYokqCj5PAphz/QDUrvTqz1PZKjReE1qS/4CLG/9C5Iu25b",
-	"1h7wpcoNgGpYlII7AvAIPSzG+odEXULsdogJsGqWjtOCSmjEtaYGsQlggBddUVdsEG44wxLgm4tyeAS7",
-	"XxoRvrQEBlaF15wS26nqEIXHWmw0yfouuJJSfCR8hFPMuLwxELbF421Wbyve6x/vuahKmKD/tJjS2VmH",
-	"AhpobPaRTXImLxkmhpS8hO4QBnvCUdkaNCpZmebXeKeAMUYSn0Cq12etGP/qnwzZ+mUiyokPWMJN0bPC",
-	"qz3BWsVSRdLWeCFiR2in+cp4gEw3c0zWkgk+ZsVQeLTd6HcxaAyAgIccHtogzYp4QV5Dj7Gaxbr7ja00",
-	"4I7iGAduvzCBIwFt8kamxsvhGjCYoA0QoHKhXUToWsuEIcMOCKYGlqOnJpvaNng3XJIkHyzBnQg7NAoy",
-	"ykFcTjJeCE01H6xZyo9J7e9j0UWtlDSWKxAjCKNV7eDIPQYrZK0iX8gxx+r8mq+8eqrsLJINrSBU6fui",
-	"Lg9orEgTgT1YLKvuHzYZqSgHudlMVRUcf0B7WslbNJ+g2RFr+w+t12xwwKZqgam09jkklqBq1PpX3ohV",
-	"JFuV623iBto+EzWkXckxmvio8051JDotE7SBMoLK0+tU8owNen2aPDRo4dOlt2Ke8ZVIhlj3Iz6trG2t",
-	"7UokK/McDAanqI9RJHaa2dJXuS78zMmGnpzlGL2TuqqFQOuU6SYd0JmtKYN0z9KWUSOym4wag8PDejjW",
-	"nBeFyGHM//19FN0Nep0oujs+//Dn/xbsYIIyaOaiNiwnqV9CeOzU2J1qSOkV45WqwFsZSe9a2gvZcAmx",
-	"2bTBeroDNRQvoQkL2AS8+kXaqn5+cNmZf1HJ6hcz/vzXMOiEn7yN0YWCk0gW2Wfuq2oiamjoA5ds2NAM",
-	"yiukSLpw6Q4gxlExvBoSR4GDVBqM4ngpXJ4UYtOm9C9nV8+//3h+cfX25fklSW5EH1HGTwvSWw/6+4+r",
-	"xeHVCl9ri0A2WftFQ/p7k6AKcz4IulL4HbI1sY7XJUoj5Fqp2QohkfRTOqqKVeyEYBQUdKnxtF7PhQQ+",
-	"sd/tWe+R0QjRwQPg/2mBZjE18VsOGQcYzEW7GolqKSeMckSBENaFDYQiuTt+nK7JlF5AD6kVE4bymJkQ",
-	"C3XHcRzJT5GH46jU72RZC8KICATZAYBE4He+haFOJqLg/ovm88eu3VQcGvfzy+BvJXrblB6rWen7j4sF",
-	"cGVUHhcKYOu4NBiTzz17V9mmDZQ4CqQn+SEVSb0JXMimPGEjIWS7ZnRuEmAajNAo0VgOjRI4iRxWYiFr",
-	"V731XGETt6z0Re3wqi4XGLrRkYU/NLiwfuu22x2iF1zXeXihv79TuAN1tMUXDnfZSEOTPQyuGOzycqV1",
-	"5K8Xk/Ejtot1vG2y3Uh9H1J019647Ma0NV6j7PZYazjewn5LpV7gugxVYjrmuRiLBMOHMfIBnzQ9lCoP",
-	"ku8F5VMT/k7pko2dn8KmMJBKJU3x04Jn9ins8OOFkGCjqHLBJo+zdENrFUn7a1h2V7LrxlAIw1Z1kYui",
-	"7MaeqesuuxA8d+Z3WZpRXU0BptPE+I7ZRCzxMWMzSdRSgo4nqUZYJG2sv+R5rpbaxJy49lhKZquhX1Xd",
-	"ldoj8kOR3rgURe1J0gKkpwKDodkZQc8v1yGVf96pLg/cmRSQkhm/Gf0YSdscr+2CSkvrgx/pL5VNZIUD",
-	"1mwkMHLXxpdXOno6kPldQF1Y6sEp04r+2NKA1BkVyw5jJBvBEQBiUBOjFdMClPGCqpBglqg2YtRYSZ3q",
-	"giKODYSHaCkxbMaUZJwJLkktRdPlfA54YGxAOF0xVYvrqatMrQpbLMdodSSoEN8y1XnO3Vo3RuWExvFh",
-	"Kqh48TVqEkkP9o0hM2Vftq8QNLMuvKZJxadBjSkBMW1Aj9/s7bOq4TRFHGA+WVVU2aCoHx3soHyvFVsz",
-	"lvyGbYWsh349CgU53BwHMtgQBuI6oe0aB+KFgfR2CQNZrxznuot/7b1QE7evuZXd4p2+OETV9Ax8/2k9",
-	"FqT/cCwIpo6EX1nBbjQDwE5tt8CGxfYmn7HY8ZTn18B4xzz/akvt9WCprkfgbyrCpgmuj9FGLP3cEJe8",
-	"qbPl7yMk+QsaTjtBYpeDJqmvlDb8ZtS9gzK54UIVjEI6vln/6QvlxUPY/uysmtbrOok7R+4OvcjdS1Zc",
-	"WZNUfkU1AuNbfOMMp4ohTv7fokuIO9CiNqoSlyi26EooSk2ZKOO/hW5KGmmRoZ+yrmtiTbva99R2hfWa",
-	"whpPBIieaOlW0iWfhFQ9HsTuTPEkkqVr+UWqbazkkPGi4OPpDLNrJ2kmgMM9ixASHYrVsltJE4q06tLX",
-	"ZOP7eaxv6esoiMmv1mExccNnxl9Nm7Thr2E16c95tT2nNqv5tFGCZL5HuyJ55wLERKw8RHm25QrG+hZ1",
-	"KnFX7I317SmmAmtRPFsUk87TmALiDvpPe1jREJM8czFWeYLOcrgbr75zhcFhDZxh7Dy/xlo2i1yyVJLE",
-	"baIYvGZnKMm2SYkhqwvL1RJGwYMMqYa6LaFuLNmhtX+Hxp4eGr4QehELppAzACxXSwAXjGryoOOKu9lG",
-	"3GzsyrSWsmzBmRanjEvctGkcYDeIWdina0E8laAUbU+Kky+HjwvT+hnfhmGdz8fVvibtkJ2ZaEI4xEXG",
-	"WSr/w0XMs7EARQCuFVY7MGpx/AzO+c9xiODtwB//WwyPF3xEzum1c9NOv7H5Ck9iKwCncNue9f/cj7FA",
-	"EHOPxk/wWxhZimtKnTAAj590Ds0VeOMkN0oQnIrxTdlzlktKKEbNR0gMIRvxxJQjMh5ye7HnPKf+mJG0",
-	"d5ncByU5E005DHDMc34NqjeMS7KwUW7pWkXSK7lfal3DamTcTMxUviop+jUgnLONEIE01ZWk9eU7uDpX",
-	"Jj3H8oXURn/UpHKylEJEsIIRNpX35XYMXkV/J3Ab2Pn53RyzvP3du/piNUTGclSm5JVaFI1ZHZGUXhMe",
-	"Kn5pews8OrcjkmVyxylQBJ5mi1ygw7kcf4o2UZ5T1feknhVSaQ+QC124Np0U50GZMISyJrG5zJUG2MrE",
-	"lpWoasTneAZ/pJH8TtJIHPN0gTh13riWVALc7tRL4HUd8Snmo1p0Rd9usDEYVbbJKm/8eiG+/eFLkxt8",
-	"P2G5sE9RUPckbRGv0ZP0NTxQ696tDS4xoANR3WsdWUc0PrzoHAzw2ZIbRsHwU0SJO1EwPL4n11nDRvvf",
-	"eqNrrrbKPkFr3rjN+7LGBG+uI2zdcK6LS1N0ogtDfPVd1y/MNUolJ3F8vVa6EeBqhcW/SIqKZPUM8YjD",
-	"EA4vDMM6PoQRYKY7QjzEKKiPAeAL4V8UPHn2/b+9OX/76uXF31rw/B38TxvjT7cA0cmjzy//u5VLStnx",
-	"lGkhqiUcsOKgG6HbAL2dkorDmqegojzU3IYNekSD1/AzFAsiB1FgQlO7QM9qWXHbRt3lOsCYmB6y2Yj6",
-	"T54u8mtlWBtcqqripjyJKei0RRMvmwU2auLfqZwITIxKSkyNAUOv9+Z6arYpJkPKkmTv/f5BYSRjIRP6",
-	"48P2LG4SmKt9I6vBPVOs7mNk7kpjgRbWTjPdwBqaTYYPNpuM5Jd3m/Qib2jk0aKgllR0CbQLxsW6/zrE",
-	"GlM643pKkeHA4HOVeYW2QM2nPkKh260LV6HunjU5hZSI2DSj9F7b0IWU4ZnjaZhOkUWlByH1P9Ixm2cL",
-	"7Zoa0R92kkhyz9tRy9dviZquYfWM8AFFg3TA76hNJbddKr2GMIT0rgwaZYOQO7Q9tNlHIYsNU4OPhq8h",
-	"YrpUBHiE2JtJjHH5EP624JxdmZyQmb2T9g1wxQq0kSyPA5aL+OMp+MbocyNWRKvj0Gr8ZfJTmZBi9EOO",
-	"hbK6DNuOaAK2F0bFXHDI0DUvZNVehqUzDZHYtgCx1QFa8WGvZ+s+HfZ63V5ZapDmwDrBpkJQCYMyXFzl",
-	"NrK8MLcHZ8TMD6kxhKLaa97kFjnR2lRXnppQNfrefGk6HwOQDdQ3eCpNi9U/1LJvp5Zh0TzUzXZ++hwZ",
-	"5noxQ7KDFcp0oHTHDmQnrFx2c6lPWS7mghemdATDdC2esRZxq2ckfmN2K31Rdm2N2yYJf9BDC4RuaIhr",
-	"/M5Y4Ns41lPNGsqiU3av36P2iSbLMaaA0L5o/a74lM1kwaD5Sku9wLap8HrMfoAH5hmGHZNc1ahhmk6z",
-	"m2UwF/O33sXaxfUNtgf1hYEuVplVaIMt/mLbuWu9l7HXyBiDOlxBhN4p628rhfBVKiE8UAfhi53BVqZ6",
-	"7/qOuyN1vcJ7rtlpr+yd/d41Kd4/6rsOVORxBTibH/uH5W/k5Lz/gM27zGSEN2YLlZB1bwEH5QoOGlcw",
-	"6LlZBr2eP/3A/XDYG9x/wJ5gOzs/DUneoD419brerVX1H8rEV1AmnjvC29yAnOC+TZ2gBzapExRr2yTZ",
-	"3IgVm5ps1V3UikhW9Qq2s1oR1nqQIZUC0cNMRDHv6KlAsWgnMYXE4/ZDmkYk11UN2O2NWJ26sHVMZsTI",
-	"dW+w0jdRbREdyVYp11oxNWTdbrftkiZNT/+tNv667I1h9RUr/wYJy2LEHxLWb03C+vKKOJYVYJv8CnNB",
-	"ocTjCZVHtMhv07HoSj6rPNT3nhF3Y0GWNeS/n1cwZkNTv2bWUqE1TTaBP3jI140LqQIcKOBCiy28Q9vO",
-	"2I2s43nZ2P2xBURrsSA+mWsjKzFtgfE3XYh5XHHkN3TBLpTHb1gLC2tgPLNOb8WpKcauCzuyTYDWU1B8",
-	"8za5jk1n6Eov63i0iocbG1WHxENsA+nmbtWshQxntPLbypu5rAvUppR73atL1kQJ/WEZRoAV7U30OZay",
-	"oAWYPqEqt8NHMv4UkWhom1iFLCIpE77ABKC4TKhvbNJfsVwZ8I1WFpJVF/1aw3fWkqrsnY+fx9MSEdsY",
-	"+eABJJKmP5Pp6Z1qXDVruYo1ZN5qhwCEG/KuoNUEQM2y9AbNbV32QkgthrZEgG2frdk8F9qEgdP2aF4j",
-	"g/xD5Mpa1pYY2F32A6eIjXOQQIamqAqdIU8StpgjCuIqTCVKY9fxGshTOgXH0EzfqlZJzI6kvRgr5OQh",
-	"22SdYxy2a4J2jFXTvovF4MQSm0pFMn5x/ur86tzNpxZZYrpMd9n3aomOdpS9DCbXkCz0tW84EuqlYTP3",
-	"KRxp6NsHML/f3RYMDTHqdSqdibKFlYxdAQCOVTU1hgbYGi2UoP/D2b9+vLw6u7r8eHmOqaDMv3HVjgWj",
-	"lS3TvCYaUaf/PySjL5CM1rk4UmErNlP4Ht22cHMkFms52lz1evWPTw73TwY908m+ybRQaWe62a6yQ0v0",
-	"T42hvi7bAfF/x02cms6LGPXkM6a13R0cP90/gX/Nu7M87FvsbZkmxZQKvlh6uBYgZ5O7TcaAS9ylvF3D",
-	"lefYww7v6lrzjC3nhg3/H7Gr0iaEgz68SdMuypBlXXCUFVROAZclSzdFz+rBmg85IdBR4NwQrTrPww6B",
-	"lm8B0wKpYlLRVclXJUvWgemswN5i4C4ws/8+JneVQluqjcnSsLwbgbGvkdzmvWAtni3R0eANNaw4PAw4",
-	"6nGNFk7tSMIqbRmT3BT68EtRbHK3sVbsGXgBmL4mErdPPUeOrW/DrnO1mFNLBG/JT7TzpWDUIvkwrOg1",
-	"RKeI8Q1FwWGvFwWlg8SyePgVPR/GRoDxQqbojwE8tv+EX6MgbjOOMYku3LBJygFYtKqnViun4elnG/KF",
-	"ajVItrSACoO7zrXqmC8tS8MgTP2X1dbCtwbj1MTC0djwDFdvbbL3tkM2EjpNjFRgztqycBprJ5swLaBe",
-	"buUXswEb4hUM31eZDP11eOT/ZX4EFZgW7XRv+Lgf9sL+4EMYoLTXaP0Nvcf7g1548jTsH+yXrzRYk2Ey",
-	"IJElFbXPHh89xpxLQs4GlZsW9c+mV38VG+taRx/bOHGDcmx6vsPfRv3VD2Zik8ZRJqB4gUjdxlLotvNQ",
-	"8OWWI6/Z6AONuR+TeWXrQ5elbuoNg/d71XaYWyf/DKuTl77/kNHpLMss8HUd+r/pG/E1DEDzEpUsSruv",
-	"Nle+pTIdfoK2Ubl0rZlsmrAWNy1l/QKlm+rBhn5bgY5awhgxRXqUqGoYeok+MbNJ6ltbG20u2vbG5aZ9",
-	"ZmWqTzuh/GOS2MpG9N+wPMtv/d4/El6b+JtDUq5Na7p6SOcrRbDa0MaVF64QhBTLklTHjsjvfUqT+6pe",
-	"V3KAvR3B908Tk/kLV3X5dXywiEglCWymoL4ggDjyyO5bVNcCBQQriqywF/pS6k39tXxqViESB9u7FNtU",
-	"ZhBk/miy9M2aLD2AMeHDZXvM06gKp0mtxosjTjOeTVQ+o16Eep1FHqzjz19FsRF5en9wmAc5zB8qVAXh",
-	"/yqKh7H9M83uqBTMbcvrmkRvC55u6W5dS8PGZzr4zJ/LIuPVXtckm9I4fs/rrukj4OOhdazdxxSX6JTI",
-	"icqBnIfkhFt/6fg+ZlO0qzi1syxAcIy9iRmnGr5IsE3g7czSaoqwRxOuRDueLZnYWC7aVC5w9INvEdAj",
-	"2aos2ay2Xcrcp5Xmma6sNJWTrQrs1vyY3HI5tt17q8QI+5k/VjKvn2ONKtWJxfFjCQA1Wd9JJP+9EMzj",
-	"LfSyP9zHuY8OD/YH/a9IL7EiRPLPSjf/awjA1KFbq5kw/QIeIPSLRrEGM9/rASPYXgTIm0PWIeMsrqJu",
-	"XPq8Z4JLF+TXAoqL+TtAadvoCucsp5kwqXEMBBCoe4YmdSHLedhoxRRG3yppk81N//GEF7zLrlQkTXNy",
-	"jKsgeskzJUXI3pxdPf/+AVK31QoSSco++fpWkEhuMYO8w1G+vhmkczv4pS0hv0myuwkOvwLpNRP+QXp/",
-	"x6TXUM1djA/UGF3s6oXAburMdFOv1nKqdutFVy1r2WC0IYv/3VWPiXncJksu1WnqsgtFTWox083aGyhS",
-	"zQXRYTjP+dnb59+fX358c/7245u3r//l/PlVzOweWAsjDiLpVR8BcmoHvBErU3zU9gorOQqS+9ZBb5+8",
-	"69Uqp+1Txssyrg3FRkudeUN32ksL5gdaf1TMkRjT5kPc+LGBmxWnLC2oewsVEWsuobmdCjU5XL1Keo+x",
-	"OH74Rr6mo6veyWZKe8wPxp3+aJB0jsX+pPOUH4w6h+Oj5Fg8nZzw3mid0lJFGP2ZJQMJViYPaEjFZc4u",
-	"XthYxaEvRoMI8NHEyJB/dhM1b9jjZ7i0CMV2DaMuMb+KYCHcXoDZH7aKdW8Y3wg2j8C6r7Z0hsSUDG4C",
-	"c0pq+lh/GRykrROdapA7qZBWLf8avyaiZ592RIiinFKUeSVS4VyLunwYyXjPvOiiTm1pCyCwRhwnmtnI",
-	"HNAOYUY9cW0CazTVlMA3hH93gu9Xm9qRUg8GLvRzryQEcZ1baDwoOx1WmqqxjmbGsZMv04UD/6K+TEMm",
-	"vp4M/2tS1J2FXtr1L+0w/a/KvB53KptYlCEk2CMDiO0X+WRpsJDFTuJtdMm6H3c8oH+eMjk7KCp0XM+V",
-	"nGTp+Lfan4MW+Zvp0nGJpVwM+jVLCb4a9igfsC+CdEH7sIw/3uT69Yj/Lp5f7wb+Oq7eg13P+7fkvvWP",
-	"ZZNc+KAPt3q2TY5cS9Ee9OOaNqqmZ0ZVs31ipRvG9Y1JyjGypycHDU2X6kxwWJ/rf6smrDKafsLSpNFZ",
-	"81dRbMK93h+c9lfntD6y/Q5u+FfxO+9yTR/nfDZC5m/J98xaZIkLreYXsriCcvEpZWKY1FaTQeIrHJFc",
-	"81AAzmAvalNIS2kK73/z+vKKOV4W28LNpYq6s1YZ2h7yD2uVqFJW3NiR/BI/NmvFnkbo6OkQFEuzCirC",
-	"RT2BnI1wVz93hU9v8ms/Ukt7yK1dJTJPjw4erTr90o7tfxaCjrDeTNH7vc9142yn6NaB/vuh6b8TDeS3",
-	"4Up/mHeBUnHbRwNgMPyEw4nxIk+LFXKykeC5yM8WxTQYvv9wTzlLt5t9EqbRLpJQ/KypQYqrrN6KZ/wG",
-	"uIKMqVANyrFsWhTz4d5ef3Dc7XV73f7wae9pD7N3F3kGCjfySrP++sQ2jwXtbV6mzSlpI1Sz0PVUMYqR",
-	"jVDtrrk0dEMu8ivllfi1dflTyXiWdVTeMZIu9VgEvoEhBxzz0W/ESgtyW/mTIcTXJ7qsWdl5LZohwaqX",
-	"qZ0Dznv7PoupmHX9PDlz9OtTv54LeSUyMcPK1hi9m0qsNNF6ffXqzd73V1dv2tQk9fLF30wvAuzNYBrG",
-	"P1dZJsaFyr35VJHNg/sP9/8jAAD//w==",
+	"7L3rchtJlj/2Kmn47xDQWwQL4E0EQmFzJPa0djSURqS2d7dLViVQCaCWhUx0ZYEkRq0If3KEv/oF/M0O",
+	"v4b3Tf5P4shzTmZlFQogKFHd6tlW7E6DQF3ycvLcz+98bI3VfKGkkIVuDT62ZoInIoePb0WRr84mhcjN",
+	"X4nQ4zxdFKmSrUHrUoyVTDQrFLvlacFGYqJywXJzSyqn3VbQEnd8vshEa9ALWno8E3NuHjNR+ZwXrUEr",
+	"lcVBvxW0itVC4J9iKvLWp0+fgtaC53wuChrHWSby4uWL9UFczQTj5keWLzPxRLM0qby4FfZOD0744Xiv",
+	"N+oneyfiYLL3lB+O9o7Gx8mJeDo55eG4FbRS87AFL2atoCX5HIaTtIJWLn5eprlIWoMiXwp/FjRoXeSp",
+	"nLbMkM9lcpWaW+uDfC2zFROyyFOh2W1azFhcpHMRM14wlduFK2apZu9kesfMjyyVbJ5mWappmdupHGdL",
+	"nd6IzpBJ5dY71gXPiw/wwOqan5weHR70jkPzj2b481Lkq3KKQiZwY2vT9hwfNm1P0Hqlpq/Ejch2mSvM",
+	"K87M5fGQ5WIheMHSgk1UzrhcMTVhWtyInGesHWdq+gEufSbyXOXRMgz7x+WXE17wLO4EZuXmShesdwyr",
+	"pbvsuZoveC4SxjWDizXjuWC6ULlIBmzMtdhLpRZSp0V6IwLGWaamU5E/0UwvRJalcmruTQvNxlwqmY55",
+	"hk+qjOvHs7cXLy/+HDMuE+Z9f8tzmcppzLTIxLhgsfkiHjItBItfqem5LPLVS7lYFl1ci06XnfPxjKWa",
+	"3fAsTdi7q+/3nsKaqWXBLt69CljPnK6DPhvPeM7H5jSwdjETbJKKLHmimbqVQPidoVnKYmbmIDItzEMP",
+	"w5BJPjdfmVvcgaoQyU8tWOdW0IKlbb03vy0ylQhL8U1042ZdIZy0EHPdcDSC1pzfvcQfe8eOnnie85X5",
+	"VRcrOKqG8Mzfb3L1H2K88bgv8OcNZ/14Eoq9p+M+3zsZHYi90+Rwstfnx6On4zDpif7kkc66G+PfYGW2",
+	"DZTdzpQW7kwYopwLLouhOQTzpS6YuEt18flTqW0OvfbDg+f0t/tOM8wjngut+VTEbKxkwVOp8YQX4q4g",
+	"gu0fHXsUG7B0KpV5CxxCNlpF8p1MxyoRTKdmvvj9RGWJuagd/+f/EbM5L8YzoVn8n/9vPGTx5dXbs8vL",
+	"85glSmhgf3CB4X45/8//S5jT9LJgqY5klhaGmQxY/D/FAYs/0EmNopjN+I1gUpnzPk55BvtgRFUkK4uf",
+	"iHGWSpFsWOCfK1Q/53evhJwWs9agf3QctOaptH/3gqZVbiaYykoXM24nCGsLAwiMSDAnGf5iGZfTJZ8K",
+	"NhKZug3Y2cULkViOK5gqZiKPZClGWTv+OWbXQiyQx9HcB4YP4ooxvRzhQA1rmi+KlZFOfKSFLAbMsGgc",
+	"4aobyUjGcRxJHApjz5jKI6lyBv+ewYp/ZFHr9duoBX98iqT5D/66lDxfsY/sp6h1dvEiar2nbz5FEj+Y",
+	"i9pR6+L1VdRiv7CotRe1OnTRL2yRp3OeryJJH9gzFrXaUcuMNmp14BZgkCxqDaKW4a5LUfsOb4BftLvp",
+	"VuWJjiR9y57BQmo+F+z1W7ZvVpjts4vXV2ya8/mc50zdiJweEjBhmDlfLLJUJOYUwOvoaTAj83h6C4ta",
+	"38ErF7Pc0P4v7ot21DJC70DQzPGPZ/5f48ofz8zSyOV8ZLab0T94zk903UdzxUgtpXnt1euoRX+0o9Z7",
+	"uuSTuYSxn9h75tSMgH1kn5i4oz8jiXeZmeDr3Kjv+fcdywS/sWSt00QwtRAykjR59ow9iVpP2MeSabBf",
+	"2JMoMl/ih+gJ+wQXEd1FMj67eGGO9+u35n8vXl/RMb96HQOLvRYr2E5zaJaLhciRyShzzNoxl0lsZCSH",
+	"3eh02VkkR3x8rTOuZ0zoMV8YVi1X3pDUhC4390fRYGR4zhmL92KWp9NZwbjRk1kM+z6I4VzKqY5koYCQ",
+	"kBDacSHmi8HeEbzffE+LuXfUGYLsvp2JXJhTKTjwQ/MCo0GZOcLJe5OLsUiEHIsBzbxtpl65o8NGKSjn",
+	"ZmRCF4F5lWSwaqzNM62YYb2GVEeiuBVmO4pbxQqRz3XHXv36bTxgMTfkP2JjHAb81R7BaRh34qA8JEoS",
+	"k8jVshAw1D32o9kEw2RIbDzReMxgkwwfMosktNHfpTZrnIkCpUaSTs3vsKsf4oCNScEzVF6VKO0t4iQw",
+	"Ol38c2w0JGakoXlXmjC9NKdVm4fFJwen/HB0lEyOnp4c9w+PYaJKChip2eORGSzo7GpZlLLJTYrNSHaZ",
+	"tTA3DeG5C776LrZEA8Q/ElMjMNEGWPBVbEZFxyCOWgu+mgtZMCuAolYMa+QombNc3Qbm4bczXpjVZloY",
+	"Hl/A8RJz1o7pIYF7yv/gRtzpOvE9uHMECJtnVunO0Nce+94QsB5YnT1gsV6OjEphPi61yD+kiflY5Hws",
+	"6LNecGk+4nY5FYGDXSPMgEFyPNFD1PmNdDLaqbCDKNRiD5VtXhR5OloWwgozXpjTbJ7RjmdFsegCfQ32",
+	"xzMxvjYbYt4v8pt0LLrmkYMxzwuz4bF7lO4iszTPAYYaM57d8pWGMWg7xvLVbf9ep6//bakKczTxKMPI",
+	"zM4bA4KPhTYCSK9kwe989Qd2CzbccDSnjRh9hGvLa2DhccEHsSV13WjLGGsErnOWiDmWYG2YOdNeDeBF",
+	"QIa0ZYOYiTs+LrLVsNy7AY2H9m8Ql0fL7AryzIn5nOZ0IpG2YQm+Iya6yMUkvYM5nLllG7B4cBSG5XHx",
+	"mN1RGCLTio/CsBuaHTwS/bgDgwGaBD3EnImjMIxaMb4UlFga8WDCMy1iuHqkVCa41PjMAvRUfIKGc/+z",
+	"2bfEceCBfWrHPNUOj24AERHYpeqyCxixtntituT4cG9kDNhM8cKMcqFSo84bjjESK4XLbs5tzuXUvLAn",
+	"DsMw7jDx85JnyNLcFgNpSAW2W5fFAxL4ZuUC92f5cex9fGaX4qd+GLKr16x/evo+9j0F9jVmQJImYubX",
+	"Za+BSnTAwAzDMcllluEY3YCALFGifVfuZEVPBaXaGaUDxqV/hGEvrsXKEMoiF0aXhJPs+JdZJ9iYAN8P",
+	"g09E4tHyLnzndmZEGGNaFEiHxjxJUqNdG8HESfsz4wROVBoSMP5UM6CngBnJWJC4BeaUL4W/DG0Uh52Y",
+	"dD2Nih+xBFWuBAjAV+ncPK1t+BMw66IAqhw4D8ZhEJ4eVwz8+K9n//rhb+/O3/7bh+c/nL29jDsBk0ID",
+	"qakJ6PRCFjOhBUlH1H7oeQd9lgixqDzmxfmbqx98t4mx0EDUR9K/7ur87V8vUa1BzV4tC9DXzKSc0pvD",
+	"nxnODM7/YRha6xDcCTqOJDD3iuOBxfDQuDRSFkrTDk3w71yNMjE3sn4pzYlNpb8yk1zNI9lj7Xgpxd1C",
+	"jM0lqLzzgvVOzMiv0rk5+4akU1lxjuFaWZdXXDf6qhKERAtoOShzhF4oqUVXF7xY6g9G3/DOKlxoTANP",
+	"QEWt/ZngWTGLWpssSfpzm1X+1vCQc5k0+xiETOziIbOhlQse3ZN48vTg1Py715O42eWwi2cRpntpBtI8",
+	"YRjjl0x5bWYHp/1wi4+0XJQvntul4Pl4tsmvpfmNSJiGaz7PkT16JOcWLP9nubLRBNrdk71OZv2nO2/G",
+	"AxcfZckuUyLZT55rK4SIiSdstDIyLpWJuOsMNvtunYs6CPuHbLQqhP5cL23L8qMNfISGeA8nuTJys4n6",
+	"KisARwvkHjcG5kGfzcQdT8Q4nfOMVMAA2AbPMvZ3kauhb2A7ZU+pLjv7vNkejian/cnB0cnJ6OAw4cf8",
+	"YCxO+6dJKEJxeHJwvGEVrF6wyT130K9458yf64v0Tov83jVqoBKrnzyMIB7Zm99a7h32N6wODXArjXwy",
+	"fALlXBl2e67kJEvx5IyVLISEj6D9jLlZnn2S2//0H9qs1cdyQGYVC55mZnc8jzgaTb0w9GJ3Gj0JsEJp",
+	"weZ8NWSJyEQhQLGepLkGAgfx2xochqdBq0gLmLYbYhlcGKllMRhlXF5DiMFN+b/lYtIatP7H/TLmuY+/",
+	"6v03OA1ciM3+fJ7lgicrmoUbtDcVmgDpYGevzt9eXX54c/72w5u3r//5/PlVHMDkRyuWiAlfZgUKYtjw",
+	"W66NziOnIumaocMeXKjie7VEJeAL9kAqb5RIxanRoHYJkoISU67+Ybn6F6pgOLqvtvwXlYHPOMUc0iQw",
+	"UqfN9bX1fXO3Tddi1UEtwdxD3jijoXNpneN45QAdELcKjGzD2QqVJYwveG5sCTOBP/HkLfqOHuEUOC+U",
+	"UVGBW5gzDHpza/CTdzEEh0bCV+1LbbgVtMDuFHlr0Nrv72M87tN7f5PCcpP+xBNmp/BVT4k3uznPjGQW",
+	"CUS5c8GvjbFgtmPoDAVywIANpSYTIcGPhsaayn0+9ylofa/yUZokQn7xLqQajFJnBI7BlQ/fq4XI4VEV",
+	"ej8ol7IcxVddyLM3L+8fI6wRkjGs0Ev5fZZOZ19KpqWrtAzhv0zEfKEKIcervb+gQZ9KNsHX/WaM+aw+",
+	"UvJnNoxWF2mWsZEwBDbjMslEMsR0FZZxS2KPxGktEzL7NiHe+FsxT192OWKimLOzSr6GlOfmuPtmjUdN",
+	"oJU0sz2jfPJrIVHRRldx5Smlt4C0Xo8RwnOrXPDXpcf7B1zKL/CRtGusMIY5xJ2APC1OTm1SPPxX1XWP",
+	"y/Ozt89/OF/TPoIwDCN5rwKC0g8p5PF0kHWS2FULGf3WWkhl6A/UQ+iuL9NEcC/eyWupbiVloXzhjizx",
+	"Yd55ajqVUpUJLe4Ug+rinT4v96RyBvv9cqPemdmOhdZ8lAl2Lou0WH1d5heXw7KHrJxNlfBhf4EtXin1",
+	"iudT8cWSdAR5HHhmnQkYhmFozUmfonsHFWZl3squlGI4lK+6SiOVrKxzF8ecapaZ95rvuCQaBj82H4/F",
+	"otB2of7K5YqUS/2F63Wbp4VgOS8EE3djIRJREZ19j5mbdTFvZu7VX3V9jC5mTvxSi4QtFxiYdaO1moT1",
+	"gAk2TW+EBA+YsdHrSbV7Lqu2aUh09b6Xfwujeif5spipPP27+FI+bB4kZEG3MOcf9Nlrzz+13pu/Jocl",
+	"tRcYqjH8PapzyovhV7VF/fHHH/fOyik1uC7jPwmeizyuOEzwu+1OEVz3G55mhmM9goIEcVxzupbeY8t1",
+	"P/KNjUsMS7B3lUu/Ipnj4MZcYmSA5cY0EwnluEh1a/USuytGs56JBOy2TPG6Tv14pP9tirzwGxR6ZwXL",
+	"BNcFHCAMd6LYK7USCN1WrQHwUNbue6Ktgz/VkbQKqMoSKxQMFywzcnNhdsTwk3a8f7CPd0ZGo/duKfwk",
+	"3kiW96gJO2EJX+mo5bTfNUPu1rJgilqRtpWkk4nIjbg0cmwYyYpUh8SJLoOIGWw0qt6eOLbCeAgvRRJg",
+	"mq80m6lbNjdiZq5yEckC0rNuRS5II3sn9XKxUHkhkr+KJOVXsKdfzCRAHDsPkPcAuNFXGY58MnNjYTAY",
+	"BqP5+npDinQEOXJzeLF5I2aiOl+Fseo0a//z5euLIePM/JfNRT4VbAH6xkTl7M3Z1fMfhpGEH1XOLl7A",
+	"J/NT/Ob15RXbz9RUk3WEFmZMitLeuRyrBHLwU4+2zVtZW8lsFUn/ETQcJcWAxdO/p4u4Azvq1qV0ga8L",
+	"kzPpOyS59hmizbENyLYpDAGCiqDFOBeFZpmYFEwtIed7kZsFKlJhNSdMWrhvU6xrnq7+FLTGueCFSD7w",
+	"ohISS3gh9ihitpaYP1H5BwrL7VSZE7TSpEK0u9bXrL0Z+OcNzx74+ozr4oO44dmS77xK5+Xln2w4pKFI",
+	"QYq7+qOre/7jTMjSoZxqliwFEKbZYXM3K++mYPRcmy2+NzwZ+En7TWP7uTlp/A0m1EDySzkyiIdrSHuC",
+	"HI4JDFDdym7TRqBVSi9+0ONrAWt4W/Mr0kzIsUg+LGWRZjsFbJG/iZ329xKu/BS0CmOsoAXialHuvfsK",
+	"boLba3Upy0Xy4AN1m8pE3T6IqD/5wfmfMFpfqeEgV1nt0Q1HqHqeA4+ZlGuztht2pdcPQIWlVJbjvZuF",
+	"wsCzjVM999kXT/Azz954PA7TrBrkCKaqpbpMB8IZP9EYakXCs0kHs1xoY1PH6zxULYBFyeXcrCfm6LQC",
+	"m0lvP43dB/PVs2dY+mTZmrtrbYfdmyt8sBc2HPN5KtO5GUV4766rRct/9MYFPt/Cn8wiGv7osSEUyHBs",
+	"21AnZ9lSp0n0LGWx4+EsKDlkh0uJbAU6Dne/QdscoF2SO/ylpKOJ06k9rjKcjYsMVXoPpOAfjT7N2ThL",
+	"DcfURsoD20wLhqeoDH3ZxAGjZKsJix0HphQ1zJJ7VN2gJuerQ/9B3UIWPmb8uqxJ0D0NNZYFqiQBJmlu",
+	"FOUQZ+grM2vMbs7v8Agch4dPw3D7mWjWCtwZOw63veDp8WHl+b3GF1jpf+/yXUAcoS6YH1ygt1mSbxsB",
+	"OnmxUmy7iD7bGmjAnExUA2rye0dBXX0bMQ8GP7PbWTqeVRQie7+hjXaFODqgitvfG5Wi7ZTxBbIdj3O1",
+	"DBUpxf61LvvX5bjb+oMwfBCh9+7lWJ8r7Zvk+0amdsGb8vmwXjMMK/WaUqQQw4JqFWmMaKlyRqF5kL+3",
+	"s7QQWPXQnKhGZjYujKuPpHXZXB9JY31jzMEHMuCzdXuy/fb75+zk4PS4U8rBIZPEd7EIEnPi53xlzGy5",
+	"zLKvyXe/Bnv81TniF3Owz7EPvnHm8MXsoPnMXlobyCqz6tpQJ55Ew0NTWML3m84R2TYNUgNXrOa4yEWx",
+	"zCW6LsBrUXNXDFi8zLOybsyspgCdZaZ0EUkorgRPjc74+DoO4LcJOfIg1Il3vnv7yqVGLrXIWSpxBcFy",
+	"RnkF1UuTnE/nQhZDFo/AU/+hUNdCftCiiNE7dzsTwKs4g18YJPYsCszur57j+hM8WqQCotIKLJf8Voxm",
+	"CtYdJtUKWuD4mXPJzeY1rf0yz6rKwqwoFnqwv28epLv0fXes5vtqpG8a/CN1lRadeOa5wfo0NrJ8n8If",
+	"qs1iDSqBqkhVpBPyP2o2VQMW07LEmME6FVLk6RhZcKLGS7NpncASAmvzSF6ajyyVYwVZrPSAAVCaIYhU",
+	"e0TXYYaM/JWmN424RvoxHD2Sb3I1NwSw1OzMu3iIZUV9iCalmi2ULqAqu9OtUlIcoBILwboAdBioUOKa",
+	"xWcU8IJpDxiFj7rsgsQjli0aojPikTOcIE1FlAcK8yi2UWMtUfkwPD1usjx/E8qsyO/Dpw8g1c10KXTx",
+	"Vuhl1siacjEW6Q3gsnCpb81CK/A2QW2vT4rronqkkg1gHJA/TEnXJPzx6Y2KMIKiNHgAVxQeyFKodJ7w",
+	"NBNJ4Ey9BKs21p6nrptHZedKYxEJ69/deU/w+JL19zc95oerqzcMLzCjsA9zJhqODJP23aR38LYWG+SH",
+	"eSf+9kRjIYTFpiCGQQJ519d8KWHXaRCHHVhixEfh+gVII5tpM+dSp80OltdSUGZUqU8+cc79in8Fys4p",
+	"pPSEQmhdFoPt5QQoOAIiiX6tis+LxT/5fouAlW6LTmzhQaguD0fUxGIe4tGZ5Gr+MG+rFj8/vreoUA8b",
+	"xK/uXTKzDqyPCRYNBv3Z/iZXLr1ZQmPBVg18rciX42JpOEbCC26pB2K2A1s9fS1WlGa2QslMyCZtKnUO",
+	"bE1w4Cqog0gaI8iWBQcMh6o7AT7N6FbsRuQjXqRz1k5UoV2uWi5u87QohOx02ZmNrPaf4o28gNApK9QC",
+	"S9oDm/PdhBk0dKHZ40P2l/RPNUVVyLFKINUxkm3wG48hg1GAlPfS5al4PhFiMQTgH1wYlUM2j7H6wMF1",
+	"8e4Va7/7pzAMw06X/QuskjmXc6NvjK/N2zVAKtgaalukzNpxr39weHR88vQ0LD/FVIEKB7wzxBVwj4uk",
+	"hggtqscchgJxluI2HQsPogecubBntWLVjyC3u0bzUUlr0Prz+VUrwO+88tTW4CjsG+otjL2GVFTwqQaX",
+	"A4JEGH4olq33axZI0Lrbm6o9+vI/tJLdt/z2r4jr4P+6p6/TxZ5aINnuucQI87pPQet7PhYFLGgzO8Wy",
+	"aeCmmPOP1oSNuBszHqqgqPAKa7WLLc5rt0aH/Z0Cbzd2bFyuXk8g/8McAMz0oTWrSXNnNSA1+N+U8vrj",
+	"2lkvbdO1WNP7pngILg3XcHRBnmAaQwDLZY80hNnb3AIrlMRTiDtjNpnJIErDelk+viHV4Peo1mK29r2S",
+	"w22kUOePuJ6WHTaxvFdqCgH7u6KZJDBfxdABxlXT6WyklnDo0I7ME0Tjif987mL5bRSxFrgmTeKGCAdv",
+	"BrK8mpXobBUkHxhJHEDuii5QhSw5UwxXxcR65+Z1OzkfLBZg3ekQhuueBvS87zJkW8N9z5jxsq87aBjC",
+	"7g+sERBN2T4moF3bQEnn9l1rbnHESsnUlDDL2GviUchoCLzC6MnomjYM2EgyNTcyLGmgnoqo3qqilFe6",
+	"jIk6dqqRY3tc63QqzZFeyvTnpdiAAXjKe+Heybif7D0VB5O9Q340Oh6fJE/FaWOIIWtG5oQYax3YcjM6",
+	"5dARGC0lURiJVFi48nG54AnKSluGk+ZYBFyZkgWbXEeIJHZSMU7rcEhNNz52fIYARRo85ccsU7ci34My",
+	"5/Wa6NrehZPw+ITzcMRPw/7opPFVZUV6Y6X3ugOgsSR/Y6H9huL6Xv9gJ8noyqnX3mgUq92XYodq7nU/",
+	"BRUrV5aGipu3237r6RNzp7RYyFJYx20MxbnM1qWTYygMcs9cvFcmRux22RnFFICpSD4XCQNfGvklAZSk",
+	"5CQxW8pE5JGkDB2qCIJT6We7Dc2rOIjsPOWSEu3gYnh6O36Fp9bhsTTZg5/LwTYwlHVw2qGvpAPb0CxO",
+	"5UTFzg9hxgeIkl32yiFbRbIOzwvynxiP4zJNWHMposcteDFj7ddXr94YptMZRBIo9H58uE5QYk4RCjA4",
+	"iMZqPleSIIIBiEtJEUmys3R6x14vhLwSmZhjtjNMZhDJSP7CLnHgv7BLkCqAS7WC13bYL5H8ZW9vD/7f",
+	"XItwRjFznwIWT1JjyphPxtRS2vwM1yZitJzCtfiJrrX/ze11uOb2Q4D/JQd77U8OCG9SFenYvQbAxJj9",
+	"EOB/IbESfwc2DhfgpwA+IA7bjcjdcxCumblPAYvHeVqYvbSfzX/BuwMPmYt86j4IOTaaTLzgMgXYqwQ/",
+	"mYdH8szByKEo8w6Yv/Xx2TJJ0eVC5MQ1izl82QG0p/FSF2pOGxjJW5Vfd5nL9TN6KioHmGGMKETMpfEn",
+	"9HoE/rIvddBseA36k2kxDWOIz3EFvSHhSnYCOiQwF7J63bmNJC5wWqw+mIGB9zodz2xOXqFueZ5U7yGg",
+	"pmHFAFh7kAeMdUvWLkV6U6nrUElWim/G1uhtF/Fr2eq+qd8+PgqODo5LXy1AadTMkwbVwBvN8dHRwfG9",
+	"ysLmKtlyMcpivceAa95d24BKjAUly9eHYuiid/wwXBbDd6FoSyQ+b62clntVGG+JezWo4+PtCk5DslQ5",
+	"M5AJalk0Q6RYCmBtqdjFu1cdzONHUfVEMzcoewo8xDCwIhHyDkHLlNIiR/xbFFbmHXhEzIW3kMVF4D5G",
+	"8KB/yEkbWLWN0Dz+8oT9wy/X4Hx5+kTjJSBISYR+LQUP/Pvm12bya/948JwBmhAjSz6oSsOOodCHIgc9",
+	"nEJ30CwfBP9T0TvXVwQi1eWCjJUci1zq3yXVki59H8VuS1Sy/HyDIg2ev+aFhMUiBYtc0mpCKD/gA5zb",
+	"bMS6A3DdKoc7NoX84GEQEjNCDbTx6jKUaH2NRmmqtfnYmDHZ7KBMVIkpWSJB+u88DHc6nKDaPOTN1Vfa",
+	"sih08ZkhZakuatM/3N1DqjeL7RjoMHY46P7ukvvJbJZ13xnSvU2158fzFZMnmtyawFRUbgMboIYRkfix",
+	"jiea3Dk7e7I8j/SaH7ZG7khbbgXsppSEsY309UNoH0Ihll6vBSTNNND6hucau9SwUXhAUPWTOoogl407",
+	"BLu6/fAc37tUOLRNC9J8SM98l/S1WN3n/DdMbTfn/8HBbt5/xz12Ywkb6GOrr/tS5KnYQAzE+j2Cduhy",
+	"yg+OIPyqWi4A0FzlrI1VEECPMWQ3IqfHOxZco3qFwf4nGvCxU6HjLV7ND99mJORHmOhoFVfYRFC1cZ7o",
+	"MlrCvVCnC5VUoySRxPCc/duFSSYqx7sxIMLOQM1yGWz+BqllUR1DEElIfcM9qWS+WU6lbqXlVlWL6igM",
+	"HyvghiS1IXcBEg0Mpxgtx9eiCNZDKviDruK//nQQhO89jrGLblmLCWwQZ1RhRj6YHHZMQmmE1XwdzLQ1",
+	"cb19eBDZu9lUSNlP/FMFr2ZH9Y4eFkLcEMNDVBcKepNNFFDeYxKQop0C3BmYfClEvkQ2GVKPrAqRObxs",
+	"RtF2GyJEGdmOo1YURc4sMZ+jVuxo0QKr++D5Fg4dKbgK0w4/m+NgH1KeD/CewN5IBaA1tF16BjjphBEf",
+	"R7Jdtr/AiRF2WFxjPnGnyy6WWbb1wKGQo8M2Wj2TSoryuNHx2+SxuIehbYtlArqIoh5ZjYy+4E0H77nj",
+	"8XY25QEE3p5SDu3C9pKpc/yGNDc8pdsQkuGxVrOgt7Vt8VeATqwKOjam05VnvgqNjH8dYTO5L+QFeoNE",
+	"tGpM4yIgoYEblbDB0Qqbcc8As+fdhjeB9JQWJTYc4NkYNmF2UkMVeQJ5d6OVpVfWBhx6UF0pnmx1VmqM",
+	"gpksRO2GaxLPJ33OlsuaQ5ALgA0YUtmio1evBgxpdVd1jNSJpmUtxKKZIm7TpJhhyIAoYVuk6MB2DNwp",
+	"XYt45gYrxZI86HIB9ktClo0Dqb745Dh4eD6WmXXgToSjrnsOq36Opa07jN0iOBGIxLr2WT7JTaX/8InY",
+	"x2wa8AvAwt1twISbm4u5umkaclI+qxR2nzFm+5ymMb8ussWZXG3J/aETTjU4kOFC+gjEcbCchy8W2BQu",
+	"lWi1xbZYhzPbrGxdqTVnwr25+ltpzu505CrTaLKC1iZuVAr37nU1A9xD7ne34ubrJh9EopajTNSf5/Tt",
+	"ll0WKHyWghT3dUX93q19/yloXd9kqS4eb+H+Ih6ycDja+lQ92dxIY+4dawO+FqvGciOnr+2+700vt7Ao",
+	"TWbt2++fs9PDoxPb0cLVRDSdRQR98W3QjSjBzYnqeoOH3QqZVLPbXIHpKO15A0lrRwcIpV7SZhiC5EKX",
+	"0RAFGqLfgA8BLg9YjEOPGQS/QcBVsHJYCZUTMNGddiMZt09PwxB/pZdrzzvViR8gDGn90bfQIA9TY+XJ",
+	"cS2nBALqTStJ673R+0u/P0G0R66ZGM8U+qfNdsX/ukcwdHsvk5hZGHWGcFZDbEEEnkizmLlYqBwaunC7",
+	"Do+T+1NWCXgOx3C3LHzEEPIXqxE0er0gpZ579e7tS5YLgGMaU5ss12bL0Zy5echiD5Eohp6UlOiLxQxQ",
+	"4pVCwKC6Pj6Q0Y4lKTg/rxCATt77zWd7g98KhZfFqgb8I/TdtWMyx2OoX8JCtrL/TTt2n5vSE5s4wX0Q",
+	"4OshTvuGZiqGlBESvOUUCCgmxzSKDb0FKr031t9r/RD1t4IYp1+xIvf4NOx1WGr7IlpGB7hdaPZB71Gy",
+	"VEuauJ2pDOGmaqmqFvz8PkLYvuHNocqzEvZfN2S3NLojK0BM5Tj7Yf94r9fb6x9c9cJBaP6viznj/+7X",
+	"yWzFl9khmZC9e/fyxc3J4wSobXXwbglqDsrtQ8JX9zLwt/bqF+biNcCdx1y4piQxKrTfhHGzNpstZPPl",
+	"gCFGp9WiwFZlHjItpbiQzPZCpOtkJ7cU+NcaMgNUm8xWlTp+doHIuEIk1BWqMSu1Od59f+vjL6SO2g7C",
+	"ZLfsyFdCEHA4zS42axEEUivjXDlWHNVmHLUGDP3MmKVv7bWJyo1NPAToPNhnW3BNZSQYwkx1l12oSG6k",
+	"iIaMvy+licad37vp//qbv7bR1Us2W8XmdRVQFK++Rrngkm21f3wUumgAXghdVWmLupE8kzZNCvvdWXBM",
+	"H+BSmnencqlJvll8y1SzKcANGm0XEg2hMTKUMZnddpllcwXJTdW7kbA0a3PsmZt7v42wdSUmYENeOwe9",
+	"OpL6ViwKthJFJwBPxvh6mkMfZ30rxII8BRgiT4sZ+IXksjALgsVJJXo1FE5JAUCguZgABico/Yf9PiXM",
+	"AS91Wi36uc0UzVcpUrSn4tm0FoKgj2Q7fvX6zx/enl+dX1y9fH3x4cXZv13GgV18tpSZ0Nqwyc7QqdEZ",
+	"H9uBtd+8u+rUXxhJfCPuKbisOd0naJE5RHimosBTDO+y65LwgtecyQehB+9gCKYK7rDBxewp2oiNcS+W",
+	"z+PpG8dX4elvoG/s0K3uAfpGiSjz1WsAHMJJ+SjsuAtDgFaPtsvuVm3InNdmCKHjHW2yqka0AY6S6AWq",
+	"Balxw5C8rICmynhyYwxhSz2PSSG7ghfaZmTVNXkYwiC1T3xccDYNnek5LeJnqlz3I+E0w4ltz0Bd6xcB",
+	"rJBNlUq+SjLq5wD7rNH4/fdCh8+dMLCaiWYzaXwtiCtEHiFGDPIhMlrDHBp+8wxz9kD969hKLitNPcVj",
+	"4DrYW8ccSCNMBdfUrtv1goHO6bcKlcp6OPOLUbZwvb6SkuxLsfs1ZQTkiqQPwcUutpzCLWru7ufwV6f1",
+	"DST7t2ZgX9t/mSgo43K65Ag74VW9PtGupbLz2QSuckADbhL5UkQmxoWOJIoFqoh0GXz1htOVdtTYoLrS",
+	"Koh7mIJ4LCJJHQMWPKdcXr9lZby/qfUzuFL9Sl5M3gBZVaP6z5HB/jY02ggTnqPaDMq30dx9karUtYYs",
+	"Gdp1ayb0guN+PzATbB8cH4ON0VkLom5DCTzoHff7hzsAg2kxXuZpsboEsC0POehsWcwaYw+2b9xGCCP2",
+	"l/N/iwPX8aOEdyYON+PaIhbISTpdQgFLm/rUS0EFKmqBQA/JPJV4uTnBiULNA7D3h9UuSHABFIpStZvr",
+	"exQQRmoAlhFYHhTCBO287C9gSAQtE8Nk8PIAnhlYZBZgo813VxtlIXkhiFlrQKta0tCsKBYIeZ/KibKA",
+	"/hx9hNRT9fXILBkfpVlarGDh5zyVBU+lyMGjVc92gpFoW3GW5r4JitHxH66u3uwbFgvt48/xuALJYw1/",
+	"vKmXQOxiTMiQTw+PTjoWLXm1gBoxcIFDmRb4wONIAuAsxXGG2LoWgYOpTQJPEnhrKZZybm1fy9Bdp/eq",
+	"TzyS6BQfEVKB8wE7JzlGhVhsHbjoNW9yTW/yoUfyOep0qdEKyXYb8yW0xmdHd3ewihfUCqJerkmApRAi",
+	"m0psEXG29sZqDwPXViAR4wxKF9uczVOtFyIr2CQ12gDTS7TfYpwWZiZlavqBpgk5nJzpVE4zsQfxyARM",
+	"WOoZdJuOBYCR8Uh6XDQtymJF6zW3XgFqd2EmAKtdaR/htyRu27g5nI5IYucGHJFkQo/5AurmpWB6medq",
+	"CueyztCh7QdtaM4JDo1L6q4IOpFIOgESmK2IxRYkORZg7lVrPdfUpjQn7BlIaTNyO2rFts9EDC3yhpGk",
+	"Ilhv3RqG2umyN5bRAA/Ysya2TKiNw0glkGnIr4XTWCJpKRyHg6IdpzGsnNxrIRaQm1RVWmqlvutlvciC",
+	"snQspBYeXzlb8PFM7PW7IUGplUBtt7e3XQ4/d1U+3ad79f6rl8/PLy7PzT3dWTHPvIjeOptqBa0bkWvS",
+	"j7thN4QczYWQfJG2Bq2Dbtg9MFoWL2YgcvZhleBjIyDYW0KORPXC64xRBySuNMSA9a8hlvsZWZHEfWbt",
+	"WgIWAHwYLdHoG1ORDDxBU2m0FslNHZipUXO71ofZnB9fZBkBo6288rvWAJG0D8MDytHEnacLOsPtnXYs",
+	"jR4iATju8jJpDVqvUl2c4XJ74TzbmmiTwYgsGScFWWeCG/Xvy83Epl7iFWOttOLQ4bW5k9b7Wnvxfhhu",
+	"aZRjG+SUz9sd27Uh4WRbW9Qn2rYgH2GnJGhsd4jDa3qZm8a+1xkabundf0ullRrcdHD/TWXTYbjj8P47",
+	"XL/OT0HraJdX+C3GQPVczufcWCdAkiVFP9F+r/NWCSpFTOI9hIN1A5t4bpHwZY1HeP5io2wDc4jVdRzY",
+	"OiZd8zmmCWCKouuxMySdFEEeiZkgEpiSY0FMA5lTXAdRjkFH+O47cBKl2uaXdr/7jp3z8czvpkA56GXn",
+	"f5+CKrmO1Kc/koQRiEpFm8w119zKdWhBYAPP++t3BQCJE7gwUImllpbB/HKUnWpoIvNqr+rggkImbC+S",
+	"VTzjKtjggMXlnyVyoXubLUuFoIJIWGL4ZKGM5oLxenyqn3tcuCRlgFHT6Q3Vc5jhiDv6qsvOpL/2YIsR",
+	"fprdgLg68hiNOMOt/UEHTCo2WeaGQw9AyYEADpR2ZIbS2oj3xO1KuHAHPAmX8ZbrkrA6Hp0YlgEp89UG",
+	"QLQJ+MBIolQqn4eKnOE2YFHZQgZQHO0guGYjIaRPz9h/rcvOkdYi6WoemnqwWWA+S9FI54CdqA15mxPG",
+	"/vv//n+ymCCl49IWLPtA4KGCCQy9K+E+BKCO4ZRFMsXWxjOj9af2vHlLAmqwB4kes3aFuMqYmf+1A92o",
+	"nG5cYkBWKeCNHZtjXXlBWPYnmBoRjHnvZt6FiqQbfyqx16QD/+zWZ2pucT7jQi20I5I2IL0ALK1IOkPv",
+	"qe7G1EYCtcoMZaNZV77NB68wF85SXah8ZfEG3dZd+DjM333HpsocNVxnQvTGDQMlXEIJML200twPrAsZ",
+	"Saz7WRgdHtqYGdsCHhNAD8cUnANpRq0/LFbthKeZZm1zFNVkgkvaYzpgkKuaymkQyUKxntnPzhArEMY8",
+	"x9xkCelz8UdsGZF82v9IwyWgU2IT7vtfaPzJpzigvHuOhfI4bUA3RMc4L4dYKJaIZInKhNHou+xHmEhc",
+	"xZqntoZ4/GWVrVVZiN/mwjuQhFJHG+Z8b2ZsQSRHywKADZ25hf5mTWYMUIxzRYOMkip3ZEYz10P3DOhq",
+	"iHd5PVloSmWLe7tkVnhWMJORkt4a0Q0ibnMzmjbf1lyk4zerMVRf58XgKTsOD4OnYcja2NixM2yQv6wX",
+	"mkufHgeHYQjnp3aC3WOGLFaL2I0VmzRBBRP2dnIfx+Un+PKZ+V/DESPptY4CzcOeipC142fPWBizsRHg",
+	"wnUz6QxxKmaUCGtM0KU8y9QtGSqVgHYM9saHq7O3fz6/uoSFpNMJuzoB98S6i5Sevv8x/bS/zDMwD892",
+	"MCP6/fIZXqfrIbXP5bXG8ffaRGZYp3VDyDYxwkvKnnL2og0WUafJwkE1EBV1l3j7J4Luvsca8DBQK305",
+	"1KLStats0tUL6304ev2wqZXGcejsm/X4ih+329VyohjDTn5r28DipzowfEsfjHPh+bZLcOyqY2ATgrux",
+	"uuoNKw7CcOfun15HrE/VoB1VnNZMut6DTLodLLlmyw14sVHKKIJcazT8So23dEmDNFdiZ1LcwsMCFpOX",
+	"Y/9jmnyKazmm9NOO7S53t4k/feOG5un9d9i2N5MsxdDWYW+H97j++nDD0S6zaeiza27u9++/GeNAtR7S",
+	"cPPpTkOtdLj/coMaOWDVDm4ypD8FLZ8oy9qtdbp+QRlLVlEJKoqJVVSMkQa9CzDJs9Qmu+wwPLSxOCD+",
+	"Ks/Gx5c8u3LmDzeUTNgzSnViv7JX5XBH0vUdJb8RPeDq3k8PwXb3qxH4uOj3+lnBvE4TvzpDKiKcOc8m",
+	"Kp+LxAh1UaKduzDAIcXgFAalKr5P8qWVOCZWC/W0iSal4M+i2EBd4a8nUX4HFPqFlPZnUexCZjW/c9Pb",
+	"yktIR3gBusbCJpXUAtNm04Ruavvt8keCanQTrtmDazDC2VnPJkHNG5+znlXCqkklpCR7Jo7KXQYFmPEj",
+	"Vcw6kaT8UELWqnVOHLKY1LWYuQt9G5xwESBkhB20ItmWlYZAHfDNIOb0lKdyuG6YhqwNavSKcC3Suehg",
+	"pR23lkk3klTwT2fccntd8BVAxmI2YJPNlQtzKBLQ5q37KpI+f7BnAuMJWEdvrC4MYCGtxDWx0XCuIcno",
+	"Ybp+feNren+9XVzv5Piwd9RDqIKH6bWYAbWTXvsrcSGYtUh+L9zo11b1fhttDTNLtEJ3+0O1tn06lhuj",
+	"p68gyOi1TwJZ3QvCMPSchJC1eOtA/busbFVEPVjIWUgeuUha2JQpX2jWjrX4mSBvMWPB5s3rmbqt6n+s",
+	"agltkdY/0NR+tcie159pxxjf5hX8hxf2Zz6lPtH+Ujyu2K9TfCEw/PcFakRjAPHSCsD1ZnCsTWFD8r4b",
+	"NTa/RnBlewNEgihO1wHXObYgQi2i2rsMi+XRNezaV6Lei9XbGu9ea1fXZS9dWg44bGfo3kakZ4T2xHZJ",
+	"4GHfcvCG7Cg8WEvPg+Ql8+CaAddwSq+Efhyl+gHns+ztt8P5fC0hKrLMEJbM6k91WLKmznJ/mJLNZ94c",
+	"keYTsklUASLCjp6F9XA3NaMrIFJulGDMxaJMOEzVXGmHDLHJs/AKYRkexjBs+e0Lm6N97x3vtMgNh7n/",
+	"yldqCg0Kdrn2cllCG95z6d92umjX6QAI827zuSx4XlylkP5+78XnMsFLPy9lx1PWHdRQr7+zau7DHW0Q",
+	"6mvgoABM8tv4mb569s5v65TyEh09DgJM416H1GewjCokGyZfuJy/SLa5HlNqMNWDxnD9MzOAuEOFqAAw",
+	"U0nIwfRUwirGcG78KpXXMSG0RNKFqFkuMg6JqR6IiSqTPBZ8Klg7zkX2LGqB3dyKOwNWzFLtocRAjAGS",
+	"0THJh7xg8XiZa5XHjCfgUSsUG4kyYgveAErpePf2VSXV1zVmKBRrp0Uk0adAabXQg5tQxsF+gGHOoA64",
+	"OlUIAaOtOaWocS6gU43LMIIs/Wqjiy47s+nTsH8FvwafoW2mzyYqr8VBdcGzDDwXxgpp946Y9nMtWaY0",
+	"iZWxklKMqR5EJtZ/ifTDbXfT9TzJP6TGNyk1gjo/iLkex6ztN6ULqJMy0YLKWQxHmLV9G63W9sNcsSEn",
+	"FbhAyxcxtp0wh3vg1qbWwRtRul1dhqSjAuHzwGYDGPN8SFb6xqYMYdg8WuBDldFurhXqIRzj9kKhNYyi",
+	"Bf95WZZZwXGVeKQ5W+TiJlVLDdN6omvsoYqcuvrn8OV/qLuLv1/3Ll68PPzri7Pbv169/Pvkbxv2Aflb",
+	"ZWr3dhn4Qi3jp3prq527o1KF+65wW9QIq2yAY1vaNPWj+ZyUAdcPpqn7imunUsHggY4iteYfZWePXXpk",
+	"uKYX2BXC7MYDLT+/O+QuJt+Cahmb2jv4QfxUNvRNp7weMFv+5//+v/3f5s/+MZLdM/r7QAxZRT7TCbWh",
+	"KvP+icoydasx/PC0//RpZ+DJfsC4IOHf5nC4VbYshJPrmLsbANTfwenTY/b//T+H3X4naJblTi+I5Lu3",
+	"r+qVjf6MSrJ5tgvRVGZvD+vkb02L0Po95yH8Bgnv9yi+GzxUiNNBYS4sl7M9rlFmOLnShhot1zwmZH9N",
+	"/zSEEBT17KIgEdbXalEAZkynkqzKx1jZSTmEXnmv1/FM5ZRmrDGpGvFr0DkcSdKxAf9krd1Q4LC3bS0b",
+	"XId95SrFdaCZptoodYU5SIVa7GFrNCqHQs85vrywcTWqqXJ5bVDNRdmwkUxlBT9/vXEiq/ZNjD9GlidH",
+	"rUHUmketIGrlYpoqCV+IZdT65DWDQx959cHmIWu3eG0C653VmJFNK2shQOwqodI1SOCj6RdUXsAzcMBf",
+	"i1W9kUllFPX0QCALqrjTkWzH++E+jhLBz83f5f32p47XkBIT0mGhKq3sbOdtHE0kaUsg0ppK29Gu3l+y",
+	"UpNI2YzrpXhIqVhuboilbPm41txxWy/aASs76lUb+UFPPdrF6uZUG9wNmH0AjOMM6yOh4hZTaP9O22kL",
+	"Id3JrZiSYERCFxuwKekOMJgAEIlGctg7sAm6Fph5hWdDgUca+oTSIgptvdC25BUvd8WztOmw5wf7eFij",
+	"EhhSMtICo1YAVEAHwFxEBmlqKB1+7dduRTI1p0TG+719nwDpOmi6wmvd/PFhh/tWz/CfWm37FUns+xW1",
+	"OuDWxWXPfSsUl3LOV3g0RjYurtnFC2Ci7fg5KoJ7V6uFGDBfF7zbk0mZG0CkFsmFyJnRwyhT13yEn+F5",
+	"ijowmG81E1C2MlqxOIpkDEH3OIpy8weU8eG9E1tgi0ndAAsC8B8FHwH1lwXE0o4b5kqp/1VpYLiGJSlz",
+	"Rsx6BB4VQ4o7cpfAVqbxQs3TcVpgLlf8MhHzhSqEHK/2/iJWMWGUmBtd32Yhi8hml9+a9bUJ4+YqWHa/",
+	"+6n50jIYMyo45ti7AhuLYZ2WpUZbC2Xx0xDFV5qPZhczLq9phWtlKKwd7/dO9h1wmnlB72kxw72zNcPg",
+	"oLEAw7aPAebQAvZrKUvwDAGem9kq22ZKJasAXwlnygjGSMIVVLDQjuGv3umArR8m5JxwgWXcCJAnvPYy",
+	"rF3cqkjaNk7I7JDsNF9RkTdeCQ+B4JUq1VBzaaextJrIGPK2UikcHdqak4p6gcAAnmClwbrzbVb8wJxR",
+	"eMahm695gWMBHQQcSKmCOUk5ds2hFBqjQOVCO9A3dybP5ViZMQ3Y9O/pIqY2d46fUsMETuk/JCVR84HY",
+	"WiLso0GRcTnrqZxkkHEO6S/WLeXDzvUOoK+qVkqS58qoEQEVvlQ3DivgzQhZu8iXcswLkcA2eS2T2Vkk",
+	"1+YVU1E3+g9hjuCsSBMhi7RYWVHdO9qc6t7spqoqjn8Ff1opWzSfgNsRClwGtjC+f8hmaglo+fY6l0TE",
+	"qvzjWqwi2a4cb4IG6fhClFi7kmNw8cHrak/C3SJcFtARVJ5OU8kz1g97+HKq1KzwpbdikfGVSAbQ2ice",
+	"VsZmHaKoiwCrqrznsN8fgj2GYIu2CgmLwDxwdCx5QdyBGZdJBlFWekZ4Wje1YNH2SkTZPWMzW1cG2p6l",
+	"L6PGZDc5NfpHR3XEpQUvCpGbZ/6vP0XRXT/ci6K7k/P3//TfWju4oIjMXOTXSpL6ITSXDcnvVCNKr9+2",
+	"VAWcykh6x9IeyIZDaGSYhTLAM1Aj8XI1zQA2LV79ILXuLQ3/rDqQL3L+/Ndw6AQfvYnhgbLJf583r6qL",
+	"aN19Cods4Fcckmbm9UpFW7gMB6DgqDheicUhNhh2/9OuFpyRQczaUM70p7Or5z98OL+4evvy/BI1N+SP",
+	"oOOnBdqth72Dh7XbKW0RaAjK717ijaVP1n7R0OGiSVGt5lVsWLpS+R2wNbWO1zVKUnKt1myVECw6tkle",
+	"VcMqdkowKAq6tHjarxdCGjlx0A1t9IgsQgjwmOX/eQluMTXxdCFNATDzLpzVSFS7tQGQGSiEZlxGvyoi",
+	"uTt9DNd0Sg+zB82KCQN9jF4IvfjjOI7kx8ijcTDqd/KstYIIGQT6AQyLgO98D0OdTUStT1/0Pv/ZtZMK",
+	"j4b5/Dr0+0i1Xn7Bnu2U9LBUANuqqcGZfO75uyA8ikpNW+VlSTDWMddEecBmPIHy+k7N6dykwDQ4oUGj",
+	"sRI61U7lsBoLertqb0WV1BuoLeivCFXz6MZAFvzQEML6B6gheym/z9Lp7FstH/tmCsd+zNNClLJtst1J",
+	"bbO79sfYpv1e/CbHiOvATe04TeJOaRfE6N6Kqzkdi1yMRQKQDJD5AFeChlm7EGMvoJ8SwiUionudSEtI",
+	"yKApDaTSLFf8vOSZvcqIBj+FxAy8Ww6YoNrLMLRWkbS/BiyG6ZsPNG5IhSCxqotcFGUlfKamXXYheO7c",
+	"77J0o7q2IUynCcWO2UTcwmXkM7FgKRLbAEbSFqNInufq1lZmpNPZyBh94JMdeC3oy26ayH4QzBGGAj7/",
+	"AqDl51jPDq4psxq1mi9vv1NdbrhzKQAnq5R4RdJWhHUcblzpffDBPKWyWPUIpDUSAM5nISRLyHx/yXwM",
+	"k7LkbGjLzbZVxDunIo7HGL+oG5ktMIQBuzlaMS2MMV5Q8YwR4baqf6ykTnWBoIK0wgPwlJCYoa6rc8El",
+	"mqXgulwsDB2QDwheV8zUcjpzzedVYfthkVWHigrKLWrAde7GujErJ6DAB4HoePk1ahJJb+0bU2bU9Dlx",
+	"gkdImllXXtOkEtMAHCAgzLIgsaTmz2p41ZRxcA8KmWeoHx/uYHyv9VP0oDZq0woQnaKHqSBHm/NA+hvS",
+	"QPDRD8gD8dJAwl3SQNabQ7qE9seeCzz5UaeyW77TF6eo4sDNGVjLBendnwsC6LDBIxvYjW4AM1MimKbB",
+	"hpPPGOx4xvOpEbxjnj/aUMPQDBXoC1JIvqUMm6Z1fYg1YvnnhrzkUu7Umd3vIb9iw5nxYYbX0ruxZ13L",
+	"KRK7bDRqfaW2UXblGxyGhyVw6YUqGKZ0lNap1/hv532zrTobNu1CefkQOKjUNXV0oIR+I/91zcXHBfU0",
+	"F7rJqitrmspvaEZAfovvnOHYFMjp/1tsCXFnrKiNpsQlqC26kopSMybK/G9XOV0pGmmjox8bK9TUGqNx",
+	"euo7a9dtgw5FIozqCZ5uJV3xSYDFYEbtzhRPIlmGll+k2uZKDhgvCj6ezQFAf5Jmwki4ZxGsxB7matmp",
+	"pAlmWnXxa/Tx/TLWN/h11IoxrrYHuHRzXjyjeDVO0qa/1irfXVTbC2qzWkwbNEjmR7QrmncujJoIzcUQ",
+	"Sr8cwVjfgE0l7or9sb4ZAtq/FsWzZTHZexpjQtxh72kITUsBxz0XY5UnECw3Z+PV9673vxkDR3g3PhVU",
+	"4M5SiRo3ZTFYeDuryXbQiEGvC8vVrXkKbGQAAiAgz3hAnuzA+r8D8qcHJBcCL2OBUD4BA0PdmuUyT6VW",
+	"B3El3GwzbgBsDuAraw3R17oS2OVMiyHjEiaNURc3QWi0MFxL4qkkpWi7UxxjOXxcwAYGeLd5rIv5uPb2",
+	"aB2yM8omNJu4zDhL5X+4jHk2FsYQ8ADmMBgH2Gf/FAewvHvmj/8lNpcXfITB6bV9086+sfUKT2KrAKfm",
+	"tD3r/VMPUfOYuzR+At+aJ0sxxdIJWvD4yd4RHYE3TnNDDPCZGF+XQHZcYs8AsHyEhBSyEU+o4xhFyO3B",
+	"XvC8ALs0kvYsY/igZGeiqYbBbPOCT0WluJOMWzxWkbSTqlhdg2pm3FzMVb4qOfrUEJzzjSCDpAZq0sby",
+	"3bq6UCZex/Kl1GQ/ajQ5WYopIoAtYQilordD8irEO420MTM/v1tAIwd/9q6FYI2QoeMcdbVTy6KxqiOS",
+	"tqzDBR8nJMweXtsRybK4A5AMeZotcwEB5/L5M/CJ8ryAaST1qhCXhUgwmoUDBcU8D6yEQZKl3gVlOwSz",
+	"tjKxnWOqFvE57MEfZSS/kzISJzxdIk5dNq4VlRhpN/TA+TEfx+V8VPsq6ZsNPgYyZZu88hTXC+Du919a",
+	"3ODHCcuBfYxa9UjSFvUaIkmPEYFaj25tCIkZPhDVo9aRDUTDxcu9wz5cW0rDqDX4GGHhTtQanHzC0FnD",
+	"RHtfe6JrobbKPI3VvHGan8o2Mry5VbgNwxlWjJ1QGrITXRriq++7fu+9USo5quNrjfesAlcllS/ToiJZ",
+	"3UPY4iAwmxcEQZ0egshQpttC2MSoVX+GWb7A/ItaT5798G9vzt++ennxl7a5/s78TwfyT7csotNHn1/+",
+	"i9VLSt1xyLQQ1S4t0FTUPaHbsHo7FRUHtUhBxXiohQ0b7IiGqOFnGBbIDqIWpaZ2DT+rVcVte+oux8E8",
+	"E8pD/nFgK38nFdZES1VTnLoCUM+2LZb4hI/FlqYs36scGUwMRgr2EUgCxucKuxM0lGZTvyg0liT7KS67",
+	"/hszIhYywT/eb6/iRoWZyq0pQ6Sa3DODBl6kc5u3WiOdtQHen9DWArxrrOZzi0UfsMLraWBbw5ShQ2Of",
+	"OY72hHiuYZbgkiG90fxtPnuKrrUKYbW0l3mDTx4ti0gaPRgPQQkAb6xk6B3Cx9c643qGmeFGwOcq83rp",
+	"GTMflJA4cLN16SqwIHU9BY2ImNCavNtYAvAveBO6S0SWdBnsOewGfBGQHg2p2mrCYtyJmC2ypbaDoT/s",
+	"SyLJvWhHrV6/LWq2hrUzgnsMDbQBv4elxYxwF9uSXisM1+kQq0EwHNoZ2OqjgMUk1MxHkmtAmK4UwVyC",
+	"4o0KY1w9hD8ts8+uE1bg4LBuEYO9wCbTkSy3wwwX6Mcz8Mnpcy1WDomcLP6y+KksSCH7kCMCJvsX2Alc",
+	"bC+NirnkEGMBI6SXbQNv/3TBNCBi2wzDogO046MwtK3djsKwG5bdRPEd0AqcmoCVa1Cmi6vcZpYXdHrg",
+	"jVD5ITWkUAwhY6ycG9QWOdWaGqjPKFUNv6cvPQQkWvUNkcrvkbv9YZZ9PbMM+mKCbbbz1ecgMNf7laIf",
+	"rFDIbMptN2wnqBx22zKA5WIheEHQEQzKtXjG2iitnqH6DdWt+AXk8OZqWYi4Q0X4/RA8ELqGGAU+N4w7",
+	"Qw9/Cqynmu46Oq40OK1Q8rUwrAHkFpSA4Lxw/K6/nK1kgaR5XxX7iQJYlHEMozU2obhbZJB2jHpVo4Vp",
+	"XrRVB3M5f2tdTsu8vv72pL6gpYtVZg3a1pZ4MclEX/jSfoJKgcsCSR0OECEcst42KIRHQUK4Bwfhi4PB",
+	"Vqf66SPtyMBtKbErCFeDUIBPuCpwA5BFa3Bw3KOvbcTVrDP92Dsqf8Mg56f35mf7MqQbmkIlZd0bwGE5",
+	"gsPGEfRD95Z+GPqv77sfjsL+p/cA3bdz8JNY8gbzyZ13j0QaTiaqVwjYBOfqD7imx0EpdYy34dCqCa37",
+	"NnMCL9hkTlDTogbN5lqssOnTaLWTWRHJql3BdjYrKLY3q3Apo3oI2xALywQKMiJ2UlNQPe7cZ2lEct3U",
+	"MLO9FquhS1uHYkbIXPceVsYmjGxRt5L2IpLtUq+1amrAut1uxxVNGhYr7vHx13VvSKuvePk3aFiWIv7Q",
+	"sL41DevLEXGsKDjoBzXhAkqJJxMql2iR36Rj0ZV8Xrmo510j7sYCPWsgfz8PMAaIb1cM3wqvafIJ/CFD",
+	"HjcvpLrghgMutdgiO4yisll0PEcHxOcAiNZyQXw21wFRMlqOrwV5N3QhFnElkE8N/zxpY3TVUt6wNgBr",
+	"uEaUWKOacV3YJ9sCaD0zhm/ewdCxFjD2hQsomdePVvHASYIYL4lJTMwDlCEkj12wOOP5VJhFVwXPNGuD",
+	"wBmt8Kku7GxlKAR06Y0liposRRMW9AdlGkEO0OWYfQ5QFjgAnAV8gY+PZPwxQtUwag2gY0LAItQyzRdQ",
+	"ABSXBfW+f0jZ9pUVzxUt32hlV7IaovcjumhNtKWyvbEAqBm7qFtC7EDmg7cg0GBUC/JpYWvwZZaxtkOs",
+	"QfdWJzCLcI3RFfCamKVmWXoN7rYueyGkFgMLEUDDhuQ0oSkNnLpzCowKwOb9XeTKetawESWmd6PglqKL",
+	"rfUGBKqCe8iThC0XQIIwCkKiJL+OWcdKOQWH1Ezfq1YpzI6kPRgrkOQB2+SdY9xM1zamQK+mvRfA4MQt",
+	"9LqIZPzi/NX51bl7n1pmCcvFXN2ILvtB3UKgHXQvouQakQW+9W22RAB6ka3cx3Skge8fgPp+d1ogNYTM",
+	"61Q6F2UbupQ7AAAOqJoaUgMsRgsW6P/17F8/XF6dXV1+uDyHUlDmn7hqx73RKu5sUI0ugZ/9oRl9gWa0",
+	"LsWx6W+lmyuetmBzJhZrO95cjXr1Tk6PDk6x6ccG10LJ9bf6VXx/w/Fha5e0+ivqVmyxyQ397ziJIaj1",
+	"lPXkC6a12R2ePD04Nf+aZ2dl2NeY222aYIc8btn4eoKcLe6migFXuIt1uySVobcs6ieV+R0cb903sXjY",
+	"rEqfEDz0/klCs29uRasuOOgKKseEy1KkE+hZPVnzviAEBApcGKJdl3lKioGTW0ZoGa1iUrFVMVYlS9EB",
+	"5axGvMVGupg3+/dDcVeptBnGCy5LEnnXAnJfI7ktesHaPLuFQIP3qEEl4EHLUc9rtOvUiaQZpYUxyQno",
+	"w4ei2BRuY+3Yc/CaxfQtkbgz9AI5Ft+GTXO1XKRyWp39E+1iKZC1iDEMq3oNIChCsaGodRSGUasMkFgR",
+	"b36FyAf5CCBfiEB/aOEjGUct82vUijuMQ06iSzds0nLMWrSru1aD0/Dssw31QjUMkgrmSNUtHLTu9qZq",
+	"j760Ig2SMPWfVluBb4ni1MSuI/nwSKq3N/l7OwEbCZ0mpBXYNr0kwvFZO/mEcQB1uJVfzQdMzKs1+Kkq",
+	"ZPCvo2P/L/rRmMA4aGd7m48HQRj0+u+DFmh7jd7fwLu81w+D06dB7/CgvKXBm2xeZlhkyUXttSfHD3Hn",
+	"opKzweTGQf2j2dWP4mP1aq4JQhDF8CbjGEtkPpq/yfzV91Zio8VRFqB4iUjdRij0N/bJX+45QryFDyBh",
+	"S6Skq144CM3/dXv9g8Oj439v1cGTt1de1XorwzipVuZDwlfQljhoLRfJbi//DK+TV75/n9PpLMvs4uv6",
+	"6n/TJ+IxHECLkpQsSbuvNiPfPqcO4WWBNplcmDO+x7VOp9KYdQlrc/bu3csXNyc+QOkmPNjAbyuwp24l",
+	"dDSETI+SVEmgl+QTr7ctrUDsEZDhZtC2N6427bM7lO9C8g8pYgPj8nFbca/Ds3zr5/6B67Wx0aIl0kfq",
+	"Ie5YtWvC39xI3P244/L9w+Rk/pfoFEl9vb3C1gYO6isCD+rr7TBFZEIKglVFjJnH1K3Um/pr+dxsl97d",
+	"/qsAW1VN/2iy9BU7f2+nmB36ftPVzX29HXNyrb3Zhs7e3aZWnxuJJ/xDwtwrYf4wodYbkN9H7Z/pdv+G",
+	"GpB3qY+AT4c2sPYpxrxEZ0ROVG7YeYBBuPWbTj7FbAZ+FWd2lgAEJywBpx1i+GIfcE65H8SrMcMeXLgS",
+	"/HgWMrERLpqQCxz/4FsU9Ei2K0Om0XZKnduvvfNgpRFOtqqwW/djcsPlWOiN3cQfqpnf00+8zixOHsoA",
+	"HrmL+LfAME+28Mve4ADefXx0eNDvPSK/pNbn/6B8879kq/R7Gf2yUa2Byvd6wgi0F8H+y0SsA8ZZXCXd",
+	"uIx5zwWXLsmvbTgu1O8YTmvboOf4JihqHBsGaLh7Bi51Icv3sNGKKci+VdIWmyNrZQkveJddqUgi38e8",
+	"CuSXPFNSBOzN2dXzH+5hdVu9IJHE6pPH94JEcosb5B085fHdIHs3/V/bE/JNst1N6/AbsF564R+s93fM",
+	"eolr7uJ80ILn45nYNQqh+Y1IGN5Uw3KqduuFUC1r22S0AYv/3aHHxDzuoCcXcZq67EJhk1qodLP+BsxU",
+	"c0l0kM5zfvb2+Q/nlx/enL/98Obt638+f34VMzsH1oaMg0h66COGndoHXosVgY/aXmGlRAF23z4MDzC6",
+	"XkU57QwZL2FcG8BGS5t5Q3faS7vM97T+qLgjIafNX3GKYxtpVgxZWmD3FgQRa4bQ3M6FmgKuHpLeQzyO",
+	"779SrOn4KjzdzGlP+OF4rzfqJ3sn4mCy95QfjvaOxsfJiXg6OeXhaJ3TIiKM/kzIQFwrqgMaILjM2cUL",
+	"m6s48NVoowJ8oBwZjM9u4uYNc/yMkBaS2K5p1CXlVwksMKfXrNkfvor1aBjfuGweg3VfbekMCSUZnBJz",
+	"Sm760HiZ2UiLE51qo3cikFat/hq+RqZnr3ZMCLOcUtB5JXDhXIu6fhjJeJ9udFmnFtrCMFhSx5FnNgoH",
+	"8EPQU09dm8AaTyUIfGL8uzN8H21qR07d77vUz/2SEcR1aaFho+zrAGmqJjqaBcdOsUyXDvyrxjKJTTye",
+	"Dv9bctSdlV6c9a8dMP2vKrwetiubRBQxEuiRYZjtF8Vk8WEBi53G2xiSdT/uuEH/ODA5OxgquF3PlZxk",
+	"6fhb7c+Bg/xmunRcApQLkV+zluCbYQ+KAfsqSNdYH1bwx5tCvx7z3yXy653A3ybUe7jrfn9L4Vt/Wzbp",
+	"hffGcKt72xTItRzt3jgutVGlnhlVy/aJ1W4Y19dUlEO6p6cHDahLdSa4GZ/rf6smrPI0/YSlSWOw5s+i",
+	"2ER74R+S9jeXtD6x/Q5O+KPEnXc5pg8LPpOS+S3FnlkbPXGBtfwCFldILh5iJQaVtlIFiW9wRHItQmFo",
+	"BnpRE5CW0pje/+b15RVzsiy2wM2libqzVRnYHvL3W5VgUlbC2JH8kjg2a8eeRej46cAYljQKBOHCnkDO",
+	"R7hrnLsipzfFtR9opd0X1q4ymafHhw82nX7twPY/CkOHtd7M0Xvh54ZxtnN0G0D//fD034kF8m2E0u+X",
+	"XcaouOmBA7A1+AiPE+NlnhYrkGQjwXORny2LWWvw0/tPWLN0szkmQY12gYXCZ40NUhyyejue82sjFWSM",
+	"QDWgx7JZUSwG+/u9/kk37Ibd3uBp+DSE6t1lnhmDG2Qljb/+YlvHAv42r9JmiNYIYha6nipkGNkM1e5a",
+	"SEM31CK/Uh7Er8XlTyXjWban8j3SdLHHopEbkHLAoR79Wqy0wLCV/zJY8fUXXda87LyWzZAA6mVq32H2",
+	"e/s8i5mYd/06Odr6BkS+TEBvgUxgSX6aY6s7HbBZqgtFXYqkKtIJ8ekHvZqb5ze9+PVCyCuRiTlAakPa",
+	"cCoB4qL9+urVm/0frq7edLA76+WLv1ATBGgKQZ3qn6ssE+NC5d7bVJEtWp/ef/r/AwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -38,6 +38,7 @@ func runContract(t *testing.T, open storeOpener) {
 		{"SavedSearchesRoundTrip", testSavedSearchesRoundTrip},
 		{"SavedSearchErrors", testSavedSearchErrors},
 		{"DeleteProjectDeletesSearches", testDeleteProjectDeletesSearches},
+		{"AlertsThroughTheAPI", testAlertsThroughTheAPI},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

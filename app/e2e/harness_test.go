@@ -71,6 +71,7 @@ func openSQLiteStore(t *testing.T) server.Store { return storetest.OpenSQLite(t)
 // Every response the clients receive is validated against openapi.yaml.
 type env struct {
 	t      *testing.T
+	svc    *server.Server
 	url    string
 	store  server.Store
 	client *rest.ClientWithResponses
@@ -80,19 +81,25 @@ type env struct {
 
 func newEnv(t *testing.T, open storeOpener, tweak func(*server.Config)) *env {
 	t.Helper()
+	return newEnvWith(t, open, tweak, server.Deps{})
+}
+
+// newEnvWith is newEnv with the parts a test replaces (a clock).
+func newEnvWith(t *testing.T, open storeOpener, tweak func(*server.Config), d server.Deps) *env {
+	t.Helper()
 	cfg := server.DefaultConfig()
 	if tweak != nil {
 		tweak(&cfg)
 	}
 	st := open(t)
-	_, srv := servetest.Serve(t, cfg, st, nil)
+	svc, srv := servetest.ServeWith(t, cfg, st, nil, d)
 	tr := apitest.NewTransport(t, nil)
 	hc := &http.Client{Transport: tr}
 	c, err := rest.NewClientWithResponses(srv.URL, rest.WithHTTPClient(hc))
 	if err != nil {
 		t.Fatalf("client: %v", err)
 	}
-	return &env{t: t, url: srv.URL, store: st, client: c, http: hc, tr: tr}
+	return &env{t: t, svc: svc, url: srv.URL, store: st, client: c, http: hc, tr: tr}
 }
 
 // newEnvWithProject is newEnv with the default configuration and one project, "p", created
@@ -899,3 +906,49 @@ func (f fixedRandom) IntN(n int) int { return f.n % n }
 
 // maxProblemBytes bounds every error answer, however bad the request.
 const maxProblemBytes = 64 << 10
+
+// hookReceiver is a local receiver of alert notifications (webhook and Slack alike): it keeps
+// each request's path, Authorization header and body, in order.
+type hookReceiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []hookRequest
+	addr string
+}
+
+type hookRequest struct {
+	Path, Authorization string
+	Body                []byte
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	t.Helper()
+	h := &hookReceiver{}
+	h.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		h.mu.Lock()
+		h.got = append(h.got, hookRequest{Path: r.URL.Path, Authorization: r.Header.Get("Authorization"), Body: b})
+		h.mu.Unlock()
+		_, _ = io.WriteString(w, "ok")
+	}))
+	t.Cleanup(h.Close)
+	h.addr = h.Listener.Addr().String()
+	return h
+}
+
+// requests returns what the receiver got on path, in order.
+func (h *hookReceiver) requests(path string) []hookRequest {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []hookRequest
+	for _, r := range h.got {
+		if r.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"example.com/obsvc/app/server"
 )
 
 // TestOgenClient generates a client from openapi.yaml with ogen (pinned in
@@ -41,7 +43,7 @@ func TestOgenClient(t *testing.T) {
 
 	for _, s := range []namedStore{{"sqlite", openSQLiteStore}, {"postgres", openPostgresStore}} {
 		t.Run(s.name, func(t *testing.T) {
-			e := newEnv(t, s.open, nil)
+			e := newEnv(t, s.open, func(c *server.Config) { c.AlertTargets = "127.0.0.1" })
 			run := exec.CommandContext(ctx, bin)
 			run.Env = append(os.Environ(), "OBSVC_URL="+e.url)
 			t.Logf("%s", runCmd(t, run))

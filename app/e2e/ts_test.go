@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"example.com/obsvc/app/server"
 )
 
 // TestTypeScriptClients runs api/ts's node tests (every REST operation through the generated
@@ -31,7 +33,7 @@ func TestTypeScriptClients(t *testing.T) {
 			t.Fatalf("npm ci: %v\n%s", err, out)
 		}
 	}
-	e := newEnv(t, openSQLiteStore, nil)
+	e := newEnv(t, openSQLiteStore, func(c *server.Config) { c.AlertTargets = "127.0.0.1" })
 	run := exec.CommandContext(ctx, node, "--test", "test/")
 	run.Dir = dir
 	run.Env = append(os.Environ(), "OBSVC_URL="+e.url)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"example.com/obsvc/adapters/httpapi"
+	"example.com/obsvc/adapters/notify"
 	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/tailhub"
 	"example.com/obsvc/adapters/twirpapi"
@@ -44,70 +45,88 @@ type Config struct {
 	MaxQueryDepth   int
 	MaxQueryTerms   int
 	MaxSearches     int
-	TwirpMaxBody    int64
-	OTLPMaxBody     int64
-	OTLPMaxDecodes  int
-	OTLPMaxDecPer   int
-	AllowOpen       bool
-	WriteRate       float64
-	WriteBurst      int
-	ReadHeaderTO    time.Duration
-	ReadTO          time.Duration
-	WriteTO         time.Duration
-	StallTO         time.Duration
-	ExportPageSize  int
-	IdleTO          time.Duration
-	RetentionDays   int
-	RetentionEvery  time.Duration
-	RetentionBatch  int
-	RetentionDuty   float64
-	MaxTails        int
-	MaxTailsTotal   int
-	TailPoll        time.Duration
-	TailHeartbeat   time.Duration
-	TailCoalesce    time.Duration
+	MaxAlerts       int
+	// AlertTargets is ALERT_TARGETS: the hosts (host, host:port, *.suffix) alert targets may
+	// name; empty: none.
+	AlertTargets string
+	// PublicURL is PUBLIC_URL, where notifications' explorer links point; AlertConnectTO and
+	// AlertTimeout bound a delivery's connection and the whole of it.
+	PublicURL      string
+	AlertConnectTO time.Duration
+	AlertTimeout   time.Duration
+	// AlertEvalEvery is how often an instance looks for due alert rules; AlertDeliverEvery how
+	// often it sends undelivered notifications.
+	AlertEvalEvery    time.Duration
+	AlertDeliverEvery time.Duration
+	TwirpMaxBody      int64
+	OTLPMaxBody       int64
+	OTLPMaxDecodes    int
+	OTLPMaxDecPer     int
+	AllowOpen         bool
+	WriteRate         float64
+	WriteBurst        int
+	ReadHeaderTO      time.Duration
+	ReadTO            time.Duration
+	WriteTO           time.Duration
+	StallTO           time.Duration
+	ExportPageSize    int
+	IdleTO            time.Duration
+	RetentionDays     int
+	RetentionEvery    time.Duration
+	RetentionBatch    int
+	RetentionDuty     float64
+	MaxTails          int
+	MaxTailsTotal     int
+	TailPoll          time.Duration
+	TailHeartbeat     time.Duration
+	TailCoalesce      time.Duration
 }
 
 // DefaultConfig is the configuration of a service started without flags or environment.
 func DefaultConfig() Config {
 	return Config{
-		Addr:            ":8080",
-		LogLevel:        "info",
-		ShutdownTimeout: 15 * time.Second,
-		RequestTimeout:  time.Minute,
-		MaxBodyBytes:    httpapi.DefaultMaxBodyBytes,
-		MaxBatchEntries: domain.DefaultLimits().MaxBatchEntries,
-		MaxAttributes:   domain.DefaultLimits().MaxAttributes,
-		MaxAttrKeyChars: domain.DefaultLimits().MaxAttributeKeyChars,
-		MaxAttrBytes:    domain.DefaultLimits().MaxAttributesBytes,
-		IdemWindow:      domain.DefaultLimits().IdempotencyWindow,
-		MemoryLimit:     100 << 20,
-		MaxInFlight:     64,
-		MaxInFlightPer:  16,
-		ReadShareWait:   domain.DefaultLimits().ReadShareWait,
-		MaxQueryChars:   domain.DefaultLimits().Query.MaxChars,
-		MaxQueryDepth:   domain.DefaultLimits().Query.MaxDepth,
-		MaxQueryTerms:   domain.DefaultLimits().Query.MaxTerms,
-		MaxSearches:     domain.DefaultLimits().MaxSearchesPerProject,
-		TwirpMaxBody:    twirpapi.DefaultMaxBodyBytes,
-		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
-		OTLPMaxDecodes:  otlpapi.DefaultMaxDecodes,
-		OTLPMaxDecPer:   otlpapi.DefaultMaxDecodesPerClient,
-		WriteBurst:      20,
-		ReadHeaderTO:    10 * time.Second,
-		ReadTO:          time.Minute,
-		WriteTO:         5 * time.Minute,
-		StallTO:         httpapi.DefaultStallTimeout,
-		ExportPageSize:  domain.DefaultLimits().DefaultPageSize,
-		IdleTO:          2 * time.Minute,
-		RetentionEvery:  time.Minute,
-		RetentionBatch:  5000,
-		RetentionDuty:   0.05,
-		MaxTails:        tailhub.DefaultOptions().MaxPerKey,
-		MaxTailsTotal:   tailhub.DefaultOptions().MaxTotal,
-		TailPoll:        tailhub.DefaultOptions().Poll,
-		TailHeartbeat:   httpapi.DefaultTailHeartbeat,
-		TailCoalesce:    tailhub.DefaultOptions().Coalesce,
+		Addr:              ":8080",
+		LogLevel:          "info",
+		ShutdownTimeout:   15 * time.Second,
+		RequestTimeout:    time.Minute,
+		MaxBodyBytes:      httpapi.DefaultMaxBodyBytes,
+		MaxBatchEntries:   domain.DefaultLimits().MaxBatchEntries,
+		MaxAttributes:     domain.DefaultLimits().MaxAttributes,
+		MaxAttrKeyChars:   domain.DefaultLimits().MaxAttributeKeyChars,
+		MaxAttrBytes:      domain.DefaultLimits().MaxAttributesBytes,
+		IdemWindow:        domain.DefaultLimits().IdempotencyWindow,
+		MemoryLimit:       100 << 20,
+		MaxInFlight:       64,
+		MaxInFlightPer:    16,
+		ReadShareWait:     domain.DefaultLimits().ReadShareWait,
+		MaxQueryChars:     domain.DefaultLimits().Query.MaxChars,
+		MaxQueryDepth:     domain.DefaultLimits().Query.MaxDepth,
+		MaxQueryTerms:     domain.DefaultLimits().Query.MaxTerms,
+		MaxSearches:       domain.DefaultLimits().MaxSearchesPerProject,
+		MaxAlerts:         domain.DefaultLimits().MaxAlertsPerProject,
+		AlertEvalEvery:    2 * time.Second,
+		AlertDeliverEvery: time.Second,
+		AlertConnectTO:    notify.DefaultConnectTimeout,
+		AlertTimeout:      notify.DefaultTimeout,
+		TwirpMaxBody:      twirpapi.DefaultMaxBodyBytes,
+		OTLPMaxBody:       otlpapi.DefaultMaxBodyBytes,
+		OTLPMaxDecodes:    otlpapi.DefaultMaxDecodes,
+		OTLPMaxDecPer:     otlpapi.DefaultMaxDecodesPerClient,
+		WriteBurst:        20,
+		ReadHeaderTO:      10 * time.Second,
+		ReadTO:            time.Minute,
+		WriteTO:           5 * time.Minute,
+		StallTO:           httpapi.DefaultStallTimeout,
+		ExportPageSize:    domain.DefaultLimits().DefaultPageSize,
+		IdleTO:            2 * time.Minute,
+		RetentionEvery:    time.Minute,
+		RetentionBatch:    5000,
+		RetentionDuty:     0.05,
+		MaxTails:          tailhub.DefaultOptions().MaxPerKey,
+		MaxTailsTotal:     tailhub.DefaultOptions().MaxTotal,
+		TailPoll:          tailhub.DefaultOptions().Poll,
+		TailHeartbeat:     httpapi.DefaultTailHeartbeat,
+		TailCoalesce:      tailhub.DefaultOptions().Coalesce,
 	}
 }
 
@@ -199,6 +218,7 @@ func (c Config) Limits() domain.Limits {
 	l.ReadShareWait = c.ReadShareWait
 	l.Query = domain.QueryLimits{MaxChars: c.MaxQueryChars, MaxDepth: c.MaxQueryDepth, MaxTerms: c.MaxQueryTerms}
 	l.MaxSearchesPerProject = c.MaxSearches
+	l.MaxAlertsPerProject = c.MaxAlerts
 	return l
 }
 

@@ -52,6 +52,9 @@ type Server struct {
 	// SweepPace paces the retention sweep for the store (see Config.RetentionPace).
 	SweepPace domain.SweepPace
 	cfg       Config
+	// holder names this instance as the evaluator of the alert rules it leases.
+	holder string
+	now    func() time.Time
 }
 
 // Deps are the parts of the service a test may replace; zero fields take the real ones.
@@ -70,8 +73,12 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 	limits.MaxReadsPerKey = cfg.ReadShare(st.Pools(), runtime.GOMAXPROCS(0))
 	names := httpapi.Names()
 	names.Project = otlpapi.ProjectHeader
+	notifier, err := cfg.notifier(log)
+	if err != nil {
+		return nil, err
+	}
 	opts := domain.Options{Limits: limits, NewID: NewID, Now: d.Now, Rand: d.Rand, TailStartTimeout: cfg.RequestTimeout,
-		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait), Names: names}
+		ReadShares: readshare.New(limits.MaxReadsPerKey, limits.ReadShareWait), Names: names, Notifier: notifier}
 	closeTails := func() {}
 	if ts, ok := st.(tailhub.Store); ok {
 		hub := tailhub.New(ts, cfg.tailOptions())
@@ -140,7 +147,16 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 	}
 	var once sync.Once
 	return &Server{Core: core, Keys: keys, Metrics: m, Handler: handler, log: log,
-		StopTails: func() { once.Do(func() { close(stopTails) }) }, closeTails: closeTails, SweepPace: cfg.RetentionPace(st), cfg: cfg}, nil
+		StopTails: func() { once.Do(func() { close(stopTails) }) }, closeTails: closeTails, SweepPace: cfg.RetentionPace(st), cfg: cfg,
+		holder: NewID(), now: orNow(d.Now)}, nil
+}
+
+// orNow is now, or the wall clock when nil.
+func orNow(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
 }
 
 // TailPath is the live tail's route: a stream held open for as long as the client reads.
@@ -248,6 +264,8 @@ func (s *Server) Start(ctx context.Context) (stop func(), err error) {
 	}
 	jobs.Go(func() { s.sweepIdempotency(bgCtx) })
 	jobs.Go(func() { s.sweepRetention(bgCtx, s.cfg.RetentionEvery) })
+	jobs.Go(func() { s.evaluateAlerts(bgCtx) })
+	jobs.Go(func() { s.deliverAlerts(bgCtx) })
 	for _, p := range []sidePort{
 		{"metrics", "METRICS_ADDR", s.cfg.MetricsAddr, metricsMux(s.Metrics)},
 		{"pprof", "PPROF_ADDR", s.cfg.PprofAddr, pprofMux()},
@@ -293,6 +311,42 @@ func every(ctx context.Context, interval time.Duration, fn func()) {
 			fn()
 		}
 	}
+}
+
+// evaluateAlerts evaluates the alert rules that are due, those whose lease this instance
+// takes, every ALERT_EVAL_INTERVAL until ctx ends. A failure is logged and counted; the rule is
+// due again at once.
+func (s *Server) evaluateAlerts(ctx context.Context) {
+	every(ctx, s.cfg.AlertEvalEvery, func() {
+		rep, err := s.Core.EvaluateDue(ctx, s.holder, s.now())
+		if ctx.Err() != nil {
+			return // stopped by shutdown: not a failure
+		}
+		s.Metrics.AlertsEvaluated(rep.Evaluated, rep.Failed, rep.Durations)
+		if err != nil {
+			s.log.Warn("alert evaluation", "err", err)
+		}
+		for _, err := range rep.Errs {
+			s.log.Warn("alert evaluation", "err", err)
+		}
+	})
+}
+
+// deliverAlerts sends undelivered notifications every ALERT_DELIVER_INTERVAL until ctx ends.
+func (s *Server) deliverAlerts(ctx context.Context) {
+	every(ctx, s.cfg.AlertDeliverEvery, func() {
+		rep, err := s.Core.DeliverOutbox(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.Metrics.AlertsDelivered(rep.Sent, rep.Failed, rep.Pending)
+		if err != nil {
+			s.log.Warn("alert delivery", "err", err)
+		}
+		for _, err := range rep.Errs {
+			s.log.Info("alert delivery", "err", err)
+		}
+	})
 }
 
 // SingleWriterSweepBatch caps RETENTION_BATCH on a store with one writer (SQLite): a batch

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Open, opts ...Option) {
 	runRetention(t, open, &o)
 	runSearch(t, open)
 	runSavedSearches(t, open)
+	runAlerts(t, open)
 	runContext(t, open)
 }
 

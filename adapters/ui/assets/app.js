@@ -4,6 +4,7 @@
 import { ApiError, apiKey, download, getJSON, nextLink, setApiKey, tail } from './api.js';
 import { Histogram, colorFor, stepFor } from './chart.js';
 import { quoteValue, setupQueryBar } from './query.js';
+import { setupAlerts } from './alerts.js';
 import { setupSearches } from './searches.js';
 import { fmtTime, fromInput, setTzMode, toInput, tzMode, zoneLabel } from './time.js';
 import { setupViews } from './views.js';
@@ -223,6 +224,7 @@ function setupForm() {
   window.addEventListener('popstate', () => { readURL(); $('query').value = state.query; showState(); reload(); });
   setupQueryBar({ $, el, state, range, query, apply });
   setupSearches({ $, el, state, rangeSeconds, open: openSearch });
+  setupAlerts({ $, el, state, rangeSeconds, fmtTime });
   $('reset').addEventListener('click', () => {
     Object.assign(state, { query: '', q: '', user: '', subject: '', trace: '', levels: [] });
     showState();

@@ -149,6 +149,163 @@ export interface paths {
         patch: operations["patchSearch"];
         trace?: never;
     };
+    "/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a project's alert rules
+         * @description Returns every alert rule of the project with its state and last evaluation, ordered by
+         *     `name` (bytewise), then `id`. Not paged: a project holds at most
+         *     `MAX_ALERTS_PER_PROJECT` rules (100 by default). A project key lists its own project's
+         *     only (403 for another project); a project that does not exist is a 404.
+         */
+        get: operations["listAlerts"];
+        put?: never;
+        /**
+         * Create an alert rule
+         * @description Creates an alert rule of a project, in state `ok`, with a server-assigned id (a
+         *     UUIDv7); it is first evaluated at once, then every `interval_seconds`.
+         *
+         *     **What is counted.** Each evaluation counts exactly the project's entries matching the
+         *     rule's query (`query`, or the query of the saved search `search_id` names, as it is at
+         *     the time of the evaluation) whose `time` lies in the window `[window_end -
+         *     window_seconds, window_end)`: `window_end` is the evaluation's time rounded down to a
+         *     whole second (Unix ms), the start inclusive, the end exclusive. An evaluation looks back
+         *     exactly `window_seconds` from its `window_end`, no further: an entry sent late (after a
+         *     window holding its `time` was evaluated) is counted by the next evaluation whose window
+         *     holds its `time`, and by none if every such window has been evaluated already. Entries
+         *     past the project's retention are not counted.
+         *
+         *     **States.** `ok` → `pending` when the condition first holds; `pending` → `firing` once
+         *     it has held in every evaluation for `for_seconds` (`window_end` minus the `window_end`
+         *     of the first evaluation where it held); with `for_seconds` 0 the rule goes from `ok` to
+         *     `firing` in one transition. `pending` → `ok` when it stops holding (not notified);
+         *     `firing` → `ok` is the resolve. Every transition is kept in the history, numbered.
+         *
+         *     **Notifications** go to every target on firing and on resolve, at least once, in
+         *     order per rule and target, retried while the receiver fails (backoff from 1 s, doubling,
+         *     to 1 min); each carries an id, `{rule id}/{firing start, Unix ms}/{firing|resolved}`,
+         *     the same in every retry, for a receiver to deduplicate on. While `silenced_until` is
+         *     after an evaluation's `window_end`, the rule is evaluated and its history kept as ever,
+         *     but a firing that begins is notified neither then nor when it resolves; a firing
+         *     notified before the silence is still resolved with a notification.
+         *
+         *     **Rules.** Exactly one of `search_id` (a saved search of the project) and `query`;
+         *     `window_seconds` 1 to 604,800 (7 days); `interval_seconds` 10 to 86,400;
+         *     `for_seconds` 0 to 604,800; `op` one of `>`, `>=`, `<`, `<=`, `==`, on a
+         *     `threshold` of at least 0 (`== 0` catches silence); 1 to 10 targets, each allowed by
+         *     the server's `ALERT_TARGETS` (a target it refuses is a 400 naming `/targets/{i}/url`).
+         *     A project that does not exist is a 422 naming `/project_id`; one that already holds
+         *     `MAX_ALERTS_PER_PROJECT` rules a 409. A project key creates rules of its own project
+         *     only (403 for another).
+         */
+        post: operations["createAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/alerts/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an alert rule
+         * @description Returns one rule with its state and last evaluation. An id that names no rule, malformed
+         *     ones included, is a 404, and so is another project's rule asked for with a project key.
+         */
+        get: operations["getAlert"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an alert rule
+         * @description Deletes the rule, its history and its undelivered notifications. 404 as `GET`.
+         */
+        delete: operations["deleteAlert"];
+        options?: never;
+        head?: never;
+        /**
+         * Change some of an alert rule
+         * @description Applies a JSON merge patch (RFC 7396, `application/merge-patch+json`): only the members
+         *     the patch names change; none may be null. Naming `search_id` or `query` (not both)
+         *     replaces what the rule counts; `targets` replaces every target, so their secrets
+         *     (never returned) are sent again; `silenced_until` 0 (or any past time) ends a silence.
+         *     The state and history stay; a changed `interval_seconds` reschedules the next
+         *     evaluation. The rules are those of `POST /alerts`. 404 as `GET`.
+         */
+        patch: operations["patchAlert"];
+        trace?: never;
+    };
+    "/alerts/{id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * An alert rule's transitions
+         * @description Lists the rule's last 1,000 transitions, newest first. Transitions are numbered from 1
+         *     without gaps (`seq`), so a missing one shows. 404 as `GET /alerts/{id}`.
+         */
+        get: operations["getAlertHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/alerts/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a sample notification
+         * @description Sends a sample notification (state `firing`, marked as a sample, no entries) to each of
+         *     the rule's targets, one after the other, and reports each receiver's answer. It changes
+         *     nothing stored and is not retried. 404 as `GET /alerts/{id}`; 503 when the server sends
+         *     no notifications.
+         */
+        post: operations["testAlert"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/logs": {
         parameters: {
             query?: never;
@@ -879,6 +1036,180 @@ export interface components {
          * @example 3600
          */
         SearchRange: number;
+        /** @description The comparison of the window's exact count with `threshold`. */
+        AlertCondition: {
+            /**
+             * @example >
+             * @enum {string}
+             */
+            op: ">" | ">=" | "<" | "<=" | "==";
+            /**
+             * Format: int64
+             * @example 10
+             */
+            threshold: number;
+        };
+        /**
+         * @description Where a rule's notifications go: `webhook` (the generic JSON document), `slack` (a
+         *     Slack incoming webhook: its URL is its secret) or `alertmanager` (the base URL of a
+         *     Prometheus Alertmanager; its v2 API is posted to). `bearer_token`, when given, is sent
+         *     as `Authorization: Bearer`. Neither the token nor a Slack URL is ever returned.
+         */
+        AlertTargetInput: {
+            /** @enum {string} */
+            type: "webhook" | "slack" | "alertmanager";
+            /** @example https://hooks.example.com/obsvc */
+            url: string;
+            bearer_token?: string;
+        };
+        /**
+         * @description A target as the server returns it, its secrets left out: `url` is the scheme and host
+         *     only for `slack`, and for the others the URL without user information, query and
+         *     fragment; `bearer_token_set` says whether a token is kept.
+         */
+        AlertTarget: {
+            /** @enum {string} */
+            type: "webhook" | "slack" | "alertmanager";
+            /** @example https://hooks.example.com/obsvc */
+            url: string;
+            bearer_token_set: boolean;
+        };
+        /**
+         * @description 1 to 200 characters, neither beginning nor ending with white space.
+         * @example checkout errors
+         */
+        AlertName: string;
+        /** @description What a client sets when it creates a rule; exactly one of `search_id` and `query`. */
+        AlertInput: {
+            /** @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f */
+            project_id: string;
+            name: components["schemas"]["AlertName"];
+            /** @description A saved search of the project whose query the rule counts. */
+            search_id?: string;
+            query?: components["schemas"]["SearchQuery"];
+            /**
+             * Format: int32
+             * @example 300
+             */
+            window_seconds: number;
+            /**
+             * Format: int32
+             * @example 60
+             */
+            interval_seconds: number;
+            /**
+             * Format: int32
+             * @description How long the condition must hold before the rule fires; 0 when left out.
+             */
+            for_seconds?: number;
+            condition: components["schemas"]["AlertCondition"];
+            targets: components["schemas"]["AlertTargetInput"][];
+            /**
+             * Format: int64
+             * @description Unix ms until which the rule is silenced; 0 (when left out) not silenced.
+             */
+            silenced_until?: number;
+        };
+        /** @description A JSON merge patch (RFC 7396) of a rule; none of its members may be null. */
+        AlertPatch: {
+            name?: components["schemas"]["AlertName"];
+            search_id?: string;
+            query?: components["schemas"]["SearchQuery"];
+            /** Format: int32 */
+            window_seconds?: number;
+            /** Format: int32 */
+            interval_seconds?: number;
+            /** Format: int32 */
+            for_seconds?: number;
+            condition?: components["schemas"]["AlertCondition"];
+            targets?: components["schemas"]["AlertTargetInput"][];
+            /** Format: int64 */
+            silenced_until?: number;
+        };
+        /** @enum {string} */
+        AlertState: "ok" | "pending" | "firing";
+        /** @description The last evaluation of a rule (times Unix ms). */
+        AlertEvaluation: {
+            /** Format: int64 */
+            time: number;
+            /** Format: int64 */
+            count: number;
+            /** Format: int64 */
+            window_start: number;
+            /** Format: int64 */
+            window_end: number;
+        };
+        /** @description An alert rule as the server keeps it, with its state; secrets left out. */
+        Alert: {
+            /** @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c */
+            id: string;
+            project_id: string;
+            name: string;
+            /** @description Present when the rule counts a saved search's query. */
+            search_id?: string;
+            /** @description Present when the rule counts a query of its own. */
+            query?: string;
+            /** Format: int32 */
+            window_seconds: number;
+            /** Format: int32 */
+            interval_seconds: number;
+            /** Format: int32 */
+            for_seconds: number;
+            condition: components["schemas"]["AlertCondition"];
+            targets: components["schemas"]["AlertTarget"][];
+            /** Format: int64 */
+            silenced_until: number;
+            state: components["schemas"]["AlertState"];
+            last_evaluation?: components["schemas"]["AlertEvaluation"];
+            /**
+             * Format: int64
+             * @description When the rule is due for its next evaluation, Unix ms.
+             */
+            next_evaluation: number;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        /**
+         * @description One change of a rule's state; times Unix ms, as entries' `time`. `count` is the exact
+         *     count of the window `[window_start, window_end)` that made the change.
+         */
+        AlertTransition: {
+            /** Format: int64 */
+            seq: number;
+            /** Format: int64 */
+            time: number;
+            from: components["schemas"]["AlertState"];
+            to: components["schemas"]["AlertState"];
+            /** Format: int64 */
+            count: number;
+            /** Format: int64 */
+            window_start: number;
+            /** Format: int64 */
+            window_end: number;
+        };
+        /** @description A receiver's answer to a sample notification. */
+        AlertTestResult: {
+            /**
+             * Format: int32
+             * @description The target's index in the rule's targets.
+             */
+            target: number;
+            /** @enum {string} */
+            type: "webhook" | "slack" | "alertmanager";
+            /** @description The receiver answered 2xx. */
+            ok: boolean;
+            /**
+             * Format: int32
+             * @description The HTTP status it answered; 0 when it did not answer.
+             */
+            status: number;
+            /** @description The first bytes of its answer. */
+            body: string;
+            /** @description Why the delivery failed, when it did. */
+            error?: string;
+        };
         /** @description What a client sets when it saves a search; no other member is accepted. */
         SearchInput: {
             /**
@@ -1206,6 +1537,43 @@ export interface components {
             };
         };
         /**
+         * @description No alert rule has this id, or (asked with a project key) the rule belongs to another
+         *     project: the two are not told apart.
+         */
+        AlertNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Not Found",
+                 *       "status": 404,
+                 *       "detail": "no alert rule with id \"01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c\""
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The project already holds the most alert rules it may (`MAX_ALERTS_PER_PROJECT`, 100 by default); nothing was changed. */
+        AlertConflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Conflict",
+                 *       "status": 409,
+                 *       "detail": "the project holds 100 alert rules, the most it may; delete one first"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description No saved search has this id, or (asked with a project key) the search belongs to another
          *     project: the two are not told apart.
          */
@@ -1403,6 +1771,11 @@ export interface components {
          * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
          */
         ProjectID: string;
+        /**
+         * @description The alert rule's id.
+         * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+         */
+        AlertID: string;
         /**
          * @description The saved search's id.
          * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0b
@@ -2014,6 +2387,258 @@ export interface operations {
             409: components["responses"]["SearchConflict"];
             413: components["responses"]["TooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAlerts: {
+        parameters: {
+            query: {
+                /**
+                 * @description The project whose rules are meant; it must exist.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                project_id: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The project's rules, by name. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alert"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "project_id": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                 *       "name": "checkout errors",
+                 *       "query": "level:error AND subject:checkout",
+                 *       "window_seconds": 300,
+                 *       "interval_seconds": 60,
+                 *       "for_seconds": 120,
+                 *       "condition": {
+                 *         "op": ">",
+                 *         "threshold": 10
+                 *       },
+                 *       "targets": [
+                 *         {
+                 *           "type": "webhook",
+                 *           "url": "https://hooks.example.com/obsvc",
+                 *           "bearer_token": "s3cret"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlertInput"];
+            };
+        };
+        responses: {
+            /** @description The rule was created. */
+            201: {
+                headers: {
+                    /**
+                     * @description The path of the new rule, `/alerts/{id}`.
+                     * @example /alerts/01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                     */
+                    Location: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alert"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["AlertConflict"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["SearchUnknownProject"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alert"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AlertNotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rule was deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AlertNotFound"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    patchAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "silenced_until": 1764151200000
+                 *     }
+                 */
+                "application/merge-patch+json": components["schemas"]["AlertPatch"];
+            };
+        };
+        responses: {
+            /** @description The patched rule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Alert"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AlertNotFound"];
+            413: components["responses"]["TooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getAlertHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The transitions, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertTransition"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AlertNotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    testAlert: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The alert rule's id.
+                 * @example 01937a4c-1b2d-7e3f-8a4b-5c6d7e8f9a0c
+                 */
+                id: components["parameters"]["AlertID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One result per target, in the order of the rule's targets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertTestResult"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["AlertNotFound"];
             429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };

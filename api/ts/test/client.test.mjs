@@ -159,6 +159,41 @@ test("every REST operation", async () => {
   const unsaved = await api.DELETE("/searches/{id}", { params: { path: { id: sid } } });
   assert.equal(unsaved.response.status, 204);
 
+  // Alert rules: create (no secret returned), list, read, patch, history, the test button (the
+  // target, on the discard port, does not answer), a refused target, delete. The server allows
+  // targets on 127.0.0.1.
+  const rule = {
+    project_id: id, name: "errors", query: "level:error", window_seconds: 300, interval_seconds: 60,
+    condition: { op: ">", threshold: 10 },
+    targets: [{ type: "webhook", url: "http://127.0.0.1:9/hook", bearer_token: "secret" }],
+  };
+  const made = await api.POST("/alerts", { body: rule });
+  assert.equal(made.response.status, 201);
+  assert.equal(made.response.headers.get("location"), `/alerts/${made.data.id}`);
+  assert.equal(made.data.state, "ok");
+  assert.deepEqual(made.data.targets, [{ type: "webhook", url: "http://127.0.0.1:9/hook", bearer_token_set: true }]);
+  const aid = made.data.id;
+  const rules = await api.GET("/alerts", { params: { query: { project_id: id } } });
+  assert.deepEqual(rules.data.map((r) => r.id), [aid]);
+  const gotRule = await api.GET("/alerts/{id}", { params: { path: { id: aid } } });
+  assert.equal(gotRule.data.query, "level:error");
+  const silenced = await api.PATCH("/alerts/{id}", {
+    params: { path: { id: aid } },
+    body: { silenced_until: 1 },
+    headers: { "Content-Type": "application/merge-patch+json" },
+  });
+  assert.equal(silenced.data.silenced_until, 1);
+  const history = await api.GET("/alerts/{id}/history", { params: { path: { id: aid } } });
+  assert.equal(history.response.status, 200);
+  const tested = await api.POST("/alerts/{id}/test", { params: { path: { id: aid } } });
+  assert.equal(tested.data.length, 1);
+  assert.equal(tested.data[0].ok, false);
+  const refused = await api.POST("/alerts", { body: { ...rule, targets: [{ type: "webhook", url: "http://169.254.169.254/" }] } });
+  assert.equal(refused.response.status, 400);
+  assert.deepEqual(refused.error.errors.map((e) => e.pointer), ["/targets/0/url"]);
+  const unmade = await api.DELETE("/alerts/{id}", { params: { path: { id: aid } } });
+  assert.equal(unmade.response.status, 204);
+
   const gone = await api.DELETE("/projects/{id}", { params: { path: { id } } });
   assert.equal(gone.response.status, 204);
   const missing = await api.GET("/projects/{id}", { params: { path: { id } } });

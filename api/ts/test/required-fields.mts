@@ -71,6 +71,33 @@ async function main(): Promise<void> {
   const unsaved = await api.DELETE("/searches/{id}", { params: { path: { id: sid } } });
   check(unsaved.response.status === 204, `deleteSearch: ${unsaved.response.status}`);
 
+  // A rule with the members its schema requires, and the query the service requires of a rule
+  // that names no saved search (the schema cannot say "one of two"); a patch requires none.
+  const made = await api.POST("/alerts", {
+    body: {
+      project_id: id, name: "required-only", query: "", window_seconds: 60, interval_seconds: 10,
+      condition: { op: "==", threshold: 0 }, targets: [{ type: "webhook", url: "http://127.0.0.1:9/" }],
+    },
+  });
+  check(made.response.status === 201 && made.data !== undefined, `createAlert: ${made.response.status}`);
+  const aid = made.data.id;
+  const rules = await api.GET("/alerts", { params: { query: { project_id: id } } });
+  check(rules.data?.length === 1, "listAlerts");
+  const rule = await api.GET("/alerts/{id}", { params: { path: { id: aid } } });
+  check(rule.data?.for_seconds === 0 && rule.data.silenced_until === 0, "getAlert: the defaults of for_seconds and silenced_until");
+  const patchedRule = await api.PATCH("/alerts/{id}", {
+    params: { path: { id: aid } },
+    body: {},
+    headers: { "Content-Type": "application/merge-patch+json" },
+  });
+  check(patchedRule.data?.name === "required-only", `patchAlert: ${patchedRule.response.status}`);
+  const history = await api.GET("/alerts/{id}/history", { params: { path: { id: aid } } });
+  check(history.response.status === 200, "getAlertHistory");
+  const tested = await api.POST("/alerts/{id}/test", { params: { path: { id: aid } } });
+  check(tested.data?.length === 1, `testAlert: ${tested.response.status}`);
+  const unmade = await api.DELETE("/alerts/{id}", { params: { path: { id: aid } } });
+  check(unmade.response.status === 204, `deleteAlert: ${unmade.response.status}`);
+
   const gone = await api.DELETE("/projects/{id}", { params: { path: { id } } });
   check(gone.response.status === 204, `deleteProject: ${gone.response.status}`);
   console.log("required-fields: every operation with only its required fields: ok");

@@ -15,10 +15,16 @@ import (
 // ends. A nil log discards.
 func Serve(tb testing.TB, cfg server.Config, st server.Store, log *slog.Logger) (*server.Server, *httptest.Server) {
 	tb.Helper()
+	return ServeWith(tb, cfg, st, log, server.Deps{})
+}
+
+// ServeWith is Serve with the parts a test replaces (a clock).
+func ServeWith(tb testing.TB, cfg server.Config, st server.Store, log *slog.Logger, d server.Deps) (*server.Server, *httptest.Server) {
+	tb.Helper()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	svc, err := server.New(cfg, st, log, server.Deps{})
+	svc, err := server.New(cfg, st, log, d)
 	if err != nil {
 		tb.Fatalf("server.New: %v", err)
 	}

@@ -350,6 +350,9 @@ func run(ctx context.Context, base string) error {
 	if err := savedSearches(ctx, c, p.ID, &ops); err != nil {
 		return err
 	}
+	if err := alertRules(ctx, c, p.ID, &ops); err != nil {
+		return err
+	}
 
 	if _, err := as[*oas.DeleteProjectNoContent]("deleteProject")(c.DeleteProject(ctx, oas.DeleteProjectParams{ID: p.ID})); err != nil {
 		return err
@@ -420,6 +423,73 @@ func savedSearches(ctx context.Context, c *oas.Client, project string, ops *int)
 	}
 	*ops++
 	if _, err := as[*oas.GetSearchNotFound]("getSearch (deleted)")(c.GetSearch(ctx, oas.GetSearchParams{ID: s.ID})); err != nil {
+		return err
+	}
+	return nil
+}
+
+// alertRules drives the alert operations on the project: create (its secret not returned),
+// list, read, patch, history, the test button (the target, on the discard port, does not
+// answer), a refused target, delete; ops counts the operations it ran. The server allows
+// targets on 127.0.0.1.
+func alertRules(ctx context.Context, c *oas.Client, project string, ops *int) error {
+	in := &oas.AlertInput{ProjectID: project, Name: "errors", Query: oas.NewOptSearchQuery("level:error"), WindowSeconds: 300, IntervalSeconds: 60,
+		Condition: oas.AlertCondition{Op: oas.AlertConditionOpGreater, Threshold: 10},
+		Targets:   []oas.AlertTargetInput{{Type: oas.AlertTargetInputTypeWebhook, URL: "http://127.0.0.1:9/hook?token=secret", BearerToken: oas.NewOptString("secret")}}}
+	created, err := as[*oas.AlertHeaders]("createAlert")(c.CreateAlert(ctx, in))
+	if err != nil {
+		return err
+	}
+	*ops++
+	a := created.Response
+	if created.Location != "/alerts/"+a.ID || a.State != oas.AlertStateOk || a.Targets[0].URL != "http://127.0.0.1:9/hook" || !a.Targets[0].BearerTokenSet {
+		return fmt.Errorf("createAlert: Location %q, alert %+v", created.Location, a)
+	}
+	list, err := as[*oas.ListAlertsOKApplicationJSON]("listAlerts")(c.ListAlerts(ctx, oas.ListAlertsParams{ProjectID: project}))
+	if err != nil {
+		return err
+	}
+	*ops++
+	if len(*list) != 1 || (*list)[0].ID != a.ID {
+		return fmt.Errorf("listAlerts: %+v", *list)
+	}
+	got, err := as[*oas.Alert]("getAlert")(c.GetAlert(ctx, oas.GetAlertParams{ID: a.ID}))
+	if err != nil {
+		return err
+	}
+	*ops++
+	if got.Query.Value != "level:error" || got.WindowSeconds != 300 {
+		return fmt.Errorf("getAlert: %+v", got)
+	}
+	patched, err := as[*oas.Alert]("patchAlert")(c.PatchAlert(ctx, &oas.AlertPatch{SilencedUntil: oas.NewOptInt64(1)}, oas.PatchAlertParams{ID: a.ID}))
+	if err != nil {
+		return err
+	}
+	*ops++
+	if patched.SilencedUntil != 1 || patched.Name != "errors" {
+		return fmt.Errorf("patchAlert: %+v", patched)
+	}
+	if _, err := as[*oas.GetAlertHistoryOKApplicationJSON]("getAlertHistory")(c.GetAlertHistory(ctx, oas.GetAlertHistoryParams{ID: a.ID})); err != nil {
+		return err
+	}
+	*ops++
+	tested, err := as[*oas.TestAlertOKApplicationJSON]("testAlert")(c.TestAlert(ctx, oas.TestAlertParams{ID: a.ID}))
+	if err != nil {
+		return err
+	}
+	*ops++
+	if len(*tested) != 1 || (*tested)[0].Ok {
+		return fmt.Errorf("testAlert: %+v", *tested)
+	}
+	in.Targets[0].URL = "http://169.254.169.254/"
+	if _, err := as[*oas.CreateAlertBadRequest]("createAlert (a refused target)")(c.CreateAlert(ctx, in)); err != nil {
+		return err
+	}
+	if _, err := as[*oas.DeleteAlertNoContent]("deleteAlert")(c.DeleteAlert(ctx, oas.DeleteAlertParams{ID: a.ID})); err != nil {
+		return err
+	}
+	*ops++
+	if _, err := as[*oas.GetAlertNotFound]("getAlert (deleted)")(c.GetAlert(ctx, oas.GetAlertParams{ID: a.ID})); err != nil {
 		return err
 	}
 	return nil

@@ -1,0 +1,348 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"example.com/obsvc/domain"
+)
+
+var _ domain.AlertStore = (*Store)(nil)
+
+// alertRow is an alert_rules row; timeValue scans either engine's time column.
+type alertRow struct {
+	ProjectID       string         `db:"project_id"`
+	ID              string         `db:"id"`
+	Name            string         `db:"name"`
+	SearchID        sql.NullString `db:"search_id"`
+	Query           string         `db:"query"`
+	WindowSeconds   int            `db:"window_seconds"`
+	IntervalSeconds int            `db:"interval_seconds"`
+	ForSeconds      int            `db:"for_seconds"`
+	Op              string         `db:"op"`
+	Threshold       int64          `db:"threshold"`
+	Targets         string         `db:"targets"`
+	SilencedUntil   int64          `db:"silenced_until"`
+	CreatedAt       timeValue      `db:"created_at"`
+	UpdatedAt       timeValue      `db:"updated_at"`
+	State           string         `db:"state"`
+	PendingSince    int64          `db:"pending_since"`
+	FiringSince     int64          `db:"firing_since"`
+	Notified        bool           `db:"notified"`
+	LastEvalAt      int64          `db:"last_eval_at"`
+	LastCount       int64          `db:"last_count"`
+	NextEvalAt      int64          `db:"next_eval_at"`
+	Transitions     int64          `db:"transitions"`
+	Version         int64          `db:"version"`
+}
+
+const alertColumns = "project_id, id, name, search_id, query, window_seconds, interval_seconds, for_seconds, op, threshold, targets, silenced_until, " +
+	"created_at, updated_at, state, pending_since, firing_since, notified, last_eval_at, last_count, next_eval_at, transitions, version"
+
+// targetJSON is how a target is stored (secrets included: the table is the service's own).
+type targetJSON struct {
+	Type        string `json:"type"`
+	URL         string `json:"url"`
+	BearerToken string `json:"bearer_token,omitempty"`
+}
+
+func encodeTargets(ts []domain.AlertTarget) (string, error) {
+	out := make([]targetJSON, len(ts))
+	for i, t := range ts {
+		out[i] = targetJSON(t)
+	}
+	b, err := json.Marshal(out)
+	return string(b), err
+}
+
+func (r alertRow) domain() (domain.AlertRule, error) {
+	var ts []targetJSON
+	if err := json.Unmarshal([]byte(r.Targets), &ts); err != nil {
+		return domain.AlertRule{}, fmt.Errorf("alert rule %s: targets: %w", r.ID, err)
+	}
+	targets := make([]domain.AlertTarget, len(ts))
+	for i, t := range ts {
+		targets[i] = domain.AlertTarget(t)
+	}
+	return domain.AlertRule{ID: r.ID, ProjectID: r.ProjectID, Name: r.Name, SearchID: r.SearchID.String, Query: r.Query,
+		WindowSeconds: r.WindowSeconds, IntervalSeconds: r.IntervalSeconds, ForSeconds: r.ForSeconds,
+		Condition: domain.AlertCondition{Op: r.Op, Threshold: r.Threshold}, Targets: targets, SilencedUntil: r.SilencedUntil,
+		CreatedAt: r.CreatedAt.Time, UpdatedAt: r.UpdatedAt.Time,
+		Status: domain.AlertStatus{State: domain.AlertState(r.State), PendingSince: r.PendingSince, FiringSince: r.FiringSince, Notified: r.Notified,
+			LastEvalAt: r.LastEvalAt, LastCount: r.LastCount, NextEvalAt: r.NextEvalAt, Transitions: r.Transitions, Version: r.Version}}, nil
+}
+
+func nullID(id string) any {
+	if id == "" {
+		return nil
+	}
+	return id
+}
+
+// CreateAlertRule implements domain.AlertStore: under the project's lock of creates, the count
+// of its rules, then the insert, in one transaction.
+func (s *Store) CreateAlertRule(ctx context.Context, r domain.AlertRule, limit int) error {
+	targets, err := encodeTargets(r.Targets)
+	if err != nil {
+		return fmt.Errorf("create alert rule: %w", err)
+	}
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("create alert rule", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
+	if lock := s.eng.searchLock(); lock != "" {
+		if _, err := tx.ExecContext(ctx, s.bind(lock), r.ProjectID); err != nil {
+			return s.translate("create alert rule: lock", err)
+		}
+	}
+	var n int
+	if err := tx.GetContext(ctx, &n, s.bind("SELECT count(*) FROM alert_rules WHERE project_id = ?"), r.ProjectID); err != nil {
+		return s.translate("create alert rule: count", err)
+	}
+	if n >= limit {
+		return domain.ErrTooManyAlerts
+	}
+	st := r.Status
+	_, err = tx.ExecContext(ctx, s.bind("INSERT INTO alert_rules ("+alertColumns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+		r.ProjectID, r.ID, r.Name, nullID(r.SearchID), r.Query, r.WindowSeconds, r.IntervalSeconds, r.ForSeconds, r.Condition.Op, r.Condition.Threshold,
+		targets, r.SilencedUntil, s.eng.timeArg(r.CreatedAt), s.eng.timeArg(r.UpdatedAt),
+		string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount, st.NextEvalAt, st.Transitions, st.Version)
+	if err != nil {
+		return s.translate("create alert rule", err)
+	}
+	return s.translate("create alert rule", tx.Commit())
+}
+
+// GetAlertRule implements domain.AlertStore. Without a project it reads by id alone: on Citus
+// that asks every shard (an admin's read).
+func (s *Store) GetAlertRule(ctx context.Context, projectID, id string) (domain.AlertRule, error) {
+	var row alertRow
+	var err error
+	if projectID == "" {
+		err = s.r.GetContext(ctx, &row, s.bind("SELECT "+alertColumns+" FROM alert_rules WHERE id = ?"), id)
+	} else {
+		err = s.r.GetContext(ctx, &row, s.bind("SELECT "+alertColumns+" FROM alert_rules WHERE project_id = ? AND id = ?"), projectID, id)
+	}
+	if err != nil {
+		return domain.AlertRule{}, s.translate("get alert rule", err)
+	}
+	return row.domain()
+}
+
+// ListAlertRules implements domain.AlertStore.
+func (s *Store) ListAlertRules(ctx context.Context, projectID string) ([]domain.AlertRule, error) {
+	var rows []alertRow
+	if err := s.r.SelectContext(ctx, &rows, s.bind("SELECT "+alertColumns+" FROM alert_rules WHERE project_id = ? ORDER BY name, id"), projectID); err != nil {
+		return nil, s.translate("list alert rules", err)
+	}
+	out := make([]domain.AlertRule, len(rows))
+	for i, r := range rows {
+		var err error
+		if out[i], err = r.domain(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// UpdateAlertRule implements domain.AlertStore.
+func (s *Store) UpdateAlertRule(ctx context.Context, r domain.AlertRule) error {
+	targets, err := encodeTargets(r.Targets)
+	if err != nil {
+		return fmt.Errorf("update alert rule: %w", err)
+	}
+	res, err := s.w.ExecContext(ctx, s.bind("UPDATE alert_rules SET name = ?, search_id = ?, query = ?, window_seconds = ?, interval_seconds = ?, for_seconds = ?, "+
+		"op = ?, threshold = ?, targets = ?, silenced_until = ?, updated_at = ?, next_eval_at = ?, version = version + 1 WHERE project_id = ? AND id = ?"),
+		r.Name, nullID(r.SearchID), r.Query, r.WindowSeconds, r.IntervalSeconds, r.ForSeconds, r.Condition.Op, r.Condition.Threshold, targets,
+		r.SilencedUntil, s.eng.timeArg(r.UpdatedAt), r.Status.NextEvalAt, r.ProjectID, r.ID)
+	return s.oneRow("update alert rule", res, err)
+}
+
+// DeleteAlertRule implements domain.AlertStore: the rule, then its history, outbox and lease,
+// in one transaction.
+func (s *Store) DeleteAlertRule(ctx context.Context, projectID, id string) error {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("delete alert rule", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
+	res, err := tx.ExecContext(ctx, s.bind("DELETE FROM alert_rules WHERE project_id = ? AND id = ?"), projectID, id)
+	if err := s.oneRow("delete alert rule", res, err); err != nil {
+		return err
+	}
+	for _, table := range []string{"alert_history", "alert_outbox", "alert_leases"} {
+		if _, err := tx.ExecContext(ctx, s.bind("DELETE FROM "+table+" WHERE project_id = ? AND rule_id = ?"), projectID, id); err != nil {
+			return s.translate("delete alert rule: "+table, err)
+		}
+	}
+	return s.translate("delete alert rule", tx.Commit())
+}
+
+type historyRow struct {
+	Seq         int64  `db:"seq"`
+	Time        int64  `db:"time"`
+	From        string `db:"from_state"`
+	To          string `db:"to_state"`
+	Count       int64  `db:"count"`
+	WindowStart int64  `db:"window_start"`
+	WindowEnd   int64  `db:"window_end"`
+}
+
+// AlertHistory implements domain.AlertStore.
+func (s *Store) AlertHistory(ctx context.Context, projectID, id string, limit int) ([]domain.AlertTransition, error) {
+	var rows []historyRow
+	if err := s.r.SelectContext(ctx, &rows, s.bind("SELECT seq, time, from_state, to_state, count, window_start, window_end FROM alert_history "+
+		"WHERE project_id = ? AND rule_id = ? ORDER BY seq DESC LIMIT ?"), projectID, id, limit); err != nil {
+		return nil, s.translate("alert history", err)
+	}
+	out := make([]domain.AlertTransition, len(rows))
+	for i, r := range rows {
+		out[i] = domain.AlertTransition{Seq: r.Seq, Time: r.Time, From: domain.AlertState(r.From), To: domain.AlertState(r.To), Count: r.Count,
+			WindowStart: r.WindowStart, WindowEnd: r.WindowEnd}
+	}
+	return out, nil
+}
+
+// DueAlertRules implements domain.AlertStore: the evaluator's scan across every project (on
+// Citus, every shard, by the index on next_eval_at).
+func (s *Store) DueAlertRules(ctx context.Context, now int64, limit int) ([]domain.AlertRef, error) {
+	var rows []struct {
+		ProjectID string `db:"project_id"`
+		ID        string `db:"id"`
+		Interval  int    `db:"interval_seconds"`
+	}
+	if err := s.r.SelectContext(ctx, &rows, s.bind("SELECT project_id, id, interval_seconds FROM alert_rules WHERE next_eval_at <= ? ORDER BY next_eval_at LIMIT ?"), now, limit); err != nil {
+		return nil, s.translate("due alert rules", err)
+	}
+	out := make([]domain.AlertRef, len(rows))
+	for i, r := range rows {
+		out[i] = domain.AlertRef{ProjectID: r.ProjectID, ID: r.ID, IntervalSeconds: r.Interval}
+	}
+	return out, nil
+}
+
+// AcquireAlertLease implements domain.AlertStore with one upsert: a lease that has expired, or
+// that holder holds, is taken (renewed); another's is left alone and no row changes. The lease
+// of a rule deleted meanwhile is harmless: the evaluation finds no rule.
+func (s *Store) AcquireAlertLease(ctx context.Context, projectID, ruleID, holder string, now, until int64) (bool, error) {
+	res, err := s.w.ExecContext(ctx, s.bind("INSERT INTO alert_leases (project_id, rule_id, holder, expires_at) VALUES (?, ?, ?, ?) "+
+		"ON CONFLICT (project_id, rule_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at "+
+		"WHERE alert_leases.expires_at < ? OR alert_leases.holder = excluded.holder"), projectID, ruleID, holder, until, now)
+	if err != nil {
+		return false, s.translate("acquire alert lease", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, s.translate("acquire alert lease", err)
+	}
+	return n == 1, nil
+}
+
+// SaveAlertEvaluation implements domain.AlertStore: the rule's status over the version read,
+// its transitions and their notifications, in one transaction (one shard on Citus).
+func (s *Store) SaveAlertEvaluation(ctx context.Context, e domain.AlertEvaluation) error {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("save alert evaluation", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
+	st := e.Status
+	res, err := tx.ExecContext(ctx, s.bind("UPDATE alert_rules SET state = ?, pending_since = ?, firing_since = ?, notified = ?, last_eval_at = ?, last_count = ?, "+
+		"next_eval_at = ?, transitions = ?, version = version + 1 WHERE project_id = ? AND id = ? AND version = ?"),
+		string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount, st.NextEvalAt, st.Transitions,
+		e.ProjectID, e.RuleID, e.Version)
+	if err != nil {
+		return s.translate("save alert evaluation: status", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.translate("save alert evaluation: status", err)
+	} else if n != 1 {
+		return domain.ErrAlertChanged
+	}
+	for _, t := range e.Transitions {
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO alert_history (project_id, rule_id, seq, time, from_state, to_state, count, window_start, window_end) "+
+			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"), e.ProjectID, e.RuleID, t.Seq, t.Time, string(t.From), string(t.To), t.Count, t.WindowStart, t.WindowEnd); err != nil {
+			return s.translate("save alert evaluation: history", err)
+		}
+	}
+	for _, it := range e.Outbox {
+		target, err := json.Marshal(targetJSON(it.To))
+		if err != nil {
+			return fmt.Errorf("save alert evaluation: %w", err)
+		}
+		n, err := json.Marshal(it.Notification)
+		if err != nil {
+			return fmt.Errorf("save alert evaluation: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO alert_outbox (project_id, id, rule_id, seq, target, target_json, notification, attempts, next_attempt_at, last_error) "+
+			"VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"), it.ProjectID, it.ID, it.RuleID, it.Seq, it.Target, string(target), string(n), it.Attempts, it.NextAttemptAt, it.LastError); err != nil {
+			return s.translate("save alert evaluation: outbox", err)
+		}
+	}
+	return s.translate("save alert evaluation", tx.Commit())
+}
+
+type outboxRow struct {
+	ProjectID     string `db:"project_id"`
+	ID            string `db:"id"`
+	RuleID        string `db:"rule_id"`
+	Seq           int64  `db:"seq"`
+	Target        int    `db:"target"`
+	TargetJSON    string `db:"target_json"`
+	Notification  string `db:"notification"`
+	Attempts      int    `db:"attempts"`
+	NextAttemptAt int64  `db:"next_attempt_at"`
+	LastError     string `db:"last_error"`
+}
+
+// PendingOutbox implements domain.AlertStore: the sender's scan across every project (on
+// Citus, every shard, by the partial index of undelivered rows).
+func (s *Store) PendingOutbox(ctx context.Context, limit int) ([]domain.OutboxItem, error) {
+	var rows []outboxRow
+	if err := s.r.SelectContext(ctx, &rows, s.bind("SELECT project_id, id, rule_id, seq, target, target_json, notification, attempts, next_attempt_at, last_error "+
+		"FROM alert_outbox WHERE delivered_at IS NULL ORDER BY project_id, rule_id, target, seq LIMIT ?"), limit); err != nil {
+		return nil, s.translate("pending notifications", err)
+	}
+	out := make([]domain.OutboxItem, len(rows))
+	for i, r := range rows {
+		var t targetJSON
+		if err := json.Unmarshal([]byte(r.TargetJSON), &t); err != nil {
+			return nil, fmt.Errorf("notification %s: target: %w", r.ID, err)
+		}
+		it := domain.OutboxItem{ID: r.ID, ProjectID: r.ProjectID, RuleID: r.RuleID, Seq: r.Seq, Target: r.Target, To: domain.AlertTarget(t),
+			Attempts: r.Attempts, NextAttemptAt: r.NextAttemptAt, LastError: r.LastError}
+		if err := json.Unmarshal([]byte(r.Notification), &it.Notification); err != nil {
+			return nil, fmt.Errorf("notification %s: %w", r.ID, err)
+		}
+		out[i] = it
+	}
+	return out, nil
+}
+
+// ClaimOutbox implements domain.AlertStore: a compare-and-set of next_attempt_at.
+func (s *Store) ClaimOutbox(ctx context.Context, it domain.OutboxItem, until int64) (bool, error) {
+	res, err := s.w.ExecContext(ctx, s.bind("UPDATE alert_outbox SET next_attempt_at = ?, attempts = attempts + 1 "+
+		"WHERE project_id = ? AND id = ? AND next_attempt_at = ? AND delivered_at IS NULL"), until, it.ProjectID, it.ID, it.NextAttemptAt)
+	if err != nil {
+		return false, s.translate("claim notification", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, s.translate("claim notification", err)
+	}
+	return n == 1, nil
+}
+
+// FinishOutbox implements domain.AlertStore.
+func (s *Store) FinishOutbox(ctx context.Context, projectID, id string, delivered bool, at int64, lastError string) error {
+	var err error
+	if delivered {
+		_, err = s.w.ExecContext(ctx, s.bind("UPDATE alert_outbox SET delivered_at = ?, last_error = '' WHERE project_id = ? AND id = ?"), at, projectID, id)
+	} else {
+		_, err = s.w.ExecContext(ctx, s.bind("UPDATE alert_outbox SET next_attempt_at = ?, last_error = ? WHERE project_id = ? AND id = ?"), at, lastError, projectID, id)
+	}
+	return s.translate("finish notification", err)
+}

@@ -1,0 +1,255 @@
+package domain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The pace of the evaluator and of the outbox's sender.
+const (
+	// DueAlertsBatch is how many due rules one EvaluateDue takes at most.
+	DueAlertsBatch = 500
+	// OutboxBatch is how many undelivered notifications one DeliverOutbox reads at most.
+	OutboxBatch = 1000
+	// OutboxClaim is how long a sender holds a notification it is delivering: if it dies
+	// mid-delivery, another sends it again after that (at least once).
+	OutboxClaim = 30 * time.Second
+	// OutboxMaxBackoff bounds the wait between two attempts of one notification: 1 s after the
+	// first failure, doubling.
+	OutboxMaxBackoff = time.Minute
+)
+
+// AlertLease is how long an evaluator holds a rule it evaluated at now, interval seconds apart:
+// one and a half intervals, so that its next evaluation renews it in time, and another
+// instance takes over within two intervals when it dies.
+func AlertLease(now int64, intervalSeconds int) int64 {
+	return now + int64(intervalSeconds)*1500
+}
+
+// EvaluateReport is what one EvaluateDue did.
+type EvaluateReport struct {
+	// Evaluated counts the rules evaluated and stored, Failed those whose evaluation failed
+	// (each tried again when next due), Skipped those another instance holds.
+	Evaluated, Failed, Skipped int
+	// Durations are the evaluations' durations, one per rule evaluated or failed.
+	Durations []time.Duration
+	// Errs are the failures, for the log.
+	Errs []error
+}
+
+// EvaluateDue evaluates every rule due at now whose lease holder takes (see AlertLease): each
+// counts its window, and its new status, its transitions and their notifications (one per
+// target, but none while silenced) are written in one transaction, so that a notification is
+// never lost nor made twice for one transition, whatever instance dies when.
+func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time) (EvaluateReport, error) {
+	var rep EvaluateReport
+	ms := now.UnixMilli()
+	due, err := s.store.DueAlertRules(ctx, ms, DueAlertsBatch)
+	if err != nil {
+		return rep, fmt.Errorf("due alert rules: %w", err)
+	}
+	for _, ref := range due {
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		ok, err := s.store.AcquireAlertLease(ctx, ref.ProjectID, ref.ID, holder, ms, AlertLease(ms, ref.IntervalSeconds))
+		if err != nil {
+			rep.Failed++
+			rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: lease: %w", ref.ID, err))
+			continue
+		}
+		if !ok {
+			rep.Skipped++
+			continue
+		}
+		start := time.Now()
+		err = s.evaluate(ctx, ref, ms)
+		rep.Durations = append(rep.Durations, time.Since(start))
+		switch {
+		case errors.Is(err, ErrAlertChanged), KindOf(err) == KindNotFound:
+			rep.Skipped++ // patched, evaluated elsewhere or deleted meanwhile: due again or gone
+		case err != nil:
+			rep.Failed++
+			rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: %w", ref.ID, err))
+		default:
+			rep.Evaluated++
+		}
+	}
+	return rep, nil
+}
+
+// evaluate evaluates one rule at now (Unix ms) and stores the result.
+func (s *Service) evaluate(ctx context.Context, ref AlertRef, now int64) error {
+	r, err := s.store.GetAlertRule(ctx, ref.ProjectID, ref.ID)
+	if err != nil {
+		return err
+	}
+	if r.Status.NextEvalAt > now {
+		return nil // evaluated since it was listed
+	}
+	start, end := AlertWindow(r.WindowSeconds, now)
+	f, err := s.alertFilter(ctx, r, start, end)
+	if KindOf(err) == KindInvalid {
+		// The rule cannot be evaluated until it is patched (its saved search is gone): it is
+		// due again after its interval, not at once, and its status stays.
+		st := r.Status
+		st.NextEvalAt = end + int64(r.IntervalSeconds)*1000
+		if serr := s.store.SaveAlertEvaluation(ctx, AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st}); serr != nil {
+			return errors.Join(err, serr)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	count, err := s.countWindow(ctx, f, now)
+	if err != nil {
+		return err
+	}
+	st, ts := EvaluateAlert(r, r.Status, end, count)
+	ev := AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st, Transitions: ts}
+	var entries []LogEntry
+	listed := false
+	for _, t := range ts {
+		if t.Notify == "" {
+			continue
+		}
+		if !listed {
+			if entries, err = s.sampleEntries(ctx, f, now); err != nil {
+				return err
+			}
+			listed = true
+		}
+		n := Notification{ID: NotificationID(r.ID, t.FiringSince, t.Notify), AlertID: r.ID, Name: r.Name, ProjectID: r.ProjectID,
+			State: t.Notify, Count: t.Count, WindowStart: t.WindowStart, WindowEnd: t.WindowEnd, FiringStart: t.FiringSince,
+			Query: *f.Query, Entries: entries}
+		for i, target := range r.Targets {
+			id := s.newID()
+			if !validID(id) {
+				return errNoIDs
+			}
+			ev.Outbox = append(ev.Outbox, OutboxItem{ID: id, ProjectID: r.ProjectID, RuleID: r.ID, Seq: t.Seq, Target: i, To: target,
+				Notification: n, NextAttemptAt: now})
+		}
+	}
+	if err := s.store.SaveAlertEvaluation(ctx, ev); err != nil {
+		return fmt.Errorf("save alert evaluation: %w", err)
+	}
+	return nil
+}
+
+// alertFilter is the filter of rule r's window [start, end): its query parsed, time bounds
+// inclusive as a LogFilter's are.
+func (s *Service) alertFilter(ctx context.Context, r AlertRule, start, end int64) (LogFilter, error) {
+	text, err := s.alertQuery(ctx, r)
+	if err != nil {
+		return LogFilter{}, err
+	}
+	last := end - 1
+	f, err := s.limits.validateFilter(LogFilter{ProjectID: r.ProjectID, Query: &text, Start: &start, End: &last})
+	if err != nil {
+		return LogFilter{}, fmt.Errorf("the rule's query: %w", err)
+	}
+	return f, nil
+}
+
+// countWindow counts the entries matching f, through the stats path every count of the
+// service takes: one bucket spanning f's time bounds.
+func (s *Service) countWindow(ctx context.Context, f LogFilter, now int64) (int64, error) {
+	q := StatsQuery{LogFilter: f, Step: *f.End - *f.Start + 1, By: ByNone, Now: now}
+	counts, err := s.store.LogStats(ctx, q)
+	if err != nil {
+		return 0, fmt.Errorf("count the window: %w", err)
+	}
+	return denseStats(q, counts).Total, nil
+}
+
+// sampleEntries reads the newest MaxNotificationEntries entries matching f.
+func (s *Service) sampleEntries(ctx context.Context, f LogFilter, now int64) ([]LogEntry, error) {
+	var out []LogEntry
+	err := s.store.ListLogs(ctx, LogQuery{LogFilter: f, Desc: true, Limit: MaxNotificationEntries, Now: now}, func(p Page) error {
+		for e, err := range p.Entries {
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sample entries: %w", err)
+	}
+	return out, nil
+}
+
+// DeliverReport is what one DeliverOutbox did.
+type DeliverReport struct {
+	// Sent and Failed count deliveries; Pending is how many undelivered notifications were
+	// read (at most OutboxBatch), before this round's deliveries.
+	Sent, Failed, Pending int
+	Errs                  []error
+}
+
+// DeliverOutbox sends the undelivered notifications that are due, the first of each rule and
+// target only, so that each target hears of a rule's transitions in their order: a failed
+// delivery holds those that follow it until it succeeds, retried with a backoff doubling from
+// 1 s to OutboxMaxBackoff. A sender claims each notification before sending it (OutboxClaim),
+// so that two instances do not send it at once; one that dies mid-delivery leaves it to be sent
+// again: at least once.
+func (s *Service) DeliverOutbox(ctx context.Context) (DeliverReport, error) {
+	var rep DeliverReport
+	if s.notifier == nil {
+		return rep, nil
+	}
+	items, err := s.store.PendingOutbox(ctx, OutboxBatch)
+	if err != nil {
+		return rep, fmt.Errorf("pending notifications: %w", err)
+	}
+	rep.Pending = len(items)
+	type key struct {
+		project, rule string
+		target        int
+	}
+	seen := map[key]bool{}
+	for _, it := range items {
+		k := key{it.ProjectID, it.RuleID, it.Target}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		now := s.now()
+		if it.NextAttemptAt > now.UnixMilli() {
+			continue
+		}
+		if ctx.Err() != nil {
+			return rep, ctx.Err()
+		}
+		ok, err := s.store.ClaimOutbox(ctx, it, now.Add(OutboxClaim).UnixMilli())
+		if err != nil {
+			rep.Failed++
+			rep.Errs = append(rep.Errs, fmt.Errorf("claim notification %s: %w", it.Notification.ID, err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		res, err := s.notifier.Deliver(ctx, it.To, it.Notification)
+		problem := deliveryProblem(res, err)
+		wait := min(time.Second<<min(it.Attempts, 16), OutboxMaxBackoff)
+		if problem == "" {
+			rep.Sent++
+		} else {
+			rep.Failed++
+			rep.Errs = append(rep.Errs, fmt.Errorf("deliver notification %s to target %d: %s", it.Notification.ID, it.Target, problem))
+		}
+		at := s.now()
+		if problem != "" {
+			at = at.Add(wait)
+		}
+		if err := s.store.FinishOutbox(context.WithoutCancel(ctx), it.ProjectID, it.ID, problem == "", at.UnixMilli(), problem); err != nil {
+			rep.Errs = append(rep.Errs, fmt.Errorf("record delivery of %s: %w", it.Notification.ID, err))
+		}
+	}
+	return rep, nil
+}
