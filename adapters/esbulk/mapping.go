@@ -72,9 +72,10 @@ func looksLikeAction(text []byte) bool {
 	return false
 }
 
+// clip quotes a client's text by its first 40 bytes at most, as every answer does.
 func clip(s string) string {
-	if len(s) > 64 {
-		return strings.ToValidUTF8(s[:64], "") + "…"
+	if len(s) > 40 {
+		return strings.ToValidUTF8(s[:40], "") + "…"
 	}
 	return s
 }

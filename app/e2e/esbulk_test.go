@@ -212,6 +212,17 @@ func testESBulk(t *testing.T, open storeOpener) {
 		}
 	})
 
+	t.Run("query parameters", func(t *testing.T) {
+		body := ndjson(`{"index":{}}`, `{"message":"params"}`)
+		if resp, raw, _ := e.es(t, esCall{path: "/_bulk?refresh=wait_for&timeout=1m&pipeline=p&filter_path=items.*.error", auth: bearer(esKeyA), body: body}); resp.StatusCode != 200 {
+			t.Errorf("the bulk API's own parameters: %d %s", resp.StatusCode, raw)
+		}
+		resp, raw, a := e.es(t, esCall{path: "/_bulk?refersh=true", auth: bearer(esKeyA), body: body})
+		if resp.StatusCode != 400 || a.Error == nil || a.Error.Type != "illegal_argument_exception" || !strings.Contains(a.Error.Reason, "refersh") {
+			t.Errorf("a misspelt parameter: %d %s", resp.StatusCode, raw)
+		}
+	})
+
 	t.Run("items", func(t *testing.T) {
 		body := ndjson(
 			`{"index":{}}`, `{"@timestamp":"2026-03-04T05:06:07.089Z","message":"one","log":{"level":"WARNING","file":{"path":"/var/log/x"}},"service":{"name":"checkout"},"host":{"name":"h1"},"user":{"id":"u-1"},"trace":{"id":"5B8EFFF798038103D269B633813FC60C"},"span":{"id":"eee19b7ec3c1b174"},"http":{"status":500},"tags":["a","b"]}`,
@@ -266,7 +277,8 @@ func testESBulk(t *testing.T, open storeOpener) {
 				}
 			}
 		}
-		delete(got, "cred") // the credentials' subtest's
+		delete(got, "cred") // the other subtests'
+		delete(got, "params")
 		if len(got) != 4 || !got["one"] || !got["two"] || !got["three"] || !got["last"] {
 			t.Errorf("stored %v", got)
 		}

@@ -124,9 +124,12 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 	})))
 	// The Elasticsearch bulk API and the discovery calls of the shippers that speak it are
 	// hand-written too (NDJSON action/document pairs answered item by item, see the package).
-	// Shippers add query parameters of Elasticsearch's own (refresh, timeout, pipeline), which
-	// are ignored, not checked.
-	esbulk.NewHandler(core, esbulk.Options{MaxBodyBytes: cfg.ESMaxBody, MaxDecodes: cfg.ESMaxDecodes, Logger: log, OnBulk: m.BulkAnswered}).Register(mux, nil)
+	// openapi.yaml declares the query parameters of Elasticsearch's own API that they accept
+	// (refresh, pipeline, timeout, ...; without effect): any other is refused, as Elasticsearch
+	// refuses it, in its error shape.
+	esRefuse := func(w http.ResponseWriter, r *http.Request, err error) { esbulk.WriteError(w, r, err, log) }
+	esbulk.NewHandler(core, esbulk.Options{MaxBodyBytes: cfg.ESMaxBody, MaxDecodes: cfg.ESMaxDecodes, Logger: log, OnBulk: m.BulkAnswered}).
+		Register(mux, params.Middleware(esRefuse))
 	mux.Handle("/", rest)
 
 	handler := edge.Chain(mux,

@@ -304,8 +304,8 @@ export interface paths {
          *     body (a line that is not an action where one is due) is a 400 for the whole request and
          *     stores nothing. A request equal to one accepted within 24 hours (same decompressed body
          *     and API key) is answered as the first was and stored once, so a shipper's retry after a
-         *     lost answer stores nothing twice. Elasticsearch's query parameters (`refresh`,
-         *     `pipeline`, `routing`, `timeout`, `filter_path`, ...) are accepted and have no effect.
+         *     lost answer stores nothing twice. The bulk API's query parameters are accepted and have
+         *     no effect; any other is a 400 naming it, as in Elasticsearch.
          *     Served by the hand-written handler adapters/esbulk, not the generated server.
          */
         post: operations["esBulk"];
@@ -1687,6 +1687,42 @@ export interface components {
         };
     };
     parameters: {
+        /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+        EsPretty: string;
+        /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+        EsHuman: string;
+        /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+        EsErrorTrace: string;
+        /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+        EsFilterPath: string;
+        /** @description Elasticsearch's refresh policy; accepted, without effect: a stored item is readable as soon as it is answered. */
+        EsRefresh: string;
+        /** @description An Elasticsearch ingest pipeline; accepted, without effect (no pipeline runs). */
+        EsPipeline: string;
+        /** @description Elasticsearch's shard routing; accepted, without effect. */
+        EsRouting: string;
+        /** @description Elasticsearch's wait for shards; accepted, without effect (the server's own request timeout applies). */
+        EsTimeout: string;
+        /** @description Accepted, without effect: every item is committed durably before it is answered. */
+        EsWaitForActiveShards: string;
+        /** @description Accepted, without effect. */
+        EsRequireAlias: string;
+        /** @description Accepted, without effect. */
+        EsRequireDataStream: string;
+        /** @description Accepted, without effect. */
+        EsListExecutedPipelines: string;
+        /** @description Accepted, without effect: an item's error never quotes its document. */
+        EsIncludeSourceOnError: string;
+        /** @description Accepted, without effect. */
+        EsSource: string;
+        /** @description Accepted, without effect. */
+        EsSourceExcludes: string;
+        /** @description Accepted, without effect. */
+        EsSourceIncludes: string;
+        /** @description Accepted, without effect. */
+        EsAcceptEnterprise: string;
+        /** @description Accepted, without effect. */
+        EsCategories: string;
         /**
          * @description The project's id.
          * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
@@ -2742,7 +2778,16 @@ export interface operations {
     };
     esInfo: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2786,7 +2831,16 @@ export interface operations {
     };
     esPing: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2813,7 +2867,40 @@ export interface operations {
     };
     esBulk: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+                /** @description Elasticsearch's refresh policy; accepted, without effect: a stored item is readable as soon as it is answered. */
+                refresh?: components["parameters"]["EsRefresh"];
+                /** @description An Elasticsearch ingest pipeline; accepted, without effect (no pipeline runs). */
+                pipeline?: components["parameters"]["EsPipeline"];
+                /** @description Elasticsearch's shard routing; accepted, without effect. */
+                routing?: components["parameters"]["EsRouting"];
+                /** @description Elasticsearch's wait for shards; accepted, without effect (the server's own request timeout applies). */
+                timeout?: components["parameters"]["EsTimeout"];
+                /** @description Accepted, without effect: every item is committed durably before it is answered. */
+                wait_for_active_shards?: components["parameters"]["EsWaitForActiveShards"];
+                /** @description Accepted, without effect. */
+                require_alias?: components["parameters"]["EsRequireAlias"];
+                /** @description Accepted, without effect. */
+                require_data_stream?: components["parameters"]["EsRequireDataStream"];
+                /** @description Accepted, without effect. */
+                list_executed_pipelines?: components["parameters"]["EsListExecutedPipelines"];
+                /** @description Accepted, without effect: an item's error never quotes its document. */
+                include_source_on_error?: components["parameters"]["EsIncludeSourceOnError"];
+                /** @description Accepted, without effect. */
+                _source?: components["parameters"]["EsSource"];
+                /** @description Accepted, without effect. */
+                _source_excludes?: components["parameters"]["EsSourceExcludes"];
+                /** @description Accepted, without effect. */
+                _source_includes?: components["parameters"]["EsSourceIncludes"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2876,7 +2963,40 @@ export interface operations {
     };
     esIndexBulk: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+                /** @description Elasticsearch's refresh policy; accepted, without effect: a stored item is readable as soon as it is answered. */
+                refresh?: components["parameters"]["EsRefresh"];
+                /** @description An Elasticsearch ingest pipeline; accepted, without effect (no pipeline runs). */
+                pipeline?: components["parameters"]["EsPipeline"];
+                /** @description Elasticsearch's shard routing; accepted, without effect. */
+                routing?: components["parameters"]["EsRouting"];
+                /** @description Elasticsearch's wait for shards; accepted, without effect (the server's own request timeout applies). */
+                timeout?: components["parameters"]["EsTimeout"];
+                /** @description Accepted, without effect: every item is committed durably before it is answered. */
+                wait_for_active_shards?: components["parameters"]["EsWaitForActiveShards"];
+                /** @description Accepted, without effect. */
+                require_alias?: components["parameters"]["EsRequireAlias"];
+                /** @description Accepted, without effect. */
+                require_data_stream?: components["parameters"]["EsRequireDataStream"];
+                /** @description Accepted, without effect. */
+                list_executed_pipelines?: components["parameters"]["EsListExecutedPipelines"];
+                /** @description Accepted, without effect: an item's error never quotes its document. */
+                include_source_on_error?: components["parameters"]["EsIncludeSourceOnError"];
+                /** @description Accepted, without effect. */
+                _source?: components["parameters"]["EsSource"];
+                /** @description Accepted, without effect. */
+                _source_excludes?: components["parameters"]["EsSourceExcludes"];
+                /** @description Accepted, without effect. */
+                _source_includes?: components["parameters"]["EsSourceIncludes"];
+            };
             header?: never;
             path: {
                 /**
@@ -2945,7 +3065,18 @@ export interface operations {
     };
     esLicense: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+                /** @description Accepted, without effect. */
+                accept_enterprise?: components["parameters"]["EsAcceptEnterprise"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2968,7 +3099,20 @@ export interface operations {
     };
     esXpack: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+                /** @description Accepted, without effect. */
+                accept_enterprise?: components["parameters"]["EsAcceptEnterprise"];
+                /** @description Accepted, without effect. */
+                categories?: components["parameters"]["EsCategories"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -2991,7 +3135,16 @@ export interface operations {
     };
     esNodes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3014,7 +3167,16 @@ export interface operations {
     };
     esAllNodes: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -3037,7 +3199,16 @@ export interface operations {
     };
     esClusterHealth: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Elasticsearch's pretty-printing switch; accepted, without effect. */
+                pretty?: components["parameters"]["EsPretty"];
+                /** @description Elasticsearch's human-readable switch; accepted, without effect. */
+                human?: components["parameters"]["EsHuman"];
+                /** @description Elasticsearch's stack-trace switch; accepted, without effect. */
+                error_trace?: components["parameters"]["EsErrorTrace"];
+                /** @description Elasticsearch's answer filter; accepted, without effect (the whole answer is sent). */
+                filter_path?: components["parameters"]["EsFilterPath"];
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -1,0 +1,243 @@
+package esbulk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"example.com/obsvc/adapters/sqlstore/storetest"
+	"example.com/obsvc/domain"
+)
+
+func TestToInput(t *testing.T) {
+	limits := domain.DefaultLimits()
+	for _, c := range []struct {
+		name, doc string
+		// want is the entry as "time|level|subject|user|trace|span|message|attributes" ("-" for
+		// none), or the problem when it starts with "!".
+		want string
+	}{
+		{"nested ECS", `{"@timestamp":"2026-01-02T03:04:05.678+01:00","message":"m","log":{"level":"WARN","logger":"x"},"service":{"name":"s"},"host":{"name":"h"},"user":{"id":"u"},"trace":{"id":"0123456789abcdef0123456789ABCDEF"},"span":{"id":"0123456789abcdef"}}`,
+			"1767319445678|WARN|s|u|0123456789abcdef0123456789ABCDEF|0123456789abcdef|m|{\"host.name\":\"h\",\"log.logger\":\"x\"}"},
+		{"dotted keys", `{"timestamp":1700000000000,"msg":"m","log.level":"info","host.name":"h","trace_id":"0123456789abcdef0123456789abcdef","span_id":"0123456789abcdef"}`,
+			"1700000000000|info|h|-|0123456789abcdef0123456789abcdef|0123456789abcdef|m|-"},
+		{"the first time field wins, the rest are kept", `{"timestamp":"1700000000001","time":"x","message":"m"}`, "1700000000001|-|-|-|-|-|m|{\"time\":\"x\"}"},
+		{"log as text, severity", `{"log":"line","severity":"notice"}`, "-|notice|-|-|-|-|line|-"},
+		{"log as an object is not the message", `{"log":{"level":"x"}}`, "!the document has no message"},
+		{"a number message is no message", `{"message":5}`, "!the document has no message"},
+		{"an id that is none stays an attribute", `{"message":"m","trace":{"id":"xyz"}}`, "-|-|-|-|-|-|m|{\"trace.id\":\"xyz\"}"},
+		{"a non-string level stays an attribute", `{"message":"m","level":30}`, "-|-|-|-|-|-|m|{\"level\":30}"},
+		{"an empty object is kept", `{"message":"m","labels":{},"a":{"b":{"c":[1,{"d":2}]}}}`, "-|-|-|-|-|-|m|{\"a.b.c\":[1,{\"d\":2}],\"labels\":{}}"},
+		{"epoch ms as a float", `{"message":"m","@timestamp":1.7e12}`, "1700000000000|-|-|-|-|-|m|-"},
+		{"a date alone", `{"message":"m","@timestamp":"2026-01-02"}`, "1767312000000|-|-|-|-|-|m|-"},
+		{"not a time", `{"message":"m","@timestamp":"soon"}`, "!@timestamp is not a time"},
+		{"a time of another type", `{"message":"m","time":true}`, "!time is not a time"},
+		{"not an object", `[1]`, "!the document is not a JSON object"},
+		{"null", `null`, "!the document is not a JSON object: null"},
+		{"two values", `{"message":"m"} {}`, "!the document line holds more than one JSON value"},
+		{"invalid UTF-8", "{\"message\":\"\xff\"}", "!the document is not valid UTF-8"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in, problem := toInput([]byte(c.doc), limits)
+			if strings.HasPrefix(c.want, "!") {
+				if !strings.HasPrefix(problem, c.want[1:]) {
+					t.Fatalf("problem %q, want %q", problem, c.want[1:])
+				}
+				return
+			}
+			if problem != "" {
+				t.Fatalf("problem %q", problem)
+			}
+			s := func(p *string) string {
+				if p == nil {
+					return "-"
+				}
+				return *p
+			}
+			tm := "-"
+			if in.Time != nil {
+				tm = fmt.Sprint(*in.Time)
+			}
+			attrs := "-"
+			if in.Attributes != nil {
+				attrs = string(in.Attributes)
+			}
+			got := strings.Join([]string{tm, s(in.Level), s(in.Subject), s(in.UserID), s(in.TraceID), s(in.SpanID), s(in.Message), attrs}, "|")
+			if got != c.want {
+				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, c := range []struct {
+		name, body string
+		want       string // each item "action:status" (0 while unanswered), or "!" and the error's start
+	}{
+		{"pairs, CRLF and blank lines", "{\"index\":{}}\r\n{\"message\":\"a\"}\r\n\n{\"create\":{\"_index\":\"p\"}}\n{\"message\":\"b\"}", "index:0 create:0"},
+		{"delete has no document", `{"delete":{"_id":"1"}}` + "\n" + `{"index":{}}` + "\n{}\n", "delete:400 index:0"},
+		{"update skips its document", `{"update":{"_id":"1"}}` + "\n" + `{"doc":{}}` + "\n" + `{"index":{}}` + "\n{}\n", "update:400 index:0"},
+		{"a missing document at the end", `{"index":{}}` + "\n{}\n" + `{"index":{}}` + "\n", "index:0 index:400"},
+		{"actions only", `{"index":{}}` + "\n" + `{"create":{}}` + "\n", "index:400 create:400"},
+		{"a document that is not JSON is the item's", `{"index":{}}` + "\nnot json\n", "index:0"},
+		{"not NDJSON", "hello\n", "!malformed action/metadata line [1]"},
+		{"an unknown action", `{"upsert":{}}` + "\n{}\n", "!malformed action/metadata line [1]: expected [create]"},
+		{"two actions in one line", `{"index":{},"create":{}}` + "\n{}\n", "!malformed action/metadata line [1]: expected one action"},
+		{"a bad action later", `{"index":{}}` + "\n{}\n[]\n", "!malformed action/metadata line [3]"},
+		{"_index not a string", `{"index":{"_index":5}}` + "\n{}\n", "!malformed action/metadata line [1]: _index must be a string"},
+		{"nothing", "\n\n", "!the request body holds no action"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			items, err := parse([]byte(c.body), "")
+			if strings.HasPrefix(c.want, "!") {
+				if err == nil || !strings.Contains(err.Error(), c.want[1:]) {
+					t.Fatalf("err %v, want %q", err, c.want[1:])
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, it := range items {
+				got = append(got, fmt.Sprintf("%s:%d", it.action, it.status))
+			}
+			if strings.Join(got, " ") != c.want {
+				t.Errorf("got %v, want %s", got, c.want)
+			}
+		})
+	}
+}
+
+// gatedStore holds every write until the gate opens.
+type gatedStore struct {
+	domain.Store
+	entered chan struct{}
+	gate    chan struct{}
+}
+
+func (g *gatedStore) CreateLogs(ctx context.Context, entries []domain.LogEntry, w domain.LogWrite) (domain.Written, error) {
+	g.entered <- struct{}{}
+	<-g.gate
+	return g.Store.CreateLogs(ctx, entries, w)
+}
+
+func newService(t *testing.T, st domain.Store, limits domain.Limits) (*domain.Service, []string) {
+	t.Helper()
+	svc := domain.NewService(st, domain.Options{Limits: limits, NewID: func() string { return uuid.Must(uuid.NewV7()).String() }})
+	admin := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
+	var ids []string
+	for _, name := range []string{"a", "b"} {
+		p, err := svc.CreateProject(admin, domain.ProjectInput{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	return svc, ids
+}
+
+// post sends body to POST /_bulk as an admin.
+func post(t *testing.T, h *Handler, body string) (int, bulkAnswer) {
+	t.Helper()
+	ctx := domain.WithPrincipal(t.Context(), domain.Principal{Admin: true})
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/_bulk", strings.NewReader(body))
+	rec := httptest.NewRecorder()
+	mux := http.NewServeMux()
+	h.Register(mux, nil)
+	mux.ServeHTTP(rec, req)
+	var a bulkAnswer
+	if rec.Code == 200 {
+		if err := json.Unmarshal(rec.Body.Bytes(), &a); err != nil {
+			t.Fatalf("%s: %v", rec.Body, err)
+		}
+	}
+	return rec.Code, a
+}
+
+func statuses(a bulkAnswer) string {
+	var out []string
+	for _, it := range a.Items {
+		for _, v := range it {
+			out = append(out, fmt.Sprint(v.Status))
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// TestGroupsAndChunks: items of several projects, more of them than one write may carry, are
+// stored by project in chunks of at most MaxBatchEntries, each answered in the order sent; the
+// same body again stores nothing.
+func TestGroupsAndChunks(t *testing.T) {
+	st := storetest.OpenSQLite(t)
+	limits := domain.DefaultLimits()
+	limits.MaxBatchEntries = 3
+	svc, ids := newService(t, st, limits)
+	var b bytes.Buffer
+	want := []string{}
+	for i := range 11 {
+		fmt.Fprintf(&b, "{\"index\":{\"_index\":%q}}\n{\"message\":\"m%d\"}\n", ids[i%2], i)
+		want = append(want, "201")
+	}
+	var stored, refused int
+	h := NewHandler(svc, Options{OnBulk: func(s, r int) { stored, refused = s, r }})
+	code, a := post(t, h, b.String())
+	if code != 200 || a.Errors || statuses(a) != strings.Join(want, " ") || stored != 11 || refused != 0 {
+		t.Fatalf("%d %s, stored %d", code, statuses(a), stored)
+	}
+	for i, it := range a.Items {
+		if it["index"].Index != ids[i%2] || it["index"].ID == nil {
+			t.Errorf("item %d: %+v", i, it["index"])
+		}
+	}
+	code, a = post(t, h, b.String())
+	if code != 200 || statuses(a) != strings.Join(want, " ") || stored != 0 {
+		t.Fatalf("the resend: %d %s, stored %d", code, statuses(a), stored)
+	}
+	for _, id := range ids {
+		if n := storetest.CountEntries(t, st, id); n != map[string]int{ids[0]: 6, ids[1]: 5}[id] {
+			t.Errorf("project %s holds %d", id, n)
+		}
+	}
+}
+
+// TestInFlightIs429: a resend that arrives while the first request is still being stored is
+// answered 429 item by item (shippers retry those), and stores nothing; once the first is done,
+// a resend is answered as it was.
+func TestInFlightIs429(t *testing.T) {
+	gs := &gatedStore{Store: storetest.OpenSQLite(t), entered: make(chan struct{}, 2), gate: make(chan struct{})}
+	svc, ids := newService(t, gs, domain.DefaultLimits())
+	h := NewHandler(svc, Options{})
+	body := fmt.Sprintf("{\"index\":{\"_index\":%q}}\n{\"message\":\"m\"}\n{\"index\":{\"_index\":%q}}\n{}\n", ids[0], ids[0])
+	var wg sync.WaitGroup
+	var first bulkAnswer
+	wg.Go(func() { _, first = post(t, h, body) })
+	<-gs.entered
+	code, a := post(t, h, body)
+	if code != 200 || !a.Errors || statuses(a) != "429 400" {
+		t.Errorf("the resend in flight: %d %s", code, statuses(a))
+	}
+	if r := a.Items[0]["index"]; r.Error == nil || r.Error.Type != "es_rejected_execution_exception" {
+		t.Errorf("the 429 item: %+v", r)
+	}
+	close(gs.gate)
+	wg.Wait()
+	if statuses(first) != "201 400" {
+		t.Errorf("the first: %s", statuses(first))
+	}
+	if _, a := post(t, h, body); statuses(a) != "201 400" {
+		t.Errorf("the resend after: %s", statuses(a))
+	}
+	if n := storetest.CountEntries(t, gs.Store, ids[0]); n != 1 {
+		t.Errorf("%d entries, want 1", n)
+	}
+}
