@@ -1323,6 +1323,54 @@ export interface components {
                 "application/json": components["schemas"]["OtlpStatus"];
             };
         };
+        /** @description Each item's outcome, in the order sent. */
+        EsBulkOK: {
+            headers: {
+                "X-Elastic-Product": components["headers"]["ElasticProduct"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "took": 3,
+                 *       "errors": true,
+                 *       "items": [
+                 *         {
+                 *           "index": {
+                 *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                 *             "_id": "01936f0e-9d3b-7c4f-8e5a-3b7c9d1e2f30",
+                 *             "_version": 1,
+                 *             "result": "created",
+                 *             "status": 201
+                 *           }
+                 *         },
+                 *         {
+                 *           "index": {
+                 *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                 *             "_id": null,
+                 *             "status": 400,
+                 *             "error": {
+                 *               "type": "document_parsing_exception",
+                 *               "reason": "the document has no message: a string in message, msg or log is required"
+                 *             }
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["EsBulkResponse"];
+            };
+        };
+        /** @description What the shipper needs to go on. */
+        EsDiscoveryOK: {
+            headers: {
+                "X-Elastic-Product": components["headers"]["ElasticProduct"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["EsDiscoveryAnswer"];
+            };
+        };
         /** @description Not a bulk body (a line that is not an action where one is due, none at all, not gzip); nothing is stored. */
         EsBadRequest: {
             headers: {
@@ -1845,8 +1893,23 @@ export interface components {
          */
         EndTime: number;
     };
-    requestBodies: never;
+    requestBodies: {
+        EsBulkBody: {
+            content: {
+                /**
+                 * @example {"index":{"_index":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f"}}
+                 *     {"@timestamp":"2026-11-23T10:00:00.123Z","message":"payment declined","log":{"level":"warn"},"service":{"name":"checkout"}}
+                 */
+                "application/x-ndjson": string;
+            };
+        };
+    };
     headers: {
+        /**
+         * @description Always `Elasticsearch`, which the official Elasticsearch clients require.
+         * @example Elasticsearch
+         */
+        ElasticProduct: string;
         /**
          * @description Seconds to wait before retrying.
          * @example 1
@@ -2797,8 +2860,7 @@ export interface operations {
             /** @description The version answer. */
             200: {
                 headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
+                    "X-Elastic-Product": components["headers"]["ElasticProduct"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2850,8 +2912,7 @@ export interface operations {
             /** @description The service is up and the credentials are valid. */
             200: {
                 headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
+                    "X-Elastic-Product": components["headers"]["ElasticProduct"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2905,55 +2966,9 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {"index":{"_index":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f"}}
-                 *     {"@timestamp":"2026-11-23T10:00:00.123Z","message":"payment declined","log":{"level":"warn"},"service":{"name":"checkout"}}
-                 */
-                "application/x-ndjson": string;
-            };
-        };
+        requestBody: components["requestBodies"]["EsBulkBody"];
         responses: {
-            /** @description Each item's outcome, in the order sent. */
-            200: {
-                headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "took": 3,
-                     *       "errors": true,
-                     *       "items": [
-                     *         {
-                     *           "index": {
-                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
-                     *             "_id": "01936f0e-9d3b-7c4f-8e5a-3b7c9d1e2f30",
-                     *             "_version": 1,
-                     *             "result": "created",
-                     *             "status": 201
-                     *           }
-                     *         },
-                     *         {
-                     *           "index": {
-                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
-                     *             "_id": null,
-                     *             "status": 400,
-                     *             "error": {
-                     *               "type": "document_parsing_exception",
-                     *               "reason": "the document has no message: a string in message, msg or log is required"
-                     *             }
-                     *           }
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/json": components["schemas"]["EsBulkResponse"];
-                };
-            };
+            200: components["responses"]["EsBulkOK"];
             400: components["responses"]["EsBadRequest"];
             401: components["responses"]["EsUnauthorized"];
             413: components["responses"]["EsTooLarge"];
@@ -3007,55 +3022,9 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody: {
-            content: {
-                /**
-                 * @example {"index":{"_index":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f"}}
-                 *     {"@timestamp":"2026-11-23T10:00:00.123Z","message":"payment declined","log":{"level":"warn"},"service":{"name":"checkout"}}
-                 */
-                "application/x-ndjson": string;
-            };
-        };
+        requestBody: components["requestBodies"]["EsBulkBody"];
         responses: {
-            /** @description Each item's outcome, in the order sent. */
-            200: {
-                headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "took": 3,
-                     *       "errors": true,
-                     *       "items": [
-                     *         {
-                     *           "index": {
-                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
-                     *             "_id": "01936f0e-9d3b-7c4f-8e5a-3b7c9d1e2f30",
-                     *             "_version": 1,
-                     *             "result": "created",
-                     *             "status": 201
-                     *           }
-                     *         },
-                     *         {
-                     *           "index": {
-                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
-                     *             "_id": null,
-                     *             "status": 400,
-                     *             "error": {
-                     *               "type": "document_parsing_exception",
-                     *               "reason": "the document has no message: a string in message, msg or log is required"
-                     *             }
-                     *           }
-                     *         }
-                     *       ]
-                     *     }
-                     */
-                    "application/json": components["schemas"]["EsBulkResponse"];
-                };
-            };
+            200: components["responses"]["EsBulkOK"];
             400: components["responses"]["EsBadRequest"];
             401: components["responses"]["EsUnauthorized"];
             413: components["responses"]["EsTooLarge"];
@@ -3083,17 +3052,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description What the shipper needs to go on. */
-            200: {
-                headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
-                };
-            };
+            200: components["responses"]["EsDiscoveryOK"];
             401: components["responses"]["EsUnauthorized"];
         };
     };
@@ -3119,17 +3078,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description What the shipper needs to go on. */
-            200: {
-                headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
-                };
-            };
+            200: components["responses"]["EsDiscoveryOK"];
             401: components["responses"]["EsUnauthorized"];
         };
     };
@@ -3151,17 +3100,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description What the shipper needs to go on. */
-            200: {
-                headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
-                };
-            };
+            200: components["responses"]["EsDiscoveryOK"];
             401: components["responses"]["EsUnauthorized"];
         };
     };
@@ -3183,17 +3122,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description What the shipper needs to go on. */
-            200: {
-                headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
-                };
-            };
+            200: components["responses"]["EsDiscoveryOK"];
             401: components["responses"]["EsUnauthorized"];
         };
     };
@@ -3215,17 +3144,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description What the shipper needs to go on. */
-            200: {
-                headers: {
-                    /** @description Always `Elasticsearch`. */
-                    "X-Elastic-Product"?: "Elasticsearch";
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
-                };
-            };
+            200: components["responses"]["EsDiscoveryOK"];
             401: components["responses"]["EsUnauthorized"];
         };
     };
