@@ -190,6 +190,14 @@ type group struct {
 // of the whole request (an internal one: every per-item failure is the item's).
 func (h *Handler) store(r *http.Request, items []*item, body []byte) (int, error) {
 	limits := h.svc.Limits()
+	// A project key's items that name no index are its project's, and answered as such.
+	if who, ok := domain.PrincipalFrom(r.Context()); ok && !who.Admin && who.ProjectID != "" {
+		for _, it := range items {
+			if it.index == "" {
+				it.index = who.ProjectID
+			}
+		}
+	}
 	var groups []*group
 	byIndex := map[string]*group{}
 	inputs := make([]domain.LogInput, len(items)) // by item, for the items mapped

@@ -44,6 +44,10 @@ func TestToInput(t *testing.T) {
 		{"null", `null`, "!the document is not a JSON object: null"},
 		{"two values", `{"message":"m"} {}`, "!the document line holds more than one JSON value"},
 		{"invalid UTF-8", "{\"message\":\"\xff\"}", "!the document is not valid UTF-8"},
+		{"a lone high surrogate", `{"message":"a\ud800b"}`, "!the document holds an escaped lone surrogate"},
+		{"a lone low surrogate", `{"message":"\udc00"}`, "!the document holds an escaped lone surrogate"},
+		{"a high surrogate at the end", `{"message":"\ud83d"}`, "!the document holds an escaped lone surrogate"},
+		{"a pair and escapes", `{"message":"\ud83d\ude00 \\ud800 \" \u00e9"}`, "-|-|-|-|-|-|😀 \\ud800 \" é|-"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, problem := toInput([]byte(c.doc), limits)

@@ -107,6 +107,10 @@ func toInput(doc []byte, limits domain.Limits) (domain.LogInput, string) {
 	if !utf8.Valid(doc) {
 		return domain.LogInput{}, "the document is not valid UTF-8"
 	}
+	if loneSurrogate(doc) {
+		// encoding/json would store U+FFFD in its place: nothing is altered unsaid.
+		return domain.LogInput{}, "the document holds an escaped lone surrogate (\\uD800 to \\uDFFF unpaired), which is no character"
+	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var obj map[string]any
@@ -161,6 +165,40 @@ func toInput(doc []byte, limits domain.Limits) (domain.LogInput, string) {
 		in.Attributes = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 	}
 	return in, ""
+}
+
+// loneSurrogate reports a \u escape of a UTF-16 surrogate that is not half of a pair. Outside
+// strings JSON holds no backslash, so the escapes are read wherever they are.
+func loneSurrogate(doc []byte) bool {
+	surrogate := func(i int) (rune, bool) { // the \uXXXX at i, if it is one
+		if i+6 > len(doc) || doc[i] != '\\' || doc[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(doc[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(doc); i++ {
+		if doc[i] != '\\' {
+			continue
+		}
+		r, ok := surrogate(i)
+		if !ok {
+			i++ // an escape of one character: \\, \", \n ...
+			continue
+		}
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if lo, ok := surrogate(i + 6); !ok || lo < 0xDC00 || lo > 0xDFFF {
+				return true
+			}
+			i += 11
+		case r >= 0xDC00 && r <= 0xDFFF:
+			return true
+		default:
+			i += 5
+		}
+	}
+	return false
 }
 
 // flatten puts every member of obj into out under its dotted path below prefix; an empty

@@ -251,7 +251,7 @@ func testESBulk(t *testing.T, open storeOpener) {
 				if v.Status >= 300 && (v.Error == nil || v.Error.Type == "" || v.Error.Reason == "") {
 					t.Errorf("item %d: %d without an error: %+v", i, v.Status, v)
 				}
-				if v.Status == 201 && (v.ID == nil || v.Result != "created") {
+				if v.Status == 201 && (v.ID == nil || v.Result != "created" || v.Index != e.a.ID) {
 					t.Errorf("item %d: %+v", i, v)
 				}
 			}
@@ -337,6 +337,17 @@ func testESBulk(t *testing.T, open storeOpener) {
 		}
 	})
 
+	t.Run("metrics", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", e.url+"/metrics", nil)
+		req.Header.Set("Authorization", bearer(esAdminKey))
+		resp, raw := roundTrip(t, http.DefaultClient, req)
+		for _, m := range []string{"obsvc_es_bulk_requests_total", "obsvc_es_bulk_items_stored_total", "obsvc_es_bulk_items_refused_total"} {
+			if resp.StatusCode != 200 || !strings.Contains(string(raw), m+" ") || strings.Contains(string(raw), m+" 0\n") {
+				t.Errorf("/metrics: %d, %s missing or zero", resp.StatusCode, m)
+			}
+		}
+	})
+
 	t.Run("actions without documents", func(t *testing.T) {
 		before := e.logCount(e.b.ID)
 		_, raw, a := e.es(t, esCall{path: "/_bulk", auth: bearer(esKeyB), body: ndjson(`{"index":{}}`, `{"create":{}}`, `{"index":{}}`)})
@@ -382,4 +393,21 @@ func keyedClient(t *testing.T, url, key string) *rest.ClientWithResponses {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestESBulkWriteRate: a shipper over WRITE_RATE gets a 429 in Elasticsearch's shape with
+// Retry-After, which every shipper retries, and nothing of it is stored.
+func TestESBulkWriteRate(t *testing.T) {
+	e := newESEnv(t, openSQLiteStore, func(c *server.Config) { c.WriteRate, c.WriteBurst = 0.001, 1 })
+	body := ndjson(`{"index":{}}`, `{"message":"rate"}`)
+	if resp, raw, _ := e.es(t, esCall{path: "/_bulk", auth: bearer(esKeyA), body: body}); resp.StatusCode != 200 {
+		t.Fatalf("first: %d %s", resp.StatusCode, raw)
+	}
+	resp, raw, a := e.es(t, esCall{path: "/_bulk", auth: bearer(esKeyA), body: ndjson(`{"index":{}}`, `{"message":"over"}`)})
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") == "" || a.Error == nil || a.Error.Type != "es_rejected_execution_exception" || a.Status != 429 {
+		t.Fatalf("over the rate: %d %s", resp.StatusCode, raw)
+	}
+	if n := e.logCount(e.a.ID); n != 1 {
+		t.Errorf("%d entries, want 1", n)
+	}
 }
