@@ -1,8 +1,10 @@
 package esbulk
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -122,6 +124,8 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	}
 }
 
+// bulkAnswer is the bulk answer as a client reads it (the handler writes it item by item, see
+// writeBulk).
 type bulkAnswer struct {
 	Took   int64                  `json:"took"`
 	Errors bool                   `json:"errors"`
@@ -144,9 +148,16 @@ type shards struct {
 	Failed     int `json:"failed"`
 }
 
-// writeBulk answers the items in the order sent, each under its action's name.
+// writeBulk answers the items in the order sent, each under its action's name, encoding one
+// item at a time: a body of many small items is answered without a copy of its answer.
 func writeBulk(w http.ResponseWriter, took time.Duration, items []*item, failed bool) {
-	out := bulkAnswer{Took: took.Milliseconds(), Errors: failed, Items: make([]map[string]itemReply, len(items))}
+	h := w.Header()
+	h.Set(ProductHeader, ProductName)
+	h.Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	fmt.Fprintf(bw, `{"took":%d,"errors":%t,"items":[`, took.Milliseconds(), failed)
+	var buf []byte
 	for i, it := range items {
 		rep := itemReply{Index: it.index, Status: it.status, Error: it.err}
 		if it.id != "" {
@@ -156,16 +167,23 @@ func writeBulk(w http.ResponseWriter, took time.Duration, items []*item, failed 
 			rep.Version, rep.Result = 1, "created"
 			rep.Shards = &shards{Total: 1, Successful: 1}
 		}
-		out.Items[i] = map[string]itemReply{it.action: rep}
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return // the status is out; the client sees a truncated answer and retries
+		}
+		buf = buf[:0]
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, `{"`...)
+		buf = append(buf, it.action...) // one of actionNames: nothing to escape
+		buf = append(buf, `":`...)
+		buf = append(buf, b...)
+		buf = append(buf, '}')
+		if _, err := bw.Write(buf); err != nil {
+			return // the client went away; no one to tell
+		}
 	}
-	body, err := json.Marshal(out)
-	if err != nil {
-		http.Error(w, "encoding the answer failed", http.StatusInternalServerError)
-		return
-	}
-	h := w.Header()
-	h.Set(ProductHeader, ProductName)
-	h.Set("Content-Type", "application/json; charset=UTF-8")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(body)
+	bw.WriteString("]}")
+	_ = bw.Flush()
 }

@@ -198,19 +198,15 @@ func (h *Handler) store(r *http.Request, items []*item, body []byte) (int, error
 			}
 		}
 	}
+	// Items are grouped by index as sent, and each group stored in chunks of at most
+	// MaxBatchEntries items, each chunk's documents mapped just before it is stored: a body of
+	// many small items holds one chunk's entries at a time, and a resend is chunked the same way.
 	var groups []*group
 	byIndex := map[string]*group{}
-	inputs := make([]domain.LogInput, len(items)) // by item, for the items mapped
-	for i, it := range items {
+	for _, it := range items {
 		if it.status != 0 {
 			continue
 		}
-		in, problem := toInput(it.doc, limits)
-		if problem != "" {
-			it.refuse(http.StatusBadRequest, "document_parsing_exception", problem)
-			continue
-		}
-		inputs[i] = in
 		g := byIndex[it.index]
 		if g == nil {
 			g = &group{index: it.index}
@@ -221,16 +217,22 @@ func (h *Handler) store(r *http.Request, items []*item, body []byte) (int, error
 	}
 	sum := sha256.Sum256(body)
 	digest := hex.EncodeToString(sum[:])
-	pos := map[*item]int{}
-	for i, it := range items {
-		pos[it] = i
-	}
 	stored := 0
 	for _, g := range groups {
-		for chunk, part := range chunks(g.items, limits.MaxBatchEntries) {
-			records := make([]domain.LogInput, len(part))
-			for j, it := range part {
-				records[j] = inputs[pos[it]]
+		for chunk, items := range chunks(g.items, limits.MaxBatchEntries) {
+			records := make([]domain.LogInput, 0, len(items))
+			part := make([]*item, 0, len(items)) // the items of records, in order
+			for _, it := range items {
+				in, problem := toInput(it.doc, limits)
+				if problem != "" {
+					it.refuse(http.StatusBadRequest, "document_parsing_exception", problem)
+					continue
+				}
+				records = append(records, in)
+				part = append(part, it)
+			}
+			if len(records) == 0 {
+				continue
 			}
 			// The fingerprint names the body, the index and the chunk: two groups of one request
 			// that resolve to the same project are two requests, never one's replay.
