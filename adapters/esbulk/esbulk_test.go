@@ -252,8 +252,8 @@ func TestInFlightIs429(t *testing.T) {
 // is stored in chunks and answered item by item; the process's peak heap while it is handled
 // stays a small multiple of the body (see maxTinyHeap).
 func TestABodyOfTinyItems(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a body of megabytes")
+	if testing.Short() || raceEnabled {
+		t.Skip("a body of megabytes, its heap measured (skipped under -short and -race: minutes there)")
 	}
 	st := storetest.OpenSQLite(t)
 	svc, ids := newService(t, st, domain.DefaultLimits())

@@ -306,7 +306,7 @@ func testESBulk(t *testing.T, open storeOpener) {
 	t.Run("whole-request refusals", func(t *testing.T) {
 		var bomb bytes.Buffer
 		zw := gzip.NewWriter(&bomb)
-		_, _ = zw.Write(bytes.Repeat([]byte("0"), 64<<20))
+		_, _ = zw.Write(bytes.Repeat([]byte("0"), 16<<20)) // 16 MiB from 16 KB: twice the cap
 		_ = zw.Close()
 		for _, c := range []struct {
 			name   string
