@@ -217,6 +217,13 @@ func testESBulk(t *testing.T, open storeOpener) {
 		if resp, raw, _ := e.es(t, esCall{path: "/_bulk?refresh=wait_for&timeout=1m&pipeline=p&filter_path=items.*.error", auth: bearer(esKeyA), body: body}); resp.StatusCode != 200 {
 			t.Errorf("the bulk API's own parameters: %d %s", resp.StatusCode, raw)
 		}
+		// gzip, and the content types shippers send (rsyslog: application/json).
+		for _, ct := range []string{"application/json", "application/x-ndjson", "text/plain", ""} {
+			_, raw, a := e.es(t, esCall{path: "/_bulk", auth: bearer(esKeyA), contentType: ct, gzip: true, body: body})
+			if strings.Join(a.statuses(), " ") != "index:201" {
+				t.Errorf("gzip, %q: %s", ct, raw)
+			}
+		}
 		resp, raw, a := e.es(t, esCall{path: "/_bulk?refersh=true", auth: bearer(esKeyA), body: body})
 		if resp.StatusCode != 400 || a.Error == nil || a.Error.Type != "illegal_argument_exception" || !strings.Contains(a.Error.Reason, "refersh") {
 			t.Errorf("a misspelt parameter: %d %s", resp.StatusCode, raw)
