@@ -120,6 +120,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLPBombs$$' -fuzztime $(FUZZTIME) ./app/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./domain
+	$(GO) test -run '^$$' -fuzz '^FuzzBulk$$' -fuzztime $(FUZZTIME) ./adapters/esbulk
 
 ## test-faults: kill -9, database outage, drain and hostile-load tests against real server processes
 test-faults:

@@ -289,7 +289,8 @@ func TestEveryOperationRefusesAnUnknownParameter(t *testing.T) {
 				req, _ := http.NewRequestWithContext(t.Context(), method, e.url+strings.ReplaceAll(path, "{id}", p)+"?zz_unknown=1", strings.NewReader("{}"))
 				req.Header.Set("Content-Type", "application/json")
 				resp, body := roundTrip(t, http.DefaultClient, req)
-				if resp.StatusCode != 400 || !strings.Contains(string(body), "zz_unknown") {
+				// A HEAD answer has no body to name it in: its status says it.
+				if resp.StatusCode != 400 || (method != http.MethodHead && !strings.Contains(string(body), "zz_unknown")) {
 					t.Errorf("%s (%s) = %d %.300s, want 400 naming zz_unknown", op.OperationID, path, resp.StatusCode, body)
 				}
 			})

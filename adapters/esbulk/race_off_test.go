@@ -1,0 +1,5 @@
+//go:build !race
+
+package esbulk
+
+const raceEnabled = false
