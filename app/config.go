@@ -63,6 +63,8 @@ func (c *config) flags() *flag.FlagSet {
 	num64(&c.OTLPMaxBody, "otlp-max-body-bytes", "largest OTLP request body (POST /v1/logs) in `bytes` after decompression (413 beyond)")
 	num(&c.OTLPMaxDecodes, "otlp-max-decodes", "OTLP requests read and decoded at once; more are refused with 503")
 	num(&c.OTLPMaxDecPer, "otlp-max-decodes-per-client", "OTLP requests one API key (one address without keys) may have read and decoded at once; more are refused with 429")
+	num64(&c.ESMaxBody, "es-max-body-bytes", "largest Elasticsearch bulk request body (POST /_bulk) in `bytes` after decompression (413 beyond)")
+	num(&c.ESMaxDecodes, "es-max-decodes", "Elasticsearch bulk requests read, decoded and stored at once; more are refused with 429")
 	fs.BoolVar(&c.AllowOpen, "allow-open-network", c.AllowOpen, withEnv("allow-open-network", "without API keys, serve on a non-loopback ADDR and to any Host anyway (the service is then open to anyone who can reach it)"))
 	fs.Float64Var(&c.WriteRate, "write-rate", c.WriteRate, withEnv("write-rate", "writes per second per API key (per client address without keys), 429 beyond; 0 = off"))
 	num(&c.WriteBurst, "write-burst", "writes a key may make at once before WRITE_RATE applies")
@@ -171,6 +173,10 @@ func (c config) validate() error {
 		return fmt.Errorf("invalid OTLP_MAX_DECODES: must be at least 1")
 	case c.OTLPMaxDecPer < 1:
 		return fmt.Errorf("invalid OTLP_MAX_DECODES_PER_CLIENT: must be at least 1")
+	case c.ESMaxBody <= 0:
+		return fmt.Errorf("invalid ES_MAX_BODY_BYTES: must be positive")
+	case c.ESMaxDecodes < 1:
+		return fmt.Errorf("invalid ES_MAX_DECODES: must be at least 1")
 	case c.WriteRate < 0:
 		return fmt.Errorf("invalid WRITE_RATE: must not be negative")
 	case c.WriteBurst < 1:

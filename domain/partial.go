@@ -22,6 +22,10 @@ type PartialBatch struct {
 	// same key and for the same project, is answered as that one was and stored once, even
 	// without an IdempotencyKey: exporters resend identical requests after a timeout.
 	Fingerprint string
+	// EveryProblem asks for a problem per rejected record in PartialResult.Problems, not only the
+	// first Limits.MaxFieldErrors: a protocol that answers each record on its own (the
+	// Elasticsearch bulk API) needs one for each.
+	EveryProblem bool
 }
 
 // PartialResult is the outcome of CreateLogsPartial.
@@ -35,6 +39,9 @@ type PartialResult struct {
 	Problems []FieldError
 	// Replayed is true when this answers a retry of a request stored before.
 	Replayed bool
+	// IDs holds, by record index, the id each stored record got ("" for a rejected one); nil
+	// when Replayed (the first request's ids are not kept) or when nothing was stored.
+	IDs []string
 }
 
 // fingerprintKeyPrefix marks the idempotency keys made of a request's fingerprint, so that
@@ -82,6 +89,7 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 	}
 	var res PartialResult
 	entries := make([]LogEntry, 0, len(b.Records))
+	index := make([]int, 0, len(b.Records)) // the record index of each entry
 	for i, in := range b.Records {
 		in.ProjectID = project
 		var problem *FieldError
@@ -95,12 +103,13 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 		}
 		if problem != nil {
 			res.Rejected++
-			if len(res.Problems) < s.limits.MaxFieldErrors {
+			if b.EveryProblem || len(res.Problems) < s.limits.MaxFieldErrors {
 				res.Problems = append(res.Problems, *problem)
 			}
 			continue
 		}
 		entries = append(entries, e)
+		index = append(index, i)
 	}
 	if len(entries) == 0 {
 		return res, nil
@@ -144,6 +153,10 @@ func (s *Service) CreateLogsPartial(ctx context.Context, b PartialBatch) (Partia
 		s.tailer.Written(w.Batches, entries)
 	}
 	res.Stored = len(entries)
+	res.IDs = make([]string, len(b.Records))
+	for j, e := range entries {
+		res.IDs[index[j]] = e.ID
+	}
 	return res, nil
 }
 

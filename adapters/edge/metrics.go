@@ -30,6 +30,7 @@ type Metrics struct {
 	sweepDuration prometheus.Gauge
 	sweepTime     prometheus.Gauge
 	otlp          otlpMetrics
+	bulk          otlpMetrics // the same three counts, of Elasticsearch bulk requests
 	// The series of each HTTP route, method and status, and of each Twirp method and code, as
 	// looked up once: WithLabelValues hashes its labels and takes a lock on every call.
 	httpSeries  sync.Map // httpKey → series
@@ -122,6 +123,15 @@ func NewMetrics(pools map[string]*sql.DB) *Metrics {
 		"When the last retention sweep ended, in Unix seconds.")
 	m.reg.MustRegister(m.expired, m.sweepErrors, m.sweepDuration, m.sweepTime)
 	m.otlp = newOTLPMetrics(m.reg)
+	m.bulk = otlpMetrics{
+		exports: counter("obsvc_es_bulk_requests_total",
+			"Elasticsearch bulk requests (POST /_bulk) answered 200, replays included."),
+		stored: counter("obsvc_es_bulk_items_stored_total",
+			"Bulk items stored (a replayed request stores none)."),
+		rejected: counter("obsvc_es_bulk_items_refused_total",
+			"Bulk items answered with a failure status of their own (4xx, 5xx)."),
+	}
+	m.reg.MustRegister(m.bulk.exports, m.bulk.stored, m.bulk.rejected)
 	m.reg.MustRegister(m.httpRequests, m.httpDuration, m.twirpRequests, m.twirpDuration, m.logsCreated, m.logsDeleted, m.batchEntries,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, db := range pools {
@@ -180,6 +190,14 @@ func (m *Metrics) OTLPExported(stored, rejected int) {
 	m.otlp.exports.Inc()
 	m.otlp.stored.Add(float64(stored))
 	m.otlp.rejected.Add(float64(rejected))
+}
+
+// BulkAnswered counts one answered Elasticsearch bulk request: the items it stored and those
+// it refused.
+func (m *Metrics) BulkAnswered(stored, refused int) {
+	m.bulk.exports.Inc()
+	m.bulk.stored.Add(float64(stored))
+	m.bulk.rejected.Add(float64(refused))
 }
 
 // RetentionDeleted counts the entries one committed retention transaction deleted; it is called

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/obsvc/adapters/esbulk"
 	"example.com/obsvc/adapters/httpapi"
 	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/tailhub"
@@ -48,6 +49,8 @@ type Config struct {
 	OTLPMaxBody     int64
 	OTLPMaxDecodes  int
 	OTLPMaxDecPer   int
+	ESMaxBody       int64
+	ESMaxDecodes    int
 	AllowOpen       bool
 	WriteRate       float64
 	WriteBurst      int
@@ -93,6 +96,8 @@ func DefaultConfig() Config {
 		OTLPMaxBody:     otlpapi.DefaultMaxBodyBytes,
 		OTLPMaxDecodes:  otlpapi.DefaultMaxDecodes,
 		OTLPMaxDecPer:   otlpapi.DefaultMaxDecodesPerClient,
+		ESMaxBody:       esbulk.DefaultMaxBodyBytes,
+		ESMaxDecodes:    esbulk.DefaultMaxDecodes,
 		WriteBurst:      20,
 		ReadHeaderTO:    10 * time.Second,
 		ReadTO:          time.Minute,

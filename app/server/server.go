@@ -26,6 +26,7 @@ import (
 
 	"example.com/obsvc/adapters/docs"
 	"example.com/obsvc/adapters/edge"
+	"example.com/obsvc/adapters/esbulk"
 	"example.com/obsvc/adapters/httpapi"
 	"example.com/obsvc/adapters/otlpapi"
 	"example.com/obsvc/adapters/readshare"
@@ -121,6 +122,11 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 		MaxBodyBytes: cfg.OTLPMaxBody, MaxDecodes: cfg.OTLPMaxDecodes, MaxDecodesPerClient: cfg.OTLPMaxDecPer, ClientID: edge.ClientID,
 		Logger: log, OnExport: m.OTLPExported,
 	})))
+	// The Elasticsearch bulk API and the discovery calls of the shippers that speak it are
+	// hand-written too (NDJSON action/document pairs answered item by item, see the package).
+	// Shippers add query parameters of Elasticsearch's own (refresh, timeout, pipeline), which
+	// are ignored, not checked.
+	esbulk.NewHandler(core, esbulk.Options{MaxBodyBytes: cfg.ESMaxBody, MaxDecodes: cfg.ESMaxDecodes, Logger: log, OnBulk: m.BulkAnswered}).Register(mux, nil)
 	mux.Handle("/", rest)
 
 	handler := edge.Chain(mux,
@@ -129,7 +135,7 @@ func New(cfg Config, st Store, log *slog.Logger, d Deps) (*Server, error) {
 		edge.LoopbackHostsOnly(!keys.Enabled() && !cfg.AllowOpen, refuse),   // an open service answers loopback names only (DNS rebinding)
 		edge.Shed(cfg.MaxInFlight, refuse),                                  // 503 past MAX_IN_FLIGHT, before any work; a tail gives its slot back once started
 		edge.Deadline(cfg.RequestTimeout, either(isTwirp, isLong)),          // REQUEST_TIMEOUT on every store call; a tail or a download bounds its reads itself
-		edge.Authenticate(keys, refuse),                                     // the principal, or 401
+		edge.AuthenticateShippers(keys, refuse, esbulk.IsRoute),             // the principal, or 401; Basic and ApiKey too on the bulk API
 		edge.ShedPerClient(cfg.MaxInFlightPer, refuse),                      // 429 past MAX_IN_FLIGHT_PER_CLIENT: no one client holds every slot
 		edge.WriteLimit(cfg.WriteRate, cfg.WriteBurst, isRESTWrite, refuse), // WRITE_RATE per key, 429
 		edge.NotePattern, // tells Observe the route that served
@@ -191,6 +197,10 @@ func refuser(log *slog.Logger) edge.Refuse {
 			otlpapi.WriteError(w, r, err, log) // google.rpc.Status, as OTLP exporters expect
 			return
 		}
+		if esbulk.IsRoute(r) {
+			esbulk.WriteError(w, r, err, log) // Elasticsearch's error shape, as shippers expect
+			return
+		}
 		httpapi.WriteError(w, r, err, log)
 	}
 }
@@ -205,7 +215,7 @@ func registerDocs(mux *http.ServeMux) error {
 	return nil
 }
 
-// withExplorer serves the log explorer (/ui, and / redirecting to it) beside api, which serves
+// withExplorer serves the log explorer (/ui, and / redirecting to it when a browser asks) beside api, which serves
 // everything else. The page and its assets hold no data and must load before anyone has typed a
 // key (a browser cannot send one when it opens a page), so they pass no authentication, shedding
 // or rate limit; the API calls the page makes go through api's whole chain with the user's key.
@@ -226,8 +236,19 @@ func withExplorer(api http.Handler, keys *domain.Keys, cfg Config, log *slog.Log
 			api.ServeHTTP(w, r)
 			return
 		}
+		if r.URL.Path == "/" && !wantsPage(r) { // an Elasticsearch client's GET or HEAD /
+			api.ServeHTTP(w, r)
+			return
+		}
 		root.ServeHTTP(w, r)
 	}), nil
+}
+
+// wantsPage says whether a request for / comes from a browser, which is sent to the explorer,
+// rather than from an Elasticsearch client or shipper, which is answered the version: a browser
+// asks for text/html, and the clients ask for JSON or for nothing in particular.
+func wantsPage(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
 // Start starts the background jobs, the idempotency and retention sweeps, and the side ports
