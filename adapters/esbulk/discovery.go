@@ -14,7 +14,7 @@ const Version = "8.17.0"
 const ClusterName = "obsvc"
 
 // discoveryPaths are the paths (and their subpaths) of the discovery calls, for IsRoute.
-var discoveryPaths = []string{"/_license", "/_xpack", "/_index_template", "/_nodes", "/_cluster/health"}
+var discoveryPaths = []string{"/_license", "/_xpack", "/_nodes", "/_cluster/health"}
 
 // registerDiscovery mounts the calls shippers make before their first bulk request, answered
 // with what they need and nothing more; each names the shipper that needs it.
@@ -31,11 +31,10 @@ func (h *Handler) registerDiscovery(mux *http.ServeMux, wrap func(http.Handler) 
 		{"GET /_license", serveLicense},
 		// Logstash's monitoring and its output's licence check.
 		{"GET /_xpack", serveXPack},
-		// Filebeat (setup.template) and Logstash (manage_template) ask whether their index
-		// template exists and install it if not: it is said to exist, and a PUT is acknowledged and
-		// dropped, since entries have a mapping of their own.
-		{"GET /_index_template/{name}", serveTemplate},
-		{"PUT /_index_template/{name}", serveAcknowledged},
+		// Not served: Filebeat's and Logstash's index templates and ILM policies
+		// (/_index_template/{name}, /_ilm/policy/{name}), which an entry's fixed mapping has no
+		// use for; those shippers are configured not to install them (README). Their paths would
+		// also be ambiguous beside /{index}/_bulk in openapi.yaml.
 		// The official clients' sniffing (sniffOnStart, DiscoverNodesOnStart) lists the nodes to
 		// send to: this one, at the address it was reached at.
 		{"GET /_nodes/http", serveNodes},
@@ -88,16 +87,6 @@ func serveXPack(w http.ResponseWriter, r *http.Request) {
 		"license":  map[string]any{"uid": "obsvc", "type": "basic", "mode": "basic", "status": "active"},
 		"features": map[string]any{},
 	})
-}
-
-func serveTemplate(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, r, http.StatusOK, map[string]any{"index_templates": []any{
-		map[string]any{"name": r.PathValue("name"), "index_template": map[string]any{"index_patterns": []string{r.PathValue("name") + "*"}}},
-	}})
-}
-
-func serveAcknowledged(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, r, http.StatusOK, map[string]any{"acknowledged": true})
 }
 
 func serveNodes(w http.ResponseWriter, r *http.Request) {

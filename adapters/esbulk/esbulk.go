@@ -192,8 +192,7 @@ func (h *Handler) store(r *http.Request, items []*item, body []byte) (int, error
 	limits := h.svc.Limits()
 	var groups []*group
 	byIndex := map[string]*group{}
-	var inputs []domain.LogInput // by item, for the items mapped
-	inputs = make([]domain.LogInput, len(items))
+	inputs := make([]domain.LogInput, len(items)) // by item, for the items mapped
 	for i, it := range items {
 		if it.status != 0 {
 			continue

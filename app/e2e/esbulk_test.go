@@ -173,7 +173,7 @@ func testESBulk(t *testing.T, open storeOpener) {
 		if resp.StatusCode != 401 || a.Error == nil || a.Error.Type != "security_exception" || a.Status != 401 {
 			t.Errorf("GET / without a key = %d %s", resp.StatusCode, raw)
 		}
-		for _, p := range []string{"/_license", "/_xpack", "/_nodes/http", "/_cluster/health", "/_index_template/filebeat-8"} {
+		for _, p := range []string{"/_license", "/_xpack", "/_nodes/http", "/_cluster/health"} {
 			if resp, raw, _ := e.es(t, esCall{method: "GET", path: p, auth: bearer(esKeyA)}); resp.StatusCode != 200 {
 				t.Errorf("GET %s = %d %s", p, resp.StatusCode, raw)
 			}

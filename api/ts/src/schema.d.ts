@@ -241,6 +241,200 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Elasticsearch version (or the explorer)
+         * @description For an Elasticsearch client or log shipper: the version answer of an Elasticsearch 8
+         *     cluster with the header `X-Elastic-Product: Elasticsearch`, which the official clients
+         *     check before they send anything else; rsyslog, Logstash, Filebeat and Vector read the
+         *     version here at start. A browser (an `Accept` naming `text/html`) is redirected to the log
+         *     explorer instead, without a key. Served by the hand-written Elasticsearch handler
+         *     (adapters/esbulk), not the generated server.
+         */
+        get: operations["esInfo"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        /**
+         * Elasticsearch ping
+         * @description The node client's and Filebeat's ping; a browser's request is redirected to the explorer as with GET.
+         */
+        head: operations["esPing"];
+        patch?: never;
+        trace?: never;
+    };
+    "/_bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Elasticsearch bulk ingest
+         * @description The Elasticsearch bulk API, as log shippers send it (rsyslog's `omelasticsearch`,
+         *     syslog-ng's `elasticsearch-http()`, Filebeat, Logstash, Vector, Fluentd, Fluent Bit and the
+         *     official clients): an NDJSON body of action lines, each `index` or `create` followed by its
+         *     document line. Any `Content-Type` is accepted (newer clients send
+         *     `application/vnd.elasticsearch+x-ndjson; compatible-with=8`), identity or
+         *     `Content-Encoding: gzip`; at most 8 MiB after decompression (a server setting; 413 beyond).
+         *
+         *     The index an item names (its action's `_index`, else the URL's) is the project id; a
+         *     project key implies its own project when none is named. Each document becomes one entry
+         *     (the mapping is in the README, "Sending logs from log shippers"): `@timestamp`, `timestamp`
+         *     or `time` (RFC 3339 or epoch milliseconds), `message`, `msg` or `log` (a string is
+         *     required), `level`, `log.level` or `severity`, `service.name` else `host.name` as the
+         *     subject, `user.id`, `trace.id`/`trace_id`, `span.id`/`span_id`; every other field is kept
+         *     in `attributes`, nested objects flattened to dotted keys (`http.status`).
+         *
+         *     The answer is 200 with a status per item, in order: 201 stored; 400 for a document that
+         *     breaks a rule (with `error.reason`), an action without its document, and `delete` and
+         *     `update` (not supported: entries are immutable); 403 for an index of another project than
+         *     the key's; 404 for an unknown project; 429 when the store asks for a retry (shippers
+         *     resend those items). `errors` is true when any item failed. A body that is not a bulk
+         *     body (a line that is not an action where one is due) is a 400 for the whole request and
+         *     stores nothing. A request equal to one accepted within 24 hours (same decompressed body
+         *     and API key) is answered as the first was and stored once, so a shipper's retry after a
+         *     lost answer stores nothing twice. Elasticsearch's query parameters (`refresh`,
+         *     `pipeline`, `routing`, `timeout`, `filter_path`, ...) are accepted and have no effect.
+         *     Served by the hand-written handler adapters/esbulk, not the generated server.
+         */
+        post: operations["esBulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/{index}/_bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Elasticsearch bulk ingest into an index
+         * @description As `POST /_bulk`, with `index` the project of every item that names none.
+         */
+        post: operations["esIndexBulk"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_license": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Elasticsearch licence
+         * @description A basic, active licence, for Filebeat and Logstash, which ask before loading templates.
+         */
+        get: operations["esLicense"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_xpack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Elasticsearch features
+         * @description No features, a basic licence; for Logstash's licence check.
+         */
+        get: operations["esXpack"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_nodes/http": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Elasticsearch nodes
+         * @description One node, at the address it was reached at, for the official Go client's node discovery (sniffing).
+         */
+        get: operations["esNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_nodes/_all/http": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Elasticsearch nodes (all)
+         * @description As `GET /_nodes/http`, where the node client sniffs.
+         */
+        get: operations["esAllNodes"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/_cluster/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Elasticsearch cluster health
+         * @description Green, one node; Vector's healthcheck of its elasticsearch sink.
+         */
+        get: operations["esClusterHealth"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/logs/stats": {
         parameters: {
             query?: never;
@@ -523,6 +717,59 @@ export interface components {
             /** @description The google.rpc.Code, e.g. 3 INVALID_ARGUMENT, 14 UNAVAILABLE. */
             code?: number;
             message?: string;
+        };
+        /** @description The version answer of an Elasticsearch 8 cluster. */
+        EsInfo: {
+            name: string;
+            cluster_name: string;
+            cluster_uuid: string;
+            version: {
+                /** @description An Elasticsearch 8 version. */
+                number: string;
+                build_flavor: string;
+            };
+            tagline: string;
+        };
+        /** @description The part of Elasticsearch's answer that the shipper reads; nothing else is promised. */
+        EsDiscoveryAnswer: {
+            [key: string]: unknown;
+        };
+        /** @description Elasticsearch's bulk answer. */
+        EsBulkResponse: {
+            /** @description Milliseconds the request took. */
+            took: number;
+            /** @description Whether any item failed. */
+            errors: boolean;
+            /** @description One member per action, in the order sent, each of one property named as the action. */
+            items: {
+                [key: string]: components["schemas"]["EsBulkItem"];
+            }[];
+        };
+        EsBulkItem: {
+            /** @description The project the item was for, "" when none was named. */
+            _index: string;
+            /** @description The stored entry's id; null when none was stored (or when a retry was answered as its first request). */
+            _id: string | null;
+            _version?: number;
+            /** @enum {string} */
+            result?: "created";
+            /** @description 201, 400, 403, 404, 429 (retry) or 500 (retry). */
+            status: number;
+            error?: components["schemas"]["EsErrorCause"];
+        };
+        EsErrorCause: {
+            /** @example document_parsing_exception */
+            type: string;
+            reason: string;
+        };
+        /** @description Elasticsearch's error answer for a whole request. */
+        EsError: {
+            error: {
+                root_cause?: components["schemas"]["EsErrorCause"][];
+                type: string;
+                reason: string;
+            };
+            status: number;
         };
         /** @description What a client may set on a project; no other member is accepted. */
         ProjectInput: {
@@ -1074,6 +1321,69 @@ export interface components {
                  *     }
                  */
                 "application/json": components["schemas"]["OtlpStatus"];
+            };
+        };
+        /** @description Not a bulk body (a line that is not an action where one is due, none at all, not gzip); nothing is stored. */
+        EsBadRequest: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "root_cause": [
+                 *           {
+                 *             "type": "parse_exception",
+                 *             "reason": "malformed action/metadata line [1]: expected a JSON object such as {\"index\":{}}"
+                 *           }
+                 *         ],
+                 *         "type": "parse_exception",
+                 *         "reason": "malformed action/metadata line [1]: expected a JSON object such as {\"index\":{}}"
+                 *       },
+                 *       "status": 400
+                 *     }
+                 */
+                "application/json": components["schemas"]["EsError"];
+            };
+        };
+        /** @description No valid API key (Bearer, ApiKey or Basic with the key as the password). */
+        EsUnauthorized: {
+            headers: {
+                /** @description `ApiKey, Bearer` */
+                "WWW-Authenticate"?: string;
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["EsError"];
+            };
+        };
+        /** @description The body is over the cap after decompression, read no further; nothing is stored. */
+        EsTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["EsError"];
+            };
+        };
+        /** @description A `Content-Encoding` other than gzip or identity. */
+        EsUnsupportedMediaType: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["EsError"];
+            };
+        };
+        /** @description Over the key's write rate, or the server is busy; nothing is stored. Shippers retry after `Retry-After`. */
+        EsTooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["EsError"];
             };
         };
         /** @description The key has used up its write rate; nothing is stored. Exporters retry after `Retry-After`. */
@@ -2428,6 +2738,324 @@ export interface operations {
             422: components["responses"]["OtlpUnprocessable"];
             429: components["responses"]["OtlpTooManyRequests"];
             503: components["responses"]["OtlpUnavailable"];
+        };
+    };
+    esInfo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version answer. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "obsvc",
+                     *       "cluster_name": "obsvc",
+                     *       "cluster_uuid": "obsvc-logs",
+                     *       "version": {
+                     *         "number": "8.17.0",
+                     *         "build_flavor": "default"
+                     *       },
+                     *       "tagline": "You Know, for Search"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EsInfo"];
+                };
+            };
+            /** @description A browser's request, sent to the explorer. */
+            302: {
+                headers: {
+                    /** @description `/ui` */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["EsUnauthorized"];
+        };
+    };
+    esPing: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The service is up and the credentials are valid. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No valid API key. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    esBulk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {"index":{"_index":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f"}}
+                 *     {"@timestamp":"2026-11-23T10:00:00.123Z","message":"payment declined","log":{"level":"warn"},"service":{"name":"checkout"}}
+                 */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Each item's outcome, in the order sent. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "took": 3,
+                     *       "errors": true,
+                     *       "items": [
+                     *         {
+                     *           "index": {
+                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *             "_id": "01936f0e-9d3b-7c4f-8e5a-3b7c9d1e2f30",
+                     *             "_version": 1,
+                     *             "result": "created",
+                     *             "status": 201
+                     *           }
+                     *         },
+                     *         {
+                     *           "index": {
+                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *             "_id": null,
+                     *             "status": 400,
+                     *             "error": {
+                     *               "type": "document_parsing_exception",
+                     *               "reason": "the document has no message: a string in message, msg or log is required"
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EsBulkResponse"];
+                };
+            };
+            400: components["responses"]["EsBadRequest"];
+            401: components["responses"]["EsUnauthorized"];
+            413: components["responses"]["EsTooLarge"];
+            415: components["responses"]["EsUnsupportedMediaType"];
+            429: components["responses"]["EsTooManyRequests"];
+        };
+    };
+    esIndexBulk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The project id the items go to unless their action names another.
+                 * @example 01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f
+                 */
+                index: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {"index":{"_index":"01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f"}}
+                 *     {"@timestamp":"2026-11-23T10:00:00.123Z","message":"payment declined","log":{"level":"warn"},"service":{"name":"checkout"}}
+                 */
+                "application/x-ndjson": string;
+            };
+        };
+        responses: {
+            /** @description Each item's outcome, in the order sent. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "took": 3,
+                     *       "errors": true,
+                     *       "items": [
+                     *         {
+                     *           "index": {
+                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *             "_id": "01936f0e-9d3b-7c4f-8e5a-3b7c9d1e2f30",
+                     *             "_version": 1,
+                     *             "result": "created",
+                     *             "status": 201
+                     *           }
+                     *         },
+                     *         {
+                     *           "index": {
+                     *             "_index": "01936f0e-8c2a-7b3e-9d4f-2a6b8c0d1e2f",
+                     *             "_id": null,
+                     *             "status": 400,
+                     *             "error": {
+                     *               "type": "document_parsing_exception",
+                     *               "reason": "the document has no message: a string in message, msg or log is required"
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EsBulkResponse"];
+                };
+            };
+            400: components["responses"]["EsBadRequest"];
+            401: components["responses"]["EsUnauthorized"];
+            413: components["responses"]["EsTooLarge"];
+            415: components["responses"]["EsUnsupportedMediaType"];
+            429: components["responses"]["EsTooManyRequests"];
+        };
+    };
+    esLicense: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the shipper needs to go on. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
+                };
+            };
+            401: components["responses"]["EsUnauthorized"];
+        };
+    };
+    esXpack: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the shipper needs to go on. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
+                };
+            };
+            401: components["responses"]["EsUnauthorized"];
+        };
+    };
+    esNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the shipper needs to go on. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
+                };
+            };
+            401: components["responses"]["EsUnauthorized"];
+        };
+    };
+    esAllNodes: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the shipper needs to go on. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
+                };
+            };
+            401: components["responses"]["EsUnauthorized"];
+        };
+    };
+    esClusterHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the shipper needs to go on. */
+            200: {
+                headers: {
+                    /** @description Always `Elasticsearch`. */
+                    "X-Elastic-Product"?: "Elasticsearch";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EsDiscoveryAnswer"];
+                };
+            };
+            401: components["responses"]["EsUnauthorized"];
         };
     };
     logStats: {
