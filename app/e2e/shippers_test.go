@@ -165,6 +165,9 @@ func testShipper(t *testing.T, open storeOpener, sh shipper, run shipperRun) {
 	if n = count(); n != good {
 		t.Errorf("%d entries stored, want %d (every good line once)", n, good)
 	}
+	if refused, readErr = sh.refused(t, dir); readErr != nil {
+		t.Fatalf("%s's record of refused items: %v", sh.name, readErr)
+	}
 
 	// The service's own count of the items it refused, beside the shipper's.
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"/metrics", nil)
