@@ -149,8 +149,9 @@ lint: vet staticcheck fmt-check
 ## bench: the benchmark suite (starts its own PostgreSQL like the tests); each benchmark prints our
 ## figure, the baseline's and their ratio; then the explorer's first render in Chromium
 ## (EXPLORER_BENCH_ROWS entries, 20,000 unless set). CI runs it with BENCHTIME=1x BENCH_ROWS=20000.
+## VICTORIALOGS=path (else victoria-logs on PATH) adds VictoriaLogs beside the bulk ingest figures.
 bench:
-	BENCH_ROWS=$(BENCH_ROWS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app/bench/
+	BENCH_ROWS=$(BENCH_ROWS) VICTORIALOGS=$(VICTORIALOGS) $(GO) test -run '^$$' -bench . -benchtime $(BENCHTIME) -timeout 60m ./app/bench/
 	$(GO) test -run '^$$' -bench 'ExplorerFirstRender' -benchtime $(BENCHTIME) -timeout 10m ./app/e2e/
 
 ## bench-citus: ingest and reads through the service on a Citus coordinator with two workers beside
