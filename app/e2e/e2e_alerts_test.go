@@ -75,7 +75,7 @@ func testAlertsThroughTheAPI(t *testing.T, open storeOpener) {
 	rcv := newReceiver(t)
 	clk := &clock{now: time.Now().Truncate(time.Second)}
 	cfg := server.DefaultConfig()
-	cfg.AlertTargets = "127.0.0.1"
+	cfg.AlertTargets = rcv.srv.Listener.Addr().String() // a loopback target is reached only when listed with its port
 	cfg.AlertEvalEvery, cfg.AlertDeliverEvery = 20*time.Millisecond, 20*time.Millisecond
 	st := open(t)
 	svc, err := server.New(cfg, st, slog.New(slog.DiscardHandler), server.Deps{Now: clk.Now})

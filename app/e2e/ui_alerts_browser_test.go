@@ -29,7 +29,7 @@ func testExplorerAlerts(t *testing.T, s namedStore) {
 	rcv := newReceiver(t)
 	cfg := server.DefaultConfig()
 	cfg.APIKeys = apitest.KeyLine("admin", explorerKey)
-	cfg.AlertTargets = "127.0.0.1"
+	cfg.AlertTargets = rcv.srv.Listener.Addr().String() // a loopback target is reached only when listed with its port
 	cfg.AlertEvalEvery, cfg.AlertDeliverEvery = 50*time.Millisecond, 50*time.Millisecond
 	svc, err := server.New(cfg, st, slog.New(slog.DiscardHandler), server.Deps{})
 	if err != nil {

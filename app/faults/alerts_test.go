@@ -166,7 +166,7 @@ func TestAlertsSurviveKillAndReceiverOutage(t *testing.T) {
 	rcv.setFailing(true)
 	receiverStart := time.Now()
 	dsn := pg.NewDatabase(t)
-	common := []string{"DATABASE_URL=" + dsn, "ALERT_TARGETS=127.0.0.1", "ALERT_EVAL_INTERVAL=1s"}
+	common := []string{"DATABASE_URL=" + dsn, "ALERT_TARGETS=" + rcv.addr, "ALERT_EVAL_INTERVAL=1s"}
 	addrA, addrB := freeAddr(t), freeAddr(t)
 	a := start(t, addrA, append(common, "ALERT_DELIVER_INTERVAL=1h")...)
 	killA := sync.OnceFunc(a.kill)
