@@ -104,7 +104,8 @@ staticcheck:
 fmt-check:
 	test -z "$$(gofmt -l $$(git ls-files '*.go'))"
 
-## arch-check: the dependency rules (domain on the standard library only; no adapter imports another;
+## arch-check: the dependency rules (domain on the standard library only; no adapter imports another,
+## but any may import adapters/internal/..., which imports only domain;
 ## only app imports adapters; tailhub and readshare import only domain; nothing but app and the
 ## tests of app/... imports app/server, directly or through app/server/servetest, which only
 ## those tests import), as TestArchitecture states them

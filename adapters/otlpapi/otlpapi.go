@@ -11,21 +11,17 @@
 package otlpapi
 
 import (
-	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 
+	"example.com/obsvc/adapters/internal/httpbody"
 	"example.com/obsvc/domain"
 )
 
@@ -205,71 +201,9 @@ func requestContentType(r *http.Request) string {
 // readBody reads the whole body, decompressed, refusing more than MaxBodyBytes of it before
 // reading further: a small gzip body that inflates without bound costs at most the cap.
 func (h *handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	limit := h.opts.MaxBodyBytes
-	// The compressed body is capped too (gzip adds a few bytes per 32 KiB at worst).
-	var src io.Reader = http.MaxBytesReader(w, r.Body, limit+limit/64+1024)
-	switch enc := strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))); enc {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(src)
-		if err != nil {
-			return nil, h.readError(err)
-		}
-		defer zr.Close()
-		src = zr
-	default:
-		return nil, &statusError{status: http.StatusUnsupportedMediaType, msg: fmt.Sprintf("Content-Encoding %q is not supported: send gzip or identity", enc)}
+	body, err := httpbody.Read(w, r, h.opts.MaxBodyBytes, "OTLP_MAX_BODY_BYTES")
+	if uc := (*httpbody.UnsupportedCodingError)(nil); errors.As(err, &uc) {
+		return nil, &statusError{status: http.StatusUnsupportedMediaType, msg: uc.Error()}
 	}
-	size := int64(64 << 10)
-	if r.ContentLength > 0 {
-		size = r.ContentLength
-	}
-	buf, err := readAtMost(src, limit+1, size)
-	if err != nil {
-		return nil, h.readError(err)
-	}
-	if int64(len(buf)) > limit {
-		return nil, tooLarge(limit)
-	}
-	return buf, nil
-}
-
-// readAtMost reads src to its end or to most bytes, into a buffer that starts at size and
-// doubles, never past most: a body that inflates without bound costs most bytes and the half
-// of it copied last, not twice the cap that bytes.Buffer's growth would reach.
-func readAtMost(src io.Reader, most, size int64) ([]byte, error) {
-	buf := make([]byte, 0, min(max(size, 512), most))
-	for {
-		if len(buf) == cap(buf) {
-			if int64(len(buf)) >= most {
-				return buf, nil
-			}
-			buf = slices.Grow(buf, int(min(int64(cap(buf)), most-int64(len(buf)))))
-			buf = buf[:len(buf):min(cap(buf), int(most))]
-		}
-		n, err := src.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-}
-
-func (h *handler) readError(err error) error {
-	var mb *http.MaxBytesError
-	if errors.As(err, &mb) {
-		return tooLarge(h.opts.MaxBodyBytes)
-	}
-	if errors.Is(err, gzip.ErrHeader) || errors.Is(err, gzip.ErrChecksum) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || isFlateError(err) {
-		return domain.Errorf(domain.KindInvalid, "the body is not valid gzip: %v", err)
-	}
-	// The client went away or stalled: nothing useful can be answered, but say so.
-	return domain.Errorf(domain.KindInvalid, "reading the body failed: %v", err)
-}
-
-func tooLarge(limit int64) error {
-	return domain.Errorf(domain.KindTooLarge, "the body is over %d bytes after decompression (OTLP_MAX_BODY_BYTES)", limit)
+	return body, err
 }

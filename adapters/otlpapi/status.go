@@ -1,7 +1,6 @@
 package otlpapi
 
 import (
-	"compress/flate"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -22,11 +21,6 @@ type statusError struct {
 }
 
 func (e *statusError) Error() string { return e.msg }
-
-func isFlateError(err error) bool {
-	var ce flate.CorruptInputError
-	return errors.As(err, &ce)
-}
 
 // statusOf is the one table from domain error kinds to the HTTP status and google.rpc.Code of an
 // OTLP failure. OTLP exporters retry 429, 502, 503 and 504 only, so everything a retry may cure
