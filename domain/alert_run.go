@@ -16,6 +16,8 @@ const (
 	// OutboxClaim is how long a sender holds a notification it is delivering: if it dies
 	// mid-delivery, another sends it again after that (at least once).
 	OutboxClaim = 30 * time.Second
+	// OutboxKeep is how long a delivered notification stays in the outbox.
+	OutboxKeep = 24 * time.Hour
 	// OutboxMaxBackoff bounds the wait between two attempts of one notification: 1 s after the
 	// first failure, doubling.
 	OutboxMaxBackoff = time.Minute
@@ -252,4 +254,13 @@ func (s *Service) DeliverOutbox(ctx context.Context) (DeliverReport, error) {
 		}
 	}
 	return rep, nil
+}
+
+// SweepOutbox deletes the notifications delivered more than OutboxKeep ago and says how many.
+func (s *Service) SweepOutbox(ctx context.Context) (int64, error) {
+	n, err := s.store.SweepOutbox(ctx, s.now().Add(-OutboxKeep).UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("sweep delivered notifications: %w", err)
+	}
+	return n, nil
 }

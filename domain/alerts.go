@@ -153,6 +153,9 @@ type AlertStore interface {
 	// FinishOutbox records an attempt's end: delivered at at, or to be retried at at, having
 	// failed with lastError.
 	FinishOutbox(ctx context.Context, projectID, id string, delivered bool, at int64, lastError string) error
+	// SweepOutbox deletes the notifications of every project delivered before before (Unix ms)
+	// and says how many.
+	SweepOutbox(ctx context.Context, before int64) (int64, error)
 }
 
 // ErrTooManyAlerts is a store's answer to a rule that would take its project past the most rules

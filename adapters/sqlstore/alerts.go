@@ -346,3 +346,14 @@ func (s *Store) FinishOutbox(ctx context.Context, projectID, id string, delivere
 	}
 	return s.translate("finish notification", err)
 }
+
+// SweepOutbox implements domain.AlertStore: a sweep across every project (on Citus, every
+// shard), as the idempotency records' is.
+func (s *Store) SweepOutbox(ctx context.Context, before int64) (int64, error) {
+	res, err := s.w.ExecContext(ctx, s.bind("DELETE FROM alert_outbox WHERE delivered_at IS NOT NULL AND delivered_at < ?"), before)
+	if err != nil {
+		return 0, s.translate("sweep delivered notifications", err)
+	}
+	n, err := res.RowsAffected()
+	return n, s.translate("sweep delivered notifications", err)
+}

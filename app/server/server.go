@@ -310,14 +310,20 @@ func (s *Server) Start(ctx context.Context) (stop func(), err error) {
 // idempotencySweepInterval is how often forgotten idempotency keys are deleted.
 const idempotencySweepInterval = 10 * time.Minute
 
-// sweepIdempotency deletes idempotency keys past their window until ctx ends; a failed sweep is
-// logged and tried again at the next interval.
+// sweepIdempotency deletes idempotency keys past their window, and alert notifications
+// delivered more than a day ago, until ctx ends; a failed sweep is logged and tried again at the
+// next interval.
 func (s *Server) sweepIdempotency(ctx context.Context) {
 	every(ctx, idempotencySweepInterval, func() {
 		if n, err := s.Core.SweepIdempotency(ctx); err != nil {
 			s.log.Warn("sweep idempotency keys", "err", err)
 		} else if n > 0 {
 			s.log.Debug("swept idempotency keys", "deleted", n)
+		}
+		if n, err := s.Core.SweepOutbox(ctx); err != nil {
+			s.log.Warn("sweep delivered alert notifications", "err", err)
+		} else if n > 0 {
+			s.log.Debug("swept delivered alert notifications", "deleted", n)
 		}
 	})
 }

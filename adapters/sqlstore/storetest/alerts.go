@@ -260,6 +260,16 @@ func testAlertOutbox(t *testing.T, s domain.Store) {
 	if ok, _ := s.ClaimOutbox(ctx(t), it, 80_000); ok {
 		t.Fatal("a delivered notification was claimed")
 	}
+	// The sweep deletes what was delivered before its bound, and nothing pending.
+	if n, err := s.SweepOutbox(ctx(t), 71_000); err != nil || n != 0 {
+		t.Fatalf("SweepOutbox before the delivery = %d, %v; want 0", n, err)
+	}
+	if n, err := s.SweepOutbox(ctx(t), 71_001); err != nil || n != 1 {
+		t.Fatalf("SweepOutbox = %d, %v; want 1", n, err)
+	}
+	if out, _ = s.PendingOutbox(ctx(t), 100); len(out) != 3 {
+		t.Fatalf("the sweep took pending notifications: %d left", len(out))
+	}
 }
 
 // recorder is a Notifier that takes every target and keeps what it is sent.
