@@ -61,6 +61,12 @@ func parseAction(text []byte) (action, error) {
 // of one member named as an action whose value is an object. A document of that very shape is
 // taken for an action, and the action before it answered as missing its document.
 func looksLikeAction(text []byte) bool {
+	// Nearly every line read here is a document: its first member's name, when it is written
+	// plainly, rules it out without decoding the line (an object of one member is named by its
+	// first, and one of more members is no action).
+	if key, plain := firstKey(text); plain && !slices.Contains(actionNames, key) {
+		return false
+	}
 	var m map[string]json.RawMessage
 	if len(text) > 4096 || json.Unmarshal(text, &m) != nil || len(m) != 1 {
 		return false
@@ -70,6 +76,25 @@ func looksLikeAction(text []byte) bool {
 		return slices.Contains(actionNames, name) && json.Unmarshal(v, &meta) == nil && meta != nil
 	}
 	return false
+}
+
+// firstKey is the name of the first member of the JSON object text, and whether it is written
+// plainly (no escapes) so that its bytes are the name; plain is false when text does not start
+// as an object with a member, or the name holds an escape.
+func firstKey(text []byte) (key string, plain bool) {
+	t := bytes.TrimLeft(text, " \t\r\n")
+	if len(t) == 0 || t[0] != '{' {
+		return "", false
+	}
+	t = bytes.TrimLeft(t[1:], " \t\r\n")
+	if len(t) == 0 || t[0] != '"' {
+		return "", false
+	}
+	end := bytes.IndexByte(t[1:], '"')
+	if end < 0 || bytes.IndexByte(t[1:1+end], '\\') >= 0 {
+		return "", false
+	}
+	return string(t[1 : 1+end]), true
 }
 
 // clip quotes a client's text by its first 40 bytes at most, as every answer does.
@@ -111,20 +136,21 @@ func toInput(doc []byte, limits domain.Limits) (domain.LogInput, string) {
 		// encoding/json would store U+FFFD in its place: nothing is altered unsaid.
 		return domain.LogInput{}, "the document holds an escaped lone surrogate (\\uD800 to \\uDFFF unpaired), which is no character"
 	}
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	var obj map[string]any
-	if err := dec.Decode(&obj); err != nil {
-		return domain.LogInput{}, "the document is not a JSON object: " + err.Error()
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return domain.LogInput{}, "the document line holds more than one JSON value"
+	// Each member is kept as its JSON text: only the few read into the entry are decoded, and
+	// the rest go on as text to the domain, which decodes the attributes once, as it does any
+	// entry's (decoding every value here to encode it again took as long as the rest of the
+	// mapping).
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &obj); err != nil {
+		return domain.LogInput{}, notAnObject(doc, err)
 	}
 	if obj == nil {
 		return domain.LogInput{}, "the document is not a JSON object: null"
 	}
-	flat := make(map[string]any, len(obj))
-	flatten("", obj, flat)
+	flat := make(map[string]json.RawMessage, len(obj))
+	if err := flatten("", obj, flat); err != nil {
+		return domain.LogInput{}, "the document is not a JSON object: " + err.Error()
+	}
 
 	var in domain.LogInput
 	msg, ok := takeString(flat, messageFields)
@@ -203,7 +229,7 @@ func loneSurrogate(doc []byte) bool {
 
 // flatten puts every member of obj into out under its dotted path below prefix; an empty
 // object is kept as one.
-func flatten(prefix string, obj map[string]any, out map[string]any) {
+func flatten(prefix string, obj map[string]json.RawMessage, out map[string]json.RawMessage) error {
 	// In key order, so that a key both nested and dotted ({"a":{"b":1},"a.b":2}) resolves the
 	// same way every time: the later key in that order wins.
 	for _, k := range slices.Sorted(maps.Keys(obj)) {
@@ -211,16 +237,54 @@ func flatten(prefix string, obj map[string]any, out map[string]any) {
 		if prefix != "" {
 			key = prefix + "." + k
 		}
-		if child, ok := obj[k].(map[string]any); ok && len(child) > 0 {
-			flatten(key, child, out)
-			continue
+		if v := obj[k]; len(v) > 0 && v[0] == '{' {
+			var child map[string]json.RawMessage
+			if err := json.Unmarshal(v, &child); err != nil {
+				return err
+			}
+			if len(child) > 0 {
+				if err := flatten(key, child, out); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		out[key] = obj[k]
 	}
+	return nil
+}
+
+// notAnObject says why doc, which json.Unmarshal refused with err, is no document.
+func notAnObject(doc []byte, err error) string {
+	// A line of two values is named as such (the decoder reads the first and finds more).
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	var first json.RawMessage
+	if dec.Decode(&first) == nil && len(first) > 0 && first[0] == '{' {
+		if _, more := dec.Token(); !errors.Is(more, io.EOF) {
+			return "the document line holds more than one JSON value"
+		}
+	}
+	return "the document is not a JSON object: " + err.Error()
+}
+
+// rawString is v as a string when it is a JSON string.
+func rawString(v json.RawMessage) (string, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return "", false
+	}
+	if bytes.IndexByte(v, '\\') < 0 {
+		// No escapes: its bytes are the string (the document was checked as valid UTF-8).
+		return string(v[1 : len(v)-1]), true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // take removes and returns the first of names present in flat.
-func take(flat map[string]any, names []string) (string, any, bool) {
+func take(flat map[string]json.RawMessage, names []string) (string, json.RawMessage, bool) {
 	for _, n := range names {
 		if v, ok := flat[n]; ok {
 			delete(flat, n)
@@ -232,9 +296,9 @@ func take(flat map[string]any, names []string) (string, any, bool) {
 
 // takeString removes and returns the first of names whose value is a string; a name of
 // another type stays an attribute.
-func takeString(flat map[string]any, names []string) (string, bool) {
+func takeString(flat map[string]json.RawMessage, names []string) (string, bool) {
 	for _, n := range names {
-		if s, ok := flat[n].(string); ok {
+		if s, ok := rawString(flat[n]); ok {
 			delete(flat, n)
 			return s, true
 		}
@@ -242,13 +306,13 @@ func takeString(flat map[string]any, names []string) (string, bool) {
 	return "", false
 }
 
-func takeID(flat map[string]any, names []string, n int, limits domain.Limits) (string, bool) {
+func takeID(flat map[string]json.RawMessage, names []string, n int, limits domain.Limits) (string, bool) {
 	field := "trace_id"
 	if n == domain.SpanIDLen {
 		field = "span_id"
 	}
 	for _, name := range names {
-		if s, ok := flat[name].(string); ok && limits.EntryFieldProblem(field, s) == "" {
+		if s, ok := rawString(flat[name]); ok && limits.EntryFieldProblem(field, s) == "" {
 			delete(flat, name)
 			return s, true
 		}
@@ -258,11 +322,8 @@ func takeID(flat map[string]any, names []string, n int, limits domain.Limits) (s
 
 // parseTime reads a time as Elasticsearch's default date format does: RFC 3339 (with or
 // without a zone: none is UTC), or epoch milliseconds as a number or a string of digits.
-func parseTime(v any) (int64, string) {
-	switch t := v.(type) {
-	case json.Number:
-		return epochMillis(string(t))
-	case string:
+func parseTime(v json.RawMessage) (int64, string) {
+	if t, ok := rawString(v); ok {
 		if t != "" && strings.Trim(t, "0123456789-") == "" && !strings.Contains(t[1:], "-") {
 			return epochMillis(t)
 		}
@@ -272,6 +333,9 @@ func parseTime(v any) (int64, string) {
 			}
 		}
 		return 0, "is not a time: send RFC 3339 (2026-01-02T15:04:05.000Z) or epoch milliseconds"
+	}
+	if len(v) > 0 && (v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		return epochMillis(string(v))
 	}
 	return 0, "is not a time: send RFC 3339 text or epoch milliseconds"
 }
