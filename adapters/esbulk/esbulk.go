@@ -334,12 +334,23 @@ func shown(err error) string {
 func parse(body []byte, urlIndex string) ([]*item, error) {
 	var items []*item
 	lines := splitLines(body)
+	// A shipper writes the same action line before every document (its index, nothing else):
+	// an action line equal to the one before is that one's action, read once. parseAction
+	// depends on the line's bytes alone.
+	var last []byte
+	var lastAction action
 	for i := 0; i < len(lines); i++ {
 		ln := lines[i]
 		if len(bytes.TrimSpace(ln.text)) == 0 {
 			continue
 		}
-		a, err := parseAction(ln.text)
+		a, err := lastAction, error(nil)
+		if last == nil || !bytes.Equal(ln.text, last) {
+			a, err = parseAction(ln.text)
+			if err == nil {
+				last, lastAction = ln.text, a
+			}
+		}
 		if err != nil {
 			return nil, domain.Errorf(domain.KindInvalid, "malformed action/metadata line [%d]: %v", ln.no, err)
 		}
