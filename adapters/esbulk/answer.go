@@ -80,9 +80,6 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error, log *slog.Log
 	case errors.As(err, &de):
 		status, typ = itemStatus(de.Kind)
 		msg = shown(err)
-		if de.Kind == domain.KindInvalid && strings.HasPrefix(de.Msg, "malformed action") {
-			typ = "parse_exception"
-		}
 	default:
 		status, typ = http.StatusInternalServerError, "exception"
 	}

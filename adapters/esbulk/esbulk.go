@@ -352,7 +352,8 @@ func parse(body []byte, urlIndex string) ([]*item, error) {
 			}
 		}
 		if err != nil {
-			return nil, domain.Errorf(domain.KindInvalid, "malformed action/metadata line [%d]: %v", ln.no, err)
+			// Elasticsearch answers a body it cannot read as bulk with a parse_exception.
+			return nil, &statusError{status: http.StatusBadRequest, typ: "parse_exception", msg: fmt.Sprintf("malformed action/metadata line [%d]: %v", ln.no, err)}
 		}
 		it := &item{action: a.name, index: a.index, record: -1}
 		if it.index == "" {
