@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -213,11 +212,8 @@ func logEvent(e *domain.TailEntry) []byte {
 	b.WriteString("id: ")
 	b.WriteString(domain.EncodeTailToken(e.At))
 	b.WriteString("\nevent: log\ndata: ")
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	entry := toEntry(e.LogEntry)
-	// One line: JSON escapes every newline. Encode ends it; the blank line ends the event.
-	if err := enc.Encode(&entry); err != nil {
+	// One line, ended by encodeEntry; the blank line ends the event.
+	if err := encodeEntry(&b, e.LogEntry); err != nil {
 		return nil
 	}
 	b.WriteByte('\n')
