@@ -215,12 +215,13 @@ func (h *Handler) store(r *http.Request, items []*item, body []byte) (int, error
 	sum := sha256.Sum256(body)
 	digest := hex.EncodeToString(sum[:])
 	stored := 0
+	m := newMapper(limits)
 	for _, g := range groups {
 		for chunk, items := range chunks(g.items, limits.MaxBatchEntries) {
 			records := make([]domain.LogInput, 0, len(items))
 			part := make([]*item, 0, len(items)) // the items of records, in order
 			for _, it := range items {
-				in, problem := toInput(it.doc, limits)
+				in, problem := m.toInput(it.doc)
 				if problem != "" {
 					it.refuse(http.StatusBadRequest, "document_parsing_exception", problem)
 					continue

@@ -52,7 +52,7 @@ func TestToInput(t *testing.T) {
 		{"a pair and escapes", `{"message":"\ud83d\ude00 \\ud800 \" \u00e9"}`, "-|-|-|-|-|-|😀 \\ud800 \" é|-"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			in, problem := toInput([]byte(c.doc), limits)
+			in, problem := newMapper(limits).toInput([]byte(c.doc))
 			if strings.HasPrefix(c.want, "!") {
 				if !strings.HasPrefix(problem, c.want[1:]) {
 					t.Fatalf("problem %q, want %q", problem, c.want[1:])
