@@ -261,7 +261,9 @@ func (m *mapper) flatten(doc []byte) (flat map[string]json.RawMessage, ok bool) 
 // objects are their own.
 func (m *mapper) readObject(doc []byte, depth int) ([]member, error) {
 	if depth == len(m.levels) {
-		m.levels = append(m.levels, make([]member, 0, 8))
+		// Grown by the members it meets: a chain of 10,000 single-member objects costs one
+		// member a level, not a preallocated run.
+		m.levels = append(m.levels, nil)
 	}
 	ms := m.levels[depth][:0]
 	defer func() { m.levels[depth] = ms[:0] }()
