@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"example.com/obsvc/adapters/internal/httpbody"
 	"example.com/obsvc/domain"
 )
 
@@ -21,14 +22,11 @@ const (
 	ProductName   = "Elasticsearch"
 )
 
-// statusError is a failure that is an HTTP status and an Elasticsearch error type (415).
-type statusError struct {
-	status int
-	typ    string
-	msg    string
-}
+// malformedError is a body that is no bulk body: a line that is not an action where one is
+// due. Elasticsearch answers it 400 with a parse_exception.
+type malformedError struct{ msg string }
 
-func (e *statusError) Error() string { return e.msg }
+func (e *malformedError) Error() string { return e.msg }
 
 // itemStatus is the one table from a domain error kind to the status and Elasticsearch error
 // type of an item, or of a whole request. Shippers retry 429 (and, for a whole request, 5xx) and
@@ -64,19 +62,23 @@ type errorCause struct {
 }
 
 // WriteError answers err for a whole request in Elasticsearch's error shape,
-// {"error":{"root_cause":[...],"type","reason"},"status"}, through the one table itemStatus. The
+// {"error":{"root_cause":[...],"type","reason"},"status"}: a body that is no bulk body, a
+// content coding it cannot read, else a domain error through the one table itemStatus. The
 // edge refuses these routes through it.
 func WriteError(w http.ResponseWriter, r *http.Request, err error, log *slog.Logger) {
 	var (
 		status int
 		typ    string
 		msg    string
-		se     *statusError
+		me     *malformedError
+		uc     *httpbody.UnsupportedCodingError
 		de     *domain.Error
 	)
 	switch {
-	case errors.As(err, &se):
-		status, typ, msg = se.status, se.typ, se.msg
+	case errors.As(err, &me):
+		status, typ, msg = http.StatusBadRequest, "parse_exception", me.msg
+	case errors.As(err, &uc):
+		status, typ, msg = http.StatusUnsupportedMediaType, "illegal_argument_exception", uc.Error()
 	case errors.As(err, &de):
 		status, typ = itemStatus(de.Kind)
 		msg = shown(err)

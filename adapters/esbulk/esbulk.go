@@ -353,8 +353,7 @@ func parse(body []byte, urlIndex string) ([]*item, error) {
 			}
 		}
 		if err != nil {
-			// Elasticsearch answers a body it cannot read as bulk with a parse_exception.
-			return nil, &statusError{status: http.StatusBadRequest, typ: "parse_exception", msg: fmt.Sprintf("malformed action/metadata line [%d]: %v", ln.no, err)}
+			return nil, &malformedError{msg: fmt.Sprintf("malformed action/metadata line [%d]: %v", ln.no, err)}
 		}
 		it := &item{action: a.name, index: a.index, record: -1}
 		if it.index == "" {
@@ -417,9 +416,5 @@ func splitLines(body []byte) []line {
 // readBody reads the whole body, decompressed, refusing more than MaxBodyBytes of it before
 // reading further: a small gzip body that inflates without bound costs at most the cap.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	body, err := httpbody.Read(w, r, h.opts.MaxBodyBytes, "ES_MAX_BODY_BYTES: send smaller bulk requests")
-	if uc := (*httpbody.UnsupportedCodingError)(nil); errors.As(err, &uc) {
-		return nil, &statusError{status: http.StatusUnsupportedMediaType, typ: "illegal_argument_exception", msg: uc.Error()}
-	}
-	return body, err
+	return httpbody.Read(w, r, h.opts.MaxBodyBytes, "ES_MAX_BODY_BYTES: send smaller bulk requests")
 }
