@@ -1,23 +1,8 @@
 package esbulk
 
 import (
-	"encoding/json"
-	"slices"
 	"testing"
 )
-
-// decodedAction is looksLikeAction without its shortcut: the line decoded.
-func decodedAction(text []byte) bool {
-	var m map[string]json.RawMessage
-	if len(text) > 4096 || json.Unmarshal(text, &m) != nil || len(m) != 1 {
-		return false
-	}
-	for name, v := range m {
-		var meta map[string]json.RawMessage
-		return slices.Contains(actionNames, name) && json.Unmarshal(v, &meta) == nil && meta != nil
-	}
-	return false
-}
 
 // looksLikeAction's shortcut (a plainly written first member name that is no action's) must
 // answer as decoding the line does, whatever the line.
@@ -29,7 +14,7 @@ func TestLooksLikeActionAnswersAsDecoding(t *testing.T) {
 		`{}`, `[]`, `"index"`, `{"index":{}`, `{"index`, `{`, ``, `{"a":1,"a":2}`, `{"index":{},"index":{}}`,
 		`{"@timestamp":"2026-11-27T00:00:00Z","log":{"level":"info"},"message":"GET /"}`,
 	} {
-		if got, want := looksLikeAction([]byte(line)), decodedAction([]byte(line)); got != want {
+		if got, want := looksLikeAction([]byte(line)), decodesAsAction([]byte(line)); got != want {
 			t.Errorf("looksLikeAction(%s) = %v, decoding says %v", line, got, want)
 		}
 	}
@@ -40,7 +25,7 @@ func FuzzLooksLikeAction(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
-		if got, want := looksLikeAction([]byte(line)), decodedAction([]byte(line)); got != want {
+		if got, want := looksLikeAction([]byte(line)), decodesAsAction([]byte(line)); got != want {
 			t.Fatalf("looksLikeAction(%q) = %v, decoding says %v", line, got, want)
 		}
 	})

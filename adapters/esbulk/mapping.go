@@ -69,6 +69,12 @@ func looksLikeAction(text []byte) bool {
 	if key, plain := firstKey(text); plain && !slices.Contains(actionNames, key) {
 		return false
 	}
+	return decodesAsAction(text)
+}
+
+// decodesAsAction is looksLikeAction without its shortcut: the line decoded, an object of one
+// member named as an action whose value is an object.
+func decodesAsAction(text []byte) bool {
 	var m map[string]json.RawMessage
 	if len(text) > 4096 || json.Unmarshal(text, &m) != nil || len(m) != 1 {
 		return false
