@@ -52,6 +52,7 @@ func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time)
 	if err != nil {
 		return rep, fmt.Errorf("due alert rules: %w", err)
 	}
+	defer s.counts.sweep(ms)
 	for _, ref := range due {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
@@ -105,7 +106,7 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, now int64) error {
 	if err != nil {
 		return err
 	}
-	count, err := s.countWindow(ctx, f, now)
+	count, err := s.alertCount(ctx, f, r, start, end, now)
 	if err != nil {
 		return err
 	}
@@ -154,6 +155,18 @@ func (s *Service) alertFilter(ctx context.Context, r AlertRule, start, end int64
 		return LogFilter{}, fmt.Errorf("the rule's query: %w", err)
 	}
 	return f, nil
+}
+
+// alertCount counts rule r's window [start, end), whose filter is f: from the counts the
+// service keeps (alertCounts) when the store offers them, else through countWindow.
+func (s *Service) alertCount(ctx context.Context, f LogFilter, r AlertRule, start, end, now int64) (int64, error) {
+	if s.alertStore != nil {
+		n, ok, err := s.counts.count(ctx, s.alertStore, f, start, end, now, r.IntervalSeconds)
+		if err != nil || ok {
+			return n, err
+		}
+	}
+	return s.countWindow(ctx, f, now)
 }
 
 // countWindow counts the entries matching f, through the stats path every count of the

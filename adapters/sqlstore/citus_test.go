@@ -359,6 +359,13 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 	must("read tail, a query", err)
 	_, err = s.ReplayTail(ctx, domain.LogFilter{ProjectID: p, Level: ptr("warn")}, head, 10)
 	must("replay tail", err)
+	// Alert counts: where ingest stands, and a query counted per second in the same snapshot.
+	_, err = s.AlertFeedHead(ctx, p)
+	must("alert feed head", err)
+	for _, name := range []string{"project", "project+levels", "project+query words", "project+query tree"} {
+		_, _, err = s.CountAlertSeconds(ctx, filters[name], 0)
+		must("count alert seconds, "+name, err)
+	}
 	// The hub's read: bounded by a horizon and skipping the batches it holds. A batch is read at
 	// the place the write returned (its project's next number, mapped to the coordinator's
 	// transaction id its rows carry).

@@ -297,6 +297,14 @@ func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, er
 	if err != nil {
 		return 0, s.translate("delete logs", err)
 	}
+	if n > 0 {
+		// Alert counts kept past these entries start over (migration 00015). Last before the
+		// commit, so the project's row of tail_seq is held only that long.
+		if _, err = tx.ExecContext(ctx, s.bind("INSERT INTO tail_seq (project_id, seq, deletes) VALUES (?, 0, 1) "+
+			"ON CONFLICT (project_id) DO UPDATE SET deletes = tail_seq.deletes + 1"), f.ProjectID); err != nil {
+			return 0, s.translate("delete logs: count the delete", err)
+		}
+	}
 	if err = tx.Commit(); err != nil {
 		return 0, s.translate("commit delete", err)
 	}

@@ -21,6 +21,7 @@ func runAlerts(t *testing.T, open Open) {
 	t.Run("AlertEvaluationIsAllOrNothing", func(t *testing.T) { t.Parallel(); testAlertEvaluationAtomic(t, open(t)) })
 	t.Run("AlertOutboxOrderAndClaims", func(t *testing.T) { t.Parallel(); testAlertOutbox(t, open(t)) })
 	t.Run("AlertEvaluationIsExact", func(t *testing.T) { t.Parallel(); testAlertEvaluationExact(t, open(t)) })
+	t.Run("AlertCountsMatchTheStore", func(t *testing.T) { t.Parallel(); testAlertCountsMatchTheStore(t, open(t)) })
 	t.Run("AlertOfADeletedSearch", func(t *testing.T) { t.Parallel(); testAlertOfADeletedSearch(t, open(t)) })
 }
 
