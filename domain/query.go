@@ -3,6 +3,7 @@ package domain
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The query language: the value of the query parameter of GET /logs, DELETE /logs,
@@ -161,7 +162,47 @@ func Words(s string) []string {
 // WordText is s's words (Words) joined by single spaces: the form in which a store keeps a
 // message's words, so that a QueryWords is a substring test on " "+WordText+" ".
 func WordText(s string) string {
-	return strings.Join(strings.FieldsFunc(FoldCase(s), notWordRune), " ")
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Join(strings.FieldsFunc(FoldCase(s), notWordRune), " ")
+		}
+	}
+	return asciiWordText(s)
+}
+
+// asciiWordText is WordText of an ASCII s in one pass: for ASCII, letters and numbers are
+// [A-Za-z0-9] and folding lowers A-Z, so the words are copied lowered, one space between them.
+// It leaves s as it is when s is its own word text.
+func asciiWordText(s string) string {
+	same := true
+	for i := 0; i < len(s) && same; i++ {
+		c := s[i]
+		word := c == '_' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9'
+		space := c == ' ' && i > 0 && i < len(s)-1 && s[i+1] != ' '
+		same = word || space
+	}
+	if same {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	gap := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		case c == '_' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
+		default:
+			gap = true
+			continue
+		}
+		if gap && len(b) > 0 {
+			b = append(b, ' ')
+		}
+		gap = false
+		b = append(b, c)
+	}
+	return string(b)
 }
 
 func notWordRune(r rune) bool {
