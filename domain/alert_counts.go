@@ -208,9 +208,12 @@ func (pc *feedCounts) advance(ctx context.Context, st AlertCountStore, projectID
 			return fmt.Errorf("alert counts: read the new entries: %w", err)
 		}
 		for i := range es {
-			e := &es[i]
+			e := &es[i].LogEntry
+			// One match state per entry for every query: its words split and its attributes
+			// decoded once.
+			m := entryMatch{e: e}
 			for _, q := range qs {
-				if e.Time >= q.floor && q.f.Matches(e.LogEntry) {
+				if e.Time >= q.floor && q.matches(&m) {
 					q.secs[secondOf(e.Time)]++
 				}
 			}
@@ -220,6 +223,16 @@ func (pc *feedCounts) advance(ctx context.Context, st AlertCountStore, projectID
 		}
 		after = es[len(es)-1].At
 	}
+}
+
+// matches is q.f.Matches(m's entry), m shared by the queries matched against the entry. A
+// rule's filter holds its project and its query alone; any other filter goes the long way.
+func (q *queryCounts) matches(m *entryMatch) bool {
+	f := &q.f
+	if f.UserID != nil || f.Level != nil || len(f.Levels) > 0 || f.Subject != nil || f.Q != nil || f.TraceID != nil {
+		return f.Matches(*m.e)
+	}
+	return m.e.ProjectID == f.ProjectID && (f.Parsed.Root == nil || m.match(f.Parsed.Root))
 }
 
 // sweep drops the counts no rule has used in time (see queryCounts.keep) at now, and the
