@@ -52,7 +52,6 @@ func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time)
 	if err != nil {
 		return rep, fmt.Errorf("due alert rules: %w", err)
 	}
-	defer s.counts.sweep(ms)
 	for _, ref := range due {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
@@ -106,7 +105,7 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, now int64) error {
 	if err != nil {
 		return err
 	}
-	count, err := s.alertCount(ctx, f, r, start, end, now)
+	count, err := s.alertCount(ctx, f, start, end, now)
 	if err != nil {
 		return err
 	}
@@ -157,13 +156,17 @@ func (s *Service) alertFilter(ctx context.Context, r AlertRule, start, end int64
 	return f, nil
 }
 
-// alertCount counts rule r's window [start, end), whose filter is f: from the counts the
-// service keeps (alertCounts) when the store offers them, else through countWindow.
-func (s *Service) alertCount(ctx context.Context, f LogFilter, r AlertRule, start, end, now int64) (int64, error) {
+// alertCount counts rule r's window [start, end), whose filter is f: from the counts the store
+// keeps (AlertCountStore) when it keeps them, else through countWindow.
+func (s *Service) alertCount(ctx context.Context, f LogFilter, start, end, now int64) (int64, error) {
 	if s.alertStore != nil {
-		n, ok, err := s.counts.count(ctx, s.alertStore, f, start, end, now, r.IntervalSeconds)
-		if err != nil || ok {
-			return n, err
+		cf := LogFilter{ProjectID: f.ProjectID, Query: f.Query, Parsed: f.Parsed}
+		n, ok, err := s.alertStore.CountAlertWindow(ctx, cf, start, end, now)
+		if err != nil {
+			return 0, fmt.Errorf("count the window: %w", err)
+		}
+		if ok {
+			return n, nil
 		}
 	}
 	return s.countWindow(ctx, f, now)

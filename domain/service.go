@@ -80,10 +80,9 @@ type Service struct {
 	names  Names
 
 	notifier Notifier
-	// alertStore is the store when it follows ingest order for alert counts (nil: each
-	// evaluation counts its window in SQL); counts are what alert evaluation keeps of them.
+	// alertStore is the store when it keeps alert counts (nil: each evaluation counts its
+	// window through the stats path).
 	alertStore AlertCountStore
-	counts     *alertCounts
 }
 
 // NewService returns a Service over store.
@@ -91,7 +90,6 @@ func NewService(store Store, opts Options) *Service {
 	s := &Service{store: store, limits: opts.Limits, now: opts.Now, newID: opts.NewID, rand: opts.Rand, tailStart: opts.TailStartTimeout, tailer: opts.Tailer, shares: opts.ReadShares, names: opts.Names.withDefaults(), notifier: opts.Notifier}
 	s.tailStore, _ = store.(TailStore)
 	s.alertStore, _ = store.(AlertCountStore)
-	s.counts = &alertCounts{}
 	if s.limits == (Limits{}) {
 		s.limits = DefaultLimits()
 	}

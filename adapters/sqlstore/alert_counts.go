@@ -2,71 +2,325 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/domain"
 )
 
-// Alert counts (domain.AlertCountStore): where a project's ingest order stands, and a query's
-// entries counted per second in the same snapshot. The new entries themselves are read as the
-// live tail reads them (ReadTail).
+// Alert counts (domain.AlertCountStore, migration 00015): the queries a project's rules count,
+// registered in alert_queries, and their matching entries per second in alert_counts, which
+// every batch written adds to in its own transaction (countAlerts). A registration and a batch
+// of the project both hold the project's row of tail_seq while they read or write the counts,
+// so a batch either commits before the registration counts the entries already written (which
+// then include it) or reads the registration when it adds its own: every entry is counted once.
 
 var _ domain.AlertCountStore = (*Store)(nil)
 
-// AlertFeedHead implements domain.AlertCountStore in one statement: the project's retention,
-// its newest committed batch and its count of filtered deletes. KindNotFound if the project
-// does not exist.
-func (s *Store) AlertFeedHead(ctx context.Context, projectID string) (domain.AlertFeed, error) {
-	stmt, err := s.listing(ctx, s.bind("SELECT p.retention_days, COALESCE(t.seq, 0), COALESCE(t.deletes, 0) FROM projects p"+
-		" LEFT JOIN tail_seq t ON t.project_id = p.id WHERE p.id = ?"))
-	if err != nil {
-		return domain.AlertFeed{}, s.translate("alert feed head", err)
-	}
-	var retention sql.NullInt32
-	var seq, deletes int64
-	if err := stmt.QueryRowContext(ctx, projectID).Scan(&retention, &seq, &deletes); err != nil {
-		return domain.AlertFeed{}, s.translate("alert feed head", err)
-	}
-	out := domain.AlertFeed{Batch: uint64(seq), Deletes: deletes}
-	if retention.Valid {
-		days := int(retention.Int32)
-		out.Retention = &days
-	}
-	return out, nil
+// The bounds of alert counting.
+const (
+	// alertCountRows is how many rows of alert_counts one statement writes (four parameters
+	// each, well under every engine's limit).
+	alertCountRows = 500
+	// alertQueryIdle is how long a registered query stays unused (no rule counted it) before
+	// the next evaluation of another query of its project drops it: until then every batch of
+	// the project is matched against it.
+	alertQueryIdle = 3_600_000
+	// alertQueryTouch is how often an evaluation records that its query is in use, and drops
+	// the seconds no window reaches any more.
+	alertQueryTouch = 60_000
+)
+
+// alertQueryLimits bound what the store parses of a registered query: the service checked the
+// text with its own limits when a rule counted it.
+func alertQueryLimits() domain.QueryLimits {
+	return domain.QueryLimits{MaxChars: 1 << 20, MaxDepth: 1 << 10, MaxTerms: 1 << 16}
 }
 
-// CountAlertSeconds implements domain.AlertCountStore in one statement, its own snapshot on both
-// engines: a row of second -1 holding the newest committed batch and the count of deletes (none
-// before the project's first write), then the counts per second from from, a whole second.
-func (s *Store) CountAlertSeconds(ctx context.Context, f domain.LogFilter, from int64) (domain.AlertFeed, []domain.SecondCount, error) {
-	f.Start, f.End = &from, nil
-	w, args, err := s.plannedWhere(ctx, f)
-	if err != nil {
-		return domain.AlertFeed{}, nil, s.translate("alert counts: plan", err)
+// queryKey names a query's text in alert_queries: its SHA-256, whatever its length.
+func queryKey(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:])
+}
+
+// registered is a row of alert_queries as an evaluation reads it, with its window's count.
+type registered struct {
+	ID     string
+	Floor  int64
+	Span   int64
+	UsedAt int64
+	N      int64
+}
+
+// CountAlertWindow implements domain.AlertCountStore: the sum of the query's counts over the
+// window, registering the query first when it is not, or when the window starts before what is
+// kept of it. Once a minute per query it records that the query is in use, drops its seconds
+// that no window reaches and drops its project's queries unused for an hour.
+func (s *Store) CountAlertWindow(ctx context.Context, f domain.LogFilter, start, end, now int64) (int64, bool, error) {
+	var retention sql.NullInt32
+	if err := s.r.GetContext(ctx, &retention, s.bind("SELECT retention_days FROM projects WHERE id = ?"), f.ProjectID); err != nil {
+		return 0, false, s.translate("alert counts: project", err)
 	}
-	query := "SELECT -1 AS s, seq AS n, deletes AS d FROM tail_seq WHERE project_id = ?" +
-		" UNION ALL SELECT (time - ?) / 1000, count(*), 0 FROM logs" + w + " GROUP BY 1"
-	args = append([]any{f.ProjectID, from}, args...)
-	rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
-	if err != nil {
-		return domain.AlertFeed{}, nil, s.translate("alert counts", err)
+	if retention.Valid && now-int64(retention.Int32)*86_400_000 > start {
+		return 0, false, nil
 	}
-	defer rows.Close()
-	var at domain.AlertFeed
-	var out []domain.SecondCount
-	for rows.Next() {
-		var sec, n, d int64
-		if err := rows.Scan(&sec, &n, &d); err != nil {
-			return domain.AlertFeed{}, nil, s.translate("alert counts", err)
+	text := ""
+	if f.Query != nil {
+		text = *f.Query
+	}
+	key := queryKey(text)
+	q, found, err := s.readAlertQuery(ctx, f.ProjectID, key, start, end)
+	if err != nil {
+		return 0, false, err
+	}
+	if !found || q.Floor > start {
+		if err := s.registerAlertQuery(ctx, f, text, key, start, end, now); err != nil {
+			return 0, false, err
 		}
-		if sec < 0 {
-			at = domain.AlertFeed{Batch: uint64(n), Deletes: d}
+		if q, found, err = s.readAlertQuery(ctx, f.ProjectID, key, start, end); err != nil {
+			return 0, false, err
+		}
+		if !found || q.Floor > start {
+			return 0, false, fmt.Errorf("alert counts: query %s not registered from %d", key[:12], start)
+		}
+	}
+	if now-q.UsedAt >= alertQueryTouch || end-start > q.Span {
+		if err := s.touchAlertQuery(ctx, f.ProjectID, key, q, end-start, end, now); err != nil {
+			return 0, false, err
+		}
+	}
+	return q.N, true, nil
+}
+
+// readAlertQuery reads the query's registration and its count of [start, end).
+func (s *Store) readAlertQuery(ctx context.Context, projectID, key string, start, end int64) (registered, bool, error) {
+	stmt, err := s.listing(ctx, s.bind("SELECT q.id, q.floor, q.span, q.used_at,"+
+		" (SELECT COALESCE(SUM(c.n), 0) FROM alert_counts c WHERE c.project_id = ? AND c.query_id = q.id AND c.second >= ? AND c.second < ?)"+
+		" FROM alert_queries q WHERE q.project_id = ? AND q.query_key = ?"))
+	if err != nil {
+		return registered{}, false, s.translate("alert counts: read", err)
+	}
+	var q registered
+	err = stmt.QueryRowContext(ctx, projectID, start, end, projectID, key).Scan(&q.ID, &q.Floor, &q.Span, &q.UsedAt, &q.N)
+	if errors.Is(err, sql.ErrNoRows) {
+		return registered{}, false, nil
+	}
+	if err != nil {
+		return registered{}, false, s.translate("alert counts: read", err)
+	}
+	return q, true, nil
+}
+
+// lockAlertCounts takes the project's row of tail_seq inside tx (making it when the project has
+// none yet), as a batch of the project does last before it commits.
+func (s *Store) lockAlertCounts(ctx context.Context, tx *sqlx.Tx, projectID string) error {
+	_, err := tx.ExecContext(ctx, s.bind("INSERT INTO tail_seq (project_id, seq) VALUES (?, 0) ON CONFLICT (project_id) DO UPDATE SET seq = tail_seq.seq"), projectID)
+	return err
+}
+
+// registerAlertQuery (re)registers the query from start's second with a new id, holding the
+// project's row of tail_seq, and counts the entries already written from there per second; a
+// registration another evaluator made meanwhile that reaches back far enough is kept.
+func (s *Store) registerAlertQuery(ctx context.Context, f domain.LogFilter, text, key string, start, end, now int64) (err error) {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("alert counts: begin", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback() // nothing of the registration stays; a rollback error adds nothing
+		}
+	}()
+	if err = s.lockAlertCounts(ctx, tx, f.ProjectID); err != nil {
+		return s.translate("alert counts: lock", err)
+	}
+	var old struct {
+		ID    string `db:"id"`
+		Floor int64  `db:"floor"`
+		Span  int64  `db:"span"`
+	}
+	switch err = tx.GetContext(ctx, &old, s.bind("SELECT id, floor, span FROM alert_queries WHERE project_id = ? AND query_key = ?"), f.ProjectID, key); {
+	case errors.Is(err, sql.ErrNoRows):
+		err = nil
+	case err != nil:
+		return s.translate("alert counts: read", err)
+	case old.Floor <= start:
+		return s.translate("alert counts: commit", tx.Commit())
+	default:
+		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_counts WHERE project_id = ? AND query_id = ?"), f.ProjectID, old.ID); err != nil {
+			return s.translate("alert counts: drop", err)
+		}
+		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_queries WHERE project_id = ? AND query_key = ?"), f.ProjectID, key); err != nil {
+			return s.translate("alert counts: drop", err)
+		}
+	}
+	floor := start - ((start%1000)+1000)%1000
+	id := uuid.Must(uuid.NewV7()).String()
+	if _, err = tx.ExecContext(ctx, s.bind("INSERT INTO alert_queries (project_id, query_key, id, query, floor, span, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)"),
+		f.ProjectID, key, id, text, floor, max(end-start, old.Span), now); err != nil {
+		return s.translate("alert counts: register", err)
+	}
+	cf := domain.LogFilter{ProjectID: f.ProjectID, Query: f.Query, Parsed: f.Parsed, Start: &floor}
+	w, args, err := s.plannedWhere(ctx, cf)
+	if err != nil {
+		return s.translate("alert counts: plan", err)
+	}
+	rows, err := tx.QueryContext(ctx, s.bind("SELECT (time - ?) / 1000, count(*) FROM logs"+w+" GROUP BY 1"), append([]any{floor}, args...)...)
+	if err != nil {
+		return s.translate("alert counts: count", err)
+	}
+	var counts []alertCount
+	for rows.Next() {
+		var sec, n int64
+		if err = rows.Scan(&sec, &n); err != nil {
+			_ = rows.Close()
+			return s.translate("alert counts: count", err)
+		}
+		counts = append(counts, alertCount{id, floor + sec*1000, n})
+	}
+	if err = errors.Join(rows.Err(), rows.Close()); err != nil {
+		return s.translate("alert counts: count", err)
+	}
+	if err = s.addAlertCounts(ctx, tx, f.ProjectID, counts); err != nil {
+		return s.translate("alert counts: write", err)
+	}
+	return s.translate("alert counts: commit", tx.Commit())
+}
+
+// touchAlertQuery records that q is in use at now by a window of span ms ending at end, drops
+// its seconds before the widest window's start, and drops the project's queries no rule has
+// used for alertQueryIdle with their counts.
+func (s *Store) touchAlertQuery(ctx context.Context, projectID, key string, q registered, span, end, now int64) (err error) {
+	span = max(span, q.Span)
+	floor := max(q.Floor, secondOf(end-span))
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("alert counts: begin", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	// Holding the project's row of tail_seq, so no batch adds to the seconds or the queries
+	// being dropped.
+	if err = s.lockAlertCounts(ctx, tx, projectID); err != nil {
+		return s.translate("alert counts: lock", err)
+	}
+	if _, err = tx.ExecContext(ctx, s.bind("UPDATE alert_queries SET used_at = ?, span = ?, floor = ? WHERE project_id = ? AND query_key = ? AND id = ?"),
+		now, span, floor, projectID, key, q.ID); err != nil {
+		return s.translate("alert counts: touch", err)
+	}
+	if floor > q.Floor {
+		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_counts WHERE project_id = ? AND query_id = ? AND second < ?"), projectID, q.ID, floor); err != nil {
+			return s.translate("alert counts: drop seconds", err)
+		}
+	}
+	var idle []string
+	if err = tx.SelectContext(ctx, &idle, s.bind("DELETE FROM alert_queries WHERE project_id = ? AND used_at < ? RETURNING id"), projectID, now-alertQueryIdle); err != nil {
+		return s.translate("alert counts: drop idle", err)
+	}
+	for _, id := range idle {
+		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_counts WHERE project_id = ? AND query_id = ?"), projectID, id); err != nil {
+			return s.translate("alert counts: drop idle", err)
+		}
+	}
+	return s.translate("alert counts: commit", tx.Commit())
+}
+
+// secondOf is the whole second holding t (Unix ms).
+func secondOf(t int64) int64 { return t - ((t%1000)+1000)%1000 }
+
+// alertCount is one row of alert_counts of a project.
+type alertCount struct {
+	queryID string
+	second  int64
+	n       int64
+}
+
+// addAlertCounts adds counts to the project's rows of alert_counts.
+func (s *Store) addAlertCounts(ctx context.Context, tx *sqlx.Tx, projectID string, counts []alertCount) error {
+	for len(counts) > 0 {
+		chunk := counts[:min(len(counts), alertCountRows)]
+		counts = counts[len(chunk):]
+		var b strings.Builder
+		b.WriteString("INSERT INTO alert_counts (project_id, query_id, second, n) VALUES ")
+		args := make([]any, 0, 4*len(chunk))
+		for i, c := range chunk {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?)")
+			args = append(args, projectID, c.queryID, c.second, c.n)
+		}
+		b.WriteString(" ON CONFLICT (project_id, query_id, second) DO UPDATE SET n = alert_counts.n + excluded.n")
+		if _, err := tx.ExecContext(ctx, s.bind(b.String()), args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// countAlerts adds the batch's entries to the alert counts of each of its projects, inside the
+// batch's transaction once it holds the projects' rows of tail_seq.
+func (s *Store) countAlerts(ctx context.Context, tx *sqlx.Tx, entries []domain.LogEntry, projects map[string]uint64) error {
+	for p := range projects {
+		var regs []struct {
+			ID    string `db:"id"`
+			Query string `db:"query"`
+			Floor int64  `db:"floor"`
+		}
+		if err := tx.SelectContext(ctx, &regs, s.bind("SELECT id, query, floor FROM alert_queries WHERE project_id = ?"), p); err != nil {
+			return err
+		}
+		if len(regs) == 0 {
 			continue
 		}
-		out = append(out, domain.SecondCount{Second: from + sec*1000, N: n})
+		qs := make([]domain.AlertCountQuery, len(regs))
+		for i, r := range regs {
+			parsed, err := s.alertQuery(r.Query)
+			if err != nil {
+				return err
+			}
+			qs[i] = domain.AlertCountQuery{ProjectID: p, Query: parsed, Floor: r.Floor}
+		}
+		var counts []alertCount
+		for i, secs := range domain.CountAlertMatches(entries, qs) {
+			for sec, n := range secs {
+				counts = append(counts, alertCount{regs[i].ID, sec, n})
+			}
+		}
+		if err := s.addAlertCounts(ctx, tx, p, counts); err != nil {
+			return err
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return domain.AlertFeed{}, nil, s.translate("alert counts", err)
-	}
-	return at, out, nil
+	return nil
 }
+
+// alertQuery is a registered query's text parsed, once per text (the cache is dropped whole
+// past alertParsedMax texts).
+func (s *Store) alertQuery(text string) (domain.Query, error) {
+	if q, ok := s.alertParsed.Load(text); ok {
+		return q.(domain.Query), nil
+	}
+	q, err := domain.ParseQuery(text, alertQueryLimits())
+	if err != nil {
+		return domain.Query{}, fmt.Errorf("alert counts: a registered query does not parse: %w", err)
+	}
+	if s.alertParsedN.Add(1) > alertParsedMax {
+		s.alertParsed.Clear()
+		s.alertParsedN.Store(1)
+	}
+	s.alertParsed.Store(text, q)
+	return q, nil
+}
+
+// alertParsedMax bounds the parsed queries a store keeps.
+const alertParsedMax = 10_000

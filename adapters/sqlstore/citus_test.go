@@ -359,12 +359,17 @@ func TestCitusQueriesAreRouted(t *testing.T) {
 	must("read tail, a query", err)
 	_, err = s.ReplayTail(ctx, domain.LogFilter{ProjectID: p, Level: ptr("warn")}, head, 10)
 	must("replay tail", err)
-	// Alert counts: where ingest stands, and a query counted per second in the same snapshot.
-	_, err = s.AlertFeedHead(ctx, p)
-	must("alert feed head", err)
-	for _, name := range []string{"project", "project+levels", "project+query words", "project+query tree"} {
-		_, _, err = s.CountAlertSeconds(ctx, filters[name], 0)
-		must("count alert seconds, "+name, err)
+	// Alert counts: each query registered (counting what is written), then counted again over
+	// a wider window a few minutes later (recorded in use, old seconds and idle queries
+	// dropped); the batch written below adds to them, the delete below drops them.
+	for _, text := range []string{"", "message 1", "mess*", `(http.status:5 AND -subject:*) OR n:>=5 OR level:WARNING OR svc:ca*`} {
+		parsed, err := domain.ParseQuery(text, domain.DefaultLimits().Query)
+		must("parse "+text, err)
+		f := domain.LogFilter{ProjectID: p, Query: &text, Parsed: parsed}
+		_, _, err = s.CountAlertWindow(ctx, f, 0, 60_000, 60_000)
+		must("count an alert window, "+text, err)
+		_, _, err = s.CountAlertWindow(ctx, f, 0, 120_000, 240_000)
+		must("count a wider alert window, "+text, err)
 	}
 	// The hub's read: bounded by a horizon and skipping the batches it holds. A batch is read at
 	// the place the write returned (its project's next number, mapped to the coordinator's

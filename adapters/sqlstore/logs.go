@@ -123,6 +123,10 @@ func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, w dom
 	if err != nil {
 		return domain.Written{}, s.translate("number batch", err)
 	}
+	// Holding those rows, as a registration of an alert query does.
+	if err := s.countAlerts(ctx, tx, entries, batches); err != nil {
+		return domain.Written{}, s.translate("count alerts", err)
+	}
 	if err := tx.Commit(); err != nil {
 		return domain.Written{}, s.translate("commit logs", err)
 	}
@@ -298,11 +302,16 @@ func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, er
 		return 0, s.translate("delete logs", err)
 	}
 	if n > 0 {
-		// Alert counts kept past these entries start over (migration 00015). Last before the
-		// commit, so the project's row of tail_seq is held only that long.
-		if _, err = tx.ExecContext(ctx, s.bind("INSERT INTO tail_seq (project_id, seq, deletes) VALUES (?, 0, 1) "+
-			"ON CONFLICT (project_id) DO UPDATE SET deletes = tail_seq.deletes + 1"), f.ProjectID); err != nil {
-			return 0, s.translate("delete logs: count the delete", err)
+		// The project's alert counts start over: each query is registered and counted again
+		// when a rule next counts it. Last before the commit, holding the project's row of
+		// tail_seq as a batch does, so no batch adds to counts that are being dropped.
+		if err = s.lockAlertCounts(ctx, tx, f.ProjectID); err != nil {
+			return 0, s.translate("delete logs: alert counts", err)
+		}
+		for _, drop := range []string{"DELETE FROM alert_counts WHERE project_id = ?", "DELETE FROM alert_queries WHERE project_id = ?"} {
+			if _, err = tx.ExecContext(ctx, s.bind(drop), f.ProjectID); err != nil {
+				return 0, s.translate("delete logs: alert counts", err)
+			}
 		}
 	}
 	if err = tx.Commit(); err != nil {

@@ -600,38 +600,38 @@ func testTailBatchesMigration(t *testing.T, engine, dsn string, timeArg func(tim
 	}
 }
 
-// TestAlertFeedDeletesMigration upgrades a database of 20,000 projects with their batch numbers
-// to migration 00015 (tail_seq.deletes): every number is kept, every project starts at no
-// delete, a filtered delete counts itself, and a project that never had a batch gets its row
-// from a delete and its first batch still numbered 1.
-func TestAlertFeedDeletesMigration(t *testing.T) {
-	onBothEngines(t, testAlertFeedDeletesMigration)
+// TestAlertCountsMigration upgrades a database holding 50,000 entries of a project, written by
+// the previous release, to migration 00015 (alert counts kept at ingest): the first count of a
+// query registers it and counts the entries already written, batches written after add to it,
+// and a filtered delete makes it start over, each time equal to the store's own count.
+func TestAlertCountsMigration(t *testing.T) {
+	onBothEngines(t, testAlertCountsMigration)
 }
 
-func testAlertFeedDeletesMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
+func testAlertCountsMigration(t *testing.T, engine, dsn string, timeArg func(time.Time) any, open func() (*sqlstore.Store, error)) {
 	ctx := t.Context()
 	raw, bind := migratedTo(t, engine, dsn, 14)
 	created := time.Now().UTC().Truncate(time.Microsecond)
-	const projects = 20_000
-	ids := make([]string, projects)
+	p := uuid.Must(uuid.NewV7()).String()
+	if _, err := raw.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, 'p', ?, ?)"), p, timeArg(created), timeArg(created)); err != nil {
+		t.Fatal(err)
+	}
+	const entries = 50_000
+	now := int64(1_795_000_000_000)
 	tx, err := raw.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := range ids {
-		ids[i] = uuid.Must(uuid.NewV7()).String()
-		if _, err := tx.ExecContext(ctx, bind("INSERT INTO projects (id, name, created_at, updated_at) VALUES (?, 'p', ?, ?)"), ids[i], timeArg(created), timeArg(created)); err != nil {
-			t.Fatalf("write an old project: %v", err)
+	levels := []string{"debug", "info", "warn", "error"}
+	for i := range entries {
+		msg := fmt.Sprintf("order %d shipped", i)
+		if i%3 == 0 {
+			msg = fmt.Sprintf("Timeout after %d ms", i)
 		}
-		if i%2 == 0 { // every other project has written batches
-			if _, err := tx.ExecContext(ctx, bind("INSERT INTO tail_seq (project_id, seq) VALUES (?, ?)"), ids[i], i+1); err != nil {
-				t.Fatalf("write an old batch number: %v", err)
-			}
+		if _, err := tx.ExecContext(ctx, bind("INSERT INTO logs (project_id, time, id, level, message) VALUES (?, ?, ?, ?, ?)"),
+			p, now-int64(i*12), uuid.Must(uuid.NewV7()).String(), levels[i%4], msg); err != nil {
+			t.Fatalf("write an old entry: %v", err)
 		}
-	}
-	// An entry of a project without batches, from before ingest order was kept: history.
-	if _, err := tx.ExecContext(ctx, bind("INSERT INTO logs (project_id, time, id, level, message, tail_tx) VALUES (?, 0, ?, 'info', 'history', NULL)"), ids[3], uuid.Must(uuid.NewV7()).String()); err != nil {
-		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
 		t.Fatal(err)
@@ -639,56 +639,53 @@ func testAlertFeedDeletesMigration(t *testing.T, engine, dsn string, timeArg fun
 	began := time.Now()
 	s := upgrade(t, raw, open)
 	t.Logf("%s: opened and migrated in %v", engine, time.Since(began))
-	db := sqlstore.WriteDB(s)
-	var rows, kept, zero int
-	if err := db.QueryRowContext(ctx, "SELECT count(*), count(CASE WHEN seq % 2 = 1 THEN 1 END), count(CASE WHEN deletes = 0 THEN 1 END) FROM tail_seq").Scan(&rows, &kept, &zero); err != nil {
-		t.Fatal(err)
-	}
-	if rows != projects/2 || kept != projects/2 || zero != projects/2 {
-		t.Fatalf("after the upgrade tail_seq holds %d rows, %d with their odd numbers, %d at no delete; want %d of each", rows, kept, zero, projects/2)
-	}
-	for _, i := range []int{0, 2, projects - 2} {
-		h, err := s.AlertFeedHead(ctx, ids[i])
-		if err != nil || h.Batch != uint64(i+1) || h.Deletes != 0 {
-			t.Fatalf("head of project %d = %+v, %v; want batch %d, no delete", i, h, err, i+1)
-		}
-	}
-	// A delete that takes an entry counts itself; one that takes none does not.
-	for _, i := range []int{0, 1} {
-		p := ids[i]
-		w, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: 5, Level: "info", Message: "m"}}, domain.LogWrite{})
+	check := func(when, text string, start, end int64) {
+		t.Helper()
+		parsed, err := domain.ParseQuery(text, domain.DefaultLimits().Query)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := uint64(2 - i); w.Batches[p] != want { // the next number, or the first
-			t.Fatalf("project %d's batch after the upgrade placed at %d, want %d", i, w.Batches[p], want)
+		f := domain.LogFilter{ProjectID: p, Query: &text, Parsed: parsed}
+		got, ok, err := s.CountAlertWindow(ctx, f, start, end, now)
+		if err != nil || !ok {
+			t.Fatalf("%s: CountAlertWindow(%q) = %d, %v, %v", when, text, got, ok, err)
 		}
-		none := "error"
-		if n, err := s.DeleteLogs(ctx, domain.LogFilter{ProjectID: p, Level: &none, Levels: []string{none}}); err != nil || n != 0 {
-			t.Fatalf("delete of nothing = %d, %v", n, err)
+		last := end - 1
+		f.Start, f.End = &start, &last
+		counts, err := s.LogStats(ctx, domain.StatsQuery{LogFilter: f, Step: end - start, By: domain.ByNone, Now: now})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if n, err := s.DeleteLogs(ctx, domain.LogFilter{ProjectID: p}); err != nil || n != 1 {
-			t.Fatalf("delete of the entry = %d, %v", n, err)
+		var want int64
+		for _, c := range counts {
+			if c.Bucket >= 0 {
+				want += c.N
+			}
 		}
-		h, err := s.AlertFeedHead(ctx, p)
-		if err != nil || h.Batch != w.Batches[p] || h.Deletes != 1 {
-			t.Fatalf("head of project %d after one delete = %+v, %v; want batch %d, 1 delete", i, h, err, w.Batches[p])
+		if got != want || want == 0 {
+			t.Fatalf("%s: %q counted %d in [%d, %d); the store counts %d", when, text, got, start, end, want)
 		}
 	}
-	// A project whose only entry predates ingest order has no row until a delete makes one;
-	// its first batch is still numbered 1.
-	p := ids[3]
-	if h, err := s.AlertFeedHead(ctx, p); err != nil || h != (domain.AlertFeed{}) {
-		t.Fatalf("head of a project never written through the store = %+v, %v", h, err)
+	start, end := now-300_000, now+60_000
+	// Field conditions: the entries written by hand here lack the words SQLite's store keeps.
+	for _, q := range []string{"level:error", "-level:debug", "level:warn OR level:error"} {
+		check("first count", q, start, end)
 	}
-	if n, err := s.DeleteLogs(ctx, domain.LogFilter{ProjectID: p}); err != nil || n != 1 {
-		t.Fatalf("delete of the old entry = %d, %v", n, err)
+	for i := range 3 {
+		es := make([]domain.LogEntry, 100)
+		for j := range es {
+			es[j] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: now - int64(j*1000) + int64(i), Level: levels[j%4], Message: "timeout again"}
+		}
+		if _, err := s.CreateLogs(ctx, es, domain.LogWrite{}); err != nil {
+			t.Fatal(err)
+		}
+		check(fmt.Sprint("after batch ", i), "timeout", start, end)
+		check(fmt.Sprint("after batch ", i), "level:error", start, end)
 	}
-	if h, err := s.AlertFeedHead(ctx, p); err != nil || h != (domain.AlertFeed{Deletes: 1}) {
-		t.Fatalf("head after the delete = %+v, %v; want no batch, 1 delete", h, err)
+	warn := "warn"
+	if n, err := s.DeleteLogs(ctx, domain.LogFilter{ProjectID: p, Levels: []string{warn}}); err != nil || n == 0 {
+		t.Fatalf("delete = %d, %v", n, err)
 	}
-	w, err := s.CreateLogs(ctx, []domain.LogEntry{{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: 5, Level: "info", Message: "m"}}, domain.LogWrite{})
-	if err != nil || w.Batches[p] != 1 {
-		t.Fatalf("first batch after a delete = %v, %v; want 1", w.Batches, err)
-	}
+	check("after a delete", "-level:debug", start, end)
+	check("after a delete", "timeout", start, end)
 }

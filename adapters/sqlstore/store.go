@@ -18,6 +18,7 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -97,6 +98,11 @@ type Store struct {
 	// which was most of a small page's time in the database. A statement shaped by a tree of
 	// the query language is never cached (queryRows): those texts are unbounded.
 	listings sync.Map // query text -> *sqlx.Stmt
+
+	// alertParsed caches the registered alert queries a batch is matched against, parsed
+	// (alertQuery); alertParsedN counts what it holds.
+	alertParsed  sync.Map // query text -> domain.Query
+	alertParsedN atomic.Int64
 }
 
 var (

@@ -1,0 +1,31 @@
+-- +goose Up
+-- Alert rules count from per-second counts kept as entries are written, not from the entries
+-- of the window each time. alert_queries holds the queries a project's rules count (by the
+-- SHA-256 of the text): each registration takes a new id, and the ingest transaction, once it
+-- holds the project's row of tail_seq, adds the batch's matching entries to alert_counts under
+-- that id for every second at or after floor. A registration holds the same row while it counts
+-- the entries already written, so every entry is counted exactly once. span is the widest window
+-- counted (seconds before end - span are dropped), used_at when a rule last counted it (a query
+-- left unused for an hour is dropped). Both keyed by project_id like every per-project table (on
+-- Citus: distributed and co-located with logs); deleting a project deletes them.
+CREATE TABLE alert_queries (
+    project_id uuid   NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    query_key  text   NOT NULL,
+    id         uuid   NOT NULL,
+    query      text   NOT NULL,
+    floor      bigint NOT NULL,
+    span       bigint NOT NULL,
+    used_at    bigint NOT NULL,
+    PRIMARY KEY (project_id, query_key)
+);
+CREATE TABLE alert_counts (
+    project_id uuid   NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
+    query_id   uuid   NOT NULL,
+    second     bigint NOT NULL,
+    n          bigint NOT NULL,
+    PRIMARY KEY (project_id, query_id, second)
+);
+
+-- +goose Down
+DROP TABLE alert_counts;
+DROP TABLE alert_queries;
