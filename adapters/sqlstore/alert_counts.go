@@ -1,12 +1,14 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -17,10 +19,12 @@ import (
 
 // Alert counts (domain.AlertCountStore, migration 00015): the queries a project's rules count,
 // registered in alert_queries, and their matching entries per second in alert_counts, which
-// every batch written adds to in its own transaction (countAlerts). A registration and a batch
-// of the project both hold the project's row of tail_seq while they read or write the counts,
-// so a batch either commits before the registration counts the entries already written (which
-// then include it) or reads the registration when it adds its own: every entry is counted once.
+// every batch written adds to in its own transaction (countAlerts) once it holds its project's
+// row of tail_seq. A registration holds the same row only while it records the project's newest
+// batch (upto): a batch numbered after it reads the registration and counts itself, and the
+// entries of the batches up to it are counted afterwards, without holding anything (so that
+// ingest never waits for a count of a window), and added once (counted). Every entry is counted
+// exactly once.
 
 var _ domain.AlertCountStore = (*Store)(nil)
 
@@ -52,11 +56,13 @@ func queryKey(text string) string {
 
 // registered is a row of alert_queries as an evaluation reads it, with its window's count.
 type registered struct {
-	ID     string
-	Floor  int64
-	Span   int64
-	UsedAt int64
-	N      int64
+	ID      string
+	Floor   int64
+	Span    int64
+	UsedAt  int64
+	Upto    int64
+	Counted int64
+	N       int64
 }
 
 // CountAlertWindow implements domain.AlertCountStore: the sum of the query's counts over the
@@ -81,15 +87,25 @@ func (s *Store) CountAlertWindow(ctx context.Context, f domain.LogFilter, start,
 		return 0, false, err
 	}
 	if !found || q.Floor > start {
-		if err := s.registerAlertQuery(ctx, f, text, key, start, end, now); err != nil {
+		if err := s.registerAlertQuery(ctx, f.ProjectID, text, key, start, end, now); err != nil {
 			return 0, false, err
 		}
 		if q, found, err = s.readAlertQuery(ctx, f.ProjectID, key, start, end); err != nil {
 			return 0, false, err
 		}
-		if !found || q.Floor > start {
-			return 0, false, fmt.Errorf("alert counts: query %s not registered from %d", key[:12], start)
+	}
+	if found && q.Counted == 0 {
+		if err := s.countAlertBacklog(ctx, f, key, q, now); err != nil {
+			return 0, false, err
 		}
+		if q, found, err = s.readAlertQuery(ctx, f.ProjectID, key, start, end); err != nil {
+			return 0, false, err
+		}
+	}
+	if !found || q.Floor > start || q.Counted == 0 {
+		// Registered again meanwhile by another evaluator, or dropped by a delete: the next
+		// evaluation counts it.
+		return 0, false, fmt.Errorf("alert counts: query %s changed while it was counted", key[:12])
 	}
 	if now-q.UsedAt >= alertQueryTouch || end-start > q.Span {
 		if err := s.touchAlertQuery(ctx, f.ProjectID, key, q, end-start, end, now); err != nil {
@@ -101,14 +117,14 @@ func (s *Store) CountAlertWindow(ctx context.Context, f domain.LogFilter, start,
 
 // readAlertQuery reads the query's registration and its count of [start, end).
 func (s *Store) readAlertQuery(ctx context.Context, projectID, key string, start, end int64) (registered, bool, error) {
-	stmt, err := s.listing(ctx, s.bind("SELECT q.id, q.floor, q.span, q.used_at,"+
+	stmt, err := s.listing(ctx, s.bind("SELECT q.id, q.floor, q.span, q.used_at, q.upto, q.counted,"+
 		" (SELECT COALESCE(SUM(c.n), 0) FROM alert_counts c WHERE c.project_id = ? AND c.query_id = q.id AND c.second >= ? AND c.second < ?)"+
 		" FROM alert_queries q WHERE q.project_id = ? AND q.query_key = ?"))
 	if err != nil {
 		return registered{}, false, s.translate("alert counts: read", err)
 	}
 	var q registered
-	err = stmt.QueryRowContext(ctx, projectID, start, end, projectID, key).Scan(&q.ID, &q.Floor, &q.Span, &q.UsedAt, &q.N)
+	err = stmt.QueryRowContext(ctx, projectID, start, end, projectID, key).Scan(&q.ID, &q.Floor, &q.Span, &q.UsedAt, &q.Upto, &q.Counted, &q.N)
 	if errors.Is(err, sql.ErrNoRows) {
 		return registered{}, false, nil
 	}
@@ -126,9 +142,10 @@ func (s *Store) lockAlertCounts(ctx context.Context, tx *sqlx.Tx, projectID stri
 }
 
 // registerAlertQuery (re)registers the query from start's second with a new id, holding the
-// project's row of tail_seq, and counts the entries already written from there per second; a
-// registration another evaluator made meanwhile that reaches back far enough is kept.
-func (s *Store) registerAlertQuery(ctx context.Context, f domain.LogFilter, text, key string, start, end, now int64) (err error) {
+// project's row of tail_seq while it records the project's newest batch (upto); a registration
+// another evaluator made meanwhile that reaches back far enough is kept. The entries written so
+// far are counted after (countAlertBacklog).
+func (s *Store) registerAlertQuery(ctx context.Context, projectID, text, key string, start, end, now int64) (err error) {
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return s.translate("alert counts: begin", err)
@@ -138,7 +155,7 @@ func (s *Store) registerAlertQuery(ctx context.Context, f domain.LogFilter, text
 			_ = tx.Rollback() // nothing of the registration stays; a rollback error adds nothing
 		}
 	}()
-	if err = s.lockAlertCounts(ctx, tx, f.ProjectID); err != nil {
+	if err = s.lockAlertCounts(ctx, tx, projectID); err != nil {
 		return s.translate("alert counts: lock", err)
 	}
 	var old struct {
@@ -146,7 +163,7 @@ func (s *Store) registerAlertQuery(ctx context.Context, f domain.LogFilter, text
 		Floor int64  `db:"floor"`
 		Span  int64  `db:"span"`
 	}
-	switch err = tx.GetContext(ctx, &old, s.bind("SELECT id, floor, span FROM alert_queries WHERE project_id = ? AND query_key = ?"), f.ProjectID, key); {
+	switch err = tx.GetContext(ctx, &old, s.bind("SELECT id, floor, span FROM alert_queries WHERE project_id = ? AND query_key = ?"), projectID, key); {
 	case errors.Is(err, sql.ErrNoRows):
 		err = nil
 	case err != nil:
@@ -154,25 +171,37 @@ func (s *Store) registerAlertQuery(ctx context.Context, f domain.LogFilter, text
 	case old.Floor <= start:
 		return s.translate("alert counts: commit", tx.Commit())
 	default:
-		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_counts WHERE project_id = ? AND query_id = ?"), f.ProjectID, old.ID); err != nil {
+		// The registration's row before its counts, as everything that writes both does.
+		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_queries WHERE project_id = ? AND query_key = ?"), projectID, key); err != nil {
 			return s.translate("alert counts: drop", err)
 		}
-		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_queries WHERE project_id = ? AND query_key = ?"), f.ProjectID, key); err != nil {
+		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_counts WHERE project_id = ? AND query_id = ?"), projectID, old.ID); err != nil {
 			return s.translate("alert counts: drop", err)
 		}
 	}
-	floor := start - ((start%1000)+1000)%1000
-	id := uuid.Must(uuid.NewV7()).String()
-	if _, err = tx.ExecContext(ctx, s.bind("INSERT INTO alert_queries (project_id, query_key, id, query, floor, span, used_at) VALUES (?, ?, ?, ?, ?, ?, ?)"),
-		f.ProjectID, key, id, text, floor, max(end-start, old.Span), now); err != nil {
+	var upto int64
+	if err = tx.GetContext(ctx, &upto, s.bind("SELECT seq FROM tail_seq WHERE project_id = ?"), projectID); err != nil {
+		return s.translate("alert counts: newest batch", err)
+	}
+	if _, err = tx.ExecContext(ctx, s.bind("INSERT INTO alert_queries (project_id, query_key, id, query, floor, span, used_at, upto, counted)"+
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"), projectID, key, uuid.Must(uuid.NewV7()).String(), text, secondOf(start), max(end-start, old.Span), now, upto); err != nil {
 		return s.translate("alert counts: register", err)
 	}
-	cf := domain.LogFilter{ProjectID: f.ProjectID, Query: f.Query, Parsed: f.Parsed, Start: &floor}
+	return s.translate("alert counts: commit", tx.Commit())
+}
+
+// countAlertBacklog counts, per second from q's floor, the entries matching f that batches up
+// to q.Upto wrote (and those written before ingest order was kept), which no batch counted for
+// q, and adds them to q's counts once: only the evaluator that marks q counted adds them.
+func (s *Store) countAlertBacklog(ctx context.Context, f domain.LogFilter, key string, q registered, now int64) (err error) {
+	cf := domain.LogFilter{ProjectID: f.ProjectID, Query: f.Query, Parsed: f.Parsed, Start: &q.Floor}
 	w, args, err := s.plannedWhere(ctx, cf)
 	if err != nil {
 		return s.translate("alert counts: plan", err)
 	}
-	rows, err := tx.QueryContext(ctx, s.bind("SELECT (time - ?) / 1000, count(*) FROM logs"+w+" GROUP BY 1"), append([]any{floor}, args...)...)
+	query := "SELECT (time - ?) / 1000, count(*) FROM logs" + w +
+		" AND (tail_tx IS NULL OR tail_tx NOT IN (SELECT tx FROM tail_batches WHERE project_id = ? AND seq > ?)) GROUP BY 1"
+	rows, err := s.r.QueryContext(ctx, s.bind(query), append(append([]any{q.Floor}, args...), f.ProjectID, q.Upto)...)
 	if err != nil {
 		return s.translate("alert counts: count", err)
 	}
@@ -183,10 +212,28 @@ func (s *Store) registerAlertQuery(ctx context.Context, f domain.LogFilter, text
 			_ = rows.Close()
 			return s.translate("alert counts: count", err)
 		}
-		counts = append(counts, alertCount{id, floor + sec*1000, n})
+		counts = append(counts, alertCount{q.ID, q.Floor + sec*1000, n})
 	}
 	if err = errors.Join(rows.Err(), rows.Close()); err != nil {
 		return s.translate("alert counts: count", err)
+	}
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("alert counts: begin", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	res, err := tx.ExecContext(ctx, s.bind("UPDATE alert_queries SET counted = ? WHERE project_id = ? AND query_key = ? AND id = ? AND counted = 0"),
+		max(now, 1), f.ProjectID, key, q.ID)
+	if err != nil {
+		return s.translate("alert counts: mark counted", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		_ = tx.Rollback() // another evaluator added them, or the query was registered again
+		return s.translate("alert counts: mark counted", err)
 	}
 	if err = s.addAlertCounts(ctx, tx, f.ProjectID, counts); err != nil {
 		return s.translate("alert counts: write", err)
@@ -245,8 +292,15 @@ type alertCount struct {
 	n       int64
 }
 
-// addAlertCounts adds counts to the project's rows of alert_counts.
+// addAlertCounts adds counts to the project's rows of alert_counts, in the order of their key,
+// so that two transactions adding to the same rows (a batch, and the count of what batches
+// wrote before a registration) take their locks in one order and never wait for each other in a
+// cycle. Every transaction that drops rows of a registration takes its row of alert_queries
+// first: the count of the backlog holds that row from its start.
 func (s *Store) addAlertCounts(ctx context.Context, tx *sqlx.Tx, projectID string, counts []alertCount) error {
+	slices.SortFunc(counts, func(a, b alertCount) int {
+		return cmp.Or(strings.Compare(a.queryID, b.queryID), cmp.Compare(a.second, b.second))
+	})
 	for len(counts) > 0 {
 		chunk := counts[:min(len(counts), alertCountRows)]
 		counts = counts[len(chunk):]

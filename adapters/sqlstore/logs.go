@@ -308,7 +308,7 @@ func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, er
 		if err = s.lockAlertCounts(ctx, tx, f.ProjectID); err != nil {
 			return 0, s.translate("delete logs: alert counts", err)
 		}
-		for _, drop := range []string{"DELETE FROM alert_counts WHERE project_id = ?", "DELETE FROM alert_queries WHERE project_id = ?"} {
+		for _, drop := range []string{"DELETE FROM alert_queries WHERE project_id = ?", "DELETE FROM alert_counts WHERE project_id = ?"} {
 			if _, err = tx.ExecContext(ctx, s.bind(drop), f.ProjectID); err != nil {
 				return 0, s.translate("delete logs: alert counts", err)
 			}

@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -196,3 +198,97 @@ func testAlertCountsMatchTheStore(t *testing.T, s domain.Store) {
 }
 
 func secondFloor(ms int64) int64 { return ms - ms%1000 }
+
+// testAlertCountsUnderConcurrency has four evaluators count three queries at once, over windows
+// that grow (each growth a new registration), while two writers add batches and filtered
+// deletes drop the project's counts; once all have stopped, each query's count equals the
+// store's: no entry was counted twice by two evaluators finishing one registration, nor lost
+// between a registration and a batch.
+func testAlertCountsUnderConcurrency(t *testing.T, s domain.Store) {
+	st, ok := s.(domain.AlertCountStore)
+	if !ok {
+		t.Fatal("the store does not keep alert counts (domain.AlertCountStore)")
+	}
+	p := mustProject(t, s, "p", base)
+	now := base.UnixMilli()
+	levels := []string{"debug", "info", "warn", "error"}
+	write := func(seed uint64, n int) {
+		r := rand.New(rand.NewPCG(seed, 3))
+		es := make([]domain.LogEntry, n)
+		for i := range es {
+			es[i] = entry(p, now-int64(r.IntN(600_000)), levels[r.IntN(4)])
+			es[i].Message = []string{"timeout", "payment declined", "ok"}[r.IntN(3)]
+		}
+		if _, err := s.CreateLogs(ctx(t), es, domain.LogWrite{}); err != nil {
+			t.Errorf("CreateLogs: %v", err)
+		}
+	}
+	write(1, 2000)
+	texts := []string{"timeout", "level:error OR level:warn", `-"payment declined"`}
+	filter := func(text string) domain.LogFilter {
+		parsed, err := domain.ParseQuery(text, domain.DefaultLimits().Query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return domain.LogFilter{ProjectID: p.ID, Query: &text, Parsed: parsed}
+	}
+	stop := make(chan struct{})
+	var writers, evaluators sync.WaitGroup
+	for w := range 2 {
+		writers.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				write(uint64(100+w*1000+i), 50)
+				if w == 0 && i%15 == 14 {
+					lvl := levels[i%4]
+					if _, err := s.DeleteLogs(ctx(t), domain.LogFilter{ProjectID: p.ID, Levels: []string{lvl}}); err != nil {
+						t.Errorf("DeleteLogs: %v", err)
+					}
+				}
+			}
+		})
+	}
+	for e := range 4 {
+		evaluators.Go(func() {
+			for i := range 30 {
+				text := texts[(e+i)%len(texts)]
+				window := int64(60_000 * (1 + i/3)) // growing: registered again and again
+				if _, _, err := st.CountAlertWindow(ctx(t), filter(text), now-window, now, now); err != nil && !errors.Is(err, context.Canceled) {
+					// A query registered again by another evaluator while this one counted
+					// is an error of that one evaluation, not a wrong count.
+					t.Logf("evaluator %d: %v", e, err)
+				}
+			}
+		})
+	}
+	evaluators.Wait()
+	close(stop)
+	writers.Wait()
+	for _, text := range texts {
+		start, end := now-600_000, now+1000
+		got, ok, err := st.CountAlertWindow(ctx(t), filter(text), start, end, now)
+		if err != nil || !ok {
+			t.Fatalf("CountAlertWindow(%q) = %d, %v, %v", text, got, ok, err)
+		}
+		f := filter(text)
+		last := end - 1
+		f.Start, f.End = &start, &last
+		counts, err := s.LogStats(ctx(t), domain.StatsQuery{LogFilter: f, Step: end - start, By: domain.ByNone, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want int64
+		for _, c := range counts {
+			if c.Bucket >= 0 {
+				want += c.N
+			}
+		}
+		if got != want {
+			t.Errorf("%q counted %d; the store counts %d", text, got, want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ func runAlerts(t *testing.T, open Open) {
 	t.Run("AlertOutboxOrderAndClaims", func(t *testing.T) { t.Parallel(); testAlertOutbox(t, open(t)) })
 	t.Run("AlertEvaluationIsExact", func(t *testing.T) { t.Parallel(); testAlertEvaluationExact(t, open(t)) })
 	t.Run("AlertCountsMatchTheStore", func(t *testing.T) { t.Parallel(); testAlertCountsMatchTheStore(t, open(t)) })
+	t.Run("AlertCountsUnderConcurrency", func(t *testing.T) { t.Parallel(); testAlertCountsUnderConcurrency(t, open(t)) })
 	t.Run("AlertOfADeletedSearch", func(t *testing.T) { t.Parallel(); testAlertOfADeletedSearch(t, open(t)) })
 }
 
