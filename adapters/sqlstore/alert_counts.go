@@ -145,16 +145,11 @@ func (s *Store) lockAlertCounts(ctx context.Context, tx *sqlx.Tx, projectID stri
 // project's row of tail_seq while it records the project's newest batch (upto); a registration
 // another evaluator made meanwhile that reaches back far enough is kept. The entries written so
 // far are counted after (countAlertBacklog).
-func (s *Store) registerAlertQuery(ctx context.Context, projectID, text, key string, start, end, now int64) (err error) {
-	tx, err := s.w.BeginTxx(ctx, nil)
-	if err != nil {
-		return s.translate("alert counts: begin", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback() // nothing of the registration stays; a rollback error adds nothing
-		}
-	}()
+func (s *Store) registerAlertQuery(ctx context.Context, projectID, text, key string, start, end, now int64) error {
+	return s.alertTx(ctx, func(tx *sqlx.Tx) error { return s.registerAlertQueryTx(ctx, tx, projectID, text, key, start, end, now) })
+}
+
+func (s *Store) registerAlertQueryTx(ctx context.Context, tx *sqlx.Tx, projectID, text, key string, start, end, now int64) (err error) {
 	if err = s.lockAlertCounts(ctx, tx, projectID); err != nil {
 		return s.translate("alert counts: lock", err)
 	}
@@ -169,7 +164,7 @@ func (s *Store) registerAlertQuery(ctx context.Context, projectID, text, key str
 	case err != nil:
 		return s.translate("alert counts: read", err)
 	case old.Floor <= start:
-		return s.translate("alert counts: commit", tx.Commit())
+		return nil
 	default:
 		// The registration's row before its counts, as everything that writes both does.
 		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_queries WHERE project_id = ? AND query_key = ?"), projectID, key); err != nil {
@@ -187,13 +182,13 @@ func (s *Store) registerAlertQuery(ctx context.Context, projectID, text, key str
 		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"), projectID, key, uuid.Must(uuid.NewV7()).String(), text, secondOf(start), max(end-start, old.Span), now, upto); err != nil {
 		return s.translate("alert counts: register", err)
 	}
-	return s.translate("alert counts: commit", tx.Commit())
+	return nil
 }
 
 // countAlertBacklog counts, per second from q's floor, the entries matching f that batches up
 // to q.Upto wrote (and those written before ingest order was kept), which no batch counted for
 // q, and adds them to q's counts once: only the evaluator that marks q counted adds them.
-func (s *Store) countAlertBacklog(ctx context.Context, f domain.LogFilter, key string, q registered, now int64) (err error) {
+func (s *Store) countAlertBacklog(ctx context.Context, f domain.LogFilter, key string, q registered, now int64) error {
 	cf := domain.LogFilter{ProjectID: f.ProjectID, Query: f.Query, Parsed: f.Parsed, Start: &q.Floor}
 	w, args, err := s.plannedWhere(ctx, cf)
 	if err != nil {
@@ -217,45 +212,29 @@ func (s *Store) countAlertBacklog(ctx context.Context, f domain.LogFilter, key s
 	if err = errors.Join(rows.Err(), rows.Close()); err != nil {
 		return s.translate("alert counts: count", err)
 	}
-	tx, err := s.w.BeginTxx(ctx, nil)
-	if err != nil {
-		return s.translate("alert counts: begin", err)
-	}
-	defer func() {
+	return s.alertTx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, s.bind("UPDATE alert_queries SET counted = ? WHERE project_id = ? AND query_key = ? AND id = ? AND counted = 0"),
+			max(now, 1), f.ProjectID, key, q.ID)
 		if err != nil {
-			_ = tx.Rollback()
+			return s.translate("alert counts: mark counted", err)
 		}
-	}()
-	res, err := tx.ExecContext(ctx, s.bind("UPDATE alert_queries SET counted = ? WHERE project_id = ? AND query_key = ? AND id = ? AND counted = 0"),
-		max(now, 1), f.ProjectID, key, q.ID)
-	if err != nil {
-		return s.translate("alert counts: mark counted", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		_ = tx.Rollback() // another evaluator added them, or the query was registered again
-		return s.translate("alert counts: mark counted", err)
-	}
-	if err = s.addAlertCounts(ctx, tx, f.ProjectID, counts); err != nil {
-		return s.translate("alert counts: write", err)
-	}
-	return s.translate("alert counts: commit", tx.Commit())
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return cmp.Or(s.translate("alert counts: mark counted", err), errAlertTxUndone) // another evaluator added them, or the query was registered again
+		}
+		return s.translate("alert counts: write", s.addAlertCounts(ctx, tx, f.ProjectID, counts))
+	})
 }
 
 // touchAlertQuery records that q is in use at now by a window of span ms ending at end, drops
 // its seconds before the widest window's start, and drops the project's queries no rule has
 // used for alertQueryIdle with their counts.
-func (s *Store) touchAlertQuery(ctx context.Context, projectID, key string, q registered, span, end, now int64) (err error) {
+func (s *Store) touchAlertQuery(ctx context.Context, projectID, key string, q registered, span, end, now int64) error {
+	return s.alertTx(ctx, func(tx *sqlx.Tx) error { return s.touchAlertQueryTx(ctx, tx, projectID, key, q, span, end, now) })
+}
+
+func (s *Store) touchAlertQueryTx(ctx context.Context, tx *sqlx.Tx, projectID, key string, q registered, span, end, now int64) (err error) {
 	span = max(span, q.Span)
 	floor := max(q.Floor, secondOf(end-span))
-	tx, err := s.w.BeginTxx(ctx, nil)
-	if err != nil {
-		return s.translate("alert counts: begin", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
 	// Holding the project's row of tail_seq, so no batch adds to the seconds or the queries
 	// being dropped.
 	if err = s.lockAlertCounts(ctx, tx, projectID); err != nil {
@@ -278,6 +257,26 @@ func (s *Store) touchAlertQuery(ctx context.Context, projectID, key string, q re
 		if _, err = tx.ExecContext(ctx, s.bind("DELETE FROM alert_counts WHERE project_id = ? AND query_id = ?"), projectID, id); err != nil {
 			return s.translate("alert counts: drop idle", err)
 		}
+	}
+	return nil
+}
+
+// errAlertTxUndone is what a transaction of alertTx returns to be rolled back quietly.
+var errAlertTxUndone = errors.New("alert counts: nothing to write")
+
+// alertTx runs fn in a write transaction and commits it, or rolls it back when fn fails (nothing
+// of it stays; a rollback error adds nothing), quietly when fn returns errAlertTxUndone.
+func (s *Store) alertTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return s.translate("alert counts: begin", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		if errors.Is(err, errAlertTxUndone) {
+			return nil
+		}
+		return err
 	}
 	return s.translate("alert counts: commit", tx.Commit())
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/adapters/sqlstore"
+	"example.com/obsvc/adapters/sqlstore/storetest"
 	"example.com/obsvc/domain"
 )
 
@@ -650,19 +651,7 @@ func testAlertCountsMigration(t *testing.T, engine, dsn string, timeArg func(tim
 		if err != nil || !ok {
 			t.Fatalf("%s: CountAlertWindow(%q) = %d, %v, %v", when, text, got, ok, err)
 		}
-		last := end - 1
-		f.Start, f.End = &start, &last
-		counts, err := s.LogStats(ctx, domain.StatsQuery{LogFilter: f, Step: end - start, By: domain.ByNone, Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want int64
-		for _, c := range counts {
-			if c.Bucket >= 0 {
-				want += c.N
-			}
-		}
-		if got != want || want == 0 {
+		if want := storetest.WindowCount(t, s, p, text, start, end, now); got != want || want == 0 {
 			t.Fatalf("%s: %q counted %d in [%d, %d); the store counts %d", when, text, got, start, end, want)
 		}
 	}

@@ -175,23 +175,7 @@ func testAlertCountsMatchTheStore(t *testing.T, s domain.Store) {
 			}
 			evaluated++
 			start, end := domain.AlertWindow(got.WindowSeconds, now.UnixMilli())
-			parsed, err := domain.ParseQuery(got.Query, domain.DefaultLimits().Query)
-			if err != nil {
-				t.Fatal(err)
-			}
-			last := end - 1
-			f := domain.LogFilter{ProjectID: got.ProjectID, Query: &got.Query, Parsed: parsed, Start: &start, End: &last}
-			counts, err := s.LogStats(ctx(t), domain.StatsQuery{LogFilter: f, Step: end - start, By: domain.ByNone, Now: now.UnixMilli()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var want int64
-			for _, c := range counts {
-				if c.Bucket >= 0 {
-					want += c.N
-				}
-			}
-			if got.Status.LastCount != want {
+			if want := WindowCount(t, s, got.ProjectID, got.Query, start, end, now.UnixMilli()); got.Status.LastCount != want {
 				t.Errorf("step %d: rule %q (query %q, window %d s) counted %d; the store counts %d", step, got.Name, got.Query,
 					got.WindowSeconds, got.Status.LastCount, want)
 			}
@@ -283,21 +267,32 @@ func testAlertCountsUnderConcurrency(t *testing.T, s domain.Store) {
 		if err != nil || !ok {
 			t.Fatalf("CountAlertWindow(%q) = %d, %v, %v", text, got, ok, err)
 		}
-		f := filter(text)
-		last := end - 1
-		f.Start, f.End = &start, &last
-		counts, err := s.LogStats(ctx(t), domain.StatsQuery{LogFilter: f, Step: end - start, By: domain.ByNone, Now: now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var want int64
-		for _, c := range counts {
-			if c.Bucket >= 0 {
-				want += c.N
-			}
-		}
-		if got != want {
+		if want := WindowCount(t, s, p.ID, text, start, end, now); got != want {
 			t.Errorf("%q counted %d; the store counts %d", text, got, want)
 		}
 	}
+}
+
+// WindowCount is the store's own count, through the stats path, of the project's entries that
+// match text with a time in [start, end) and within the project's retention at now: what an
+// alert count must equal.
+func WindowCount(t *testing.T, s domain.Store, projectID, text string, start, end, now int64) int64 {
+	t.Helper()
+	parsed, err := domain.ParseQuery(text, domain.DefaultLimits().Query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := end - 1
+	f := domain.LogFilter{ProjectID: projectID, Query: &text, Parsed: parsed, Start: &start, End: &last}
+	counts, err := s.LogStats(t.Context(), domain.StatsQuery{LogFilter: f, Step: end - start, By: domain.ByNone, Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range counts {
+		if c.Bucket >= 0 {
+			n += c.N
+		}
+	}
+	return n
 }
