@@ -26,7 +26,8 @@ func benchRules() int {
 }
 
 // BenchmarkAlertsPostgres measures alert rules on a table of BENCH_ROWS entries of one project
-// spread over the last 10 minutes (six levels, every sixth an error): BENCH_RULES rules (five
+// spread over the 10 minutes before the rules' first evaluation (six levels, every sixth an
+// error): BENCH_RULES rules (five
 // queries, windows of 1 to 5 minutes, every 10 s) evaluated through EvaluateDue, which leases,
 // counts and writes each rule's status. It reports the first evaluation of every rule on the
 // instance (each query's window counted in SQL once), b.N evaluations of every rule that follow
