@@ -156,8 +156,8 @@ func (s *Service) alertFilter(ctx context.Context, r AlertRule, start, end int64
 	return f, nil
 }
 
-// alertCount counts rule r's window [start, end), whose filter is f: from the counts the store
-// keeps (AlertCountStore) when it keeps them, else through countWindow.
+// alertCount counts the window [start, end) of a rule whose filter is f: from the counts the
+// store keeps (AlertCountStore) when it keeps them, else through countWindow.
 func (s *Service) alertCount(ctx context.Context, f LogFilter, start, end, now int64) (int64, error) {
 	if s.alertStore != nil {
 		cf := LogFilter{ProjectID: f.ProjectID, Query: f.Query, Parsed: f.Parsed}
