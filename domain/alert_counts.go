@@ -41,18 +41,12 @@ func CountAlertMatches(es []LogEntry, qs []AlertCountQuery) []map[int64]int64 {
 		m := entryMatch{e: e}
 		for j, q := range qs {
 			if e.ProjectID == q.ProjectID && e.Time >= q.Floor && (q.Query.Root == nil || m.match(q.Query.Root)) {
-				out[j][secondOf(e.Time)]++
+				out[j][SecondOf(e.Time)]++
 			}
 		}
 	}
 	return out
 }
 
-// secondOf is the whole second holding t (Unix ms).
-func secondOf(t int64) int64 {
-	s := t - t%1000
-	if t < 0 && t%1000 != 0 {
-		s -= 1000
-	}
-	return s
-}
+// SecondOf is the whole second holding t (Unix ms), rounded down for times before 1970 too.
+func SecondOf(t int64) int64 { return t - ((t%1000)+1000)%1000 }

@@ -57,10 +57,7 @@ const (
 // rounded down to a whole second (Unix ms). Rounding makes windows whole seconds, so two
 // evaluations of one rule never count overlapping partial milliseconds differently.
 func AlertWindow(windowSeconds int, now int64) (start, end int64) {
-	end = now - now%1000
-	if now < 0 && now%1000 != 0 {
-		end -= 1000
-	}
+	end = SecondOf(now)
 	return end - int64(windowSeconds)*1000, end
 }
 

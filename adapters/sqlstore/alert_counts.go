@@ -179,7 +179,7 @@ func (s *Store) registerAlertQueryTx(ctx context.Context, tx *sqlx.Tx, projectID
 		return s.translate("alert counts: newest batch", err)
 	}
 	if _, err = tx.ExecContext(ctx, s.bind("INSERT INTO alert_queries (project_id, query_key, id, query, floor, span, used_at, upto, counted)"+
-		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"), projectID, key, uuid.Must(uuid.NewV7()).String(), text, secondOf(start), max(end-start, old.Span), now, upto); err != nil {
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)"), projectID, key, uuid.Must(uuid.NewV7()).String(), text, domain.SecondOf(start), max(end-start, old.Span), now, upto); err != nil {
 		return s.translate("alert counts: register", err)
 	}
 	return nil
@@ -234,7 +234,7 @@ func (s *Store) touchAlertQuery(ctx context.Context, projectID, key string, q re
 
 func (s *Store) touchAlertQueryTx(ctx context.Context, tx *sqlx.Tx, projectID, key string, q registered, span, end, now int64) (err error) {
 	span = max(span, q.Span)
-	floor := max(q.Floor, secondOf(end-span))
+	floor := max(q.Floor, domain.SecondOf(end-span))
 	// Holding the project's row of tail_seq, so no batch adds to the seconds or the queries
 	// being dropped.
 	if err = s.lockAlertCounts(ctx, tx, projectID); err != nil {
@@ -280,9 +280,6 @@ func (s *Store) alertTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 	}
 	return s.translate("alert counts: commit", tx.Commit())
 }
-
-// secondOf is the whole second holding t (Unix ms).
-func secondOf(t int64) int64 { return t - ((t%1000)+1000)%1000 }
 
 // alertCount is one row of alert_counts of a project.
 type alertCount struct {
