@@ -56,18 +56,24 @@ func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time)
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		ok, err := s.store.AcquireAlertLease(ctx, ref.ProjectID, ref.ID, holder, ms, AlertLease(ms, ref.IntervalSeconds))
-		if err != nil {
-			rep.Failed++
-			rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: lease: %w", ref.ID, err))
-			continue
-		}
-		if !ok {
-			rep.Skipped++
-			continue
+		lease := AlertLease(ms, ref.IntervalSeconds)
+		// A lease the list shows holder holding at now stays its own until it expires (another
+		// instance takes only an expired one): the evaluation renews it as it saves, with no
+		// statement of its own.
+		if ref.LeaseHolder != holder || ref.LeaseUntil < ms {
+			ok, err := s.store.AcquireAlertLease(ctx, ref.ProjectID, ref.ID, holder, ms, lease)
+			if err != nil {
+				rep.Failed++
+				rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: lease: %w", ref.ID, err))
+				continue
+			}
+			if !ok {
+				rep.Skipped++
+				continue
+			}
 		}
 		start := time.Now()
-		err = s.evaluate(ctx, ref, ms)
+		err := s.evaluate(ctx, ref, holder, ms, lease)
 		rep.Durations = append(rep.Durations, time.Since(start))
 		switch {
 		case errors.Is(err, ErrAlertChanged), KindOf(err) == KindNotFound:
@@ -82,8 +88,9 @@ func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time)
 	return rep, nil
 }
 
-// evaluate evaluates one rule at now (Unix ms) and stores the result.
-func (s *Service) evaluate(ctx context.Context, ref AlertRef, now int64) error {
+// evaluate evaluates one rule at now (Unix ms) and stores the result, renewing holder's lease
+// of it to lease.
+func (s *Service) evaluate(ctx context.Context, ref AlertRef, holder string, now, lease int64) error {
 	r, err := s.store.GetAlertRule(ctx, ref.ProjectID, ref.ID)
 	if err != nil {
 		return err
@@ -98,7 +105,8 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, now int64) error {
 		// due again after its interval, not at once, and its status stays.
 		st := r.Status
 		st.NextEvalAt = end + int64(r.IntervalSeconds)*1000
-		if serr := s.store.SaveAlertEvaluation(ctx, AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st}); serr != nil {
+		if serr := s.store.SaveAlertEvaluation(ctx, AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st,
+			Holder: holder, LeaseUntil: lease}); serr != nil {
 			return errors.Join(err, serr)
 		}
 	}
@@ -110,7 +118,7 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, now int64) error {
 		return err
 	}
 	st, ts := EvaluateAlert(r, r.Status, end, count)
-	ev := AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st, Transitions: ts}
+	ev := AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st, Transitions: ts, Holder: holder, LeaseUntil: lease}
 	var entries []LogEntry
 	listed := false
 	for _, t := range ts {

@@ -85,6 +85,10 @@ type AlertRef struct {
 	ProjectID       string
 	ID              string
 	IntervalSeconds int
+	// LeaseHolder holds the rule's lease until LeaseUntil (Unix ms); "" when no evaluator ever
+	// held it.
+	LeaseHolder string
+	LeaseUntil  int64
 }
 
 // OutboxItem is one notification to one target, kept until delivered: written with the
@@ -114,6 +118,10 @@ type AlertEvaluation struct {
 	Status      AlertStatus
 	Transitions []AlertTransition
 	Outbox      []OutboxItem
+	// Holder, when not "", renews its lease of the rule to LeaseUntil with the evaluation (no
+	// lease changes when another holds it), so that its next evaluation need not acquire it.
+	Holder     string
+	LeaseUntil int64
 }
 
 // AlertStore persists alert rules, their history, their notifications' outbox and their
@@ -136,13 +144,14 @@ type AlertStore interface {
 	// AlertHistory returns the rule's last limit transitions, newest first.
 	AlertHistory(ctx context.Context, projectID, id string, limit int) ([]AlertTransition, error)
 	// DueAlertRules lists at most limit rules, of every project, whose next evaluation is at
-	// or before now, the most overdue first.
+	// or before now, the most overdue first, each with its lease.
 	DueAlertRules(ctx context.Context, now int64, limit int) ([]AlertRef, error)
 	// AcquireAlertLease makes holder the rule's evaluator until until, unless another holder's
 	// lease lasts past now; false then.
 	AcquireAlertLease(ctx context.Context, projectID, ruleID, holder string, now, until int64) (bool, error)
-	// SaveAlertEvaluation writes e in one transaction: ErrAlertChanged, writing nothing, when
-	// the rule's version is no longer e.Version (a patch, or another evaluator, came first).
+	// SaveAlertEvaluation writes e in one transaction: ErrAlertChanged, writing nothing of the
+	// rule, when its version is no longer e.Version (a patch, or another evaluator, came
+	// first). The lease renewal (e.Holder) may be written either way.
 	SaveAlertEvaluation(ctx context.Context, e AlertEvaluation) error
 	// PendingOutbox lists at most limit undelivered items of every project, by project, rule,
 	// target and Seq.

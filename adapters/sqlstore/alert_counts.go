@@ -63,6 +63,8 @@ type registered struct {
 	Upto    int64
 	Counted int64
 	N       int64
+	// Retention is the project's retention_days, read with the registration.
+	Retention sql.NullInt32
 }
 
 // CountAlertWindow implements domain.AlertCountStore: the sum of the query's counts over the
@@ -70,13 +72,6 @@ type registered struct {
 // kept of it. Once a minute per query it records that the query is in use, drops its seconds
 // that no window reaches and drops its project's queries unused for an hour.
 func (s *Store) CountAlertWindow(ctx context.Context, f domain.LogFilter, start, end, now int64) (int64, bool, error) {
-	var retention sql.NullInt32
-	if err := s.r.GetContext(ctx, &retention, s.bind("SELECT retention_days FROM projects WHERE id = ?"), f.ProjectID); err != nil {
-		return 0, false, s.translate("alert counts: project", err)
-	}
-	if retention.Valid && now-int64(retention.Int32)*86_400_000 > start {
-		return 0, false, nil
-	}
 	text := ""
 	if f.Query != nil {
 		text = *f.Query
@@ -85,6 +80,15 @@ func (s *Store) CountAlertWindow(ctx context.Context, f domain.LogFilter, start,
 	q, found, err := s.readAlertQuery(ctx, f.ProjectID, key, start, end)
 	if err != nil {
 		return 0, false, err
+	}
+	retention := q.Retention
+	if !found {
+		if err := s.r.GetContext(ctx, &retention, s.bind("SELECT retention_days FROM projects WHERE id = ?"), f.ProjectID); err != nil {
+			return 0, false, s.translate("alert counts: project", err)
+		}
+	}
+	if retention.Valid && now-int64(retention.Int32)*86_400_000 > start {
+		return 0, false, nil
 	}
 	if !found || q.Floor > start {
 		if err := s.registerAlertQuery(ctx, f.ProjectID, text, key, start, end, now); err != nil {
@@ -115,16 +119,18 @@ func (s *Store) CountAlertWindow(ctx context.Context, f domain.LogFilter, start,
 	return q.N, true, nil
 }
 
-// readAlertQuery reads the query's registration and its count of [start, end).
+// readAlertQuery reads the query's registration and its count of [start, end), with its
+// project's retention.
 func (s *Store) readAlertQuery(ctx context.Context, projectID, key string, start, end int64) (registered, bool, error) {
 	stmt, err := s.listing(ctx, s.bind("SELECT q.id, q.floor, q.span, q.used_at, q.upto, q.counted,"+
-		" (SELECT COALESCE(SUM(c.n), 0) FROM alert_counts c WHERE c.project_id = ? AND c.query_id = q.id AND c.second >= ? AND c.second < ?)"+
+		" (SELECT COALESCE(SUM(c.n), 0) FROM alert_counts c WHERE c.project_id = ? AND c.query_id = q.id AND c.second >= ? AND c.second < ?),"+
+		" (SELECT p.retention_days FROM projects p WHERE p.id = ?)"+
 		" FROM alert_queries q WHERE q.project_id = ? AND q.query_key = ?"))
 	if err != nil {
 		return registered{}, false, s.translate("alert counts: read", err)
 	}
 	var q registered
-	err = stmt.QueryRowContext(ctx, projectID, start, end, projectID, key).Scan(&q.ID, &q.Floor, &q.Span, &q.UsedAt, &q.Upto, &q.Counted, &q.N)
+	err = stmt.QueryRowContext(ctx, projectID, start, end, projectID, projectID, key).Scan(&q.ID, &q.Floor, &q.Span, &q.UsedAt, &q.Upto, &q.Counted, &q.N, &q.Retention)
 	if errors.Is(err, sql.ErrNoRows) {
 		return registered{}, false, nil
 	}

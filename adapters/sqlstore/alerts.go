@@ -207,19 +207,23 @@ func (s *Store) AlertHistory(ctx context.Context, projectID, id string, limit in
 }
 
 // DueAlertRules implements domain.AlertStore: the evaluator's scan across every project (on
-// Citus, every shard, by the index on next_eval_at).
+// Citus, every shard, by the index on next_eval_at), each rule with its lease (a join on the
+// project, so each shard joins its own rows).
 func (s *Store) DueAlertRules(ctx context.Context, now int64, limit int) ([]domain.AlertRef, error) {
 	var rows []struct {
-		ProjectID string `db:"project_id"`
-		ID        string `db:"id"`
-		Interval  int    `db:"interval_seconds"`
+		ProjectID string         `db:"project_id"`
+		ID        string         `db:"id"`
+		Interval  int            `db:"interval_seconds"`
+		Holder    sql.NullString `db:"holder"`
+		Until     sql.NullInt64  `db:"expires_at"`
 	}
-	if err := s.r.SelectContext(ctx, &rows, s.bind("SELECT project_id, id, interval_seconds FROM alert_rules WHERE next_eval_at <= ? ORDER BY next_eval_at LIMIT ?"), now, limit); err != nil {
+	if err := s.r.SelectContext(ctx, &rows, s.bind("SELECT r.project_id, r.id, r.interval_seconds, l.holder, l.expires_at FROM alert_rules r "+
+		"LEFT JOIN alert_leases l ON l.project_id = r.project_id AND l.rule_id = r.id WHERE r.next_eval_at <= ? ORDER BY r.next_eval_at LIMIT ?"), now, limit); err != nil {
 		return nil, s.translate("due alert rules", err)
 	}
 	out := make([]domain.AlertRef, len(rows))
 	for i, r := range rows {
-		out[i] = domain.AlertRef{ProjectID: r.ProjectID, ID: r.ID, IntervalSeconds: r.Interval}
+		out[i] = domain.AlertRef{ProjectID: r.ProjectID, ID: r.ID, IntervalSeconds: r.Interval, LeaseHolder: r.Holder.String, LeaseUntil: r.Until.Int64}
 	}
 	return out, nil
 }
@@ -241,26 +245,40 @@ func (s *Store) AcquireAlertLease(ctx context.Context, projectID, ruleID, holder
 	return n == 1, nil
 }
 
+// saveStatus is the statement that writes an evaluated rule's status over the version read.
+const saveStatus = "UPDATE alert_rules SET state = ?, pending_since = ?, firing_since = ?, notified = ?, last_eval_at = ?, last_count = ?, " +
+	"next_eval_at = ?, transitions = ?, version = version + 1 WHERE project_id = ? AND id = ? AND version = ?"
+
+// renewLease is the statement that renews a holder's lease, and only its own.
+const renewLease = "UPDATE alert_leases SET expires_at = ? WHERE project_id = ? AND rule_id = ? AND holder = ?"
+
 // SaveAlertEvaluation implements domain.AlertStore: the rule's status over the version read,
-// its transitions and their notifications, in one transaction (one shard on Citus).
+// its transitions and their notifications, in one transaction (one shard on Citus), with the
+// lease renewed. Most evaluations change no state: on PostgreSQL those are one statement, the
+// lease renewed by a CTE of the status update (both name the project: one shard), a commit
+// and a round trip rather than a transaction's four.
 func (s *Store) SaveAlertEvaluation(ctx context.Context, e domain.AlertEvaluation) error {
+	st := e.Status
+	args := []any{string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount, st.NextEvalAt, st.Transitions,
+		e.ProjectID, e.RuleID, e.Version}
+	if _, pg := s.eng.(postgresEngine); pg && e.Holder != "" && len(e.Transitions) == 0 && len(e.Outbox) == 0 {
+		res, err := s.w.ExecContext(ctx, s.bind("WITH renewed AS ("+renewLease+") "+saveStatus),
+			append([]any{e.LeaseUntil, e.ProjectID, e.RuleID, e.Holder}, args...)...)
+		return s.savedStatus(res, err)
+	}
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return s.translate("save alert evaluation", err)
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
-	st := e.Status
-	res, err := tx.ExecContext(ctx, s.bind("UPDATE alert_rules SET state = ?, pending_since = ?, firing_since = ?, notified = ?, last_eval_at = ?, last_count = ?, "+
-		"next_eval_at = ?, transitions = ?, version = version + 1 WHERE project_id = ? AND id = ? AND version = ?"),
-		string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount, st.NextEvalAt, st.Transitions,
-		e.ProjectID, e.RuleID, e.Version)
-	if err != nil {
-		return s.translate("save alert evaluation: status", err)
+	res, err := tx.ExecContext(ctx, s.bind(saveStatus), args...)
+	if err := s.savedStatus(res, err); err != nil {
+		return err
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return s.translate("save alert evaluation: status", err)
-	} else if n != 1 {
-		return domain.ErrAlertChanged
+	if e.Holder != "" {
+		if _, err := tx.ExecContext(ctx, s.bind(renewLease), e.LeaseUntil, e.ProjectID, e.RuleID, e.Holder); err != nil {
+			return s.translate("save alert evaluation: lease", err)
+		}
 	}
 	for _, t := range e.Transitions {
 		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO alert_history (project_id, rule_id, seq, time, from_state, to_state, count, window_start, window_end) "+
@@ -283,6 +301,20 @@ func (s *Store) SaveAlertEvaluation(ctx context.Context, e domain.AlertEvaluatio
 		}
 	}
 	return s.translate("save alert evaluation", tx.Commit())
+}
+
+// savedStatus is the answer of saveStatus: ErrAlertChanged when it found the rule at another
+// version.
+func (s *Store) savedStatus(res sql.Result, err error) error {
+	if err != nil {
+		return s.translate("save alert evaluation: status", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.translate("save alert evaluation: status", err)
+	} else if n != 1 {
+		return domain.ErrAlertChanged
+	}
+	return nil
 }
 
 type outboxRow struct {

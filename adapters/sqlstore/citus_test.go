@@ -49,9 +49,9 @@ func openRecorded(t *testing.T, rec *sqlstore.Recorder) *sqlstore.Store {
 // multiShard are the statement shapes that are not per project and so rightly reach every
 // shard, each with the reason.
 var multiShard = map[string]string{
-	"DELETE FROM idempotency_keys WHERE created_at < $":                                                              "the periodic sweep of expired idempotency records, across all projects",
-	"DELETE FROM alert_outbox WHERE delivered_at IS NOT NULL AND delivered_at < $":                                   "the periodic sweep of delivered alert notifications, across all projects",
-	"SELECT project_id, id, interval_seconds FROM alert_rules WHERE next_eval_at <= $ ORDER BY next_eval_at LIMIT $": "the evaluator's scan for due alert rules, across all projects",
+	"DELETE FROM idempotency_keys WHERE created_at < $":                            "the periodic sweep of expired idempotency records, across all projects",
+	"DELETE FROM alert_outbox WHERE delivered_at IS NOT NULL AND delivered_at < $": "the periodic sweep of delivered alert notifications, across all projects",
+	"SELECT r.project_id, r.id, r.interval_seconds, l.holder, l.expires_at FROM alert_rules r LEFT JOIN alert_leases l ON l.project_id = r.project_id AND l.rule_id = r.id WHERE r.next_eval_at <= $ ORDER BY r.next_eval_at LIMIT $":                                                                        "the evaluator's scan for due alert rules with their leases, across all projects (each shard joins its own)",
 	"SELECT project_id, id, rule_id, seq, target, target_json, notification, attempts, next_attempt_at, last_error FROM alert_outbox WHERE delivered_at IS NULL ORDER BY project_id, rule_id, target, seq LIMIT $":                                                                                           "the sender's scan for undelivered notifications, across all projects",
 	"SELECT project_id, id, name, search_id, query, window_seconds, interval_seconds, for_seconds, op, threshold, targets, silenced_until, created_at, updated_at, state, pending_since, firing_since, notified, last_eval_at, last_count, next_eval_at, transitions, version FROM alert_rules WHERE id = $": "an admin key's read of an alert rule by its id alone (GET /alerts/{id}), by the index on id in each shard",
 }

@@ -184,6 +184,57 @@ func testAlertLease(t *testing.T, s domain.Store) {
 	}
 	mustAlert(t, s, r)
 	take("a", 28000, 43000, true)
+
+	// The due list says who holds each rule until when, and an evaluation renews its holder's
+	// lease, and only its holder's, whether it changes the rule's state or not.
+	leased := func(holder string, until int64) {
+		t.Helper()
+		due, err := s.DueAlertRules(ctx(t), 1<<50, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ref := range due {
+			if ref.ID == r.ID && (ref.LeaseHolder != holder || ref.LeaseUntil != until) {
+				t.Fatalf("due: lease %q until %d, want %q until %d", ref.LeaseHolder, ref.LeaseUntil, holder, until)
+			}
+			if ref.ID == r.ID {
+				return
+			}
+		}
+		t.Fatalf("due: rule %s not listed in %+v", r.ID, due)
+	}
+	save := func(holder string, until int64, transition bool) {
+		t.Helper()
+		cur, err := s.GetAlertRule(ctx(t), p.ID, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := domain.AlertEvaluation{ProjectID: p.ID, RuleID: r.ID, Version: cur.Status.Version, Status: cur.Status, Holder: holder, LeaseUntil: until}
+		ev.Status.LastEvalAt++
+		if transition {
+			tr := domain.AlertTransition{Seq: cur.Status.Transitions + 1, Time: 30_000, From: cur.Status.State, To: domain.AlertPending, Count: 1, WindowStart: 0, WindowEnd: 30_000}
+			ev.Status.State, ev.Status.Transitions = tr.To, tr.Seq
+			ev.Transitions = []domain.AlertTransition{tr}
+		}
+		if err := s.SaveAlertEvaluation(ctx(t), ev); err != nil {
+			t.Fatalf("SaveAlertEvaluation(%s): %v", holder, err)
+		}
+		if got, err := s.GetAlertRule(ctx(t), p.ID, r.ID); err != nil || got.Status.LastEvalAt != ev.Status.LastEvalAt || got.Status.Version != cur.Status.Version+1 {
+			t.Fatalf("SaveAlertEvaluation(%s) did not save the status: %+v, %v", holder, got.Status, err)
+		}
+	}
+	leased("a", 43000)
+	save("b", 99_000, false)
+	leased("a", 43000)
+	save("a", 60_000, false)
+	leased("a", 60_000)
+	take("b", 59_999, 70_000, false)
+	save("a", 80_000, true)
+	leased("a", 80_000)
+	save("", 0, false)
+	leased("a", 80_000)
+	take("b", 80_001, 95_000, true)
+	leased("b", 95_000)
 }
 
 func testAlertEvaluationAtomic(t *testing.T, s domain.Store) {
