@@ -83,7 +83,7 @@ func (s *Store) CountAlertWindow(ctx context.Context, f domain.LogFilter, start,
 	}
 	retention := q.Retention
 	if !found {
-		if err := s.r.GetContext(ctx, &retention, s.bind("SELECT retention_days FROM projects WHERE id = ?"), f.ProjectID); err != nil {
+		if err := s.r.GetContext(ctx, &retention, s.bind(projectRetention), f.ProjectID); err != nil {
 			return 0, false, s.translate("alert counts: project", err)
 		}
 	}

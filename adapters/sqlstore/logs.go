@@ -563,10 +563,11 @@ func (s *Store) ListLogs(ctx context.Context, q domain.LogQuery, fn domain.PageF
 // oldest entry up to its limit-th expired one: deleting "the keys IN (the oldest limit keys)"
 // instead let PostgreSQL plan a hash join over a scan of the whole project, once per batch.
 const (
-	sweepRetention = "SELECT retention_days FROM projects WHERE id = ?"
-	sweepBound     = "SELECT time, id FROM logs WHERE project_id = ? AND time < ? ORDER BY time, id LIMIT 1 OFFSET ?"
-	sweepUpTo      = "DELETE FROM logs WHERE project_id = ? AND time <= ? AND (time, id) <= (?, ?)"
-	sweepAll       = "DELETE FROM logs WHERE project_id = ? AND time < ?"
+	// projectRetention is a project's retention_days (alert counting reads it too).
+	projectRetention = "SELECT retention_days FROM projects WHERE id = ?"
+	sweepBound       = "SELECT time, id FROM logs WHERE project_id = ? AND time < ? ORDER BY time, id LIMIT 1 OFFSET ?"
+	sweepUpTo        = "DELETE FROM logs WHERE project_id = ? AND time <= ? AND (time, id) <= (?, ?)"
+	sweepAll         = "DELETE FROM logs WHERE project_id = ? AND time < ?"
 )
 
 // SingleWriter says whether every write of the store queues for one lock, as on SQLite, where
@@ -601,7 +602,7 @@ func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limi
 		return 0, err
 	}
 	var days sql.NullInt64
-	err = tx.GetContext(ctx, &days, s.bind(sweepRetention+s.eng.lockSuffix()), projectID)
+	err = tx.GetContext(ctx, &days, s.bind(projectRetention+s.eng.lockSuffix()), projectID)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return 0, s.translate("sweep: read retention", err)
 	}
