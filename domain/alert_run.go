@@ -45,6 +45,12 @@ type EvaluateReport struct {
 // counts its window, and its new status, its transitions and their notifications (one per
 // target, but none while silenced) are written in one transaction, so that a notification is
 // never lost nor made twice for one transition, whatever instance dies when.
+//
+// The rules are evaluated a project at a time, so that what they share costs the store once:
+// one read of the project's due rules, one count of each query and window they share (all are
+// evaluated at now), and one write of the statuses of those whose state did not change (most
+// of them, most of the time); a rule whose state changes is written alone, with its history
+// and notifications.
 func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time) (EvaluateReport, error) {
 	var rep EvaluateReport
 	ms := now.UnixMilli()
@@ -52,16 +58,18 @@ func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time)
 	if err != nil {
 		return rep, fmt.Errorf("due alert rules: %w", err)
 	}
+	// The rules holder holds, by project, in the order the list first names each project.
+	var projects []string
+	held := map[string][]string{}
 	for _, ref := range due {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		lease := AlertLease(ms, ref.IntervalSeconds)
 		// A lease the list shows holder holding at now stays its own until it expires (another
 		// instance takes only an expired one): the evaluation renews it as it saves, with no
 		// statement of its own.
 		if ref.LeaseHolder != holder || ref.LeaseUntil < ms {
-			ok, err := s.store.AcquireAlertLease(ctx, ref.ProjectID, ref.ID, holder, ms, lease)
+			ok, err := s.store.AcquireAlertLease(ctx, ref.ProjectID, ref.ID, holder, ms, AlertLease(ms, ref.IntervalSeconds))
 			if err != nil {
 				rep.Failed++
 				rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: lease: %w", ref.ID, err))
@@ -72,34 +80,117 @@ func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time)
 				continue
 			}
 		}
-		start := time.Now()
-		err := s.evaluate(ctx, ref, holder, ms, lease)
-		rep.Durations = append(rep.Durations, time.Since(start))
-		switch {
-		case errors.Is(err, ErrAlertChanged), KindOf(err) == KindNotFound:
-			rep.Skipped++ // patched, evaluated elsewhere or deleted meanwhile: due again or gone
-		case err != nil:
-			rep.Failed++
-			rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: %w", ref.ID, err))
-		default:
-			rep.Evaluated++
+		if _, ok := held[ref.ProjectID]; !ok {
+			projects = append(projects, ref.ProjectID)
+		}
+		held[ref.ProjectID] = append(held[ref.ProjectID], ref.ID)
+	}
+	for _, p := range projects {
+		if err := s.evaluateProject(ctx, p, held[p], holder, ms, &rep); err != nil {
+			return rep, err
 		}
 	}
 	return rep, nil
 }
 
-// evaluate evaluates one rule at now (Unix ms) and stores the result, renewing holder's lease
-// of it to lease.
-func (s *Service) evaluate(ctx context.Context, ref AlertRef, holder string, now, lease int64) error {
-	r, err := s.store.GetAlertRule(ctx, ref.ProjectID, ref.ID)
+// alertWindowKey names what a rule's evaluation counts: its query's text over its window.
+type alertWindowKey struct {
+	query      string
+	start, end int64
+}
+
+// evaluateProject evaluates the project's rules ids at now (Unix ms), renewing holder's lease
+// of each as it saves, and adds what it did to rep. Each rule's duration is its own work and
+// its share of the statements it shares with the others. It returns ctx's error when ctx ends.
+func (s *Service) evaluateProject(ctx context.Context, projectID string, ids []string, holder string, now int64, rep *EvaluateReport) error {
+	began := time.Now()
+	rules, err := s.store.GetAlertRules(ctx, projectID, ids)
 	if err != nil {
-		return err
+		took := time.Since(began) / time.Duration(len(ids))
+		for range ids {
+			rep.Durations = append(rep.Durations, took)
+		}
+		rep.Failed += len(ids)
+		rep.Errs = append(rep.Errs, fmt.Errorf("read %d alert rules of project %s: %w", len(ids), projectID, err))
+		return nil
 	}
+	rep.Skipped += len(ids) - len(rules) // deleted since they were listed
+	if len(rules) == 0 {
+		return nil
+	}
+	read := time.Since(began) / time.Duration(len(rules))
+	counts := map[alertWindowKey]int64{}
+	queries := map[string]string{} // saved search id → its query's text
+	var batch []AlertEvaluation
+	var batchTook []time.Duration
+	for _, r := range rules {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		start := time.Now()
+		ev, err := s.evaluate(ctx, r, holder, now, counts, queries)
+		switch {
+		case err == nil && ev == nil:
+			rep.Evaluated++ // evaluated since it was listed
+		case err == nil && len(ev.Transitions) == 0:
+			batch = append(batch, *ev)
+			batchTook = append(batchTook, read+time.Since(start))
+			continue
+		case err == nil:
+			err = s.store.SaveAlertEvaluation(ctx, *ev)
+			if err != nil {
+				err = fmt.Errorf("save alert evaluation: %w", err)
+			}
+			rep.tally(r.ID, err)
+		default:
+			rep.tally(r.ID, err)
+		}
+		rep.Durations = append(rep.Durations, read+time.Since(start))
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	start := time.Now()
+	saved, err := s.store.SaveAlertStatuses(ctx, projectID, batch)
+	share := time.Since(start) / time.Duration(len(batch))
+	for _, d := range batchTook {
+		rep.Durations = append(rep.Durations, d+share)
+	}
+	if err != nil {
+		rep.Failed += len(batch)
+		rep.Errs = append(rep.Errs, fmt.Errorf("save the statuses of %d alert rules of project %s: %w", len(batch), projectID, err))
+		return nil
+	}
+	rep.Evaluated += len(saved)
+	rep.Skipped += len(batch) - len(saved) // patched or evaluated elsewhere meanwhile: due again
+	return nil
+}
+
+// tally counts the end of rule id's evaluation.
+func (rep *EvaluateReport) tally(id string, err error) {
+	switch {
+	case errors.Is(err, ErrAlertChanged), KindOf(err) == KindNotFound:
+		rep.Skipped++ // patched, evaluated elsewhere or deleted meanwhile: due again or gone
+	case err != nil:
+		rep.Failed++
+		rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: %w", id, err))
+	default:
+		rep.Evaluated++
+	}
+}
+
+// evaluate evaluates rule r at now (Unix ms) and returns what to store, renewing holder's
+// lease of it; nil when it was evaluated since it was listed. counts holds the counts of the
+// windows evaluated so far at now, queries the texts of the saved searches read so far: a
+// window another rule of the round counted is not counted again.
+func (s *Service) evaluate(ctx context.Context, r AlertRule, holder string, now int64, counts map[alertWindowKey]int64,
+	queries map[string]string) (*AlertEvaluation, error) {
 	if r.Status.NextEvalAt > now {
-		return nil // evaluated since it was listed
+		return nil, nil
 	}
+	lease := AlertLease(now, r.IntervalSeconds)
 	start, end := AlertWindow(r.WindowSeconds, now)
-	f, err := s.alertFilter(ctx, r, start, end)
+	f, err := s.alertFilter(ctx, r, start, end, queries)
 	if KindOf(err) == KindInvalid {
 		// The rule cannot be evaluated until it is patched (its saved search is gone): it is
 		// due again after its interval, not at once, and its status stays.
@@ -107,18 +198,22 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, holder string, now
 		st.NextEvalAt = end + int64(r.IntervalSeconds)*1000
 		if serr := s.store.SaveAlertEvaluation(ctx, AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st,
 			Holder: holder, LeaseUntil: lease}); serr != nil {
-			return errors.Join(err, serr)
+			return nil, errors.Join(err, serr)
 		}
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	count, err := s.alertCount(ctx, f, start, end, now)
-	if err != nil {
-		return err
+	key := alertWindowKey{*f.Query, start, end}
+	count, ok := counts[key]
+	if !ok {
+		if count, err = s.alertCount(ctx, f, start, end, now); err != nil {
+			return nil, err
+		}
+		counts[key] = count
 	}
 	st, ts := EvaluateAlert(r, r.Status, end, count)
-	ev := AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st, Transitions: ts, Holder: holder, LeaseUntil: lease}
+	ev := &AlertEvaluation{ProjectID: r.ProjectID, RuleID: r.ID, Version: r.Status.Version, Status: st, Transitions: ts, Holder: holder, LeaseUntil: lease}
 	var entries []LogEntry
 	listed := false
 	for _, t := range ts {
@@ -127,7 +222,7 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, holder string, now
 		}
 		if !listed {
 			if entries, err = s.sampleEntries(ctx, f, now); err != nil {
-				return err
+				return nil, err
 			}
 			listed = true
 		}
@@ -137,24 +232,27 @@ func (s *Service) evaluate(ctx context.Context, ref AlertRef, holder string, now
 		for i, target := range r.Targets {
 			id := s.newID()
 			if !validID(id) {
-				return errNoIDs
+				return nil, errNoIDs
 			}
 			ev.Outbox = append(ev.Outbox, OutboxItem{ID: id, ProjectID: r.ProjectID, RuleID: r.ID, Seq: t.Seq, Target: i, To: target,
 				Notification: n, NextAttemptAt: now})
 		}
 	}
-	if err := s.store.SaveAlertEvaluation(ctx, ev); err != nil {
-		return fmt.Errorf("save alert evaluation: %w", err)
-	}
-	return nil
+	return ev, nil
 }
 
 // alertFilter is the filter of rule r's window [start, end): its query parsed, time bounds
-// inclusive as a LogFilter's are.
-func (s *Service) alertFilter(ctx context.Context, r AlertRule, start, end int64) (LogFilter, error) {
-	text, err := s.alertQuery(ctx, r)
-	if err != nil {
-		return LogFilter{}, err
+// inclusive as a LogFilter's are. queries holds the texts of the saved searches read so far.
+func (s *Service) alertFilter(ctx context.Context, r AlertRule, start, end int64, queries map[string]string) (LogFilter, error) {
+	text, ok := queries[r.SearchID]
+	if !ok || r.SearchID == "" {
+		var err error
+		if text, err = s.alertQuery(ctx, r); err != nil {
+			return LogFilter{}, err
+		}
+		if r.SearchID != "" {
+			queries[r.SearchID] = text
+		}
 	}
 	last := end - 1
 	f, err := s.limits.validateFilter(LogFilter{ProjectID: r.ProjectID, Query: &text, Start: &start, End: &last})

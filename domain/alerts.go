@@ -134,6 +134,9 @@ type AlertStore interface {
 	// GetAlertRule returns the rule of the project (any project when projectID is "");
 	// KindNotFound if there is none.
 	GetAlertRule(ctx context.Context, projectID, id string) (AlertRule, error)
+	// GetAlertRules returns those of the project's rules whose id is one of ids, in no set
+	// order: one read for a round of evaluations (a rule deleted meanwhile is left out).
+	GetAlertRules(ctx context.Context, projectID string, ids []string) ([]AlertRule, error)
 	// ListAlertRules returns the project's rules by name, then id.
 	ListAlertRules(ctx context.Context, projectID string) ([]AlertRule, error)
 	// UpdateAlertRule replaces what a client sets of r (not its status but NextEvalAt) and
@@ -153,6 +156,11 @@ type AlertStore interface {
 	// rule, when its version is no longer e.Version (a patch, or another evaluator, came
 	// first). The lease renewal (e.Holder) may be written either way.
 	SaveAlertEvaluation(ctx context.Context, e AlertEvaluation) error
+	// SaveAlertStatuses writes the statuses of es, evaluations of the project's rules with no
+	// transition nor notification, in one statement or transaction: each over the version it
+	// read, renewing its holder's lease as SaveAlertEvaluation does. It returns the ids of the
+	// rules it wrote; a rule at another version (or gone) is left alone and not among them.
+	SaveAlertStatuses(ctx context.Context, projectID string, es []AlertEvaluation) ([]string, error)
 	// PendingOutbox lists at most limit undelivered items of every project, by project, rule,
 	// target and Seq.
 	PendingOutbox(ctx context.Context, limit int) ([]OutboxItem, error)

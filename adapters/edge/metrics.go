@@ -180,7 +180,7 @@ func newAlertMetrics(reg *prometheus.Registry) alertMetrics {
 		evaluations: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "obsvc_alert_evaluations_total",
 			Help: "Alert rule evaluations by this instance, by result: ok (stored) or failed (tried again when next due)."}, []string{"result"}),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "obsvc_alert_evaluation_duration_seconds",
-			Help: "How long one alert rule's evaluation took: its count, its sample entries and its write.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
+			Help: "How long one alert rule's evaluation took: its count, its sample entries and its write, with its share of what it shares with its project's other rules due at once (one read of the rules, one write of the statuses that did not change).", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 		sent: counter("obsvc_alert_notifications_sent_total",
 			"Alert notifications delivered by this instance (the receiver answered 2xx)."),
 		failed: counter("obsvc_alert_notifications_failed_total",

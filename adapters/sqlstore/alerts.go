@@ -4,7 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"example.com/obsvc/domain"
 )
@@ -132,6 +136,28 @@ func (s *Store) GetAlertRule(ctx context.Context, projectID, id string) (domain.
 	return row.domain()
 }
 
+// GetAlertRules implements domain.AlertStore: one statement, one shard on Citus.
+func (s *Store) GetAlertRules(ctx context.Context, projectID string, ids []string) ([]domain.AlertRule, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	q, args, err := sqlx.In("SELECT "+alertColumns+" FROM alert_rules WHERE project_id = ? AND id IN (?)", projectID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("get alert rules: %w", err)
+	}
+	var rows []alertRow
+	if err := s.r.SelectContext(ctx, &rows, s.bind(q), args...); err != nil {
+		return nil, s.translate("get alert rules", err)
+	}
+	out := make([]domain.AlertRule, len(rows))
+	for i, r := range rows {
+		if out[i], err = r.domain(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // ListAlertRules implements domain.AlertStore.
 func (s *Store) ListAlertRules(ctx context.Context, projectID string) ([]domain.AlertRule, error) {
 	var rows []alertRow
@@ -254,18 +280,11 @@ const renewLease = "UPDATE alert_leases SET expires_at = ? WHERE project_id = ? 
 
 // SaveAlertEvaluation implements domain.AlertStore: the rule's status over the version read,
 // its transitions and their notifications, in one transaction (one shard on Citus), with the
-// lease renewed. Most evaluations change no state: on PostgreSQL those are one statement, the
-// lease renewed by a CTE of the status update (both name the project: one shard), a commit
-// and a round trip rather than a transaction's four.
+// lease renewed.
 func (s *Store) SaveAlertEvaluation(ctx context.Context, e domain.AlertEvaluation) error {
 	st := e.Status
 	args := []any{string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount, st.NextEvalAt, st.Transitions,
 		e.ProjectID, e.RuleID, e.Version}
-	if _, pg := s.eng.(postgresEngine); pg && e.Holder != "" && len(e.Transitions) == 0 && len(e.Outbox) == 0 {
-		res, err := s.w.ExecContext(ctx, s.bind("WITH renewed AS ("+renewLease+") "+saveStatus),
-			append([]any{e.LeaseUntil, e.ProjectID, e.RuleID, e.Holder}, args...)...)
-		return s.savedStatus(res, err)
-	}
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return s.translate("save alert evaluation", err)
@@ -301,6 +320,76 @@ func (s *Store) SaveAlertEvaluation(ctx context.Context, e domain.AlertEvaluatio
 		}
 	}
 	return s.translate("save alert evaluation", tx.Commit())
+}
+
+// saveStatuses is saveStatus and renewLease for many rules of one project on PostgreSQL, one
+// statement: the rows as arrays (unnest), the leases renewed by a CTE of the status update.
+// Every table named is filtered on the project: one shard on Citus.
+const saveStatuses = "WITH v AS (SELECT * FROM unnest(CAST(? AS uuid[]), CAST(? AS bigint[]), CAST(? AS text[]), CAST(? AS bigint[]), " +
+	"CAST(? AS bigint[]), CAST(? AS boolean[]), CAST(? AS bigint[]), CAST(? AS bigint[]), CAST(? AS bigint[]), CAST(? AS bigint[]), " +
+	"CAST(? AS text[]), CAST(? AS bigint[])) AS v (id, version, state, pending_since, firing_since, notified, last_eval_at, last_count, " +
+	"next_eval_at, transitions, holder, lease_until)), " +
+	"renewed AS (UPDATE alert_leases l SET expires_at = v.lease_until FROM v WHERE l.project_id = ? AND l.rule_id = v.id AND l.holder = v.holder) " +
+	"UPDATE alert_rules r SET state = v.state, pending_since = v.pending_since, firing_since = v.firing_since, notified = v.notified, " +
+	"last_eval_at = v.last_eval_at, last_count = v.last_count, next_eval_at = v.next_eval_at, transitions = v.transitions, version = r.version + 1 " +
+	"FROM v WHERE r.project_id = ? AND r.id = v.id AND r.version = v.version RETURNING r.id"
+
+// SaveAlertStatuses implements domain.AlertStore: on PostgreSQL one statement (saveStatuses);
+// on SQLite, whose statements cost no round trip, one transaction of saveStatus and renewLease
+// per rule. Either way one commit for the lot.
+func (s *Store) SaveAlertStatuses(ctx context.Context, projectID string, es []domain.AlertEvaluation) ([]string, error) {
+	for _, e := range es {
+		if e.ProjectID != projectID || len(e.Transitions) > 0 || len(e.Outbox) > 0 {
+			return nil, fmt.Errorf("save alert statuses: rule %s is of another project or has transitions", e.RuleID)
+		}
+	}
+	if len(es) == 0 {
+		return nil, nil
+	}
+	if _, pg := s.eng.(postgresEngine); pg {
+		n := len(es)
+		ids, states, holders := make([]string, n), make([]string, n), make([]string, n)
+		versions, pending, firing, lastEval, lastCount, next, transitions, until := make([]int64, n), make([]int64, n), make([]int64, n),
+			make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		notified := make([]bool, n)
+		for i, e := range es {
+			st := e.Status
+			ids[i], versions[i], states[i], pending[i], firing[i], notified[i] = e.RuleID, e.Version, string(st.State), st.PendingSince, st.FiringSince, st.Notified
+			lastEval[i], lastCount[i], next[i], transitions[i], holders[i], until[i] = st.LastEvalAt, st.LastCount, st.NextEvalAt, st.Transitions, e.Holder, e.LeaseUntil
+		}
+		var saved []string
+		err := s.w.SelectContext(ctx, &saved, s.bind(saveStatuses), pq.Array(ids), pq.Array(versions), pq.Array(states), pq.Array(pending),
+			pq.Array(firing), pq.Array(notified), pq.Array(lastEval), pq.Array(lastCount), pq.Array(next), pq.Array(transitions),
+			pq.Array(holders), pq.Array(until), projectID, projectID)
+		return saved, s.translate("save alert statuses", err)
+	}
+	tx, err := s.w.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, s.translate("save alert statuses", err)
+	}
+	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
+	var saved []string
+	for _, e := range es {
+		st := e.Status
+		res, err := tx.ExecContext(ctx, s.bind(saveStatus), string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount,
+			st.NextEvalAt, st.Transitions, e.ProjectID, e.RuleID, e.Version)
+		switch err := s.savedStatus(res, err); {
+		case errors.Is(err, domain.ErrAlertChanged):
+		case err != nil:
+			return nil, err
+		default:
+			saved = append(saved, e.RuleID)
+		}
+		if e.Holder != "" {
+			if _, err := tx.ExecContext(ctx, s.bind(renewLease), e.LeaseUntil, e.ProjectID, e.RuleID, e.Holder); err != nil {
+				return nil, s.translate("save alert statuses: lease", err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.translate("save alert statuses", err)
+	}
+	return saved, nil
 }
 
 // savedStatus is the answer of saveStatus: ErrAlertChanged when it found the rule at another

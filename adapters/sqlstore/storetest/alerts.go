@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ func runAlerts(t *testing.T, open Open) {
 	t.Run("AlertRulesRoundTrip", func(t *testing.T) { t.Parallel(); testAlertRulesRoundTrip(t, open(t)) })
 	t.Run("AlertRulesAreBoundedPerProject", func(t *testing.T) { t.Parallel(); testAlertBound(t, open(t)) })
 	t.Run("AlertLeaseHasOneHolder", func(t *testing.T) { t.Parallel(); testAlertLease(t, open(t)) })
+	t.Run("AlertStatusesSavedTogether", func(t *testing.T) { t.Parallel(); testAlertStatusesTogether(t, open(t)) })
 	t.Run("AlertEvaluationIsAllOrNothing", func(t *testing.T) { t.Parallel(); testAlertEvaluationAtomic(t, open(t)) })
 	t.Run("AlertOutboxOrderAndClaims", func(t *testing.T) { t.Parallel(); testAlertOutbox(t, open(t)) })
 	t.Run("AlertEvaluationIsExact", func(t *testing.T) { t.Parallel(); testAlertEvaluationExact(t, open(t)) })
@@ -216,8 +218,13 @@ func testAlertLease(t *testing.T, s domain.Store) {
 			ev.Status.State, ev.Status.Transitions = tr.To, tr.Seq
 			ev.Transitions = []domain.AlertTransition{tr}
 		}
-		if err := s.SaveAlertEvaluation(ctx(t), ev); err != nil {
-			t.Fatalf("SaveAlertEvaluation(%s): %v", holder, err)
+		// An evaluation with no transition is saved with others of its round.
+		if transition {
+			if err := s.SaveAlertEvaluation(ctx(t), ev); err != nil {
+				t.Fatalf("SaveAlertEvaluation(%s): %v", holder, err)
+			}
+		} else if saved, err := s.SaveAlertStatuses(ctx(t), p.ID, []domain.AlertEvaluation{ev}); err != nil || !slices.Equal(saved, []string{r.ID}) {
+			t.Fatalf("SaveAlertStatuses(%s) = %v, %v; want [%s]", holder, saved, err, r.ID)
 		}
 		if got, err := s.GetAlertRule(ctx(t), p.ID, r.ID); err != nil || got.Status.LastEvalAt != ev.Status.LastEvalAt || got.Status.Version != cur.Status.Version+1 {
 			t.Fatalf("SaveAlertEvaluation(%s) did not save the status: %+v, %v", holder, got.Status, err)
@@ -235,6 +242,103 @@ func testAlertLease(t *testing.T, s domain.Store) {
 	leased("a", 80_000)
 	take("b", 80_001, 95_000, true)
 	leased("b", 95_000)
+}
+
+// testAlertStatusesTogether: a round's rules of one project are read together, and the statuses
+// of those whose state did not change are written together, each over the version it read,
+// each renewing its holder's lease and no other's.
+func testAlertStatusesTogether(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	other := mustProject(t, s, "other", base)
+	var rules []domain.AlertRule
+	for i := range 4 {
+		rules = append(rules, mustAlert(t, s, newAlert(p, fmt.Sprint("r", i), base)))
+	}
+	theirs := mustAlert(t, s, newAlert(other, "theirs", base))
+	ids := []string{rules[0].ID, rules[1].ID, rules[2].ID, rules[3].ID, theirs.ID, newID()}
+	got, err := s.GetAlertRules(ctx(t), p.ID, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(got, func(a, b domain.AlertRule) int { return strings.Compare(a.Name, b.Name) })
+	if len(got) != 4 {
+		t.Fatalf("GetAlertRules = %d rules; want the project's 4 (not another project's, nor an unknown id)", len(got))
+	}
+	for i := range got {
+		if !sameAlert(got[i], rules[i]) {
+			t.Fatalf("GetAlertRules[%d] = %+v\nwant %+v", i, got[i], rules[i])
+		}
+	}
+	if got, err := s.GetAlertRules(ctx(t), p.ID, nil); err != nil || len(got) != 0 {
+		t.Fatalf("GetAlertRules(no ids) = %v, %v", got, err)
+	}
+
+	for i, holder := range []string{"a", "a", "b"} {
+		if ok, err := s.AcquireAlertLease(ctx(t), p.ID, rules[i].ID, holder, 1000, 16000); err != nil || !ok {
+			t.Fatalf("AcquireAlertLease: %v, %v", ok, err)
+		}
+	}
+	// rules[2] is b's; rules[3] was patched after it was read (version 2); rules[1] is saved
+	// with no holder.
+	patched := rules[3]
+	patched.Name = "patched"
+	if err := s.UpdateAlertRule(ctx(t), patched); err != nil {
+		t.Fatal(err)
+	}
+	var evs []domain.AlertEvaluation
+	for i, r := range rules {
+		st := r.Status
+		st.LastEvalAt, st.LastCount, st.NextEvalAt, st.State, st.PendingSince = 30_000+int64(i), 7+int64(i), 40_000+int64(i), domain.AlertPending, 20_000
+		ev := domain.AlertEvaluation{ProjectID: p.ID, RuleID: r.ID, Version: r.Status.Version, Status: st, Holder: "a", LeaseUntil: 50_000 + int64(i)}
+		if i == 1 {
+			ev.Holder, ev.LeaseUntil = "", 0
+		}
+		evs = append(evs, ev)
+	}
+	saved, err := s.SaveAlertStatuses(ctx(t), p.ID, evs)
+	slices.Sort(saved)
+	want := []string{rules[0].ID, rules[1].ID, rules[2].ID}
+	slices.Sort(want)
+	if err != nil || !slices.Equal(saved, want) {
+		t.Fatalf("SaveAlertStatuses = %v, %v; want %v (not the patched rule)", saved, err, want)
+	}
+	for i, r := range rules {
+		got, err := s.GetAlertRule(ctx(t), p.ID, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSt := evs[i].Status
+		wantSt.Version = r.Status.Version + 1
+		if i == 3 {
+			wantSt = r.Status
+			wantSt.Version, wantSt.NextEvalAt = r.Status.Version+1, patched.Status.NextEvalAt
+		}
+		if got.Status != wantSt {
+			t.Fatalf("rule %d: status %+v\nwant %+v", i, got.Status, wantSt)
+		}
+	}
+	due, err := s.DueAlertRules(ctx(t), 1<<50, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := map[string]string{}
+	for _, ref := range due {
+		leases[ref.ID] = fmt.Sprintf("%s %d", ref.LeaseHolder, ref.LeaseUntil)
+	}
+	// a's lease renewed (rules[0]); no renewal without a holder (rules[1]); b's lease kept
+	// (rules[2]); rules[3], written by nobody, had no lease and has none.
+	for i, want := range []string{"a 50000", "a 16000", "b 16000", " 0"} {
+		if leases[rules[i].ID] != want {
+			t.Fatalf("rule %d: lease %q, want %q", i, leases[rules[i].ID], want)
+		}
+	}
+	// Another project's evaluation, or one with a transition, is not a status of this call.
+	if _, err := s.SaveAlertStatuses(ctx(t), p.ID, []domain.AlertEvaluation{{ProjectID: other.ID, RuleID: theirs.ID, Version: 1, Status: theirs.Status}}); err == nil {
+		t.Fatal("SaveAlertStatuses took another project's rule")
+	}
+	if got, err := s.GetAlertRule(ctx(t), other.ID, theirs.ID); err != nil || got.Status != theirs.Status {
+		t.Fatalf("another project's rule changed: %+v, %v", got.Status, err)
+	}
 }
 
 func testAlertEvaluationAtomic(t *testing.T, s domain.Store) {
