@@ -149,8 +149,14 @@ func (s *Store) GetAlertRules(ctx context.Context, projectID string, ids []strin
 	if err := s.r.SelectContext(ctx, &rows, s.bind(q), args...); err != nil {
 		return nil, s.translate("get alert rules", err)
 	}
+	return alertRules(rows)
+}
+
+// alertRules converts rows to rules.
+func alertRules(rows []alertRow) ([]domain.AlertRule, error) {
 	out := make([]domain.AlertRule, len(rows))
 	for i, r := range rows {
+		var err error
 		if out[i], err = r.domain(); err != nil {
 			return nil, err
 		}
@@ -164,14 +170,7 @@ func (s *Store) ListAlertRules(ctx context.Context, projectID string) ([]domain.
 	if err := s.r.SelectContext(ctx, &rows, s.bind("SELECT "+alertColumns+" FROM alert_rules WHERE project_id = ? ORDER BY name, id"), projectID); err != nil {
 		return nil, s.translate("list alert rules", err)
 	}
-	out := make([]domain.AlertRule, len(rows))
-	for i, r := range rows {
-		var err error
-		if out[i], err = r.domain(); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return alertRules(rows)
 }
 
 // UpdateAlertRule implements domain.AlertStore.
@@ -282,22 +281,13 @@ const renewLease = "UPDATE alert_leases SET expires_at = ? WHERE project_id = ? 
 // its transitions and their notifications, in one transaction (one shard on Citus), with the
 // lease renewed.
 func (s *Store) SaveAlertEvaluation(ctx context.Context, e domain.AlertEvaluation) error {
-	st := e.Status
-	args := []any{string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount, st.NextEvalAt, st.Transitions,
-		e.ProjectID, e.RuleID, e.Version}
 	tx, err := s.w.BeginTxx(ctx, nil)
 	if err != nil {
 		return s.translate("save alert evaluation", err)
 	}
 	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
-	res, err := tx.ExecContext(ctx, s.bind(saveStatus), args...)
-	if err := s.savedStatus(res, err); err != nil {
+	if err := s.saveStatusTx(ctx, tx, e); err != nil {
 		return err
-	}
-	if e.Holder != "" {
-		if _, err := tx.ExecContext(ctx, s.bind(renewLease), e.LeaseUntil, e.ProjectID, e.RuleID, e.Holder); err != nil {
-			return s.translate("save alert evaluation: lease", err)
-		}
 	}
 	for _, t := range e.Transitions {
 		if _, err := tx.ExecContext(ctx, s.bind("INSERT INTO alert_history (project_id, rule_id, seq, time, from_state, to_state, count, window_start, window_end) "+
@@ -370,26 +360,36 @@ func (s *Store) SaveAlertStatuses(ctx context.Context, projectID string, es []do
 	defer func() { _ = tx.Rollback() }() // after Commit, a no-op
 	var saved []string
 	for _, e := range es {
-		st := e.Status
-		res, err := tx.ExecContext(ctx, s.bind(saveStatus), string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount,
-			st.NextEvalAt, st.Transitions, e.ProjectID, e.RuleID, e.Version)
-		switch err := s.savedStatus(res, err); {
+		switch err := s.saveStatusTx(ctx, tx, e); {
 		case errors.Is(err, domain.ErrAlertChanged):
 		case err != nil:
 			return nil, err
 		default:
 			saved = append(saved, e.RuleID)
 		}
-		if e.Holder != "" {
-			if _, err := tx.ExecContext(ctx, s.bind(renewLease), e.LeaseUntil, e.ProjectID, e.RuleID, e.Holder); err != nil {
-				return nil, s.translate("save alert statuses: lease", err)
-			}
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, s.translate("save alert statuses", err)
 	}
 	return saved, nil
+}
+
+// saveStatusTx writes e's status inside tx over the version it read (ErrAlertChanged, writing
+// nothing of the rule, when that has changed) and renews its holder's lease either way.
+func (s *Store) saveStatusTx(ctx context.Context, tx *sqlx.Tx, e domain.AlertEvaluation) error {
+	st := e.Status
+	res, err := tx.ExecContext(ctx, s.bind(saveStatus), string(st.State), st.PendingSince, st.FiringSince, st.Notified, st.LastEvalAt, st.LastCount,
+		st.NextEvalAt, st.Transitions, e.ProjectID, e.RuleID, e.Version)
+	saved := s.savedStatus(res, err)
+	if saved != nil && !errors.Is(saved, domain.ErrAlertChanged) {
+		return saved
+	}
+	if e.Holder != "" {
+		if _, err := tx.ExecContext(ctx, s.bind(renewLease), e.LeaseUntil, e.ProjectID, e.RuleID, e.Holder); err != nil {
+			return s.translate("save alert evaluation: lease", err)
+		}
+	}
+	return saved
 }
 
 // savedStatus is the answer of saveStatus: ErrAlertChanged when it found the rule at another
