@@ -47,8 +47,9 @@ type EvaluateReport struct {
 // never lost nor made twice for one transition, whatever instance dies when.
 //
 // The rules are evaluated a project at a time, so that what they share costs the store once:
-// one read of the project's due rules, one count of each query and window they share (all are
-// evaluated at now), and one write of the statuses of those whose state did not change (most
+// one taking of the leases holder does not hold yet (all of them after a pause, or when an
+// instance takes over), one read of the project's due rules, one count of each query and
+// window they share (all are evaluated at now), and one write of the statuses of those whose state did not change (most
 // of them, most of the time); a rule whose state changes is written alone, with its history
 // and notifications.
 func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time) (EvaluateReport, error) {
@@ -58,39 +59,66 @@ func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time)
 	if err != nil {
 		return rep, fmt.Errorf("due alert rules: %w", err)
 	}
-	// The rules holder holds, by project, in the order the list first names each project.
+	// The due rules by project, in the order the list first names each project.
 	var projects []string
-	held := map[string][]string{}
+	refs := map[string][]AlertRef{}
 	for _, ref := range due {
+		if _, ok := refs[ref.ProjectID]; !ok {
+			projects = append(projects, ref.ProjectID)
+		}
+		refs[ref.ProjectID] = append(refs[ref.ProjectID], ref)
+	}
+	for _, p := range projects {
 		if ctx.Err() != nil {
 			return rep, ctx.Err()
 		}
-		// A lease the list shows holder holding at now stays its own until it expires (another
-		// instance takes only an expired one): the evaluation renews it as it saves, with no
-		// statement of its own.
-		if ref.LeaseHolder != holder || ref.LeaseUntil < ms {
-			ok, err := s.store.AcquireAlertLease(ctx, ref.ProjectID, ref.ID, holder, ms, AlertLease(ms, ref.IntervalSeconds))
-			if err != nil {
-				rep.Failed++
-				rep.Errs = append(rep.Errs, fmt.Errorf("alert rule %s: lease: %w", ref.ID, err))
-				continue
-			}
-			if !ok {
-				rep.Skipped++
-				continue
-			}
+		held := s.heldAlertRules(ctx, p, refs[p], holder, ms, &rep)
+		if len(held) == 0 {
+			continue
 		}
-		if _, ok := held[ref.ProjectID]; !ok {
-			projects = append(projects, ref.ProjectID)
-		}
-		held[ref.ProjectID] = append(held[ref.ProjectID], ref.ID)
-	}
-	for _, p := range projects {
-		if err := s.evaluateProject(ctx, p, held[p], holder, ms, &rep); err != nil {
+		if err := s.evaluateProject(ctx, p, held, holder, ms, &rep); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// heldAlertRules returns the ids of the project's due rules refs that holder holds at now, in
+// their order, taking in one call the leases it does not hold: a lease the list shows holder
+// holding at now stays its own until it expires (another instance takes only an expired one),
+// and the evaluation renews it as it saves, with no statement of its own. It counts in rep the
+// rules another instance holds, and those it could not ask for when the call fails.
+func (s *Service) heldAlertRules(ctx context.Context, projectID string, refs []AlertRef, holder string, now int64, rep *EvaluateReport) []string {
+	own := func(ref AlertRef) bool { return ref.LeaseHolder == holder && ref.LeaseUntil >= now }
+	var claims []AlertLeaseClaim
+	for _, ref := range refs {
+		if !own(ref) {
+			claims = append(claims, AlertLeaseClaim{RuleID: ref.ID, Until: AlertLease(now, ref.IntervalSeconds)})
+		}
+	}
+	taken := map[string]bool{}
+	failed := false
+	if len(claims) > 0 {
+		ids, err := s.store.AcquireAlertLeases(ctx, projectID, holder, now, claims)
+		if err != nil {
+			rep.Failed += len(claims)
+			rep.Errs = append(rep.Errs, fmt.Errorf("leases of %d alert rules of project %s: %w", len(claims), projectID, err))
+			failed = true // none taken, and none counted as another's
+		}
+		for _, id := range ids {
+			taken[id] = true
+		}
+	}
+	var held []string
+	for _, ref := range refs {
+		switch {
+		case own(ref) || taken[ref.ID]:
+			held = append(held, ref.ID)
+		case !failed:
+			rep.Skipped++
+		}
+	}
+	return held
 }
 
 // alertWindowKey names what a rule's evaluation counts: its query's text over its window.

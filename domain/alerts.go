@@ -124,6 +124,12 @@ type AlertEvaluation struct {
 	LeaseUntil int64
 }
 
+// AlertLeaseClaim asks for the lease of one of a project's rules until Until (Unix ms).
+type AlertLeaseClaim struct {
+	RuleID string
+	Until  int64
+}
+
 // AlertStore persists alert rules, their history, their notifications' outbox and their
 // evaluators' leases. Every call but DueAlertRules, PendingOutbox and GetAlertRule with no
 // project names the rule's project.
@@ -149,9 +155,13 @@ type AlertStore interface {
 	// DueAlertRules lists at most limit rules, of every project, whose next evaluation is at
 	// or before now, the most overdue first, each with its lease.
 	DueAlertRules(ctx context.Context, now int64, limit int) ([]AlertRef, error)
-	// AcquireAlertLease makes holder the rule's evaluator until until, unless another holder's
-	// lease lasts past now; false then.
-	AcquireAlertLease(ctx context.Context, projectID, ruleID, holder string, now, until int64) (bool, error)
+	// AcquireAlertLeases makes holder the evaluator of each of the project's rules claimed (each
+	// once) until its claim's Until, unless another holder's lease of the rule has not run out
+	// at now (a lease holds through its last millisecond), with one statement for up to
+	// DueAlertsBatch claims. It returns the ids of the claimed rules holder
+	// now holds. After an error some may be taken: unused, such a lease expires as a dead
+	// holder's does.
+	AcquireAlertLeases(ctx context.Context, projectID, holder string, now int64, claims []AlertLeaseClaim) ([]string, error)
 	// SaveAlertEvaluation writes e in one transaction: ErrAlertChanged, writing nothing of the
 	// rule, when its version is no longer e.Version (a patch, or another evaluator, came
 	// first). The lease renewal (e.Holder) may be written either way.

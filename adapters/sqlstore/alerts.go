@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -253,21 +254,39 @@ func (s *Store) DueAlertRules(ctx context.Context, now int64, limit int) ([]doma
 	return out, nil
 }
 
-// AcquireAlertLease implements domain.AlertStore with one upsert: a lease that has expired, or
-// that holder holds, is taken (renewed); another's is left alone and no row changes. The lease
-// of a rule deleted meanwhile is harmless: the evaluation finds no rule.
-func (s *Store) AcquireAlertLease(ctx context.Context, projectID, ruleID, holder string, now, until int64) (bool, error) {
-	res, err := s.w.ExecContext(ctx, s.bind("INSERT INTO alert_leases (project_id, rule_id, holder, expires_at) VALUES (?, ?, ?, ?) "+
-		"ON CONFLICT (project_id, rule_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at "+
-		"WHERE alert_leases.expires_at < ? OR alert_leases.holder = excluded.holder"), projectID, ruleID, holder, until, now)
-	if err != nil {
-		return false, s.translate("acquire alert lease", err)
+// alertLeaseRows is how many leases one statement of AcquireAlertLeases takes at most (four
+// parameters each, well under every engine's limit; domain.DueAlertsBatch is 500).
+const alertLeaseRows = 500
+
+// AcquireAlertLeases implements domain.AlertStore with one upsert of every claim (of each
+// alertLeaseRows), returning the rules whose lease it wrote: a lease that has expired, or that
+// holder holds, is taken (renewed); another's is left alone and not returned. All rows name
+// the project: on Citus, one shard. The lease of a rule deleted meanwhile is harmless: the
+// evaluation finds no rule.
+func (s *Store) AcquireAlertLeases(ctx context.Context, projectID, holder string, now int64, claims []domain.AlertLeaseClaim) ([]string, error) {
+	var taken []string
+	for len(claims) > 0 {
+		chunk := claims[:min(len(claims), alertLeaseRows)]
+		claims = claims[len(chunk):]
+		var b strings.Builder
+		b.WriteString("INSERT INTO alert_leases (project_id, rule_id, holder, expires_at) VALUES ")
+		args := make([]any, 0, 4*len(chunk)+1)
+		for i, c := range chunk {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?)")
+			args = append(args, projectID, c.RuleID, holder, c.Until)
+		}
+		b.WriteString(" ON CONFLICT (project_id, rule_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at" +
+			" WHERE alert_leases.expires_at < ? OR alert_leases.holder = excluded.holder RETURNING rule_id")
+		var ids []string
+		if err := s.w.SelectContext(ctx, &ids, s.bind(b.String()), append(args, now)...); err != nil {
+			return nil, s.translate("acquire alert leases", err)
+		}
+		taken = append(taken, ids...)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, s.translate("acquire alert lease", err)
-	}
-	return n == 1, nil
+	return taken, nil
 }
 
 // saveStatus is the statement that writes an evaluated rule's status over the version read.

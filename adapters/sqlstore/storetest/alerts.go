@@ -19,6 +19,7 @@ func runAlerts(t *testing.T, open Open) {
 	t.Run("AlertRulesRoundTrip", func(t *testing.T) { t.Parallel(); testAlertRulesRoundTrip(t, open(t)) })
 	t.Run("AlertRulesAreBoundedPerProject", func(t *testing.T) { t.Parallel(); testAlertBound(t, open(t)) })
 	t.Run("AlertLeaseHasOneHolder", func(t *testing.T) { t.Parallel(); testAlertLease(t, open(t)) })
+	t.Run("AlertLeasesTakenTogether", func(t *testing.T) { t.Parallel(); testAlertLeasesTogether(t, open(t)) })
 	t.Run("AlertStatusesSavedTogether", func(t *testing.T) { t.Parallel(); testAlertStatusesTogether(t, open(t)) })
 	t.Run("AlertEvaluationIsAllOrNothing", func(t *testing.T) { t.Parallel(); testAlertEvaluationAtomic(t, open(t)) })
 	t.Run("AlertOutboxOrderAndClaims", func(t *testing.T) { t.Parallel(); testAlertOutbox(t, open(t)) })
@@ -169,9 +170,9 @@ func testAlertLease(t *testing.T, s domain.Store) {
 	r := mustAlert(t, s, newAlert(p, "r", base))
 	take := func(holder string, now, until int64, want bool) {
 		t.Helper()
-		got, err := s.AcquireAlertLease(ctx(t), p.ID, r.ID, holder, now, until)
-		if err != nil || got != want {
-			t.Fatalf("AcquireAlertLease(%s, now %d) = %v, %v; want %v", holder, now, got, err, want)
+		got, err := s.AcquireAlertLeases(ctx(t), p.ID, holder, now, []domain.AlertLeaseClaim{{RuleID: r.ID, Until: until}})
+		if err != nil || slices.Equal(got, []string{r.ID}) != want || len(got) > 1 {
+			t.Fatalf("AcquireAlertLeases(%s, now %d) = %v, %v; want taken %v", holder, now, got, err, want)
 		}
 	}
 	take("a", 1000, 16000, true)
@@ -244,6 +245,68 @@ func testAlertLease(t *testing.T, s domain.Store) {
 	leased("b", 95_000)
 }
 
+// testAlertLeasesTogether: one call takes the leases of several of a project's rules, each by
+// the rule of one lease (expired or its own: taken, with its own end; another's that lasts:
+// left), and returns the rules it took.
+func testAlertLeasesTogether(t *testing.T, s domain.Store) {
+	p := mustProject(t, s, "p", base)
+	var rules []domain.AlertRule
+	for i := range 5 {
+		rules = append(rules, mustAlert(t, s, newAlert(p, fmt.Sprint("r", i), base)))
+	}
+	take := func(holder string, now int64, claims []domain.AlertLeaseClaim, want ...string) {
+		t.Helper()
+		got, err := s.AcquireAlertLeases(ctx(t), p.ID, holder, now, claims)
+		slices.Sort(got)
+		slices.Sort(want)
+		if err != nil || !slices.Equal(got, want) {
+			t.Fatalf("AcquireAlertLeases(%s, now %d) = %v, %v; want %v", holder, now, got, err, want)
+		}
+	}
+	claim := func(until int64, rs ...domain.AlertRule) []domain.AlertLeaseClaim {
+		var cs []domain.AlertLeaseClaim
+		for i, r := range rs {
+			cs = append(cs, domain.AlertLeaseClaim{RuleID: r.ID, Until: until + int64(i)})
+		}
+		return cs
+	}
+	// r0 a's until 16000, r1 b's until 16001, r2 b's until 5000; r3 and r4 have no lease.
+	take("a", 1000, claim(16000, rules[0]), rules[0].ID)
+	take("b", 1000, claim(16001, rules[1]), rules[1].ID)
+	take("b", 1000, claim(5000, rules[2]), rules[2].ID)
+	take("a", 10_000, claim(30_000, rules...), rules[0].ID, rules[2].ID, rules[3].ID, rules[4].ID)
+	want := map[string]domain.AlertRef{
+		rules[0].ID: {LeaseHolder: "a", LeaseUntil: 30_000},
+		rules[1].ID: {LeaseHolder: "b", LeaseUntil: 16_001},
+		rules[2].ID: {LeaseHolder: "a", LeaseUntil: 30_002},
+		rules[3].ID: {LeaseHolder: "a", LeaseUntil: 30_003},
+		rules[4].ID: {LeaseHolder: "a", LeaseUntil: 30_004},
+	}
+	due, err := s.DueAlertRules(ctx(t), 1<<50, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, ref := range due {
+		if w, ok := want[ref.ID]; ok {
+			seen++
+			if ref.LeaseHolder != w.LeaseHolder || ref.LeaseUntil != w.LeaseUntil {
+				t.Fatalf("rule %s: lease %q until %d, want %q until %d", ref.ID, ref.LeaseHolder, ref.LeaseUntil, w.LeaseHolder, w.LeaseUntil)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("due lists %d of the %d rules", seen, len(want))
+	}
+	// Nothing claimed, nothing taken; b renews its own and takes none of a's while they last,
+	// then the one that has run out (30,000 < 30,001), not the one that has not: a lease holds
+	// through its last millisecond.
+	take("b", 20_000, nil)
+	take("b", 20_000, claim(40_000, rules[1], rules[0], rules[2]), rules[1].ID)
+	take("b", 30_001, claim(40_000, rules[0], rules[2]), rules[0].ID)
+	take("b", 30_002, claim(40_000, rules[2]))
+}
+
 // testAlertStatusesTogether: a round's rules of one project are read together, and the statuses
 // of those whose state did not change are written together, each over the version it read,
 // each renewing its holder's lease and no other's.
@@ -274,8 +337,8 @@ func testAlertStatusesTogether(t *testing.T, s domain.Store) {
 	}
 
 	for i, holder := range []string{"a", "a", "b"} {
-		if ok, err := s.AcquireAlertLease(ctx(t), p.ID, rules[i].ID, holder, 1000, 16000); err != nil || !ok {
-			t.Fatalf("AcquireAlertLease: %v, %v", ok, err)
+		if got, err := s.AcquireAlertLeases(ctx(t), p.ID, holder, 1000, []domain.AlertLeaseClaim{{RuleID: rules[i].ID, Until: 16000}}); err != nil || len(got) != 1 {
+			t.Fatalf("AcquireAlertLeases: %v, %v", got, err)
 		}
 	}
 	// rules[2] is b's; rules[3] was patched after it was read (version 2); rules[1] is saved
