@@ -38,16 +38,18 @@ func benchRules() int {
 // BenchmarkAlertsPostgres measures alert rules on a table of BENCH_ROWS entries of two projects,
 // half each, spread over the 10 minutes before the rules' first evaluation (six levels, every
 // sixth entry of a project an error): BENCH_RULES rules of one project (five queries, windows of
-// 1 to 5 minutes, every 10 s) evaluated through EvaluateDue, which leases, counts and writes each rule's status. It reports the first
-// evaluation of every rule on the instance (each query's window counted in SQL once), b.N
-// evaluations of every rule that follow without ingest, then POST /logs throughput (1,000-entry
-// batches of entries timed now, 2 clients) with no rules and with the rules, in BENCH_ABBA
-// blocks of four spans of 15 s (alone, with, with, alone), the evaluation cost per rule during
-// ingest, and the ratio of the two throughputs (the target: at least 0.95). A span with the rules
-// before the blocks, in which every rule resolves and fires again, is reported apart. A span alone writes
-// to another project of the same table, one with no rules (so no query of a rule is matched
-// against its batches), while no rule is evaluated; a span with the rules writes to the rules'
-// project (its batches counted for their queries) while every rule is evaluated every 10 s.
+// 1 to 5 minutes, every 10 s) evaluated through EvaluateDue, which leases, counts and writes
+// each rule's status. It reports the first evaluation of every rule on the instance (each
+// query's window counted in SQL once), b.N evaluations of every rule that follow without
+// ingest, then POST /logs throughput (1,000-entry batches of entries timed now, 2 clients) with
+// no rules and with the rules, in BENCH_ABBA blocks of four spans of 15 s (alone, with, with,
+// alone), the evaluation cost per rule during ingest, the ratio of the two throughputs (the
+// target: at least 0.95) and the machine's busy CPU per 1,000 rows on each side. A span with
+// the rules before the blocks, in which every rule resolves and fires again, is reported
+// apart. A span alone writes to the other project, which has no rules (so no query of a rule is
+// matched against its batches), while no rule is evaluated; a span with the rules writes to the
+// rules' project (its batches counted for their queries) while every rule is evaluated every
+// 10 s.
 func BenchmarkAlertsPostgres(b *testing.B) {
 	st, _ := benchPostgres(b)
 	e := newBenchEnv(b, st, func(c *server.Config) { c.AlertTargets, c.MaxAlerts = "127.0.0.1", benchRules() })
@@ -219,10 +221,10 @@ func BenchmarkAlertsPostgres(b *testing.B) {
 	rounds = nil
 	flipped := transitions() - before
 	// Blocks of alone, with, with, alone: a checkpoint or a slow second falls on either side
-	// about as often.
-	// Each span also records the machine's busy CPU time (all processes: this one, PostgreSQL's),
-	// per 1,000 rows written: a measure of the work that a span's checkpoints and stalls sway
-	// less than its rate.
+	// about as often. Each span also records the machine's busy CPU time (all processes: this
+	// one, PostgreSQL's) per 1,000 rows written, which tells work from waiting: a side that
+	// loses its rate to waiting (a lock, the evaluator) keeps its CPU per row and leaves cores
+	// idle.
 	var alone, with float64
 	var aloneCPU, withCPU time.Duration
 	var spans []string
