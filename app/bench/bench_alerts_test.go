@@ -44,9 +44,8 @@ func benchRules() int {
 // ingest, then POST /logs throughput (1,000-entry batches of entries timed now, 2 clients) with
 // no rules and with the rules, in BENCH_ABBA blocks of four spans of 15 s (alone, with, with,
 // alone), the evaluation cost per rule during ingest, the ratio of the two throughputs (the
-// target: at least 0.95) and the machine's busy CPU per 1,000 rows on each side. A span with
-// the rules before the blocks, in which every rule resolves and fires again, is reported
-// apart. A span alone writes to the other project, which has no rules (so no query of a rule is
+// target: at least 0.95) and the CPU spent per row on each side (reportCPU). A span with the
+// rules before the blocks, in which every rule resolves and fires again, is reported apart. A span alone writes to the other project, which has no rules (so no query of a rule is
 // matched against its batches), while no rule is evaluated; a span with the rules writes to the
 // rules' project (its batches counted for their queries) while every rule is evaluated every
 // 10 s.
@@ -222,32 +221,33 @@ func BenchmarkAlertsPostgres(b *testing.B) {
 	flipped := transitions() - before
 	// Blocks of alone, with, with, alone: a checkpoint or a slow second falls on either side
 	// about as often. Each span also records the machine's busy CPU time (all processes: this
-	// one, PostgreSQL's) per 1,000 rows written, which tells work from waiting: a side that
+	// one, PostgreSQL's) per row written, which tells work from waiting: a side that
 	// loses its rate to waiting (a lock, the evaluator) keeps its CPU per row and leaves cores
 	// idle.
 	var alone, with float64
-	var aloneCPU, withCPU time.Duration
+	var aloneCPU, withCPU cpuSpent
 	var spans []string
 	for range abbaBlocks {
 		for _, rules := range []bool{false, true, true, false} {
-			cpu0 := busyCPU()
-			var r float64
+			side, name := &aloneCPU, "alone"
 			if rules {
-				r = withRules()
+				side, name = &withCPU, "with"
+			}
+			machine := side.machine
+			var r float64
+			side.measure(func() {
+				if rules {
+					r = withRules()
+				} else {
+					r = ingest(bare, span)
+				}
+			})
+			if rules {
 				with += r
 			} else {
-				r = ingest(bare, span)
 				alone += r
 			}
-			cpu := busyCPU() - cpu0
-			name := "alone"
-			if rules {
-				withCPU += cpu
-				name = "with"
-			} else {
-				aloneCPU += cpu
-			}
-			spans = append(spans, fmt.Sprintf("%s %.0f (%.0f ms)", name, r, perThousand(cpu, r*span.Seconds())))
+			spans = append(spans, fmt.Sprintf("%s %.0f (%.1f µs)", name, r, (side.machine-machine)*1e6/(r*span.Seconds())))
 		}
 	}
 	var busy time.Duration
@@ -261,16 +261,17 @@ func BenchmarkAlertsPostgres(b *testing.B) {
 	b.ReportMetric(alone/float64(2*abbaBlocks), "ingest_rows/s")
 	b.ReportMetric(with/float64(2*abbaBlocks), "ingest_with_rules_rows/s")
 	b.ReportMetric(with/alone, "ratio")
-	cpuAlone := perThousand(aloneCPU, alone*span.Seconds())
-	cpuWith := perThousand(withCPU, with*span.Seconds())
-	if aloneCPU > 0 {
-		b.ReportMetric(cpuAlone, "cpu_ms/1000rows")
-		b.ReportMetric(cpuWith, "cpu_with_rules_ms/1000rows")
-	}
+	aloneRows, withRows := int(alone*span.Seconds()), int(with*span.Seconds())
+	reportCPU(b, "alone", aloneCPU, aloneRows)
+	reportCPU(b, "with_rules", withCPU, withRows)
 	b.Logf("%d rows, %d rules: first evaluation %.3f ms per rule, then %.3f ms without ingest, %.3f ms beside it (%d rounds); ingest %.0f rows/s alone, %.0f with the rules",
 		rows, nRules, perRule(first), perRule(idle), perRule(during), len(rounds), alone/float64(2*abbaBlocks), with/float64(2*abbaBlocks))
-	b.Logf("busy CPU per 1,000 rows: %.1f ms alone, %.1f ms with the rules (%.3f)", cpuAlone, cpuWith, cpuWith/cpuAlone)
-	b.Logf("rows/s by span (busy CPU per 1,000 rows): %s", strings.Join(spans, ", "))
+	if aloneCPU.known() && withCPU.known() {
+		a, _, _ := aloneCPU.perRow(aloneRows)
+		w, _, _ := withCPU.perRow(withRows)
+		b.Logf("the machine's busy CPU per row: %.1f µs alone, %.1f µs with the rules (%.3f)", a, w, w/a)
+	}
+	b.Logf("rows/s by span (the machine's busy CPU per row): %s", strings.Join(spans, ", "))
 	b.Logf("%d transitions before ingest; then a span in which the rules made %d: %.0f rows/s, rounds of %s", before, flipped, flipping, roundTimes(flipRounds))
 	steady := transitions() - before - flipped
 	b.Logf("during the blocks: %d transitions, rounds of %s", steady, roundTimes(rounds))
@@ -286,39 +287,4 @@ func roundTimes(ds []time.Duration) string {
 		out[i] = strconv.FormatInt(d.Milliseconds(), 10)
 	}
 	return strings.Join(out, ", ") + " ms"
-}
-
-// busyCPU is the busy CPU time of the whole machine since it started, from /proc/stat (user,
-// nice, system, irq, softirq and steal; Linux counts them in 1/100 s), or 0 where there is
-// none.
-func busyCPU() time.Duration {
-	data, err := os.ReadFile("/proc/stat")
-	if err != nil {
-		return 0
-	}
-	line, _, _ := strings.Cut(string(data), "\n")
-	f := strings.Fields(line)
-	if len(f) < 9 || f[0] != "cpu" {
-		return 0
-	}
-	var ticks int64
-	for i, v := range f[1:9] {
-		if i == 3 || i == 4 { // idle, iowait
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return 0
-		}
-		ticks += n
-	}
-	return time.Duration(ticks) * 10 * time.Millisecond
-}
-
-// perThousand is cpu per 1,000 of rows, in milliseconds.
-func perThousand(cpu time.Duration, rows float64) float64 {
-	if rows == 0 {
-		return 0
-	}
-	return float64(cpu.Microseconds()) / 1000 / (rows / 1000)
 }
