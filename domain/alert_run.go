@@ -49,9 +49,9 @@ type EvaluateReport struct {
 // The rules are evaluated a project at a time, so that what they share costs the store once:
 // one taking of the leases holder does not hold yet (all of them after a pause, or when an
 // instance takes over), one read of the project's due rules, one count of each query and
-// window they share (all are evaluated at now), and one write of the statuses of those whose state did not change (most
-// of them, most of the time); a rule whose state changes is written alone, with its history
-// and notifications.
+// window they share (all are evaluated at now), and one write of the statuses of those whose
+// state did not change (most of them, most of the time); a rule whose state changes is written
+// alone, with its history and notifications.
 func (s *Service) EvaluateDue(ctx context.Context, holder string, now time.Time) (EvaluateReport, error) {
 	var rep EvaluateReport
 	ms := now.UnixMilli()

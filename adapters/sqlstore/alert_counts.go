@@ -306,18 +306,13 @@ func (s *Store) addAlertCounts(ctx context.Context, tx *sqlx.Tx, projectID strin
 	for len(counts) > 0 {
 		chunk := counts[:min(len(counts), alertCountRows)]
 		counts = counts[len(chunk):]
-		var b strings.Builder
-		b.WriteString("INSERT INTO alert_counts (project_id, query_id, second, n) VALUES ")
 		args := make([]any, 0, 4*len(chunk))
-		for i, c := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?)")
+		for _, c := range chunk {
 			args = append(args, projectID, c.queryID, c.second, c.n)
 		}
-		b.WriteString(" ON CONFLICT (project_id, query_id, second) DO UPDATE SET n = alert_counts.n + excluded.n")
-		if _, err := tx.ExecContext(ctx, s.bind(b.String()), args...); err != nil {
+		query := "INSERT INTO alert_counts (project_id, query_id, second, n) VALUES " + fourTuples(len(chunk)) +
+			" ON CONFLICT (project_id, query_id, second) DO UPDATE SET n = alert_counts.n + excluded.n"
+		if _, err := tx.ExecContext(ctx, s.bind(query), args...); err != nil {
 			return err
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -268,20 +267,15 @@ func (s *Store) AcquireAlertLeases(ctx context.Context, projectID, holder string
 	for len(claims) > 0 {
 		chunk := claims[:min(len(claims), alertLeaseRows)]
 		claims = claims[len(chunk):]
-		var b strings.Builder
-		b.WriteString("INSERT INTO alert_leases (project_id, rule_id, holder, expires_at) VALUES ")
 		args := make([]any, 0, 4*len(chunk)+1)
-		for i, c := range chunk {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?)")
+		for _, c := range chunk {
 			args = append(args, projectID, c.RuleID, holder, c.Until)
 		}
-		b.WriteString(" ON CONFLICT (project_id, rule_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at" +
-			" WHERE alert_leases.expires_at < ? OR alert_leases.holder = excluded.holder RETURNING rule_id")
+		query := "INSERT INTO alert_leases (project_id, rule_id, holder, expires_at) VALUES " + fourTuples(len(chunk)) +
+			" ON CONFLICT (project_id, rule_id) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at" +
+			" WHERE alert_leases.expires_at < ? OR alert_leases.holder = excluded.holder RETURNING rule_id"
 		var ids []string
-		if err := s.w.SelectContext(ctx, &ids, s.bind(b.String()), append(args, now)...); err != nil {
+		if err := s.w.SelectContext(ctx, &ids, s.bind(query), append(args, now)...); err != nil {
 			return nil, s.translate("acquire alert leases", err)
 		}
 		taken = append(taken, ids...)

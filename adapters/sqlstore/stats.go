@@ -88,8 +88,7 @@ func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, tab
 			for _, k := range chunk {
 				args = append(args, k.project, k.minute, k.level, counts[k])
 			}
-			query := "INSERT INTO " + table + " (project_id, " + column + ", level, n) VALUES (?, ?, ?, ?)" +
-				strings.Repeat(", (?, ?, ?, ?)", len(chunk)-1) +
+			query := "INSERT INTO " + table + " (project_id, " + column + ", level, n) VALUES " + fourTuples(len(chunk)) +
 				" ON CONFLICT (project_id, " + column + ", level) DO UPDATE SET n = " + table + ".n + excluded.n"
 			if _, err := tx.ExecContext(ctx, bind(query), args...); err != nil {
 				return err
@@ -347,4 +346,9 @@ func (s *Store) scanStats(rows *sql.Rows, err error) ([]domain.BucketCount, erro
 		return nil, s.translate("stats: project", sql.ErrNoRows)
 	}
 	return out, nil
+}
+
+// fourTuples is the VALUES list of n rows of four parameters each: "(?, ?, ?, ?), ...".
+func fourTuples(n int) string {
+	return "(?, ?, ?, ?)" + strings.Repeat(", (?, ?, ?, ?)", n-1)
 }
