@@ -37,6 +37,8 @@ type tailFake struct {
 	running map[uint64]bool
 	reads   int
 	rows    int // entries ReadTail returned
+	// hubReads counts the reads of a hub: only a hub bounds its read by a horizon (Before).
+	hubReads int
 	// holdNext, when set, makes the next CreateLogs take its id, close entered, and wait for it
 	// to close before it commits.
 	holdNext, entered chan struct{}
@@ -130,6 +132,9 @@ func (f *tailFake) ReadTail(_ context.Context, q domain.TailQuery) ([]domain.Tai
 	out = out[:min(len(out), q.Limit)]
 	f.reads++
 	f.rows += len(out)
+	if q.Before != (domain.TailPosition{}) {
+		f.hubReads++
+	}
 	return out, nil
 }
 
@@ -385,14 +390,29 @@ func TestTailsLeaveNothingBehind(t *testing.T) {
 	}
 }
 
-// openJoined opens one unfiltered tail and returns its recorder once the tail takes the reads of
-// the project's hub.
+// openJoined opens one unfiltered tail on a project with no hub and returns its recorder once
+// the tail takes the reads of the project's new hub and the hub has made its first read. From
+// then on the hub reads only when a write through this instance wakes it, by which time the
+// write is held: a read that began before the write commits and took its horizon after would
+// take the write from the store.
 func (s *tailSetup) openJoined(t *testing.T) *tailRecorder {
 	t.Helper()
 	var r tailRecorder
 	s.open(t, domain.LogFilter{}, &r)
 	s.joined(t, 1)
-	return &r
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.store.mu.Lock()
+		n := s.store.hubReads
+		s.store.mu.Unlock()
+		if n > 0 {
+			return &r
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hub made no read")
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // held is how many entries the project's hub holds.
