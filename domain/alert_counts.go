@@ -36,11 +36,18 @@ func CountAlertMatches(es []LogEntry, qs []AlertCountQuery) []map[int64]int64 {
 	for i := range out {
 		out[i] = map[int64]int64{}
 	}
+	roots := make([]QueryNode, len(qs))
+	for j, q := range qs {
+		if q.Query.Root != nil {
+			roots[j] = compared(q.Query.Root)
+		}
+	}
+	var m entryMatch
 	for i := range es {
 		e := &es[i]
-		m := entryMatch{e: e}
+		m.next(e)
 		for j, q := range qs {
-			if e.ProjectID == q.ProjectID && e.Time >= q.Floor && (q.Query.Root == nil || m.match(q.Query.Root)) {
+			if e.ProjectID == q.ProjectID && e.Time >= q.Floor && (roots[j] == nil || m.match(roots[j])) {
 				out[j][SecondOf(e.Time)]++
 			}
 		}

@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -170,9 +171,8 @@ func WordText(s string) string {
 	return asciiWordText(s)
 }
 
-// asciiWordText is WordText of an ASCII s in one pass: for ASCII, letters and numbers are
-// [A-Za-z0-9] and folding lowers A-Z, so the words are copied lowered, one space between them.
-// It leaves s as it is when s is its own word text.
+// asciiWordText is WordText of an ASCII s in one pass. It leaves s as it is when s is its own
+// word text.
 func asciiWordText(s string) string {
 	same := true
 	for i := 0; i < len(s) && same; i++ {
@@ -184,25 +184,48 @@ func asciiWordText(s string) string {
 	if same {
 		return s
 	}
-	b := make([]byte, 0, len(s))
-	gap := false
+	return string(appendASCIIWords(make([]byte, 0, len(s)), s))
+}
+
+// appendASCIIWords appends the words of an ASCII s to dst, one space between them: for ASCII,
+// letters and numbers are [A-Za-z0-9] and folding lowers A-Z, so the words are copied lowered.
+// The words take at most len(s) bytes: dst grows once, and they are written in place.
+func appendASCIIWords(dst []byte, s string) []byte {
+	first := len(dst)
+	dst = slices.Grow(dst, len(s))
+	b := dst[:first+len(s)]
+	j, gap := first, false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '_':
 		case 'A' <= c && c <= 'Z':
 			c += 'a' - 'A'
-		case c == '_' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9':
 		default:
 			gap = true
 			continue
 		}
-		if gap && len(b) > 0 {
-			b = append(b, ' ')
+		if gap && j > first {
+			b[j] = ' '
+			j++
 		}
 		gap = false
-		b = append(b, c)
+		b[j] = c
+		j++
 	}
-	return string(b)
+	return b[:j]
+}
+
+// appendPaddedWordText appends " " + WordText(s) + " " to dst: the text a QueryWords is looked
+// for in.
+func appendPaddedWordText(dst []byte, s string) []byte {
+	dst = append(dst, ' ')
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return append(append(dst, WordText(s)...), ' ')
+		}
+	}
+	return append(appendASCIIWords(dst, s), ' ')
 }
 
 func notWordRune(r rune) bool {

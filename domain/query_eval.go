@@ -14,16 +14,22 @@ func (q Query) Matches(e LogEntry) bool {
 	if q.Root == nil {
 		return true
 	}
-	m := entryMatch{e: &e}
+	m := entryMatch{e: e}
 	return m.match(q.Root)
 }
 
 // entryMatch evaluates the nodes of one query on one entry, keeping what it has worked out.
+// One entryMatch may be reset for the next entry (next), keeping the room its words took.
 type entryMatch struct {
-	e              *LogEntry
-	words          string // " " + WordText(message) + " ", once split
+	e              LogEntry // a copy: a pointer would make the entry escape through words
+	words          []byte   // " " + WordText(message) + " ", once split
 	split, decoded bool
 	attrs          map[string]any
+}
+
+// next makes m the evaluation of e, reusing the room of m's words.
+func (m *entryMatch) next(e *LogEntry) {
+	*m = entryMatch{e: *e, words: m.words[:0]}
 }
 
 func (m *entryMatch) match(n QueryNode) bool {
@@ -46,7 +52,7 @@ func (m *entryMatch) match(n QueryNode) bool {
 		return !m.match(n.Term)
 	case QueryWords:
 		if !m.split {
-			m.words, m.split = " "+WordText(m.e.Message)+" ", true
+			m.words, m.split = appendPaddedWordText(m.words, m.e.Message), true
 		}
 		return hasWords(m.words, n.Words, n.Prefix)
 	case QueryEquals:
@@ -54,16 +60,9 @@ func (m *entryMatch) match(n QueryNode) bool {
 			v, ok := m.attr(n.Field.Name)
 			return ok && attrEquals(v, n)
 		}
-		s, ok := m.field(n.Field.Name)
-		switch {
-		case !ok:
-			return false
-		case n.Field.Name == FieldTraceID || n.Field.Name == FieldSpanID:
-			n.Value = strings.ToLower(n.Value)
-		case n.Field.Name == FieldLevel && !n.Prefix:
-			n.Value = CanonicalLevel(n.Value)
-		}
-		return s == n.Value || n.Prefix && strings.HasPrefix(s, n.Value)
+		return m.equals(n.Field.Name, comparedValue(n), n.Prefix)
+	case comparedEquals:
+		return m.equals(n.Field.Name, n.Value, n.Prefix)
 	case QueryExists:
 		if n.Field.Attribute {
 			_, ok := m.attr(n.Field.Name)
@@ -83,9 +82,58 @@ func (m *entryMatch) match(n QueryNode) bool {
 	return false
 }
 
+// equals says whether the entry's field name equals value (with prefix: begins with it), value
+// as the field's values compare (comparedValue).
+func (m *entryMatch) equals(name, value string, prefix bool) bool {
+	s, ok := m.field(name)
+	return ok && (s == value || prefix && strings.HasPrefix(s, value))
+}
+
+// comparedValue is the value an entry's own field (not an attribute) is compared with for n:
+// a trace or span id in lower case, a level (unless a prefix) canonical, the rest as written.
+func comparedValue(n QueryEquals) string {
+	switch {
+	case n.Field.Name == FieldTraceID || n.Field.Name == FieldSpanID:
+		return strings.ToLower(n.Value)
+	case n.Field.Name == FieldLevel && !n.Prefix:
+		return CanonicalLevel(n.Value)
+	}
+	return n.Value
+}
+
+// comparedEquals is a QueryEquals on an entry's own field whose Value is comparedValue already:
+// what compared does for a query matched against many entries, so that each term's value is
+// worked out once, not once per entry. It never leaves the domain.
+type comparedEquals struct{ QueryEquals }
+
+// compared returns n with every QueryEquals on an entry's own field made a comparedEquals.
+func compared(n QueryNode) QueryNode {
+	each := func(ts []QueryNode) []QueryNode {
+		out := make([]QueryNode, len(ts))
+		for i, t := range ts {
+			out[i] = compared(t)
+		}
+		return out
+	}
+	switch n := n.(type) {
+	case QueryAnd:
+		return QueryAnd{Terms: each(n.Terms)}
+	case QueryOr:
+		return QueryOr{Terms: each(n.Terms)}
+	case QueryNot:
+		return QueryNot{Term: compared(n.Term)}
+	case QueryEquals:
+		if !n.Field.Attribute {
+			n.Value = comparedValue(n)
+			return comparedEquals{n}
+		}
+	}
+	return n
+}
+
 // hasWords says whether text (" a b c ") holds " w1 ... wn " (without the final space when
 // prefix). A short needle is built on the stack.
-func hasWords(text string, words []string, prefix bool) bool {
+func hasWords(text []byte, words []string, prefix bool) bool {
 	var buf [64]byte
 	needle := append(buf[:0], ' ')
 	for i, w := range words {
@@ -93,7 +141,7 @@ func hasWords(text string, words []string, prefix bool) bool {
 			needle = append(needle, ' ')
 		}
 	}
-	return strings.Contains(text, string(needle))
+	return bytes.Contains(text, needle)
 }
 
 // field is the entry's field name, and whether the entry has it.

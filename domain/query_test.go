@@ -3,6 +3,7 @@ package domain
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"reflect"
 	"strconv"
 	"strings"
@@ -321,6 +322,19 @@ func TestQueryMatches(t *testing.T) {
 		}
 		if got := q.Matches(c.e); got != c.want {
 			t.Errorf("%q matches %q: %v, want %v", c.query, c.e.Message, got, c.want)
+		}
+		// CountAlertMatches agrees, one entry after another (each its own second, the first
+		// before the floor), as a batch is counted.
+		es := []LogEntry{entry, bare, c.e, bare, entry}
+		want := map[int64]int64{}
+		for i := range es {
+			es[i].Time = int64(i+1) * 1000
+			if i > 0 && q.Matches(es[i]) {
+				want[es[i].Time]++
+			}
+		}
+		if got := CountAlertMatches(es, []AlertCountQuery{{Query: q, Floor: 2000}})[0]; !maps.Equal(got, want) {
+			t.Errorf("%q: CountAlertMatches = %v, want %v", c.query, got, want)
 		}
 	}
 }
