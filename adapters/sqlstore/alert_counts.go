@@ -30,9 +30,6 @@ var _ domain.AlertCountStore = (*Store)(nil)
 
 // The bounds of alert counting.
 const (
-	// alertCountRows is how many rows of alert_counts one statement writes (four parameters
-	// each, well under every engine's limit).
-	alertCountRows = 500
 	// alertQueryIdle is how long a registered query stays unused (no rule counted it) before
 	// the next evaluation of another query of its project drops it: until then every batch of
 	// the project is matched against it.
@@ -303,9 +300,7 @@ func (s *Store) addAlertCounts(ctx context.Context, tx *sqlx.Tx, projectID strin
 	slices.SortFunc(counts, func(a, b alertCount) int {
 		return cmp.Or(strings.Compare(a.queryID, b.queryID), cmp.Compare(a.second, b.second))
 	})
-	for len(counts) > 0 {
-		chunk := counts[:min(len(counts), alertCountRows)]
-		counts = counts[len(chunk):]
+	for chunk := range slices.Chunk(counts, fourTupleRows) {
 		args := make([]any, 0, 4*len(chunk))
 		for _, c := range chunk {
 			args = append(args, projectID, c.queryID, c.second, c.n)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -253,20 +254,14 @@ func (s *Store) DueAlertRules(ctx context.Context, now int64, limit int) ([]doma
 	return out, nil
 }
 
-// alertLeaseRows is how many leases one statement of AcquireAlertLeases takes at most (four
-// parameters each, well under every engine's limit; domain.DueAlertsBatch is 500).
-const alertLeaseRows = 500
-
 // AcquireAlertLeases implements domain.AlertStore with one upsert of every claim (of each
-// alertLeaseRows), returning the rules whose lease it wrote: a lease that has expired, or that
+// fourTupleRows; domain.DueAlertsBatch is 500), returning the rules whose lease it wrote: a lease that has expired, or that
 // holder holds, is taken (renewed); another's is left alone and not returned. All rows name
 // the project: on Citus, one shard. The lease of a rule deleted meanwhile is harmless: the
 // evaluation finds no rule.
 func (s *Store) AcquireAlertLeases(ctx context.Context, projectID, holder string, now int64, claims []domain.AlertLeaseClaim) ([]string, error) {
 	var taken []string
-	for len(claims) > 0 {
-		chunk := claims[:min(len(claims), alertLeaseRows)]
-		claims = claims[len(chunk):]
+	for chunk := range slices.Chunk(claims, fourTupleRows) {
 		args := make([]any, 0, 4*len(chunk)+1)
 		for _, c := range chunk {
 			args = append(args, projectID, c.RuleID, holder, c.Until)

@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -149,7 +148,7 @@ func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain
 		return nil, err
 	}
 	retentions := domain.Retentions{}
-	for chunk := range chunks(ids, existenceChunk) {
+	for chunk := range slices.Chunk(ids, existenceChunk) {
 		q, args, err := sqlx.In("SELECT id, retention_days FROM projects WHERE id IN (?)"+s.eng.lockSuffix(), chunk)
 		if err != nil {
 			return nil, fmt.Errorf("build existence query: %w", err)
@@ -178,18 +177,6 @@ func (s *Store) checkProjects(ctx context.Context, tx *sqlx.Tx, entries []domain
 		return nil, &domain.MissingProjectsError{IDs: missing}
 	}
 	return retentions, nil
-}
-
-func chunks(ids []string, n int) iter.Seq[[]string] {
-	return func(yield func([]string) bool) {
-		for len(ids) > 0 {
-			k := min(n, len(ids))
-			if !yield(ids[:k]) {
-				return
-			}
-			ids = ids[k:]
-		}
-	}
 }
 
 // projectCondition opens every WHERE clause where renders, with the project id as its first

@@ -74,12 +74,12 @@ func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, tab
 		return cmp.Or(strings.Compare(a.project, b.project), cmp.Compare(a.minute, b.minute), strings.Compare(a.level, b.level))
 	})
 	if sign > 0 {
-		// One statement per project and upsertChunk rows (one round trip, not one per row;
+		// One statement per project and fourTupleRows rows (one round trip, not one per row;
 		// one project's rows, so one shard on Citus); rows are written, and locked, in the
 		// order of VALUES.
 		for len(keys) > 0 {
 			end := 1
-			for end < len(keys) && end < upsertChunk && keys[end].project == keys[0].project {
+			for end < len(keys) && end < fourTupleRows && keys[end].project == keys[0].project {
 				end++
 			}
 			chunk := keys[:end]
@@ -121,10 +121,6 @@ func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, tab
 	}
 	return nil
 }
-
-// upsertChunk is how many rollup rows one INSERT of addCountsTo writes at most: 2,000
-// parameters, far below either engine's limit.
-const upsertChunk = 500
 
 // deleteCounted runs a DELETE of logs inside tx, takes the minute and level of every row it
 // removes (RETURNING, so exactly the rows removed, whatever commits beside it) and takes them
@@ -347,6 +343,10 @@ func (s *Store) scanStats(rows *sql.Rows, err error) ([]domain.BucketCount, erro
 	}
 	return out, nil
 }
+
+// fourTupleRows is how many rows of four parameters one statement writes at most (a rollup's,
+// alert counts', alert leases'): 2,000 parameters, far below either engine's limit.
+const fourTupleRows = 500
 
 // fourTuples is the VALUES list of n rows of four parameters each: "(?, ?, ?, ?), ...".
 func fourTuples(n int) string {
