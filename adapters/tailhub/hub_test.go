@@ -375,18 +375,27 @@ func TestTailsLeaveNothingBehind(t *testing.T) {
 	cancel()
 	wg.Wait()
 	// The hub's goroutine ends on its own after the last tail left: wait for it to let go.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var hubs, wakeups int
+	eventually(t, func() bool {
 		s.hub.mu.Lock()
-		hubs, wakeups := len(s.hub.hubs), len(s.hub.wakeup)
-		s.hub.mu.Unlock()
-		if hubs == 0 && wakeups == 0 {
-			return
-		}
+		defer s.hub.mu.Unlock()
+		hubs, wakeups = len(s.hub.hubs), len(s.hub.wakeup)
+		return hubs == 0 && wakeups == 0
+	}, func() string {
+		return fmt.Sprintf("after every tail ended: %d hubs and %d wake-up channels left", hubs, wakeups)
+	})
+}
+
+// eventually waits up to 10 s for cond to hold, and fails the test with what says when it
+// does not.
+func eventually(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("after every tail ended: %d hubs and %d wake-up channels left", hubs, wakeups)
+			t.Fatal(what())
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -400,19 +409,12 @@ func (s *tailSetup) openJoined(t *testing.T) *tailRecorder {
 	var r tailRecorder
 	s.open(t, domain.LogFilter{}, &r)
 	s.joined(t, 1)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, func() bool {
 		s.store.mu.Lock()
-		n := s.store.hubReads
-		s.store.mu.Unlock()
-		if n > 0 {
-			return &r
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hub made no read")
-		}
-		time.Sleep(time.Millisecond)
-	}
+		defer s.store.mu.Unlock()
+		return s.store.hubReads > 0
+	}, func() string { return "the hub made no read" })
+	return &r
 }
 
 // held is how many entries the project's hub holds.
@@ -425,23 +427,16 @@ func (s *tailSetup) held() int {
 // joined waits until n tails take the reads of the project's hub.
 func (s *tailSetup) joined(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	got := 0
+	eventually(t, func() bool {
 		s.hub.mu.Lock()
-		h := s.hub.hubs[s.store.project.ID]
-		got := 0
-		if h != nil {
+		defer s.hub.mu.Unlock()
+		got = 0
+		if h := s.hub.hubs[s.store.project.ID]; h != nil {
 			got = len(h.subs)
 		}
-		s.hub.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d tails joined the hub, want %d", got, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return got == n
+	}, func() string { return fmt.Sprintf("%d tails joined the hub, want %d", got, n) })
 }
 
 // writeHeld starts a write of n entries from message m whose transaction stays open until the

@@ -45,10 +45,10 @@ func benchRules() int {
 // no rules and with the rules, in BENCH_ABBA blocks of four spans of 15 s (alone, with, with,
 // alone), the evaluation cost per rule during ingest, the ratio of the two throughputs (the
 // target: at least 0.95) and the CPU spent per row on each side (reportCPU). A span with the
-// rules before the blocks, in which every rule resolves and fires again, is reported apart. A span alone writes to the other project, which has no rules (so no query of a rule is
-// matched against its batches), while no rule is evaluated; a span with the rules writes to the
-// rules' project (its batches counted for their queries) while every rule is evaluated every
-// 10 s.
+// rules before the blocks, in which every rule resolves and fires again, is reported apart. A
+// span alone writes to the other project, which has no rules (so no query of a rule is matched
+// against its batches), while no rule is evaluated; a span with the rules writes to the rules'
+// project (its batches counted for their queries) while every rule is evaluated every 10 s.
 func BenchmarkAlertsPostgres(b *testing.B) {
 	st, _ := benchPostgres(b)
 	e := newBenchEnv(b, st, func(c *server.Config) { c.AlertTargets, c.MaxAlerts = "127.0.0.1", benchRules() })
