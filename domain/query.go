@@ -104,6 +104,19 @@ type QueryEquals struct {
 	Bool *bool
 }
 
+// Compared is the value an entry's own field (not an attribute) is compared with for n, by the
+// Go evaluator and by every store: a trace or span id in lower case, a level (unless a prefix)
+// canonical, the rest as written.
+func (n QueryEquals) Compared() string {
+	switch {
+	case n.Field.Name == FieldTraceID || n.Field.Name == FieldSpanID:
+		return strings.ToLower(n.Value)
+	case n.Field.Name == FieldLevel && !n.Prefix:
+		return CanonicalLevel(n.Value)
+	}
+	return n.Value
+}
+
 // QueryExists matches an entry that has the field: subject, user_id, trace_id and span_id when
 // not null; message and level always; an attribute when its key is present (whatever its value,
 // null included).

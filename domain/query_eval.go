@@ -60,7 +60,7 @@ func (m *entryMatch) match(n QueryNode) bool {
 			v, ok := m.attr(n.Field.Name)
 			return ok && attrEquals(v, n)
 		}
-		return m.equals(n.Field.Name, comparedValue(n), n.Prefix)
+		return m.equals(n.Field.Name, n.Compared(), n.Prefix)
 	case comparedEquals:
 		return m.equals(n.Field.Name, n.Value, n.Prefix)
 	case QueryExists:
@@ -83,25 +83,13 @@ func (m *entryMatch) match(n QueryNode) bool {
 }
 
 // equals says whether the entry's field name equals value (with prefix: begins with it), value
-// as the field's values compare (comparedValue).
+// as the field's values compare (QueryEquals.Compared).
 func (m *entryMatch) equals(name, value string, prefix bool) bool {
 	s, ok := m.field(name)
 	return ok && (s == value || prefix && strings.HasPrefix(s, value))
 }
 
-// comparedValue is the value an entry's own field (not an attribute) is compared with for n:
-// a trace or span id in lower case, a level (unless a prefix) canonical, the rest as written.
-func comparedValue(n QueryEquals) string {
-	switch {
-	case n.Field.Name == FieldTraceID || n.Field.Name == FieldSpanID:
-		return strings.ToLower(n.Value)
-	case n.Field.Name == FieldLevel && !n.Prefix:
-		return CanonicalLevel(n.Value)
-	}
-	return n.Value
-}
-
-// comparedEquals is a QueryEquals on an entry's own field whose Value is comparedValue already:
+// comparedEquals is a QueryEquals on an entry's own field whose Value is Compared already:
 // what compared does for a query matched against many entries, so that each term's value is
 // worked out once, not once per entry. It never leaves the domain.
 type comparedEquals struct{ QueryEquals }
@@ -124,7 +112,7 @@ func compared(n QueryNode) QueryNode {
 		return QueryNot{Term: compared(n.Term)}
 	case QueryEquals:
 		if !n.Field.Attribute {
-			n.Value = comparedValue(n)
+			n.Value = n.Compared()
 			return comparedEquals{n}
 		}
 	}

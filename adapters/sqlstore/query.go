@@ -141,15 +141,7 @@ func renderEquals(e engine, b *strings.Builder, args *[]any, n domain.QueryEqual
 		b.WriteString("1 = 0")
 		return
 	}
-	value := n.Value
-	switch n.Field.Name {
-	case domain.FieldLevel:
-		if !n.Prefix {
-			value = domain.CanonicalLevel(value)
-		}
-	case domain.FieldTraceID, domain.FieldSpanID:
-		value = strings.ToLower(value)
-	}
+	value := n.Compared()
 	cond := column + " = ?"
 	if n.Prefix {
 		cond = e.hasPrefix(column)
