@@ -235,7 +235,7 @@ func where(e engine, f domain.LogFilter) (string, []any) {
 	}
 	if f.Parsed.Root != nil {
 		// The query language's tree (query.go), its values as arguments.
-		cond, qargs := renderQuery(e, f.Parsed.Root)
+		cond, qargs := renderQuery(e.forProject(f.ProjectID), f.Parsed.Root)
 		b.WriteString(" AND " + cond)
 		args = append(args, qargs...)
 	}

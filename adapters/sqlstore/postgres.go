@@ -136,7 +136,15 @@ func withConnectTimeout(rawURL string, d time.Duration) (string, error) {
 }
 
 // postgresEngine is PostgreSQL, or a Citus coordinator when citus is set.
-type postgresEngine struct{ citus bool }
+type postgresEngine struct {
+	citus   bool
+	project string // the project whose filter is rendered (forProject), for the GIN indexes' terms
+}
+
+func (e postgresEngine) forProject(id string) engine {
+	e.project = id
+	return e
+}
 
 func (postgresEngine) timeArg(t time.Time) any { return t.UTC() }
 

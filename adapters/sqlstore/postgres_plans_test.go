@@ -25,10 +25,11 @@ func traceID(n int) string { return fmt.Sprintf("%032x", n) }
 
 // planNode is one node of an EXPLAIN (FORMAT JSON) plan.
 type planNode struct {
-	NodeType string     `json:"Node Type"`
-	Relation string     `json:"Relation Name"`
-	Index    string     `json:"Index Name"`
-	Plans    []planNode `json:"Plans"`
+	NodeType   string     `json:"Node Type"`
+	Relation   string     `json:"Relation Name"`
+	Index      string     `json:"Index Name"`
+	ActualRows float64    `json:"Actual Rows"` // with ANALYZE
+	Plans      []planNode `json:"Plans"`
 }
 
 func (n planNode) walk(fn func(planNode)) {
@@ -336,4 +337,76 @@ func pageBuffers(t *testing.T, conn *sqlx.Conn, s *sqlstore.Store, q domain.LogQ
 	t.Helper()
 	query, args := sqlstore.ListSQL(s, q)
 	return queryBuffers(t, conn, query, args)
+}
+
+// TestPostgresTermsReadOneProject: a word or an attribute equality reads from its GIN index the
+// candidates of the project asked about alone (migration 00016), however many other projects
+// hold the same word or value. Ten projects hold the same entries; the index scan of each
+// question must hand on the listed project's matches, not ten times as many.
+func TestPostgresTermsReadOneProject(t *testing.T) {
+	s := storetest.OpenPostgres(t, pg.NewDatabase(t))
+	ctx := t.Context()
+	var projects []string
+	for i := range 10 {
+		id := uuid.Must(uuid.NewV7()).String()
+		if err := s.CreateProject(ctx, domain.Project{ID: id, Name: fmt.Sprint("p", i), CreatedAt: time.Now().UTC(), UpdatedAt: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+		projects = append(projects, id)
+	}
+	// Each project: 10,000 entries, 10 of each of 1,000 sessions and of 1,000 order numbers.
+	for _, p := range projects {
+		batch := make([]domain.LogEntry, 10_000)
+		for k := range batch {
+			batch[k] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: p, Time: int64(k), Level: "info",
+				Message:    fmt.Sprintf("order o%d shipped", k%1000),
+				Attributes: json.RawMessage(fmt.Sprintf(`{"session":"s%d"}`, k%1000))}
+		}
+		if _, err := s.CreateLogs(ctx, batch, domain.LogWrite{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn, err := sqlstore.ReadDB(s).Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "ANALYZE logs"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ query, index string }{
+		{"session:s17", "logs_attr_terms"},
+		{"o17", "logs_words"},
+	} {
+		q := domain.LogQuery{LogFilter: domain.LogFilter{ProjectID: projects[3], Parsed: mustParse(t, c.query)}, Desc: true, Limit: 100, Now: 10_000}
+		query, args := sqlstore.ListSQL(s, q)
+		if read := indexRows(t, conn, query, args, c.index); read != 10 {
+			t.Errorf("%s: %s handed on %v rows, want the project's 10", c.query, c.index, read)
+		}
+	}
+}
+
+// indexRows runs query under EXPLAIN ANALYZE and returns how many rows its bitmap scan of index
+// handed on (-1 when the plan reads no bitmap of index, or more than one).
+func indexRows(t *testing.T, conn *sqlx.Conn, query string, args []any, index string) float64 {
+	t.Helper()
+	var out []byte
+	if err := conn.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	var plans []struct{ Plan planNode }
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("plan %s: %v", out, err)
+	}
+	read, scans := -1.0, 0
+	plans[0].Plan.walk(func(n planNode) {
+		if n.NodeType == "Bitmap Index Scan" && n.Index == index {
+			read, scans = n.ActualRows, scans+1
+		}
+	})
+	if scans != 1 {
+		t.Logf("%d bitmap scans of %s in plan %s", scans, index, plans[0].Plan)
+		return -1
+	}
+	return read
 }

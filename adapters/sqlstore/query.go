@@ -331,9 +331,9 @@ var sqliteAttr = attrSQL{
 // queryWords on PostgreSQL: the exact test is a substring of " "+WordText+" " (containsText:
 // strpos, or a literal regular expression for a long phrase), WordText being the column words or,
 // for an ASCII message, derived from it (migrations.WordsExpr); before it, the whole words (all
-// but a prefix's last) as an array contained in the message's (string_to_array(WordsExpr, ' ')
-// @> ...), which the GIN index logs_words (migrations 00011, 00012) answers, so a needle reads
-// only the entries holding all its words.
+// but a prefix's last) with the project's id as an array contained in the entry's
+// (migrations.ProjectWordsExpr @> ...), which the GIN index logs_words (migration 00016)
+// answers, so a needle reads only the project's entries holding all its words.
 func (e postgresEngine) queryWords(words []string, prefix bool) (string, []any) {
 	whole := words
 	if prefix {
@@ -343,7 +343,8 @@ func (e postgresEngine) queryWords(words []string, prefix bool) (string, []any) 
 	if len(whole) == 0 {
 		return "(" + cond + ")", []any{arg}
 	}
-	return "(string_to_array(" + migrations.WordsExpr + ", ' ') @> CAST(? AS text[]) AND " + cond + ")", []any{pq.Array(whole), arg}
+	return "(" + migrations.ProjectWordsExpr + " @> (ARRAY[CAST(CAST(? AS uuid) AS text)] || CAST(? AS text[])) AND " + cond + ")",
+		[]any{e.project, pq.Array(whole), arg}
 }
 
 // hasPrefix on PostgreSQL: starts_with compares bytes of UTF-8, so characters.
@@ -382,7 +383,7 @@ const pgNumberParts = ` CROSS JOIN LATERAL (SELECT CASE WHEN json_typeof(a.v) = 
 // the key as text, whatever it holds; SQL NULL when absent, the json null when null) in a
 // subquery, tests its json_typeof, and for numbers its value as pgFloat gives it. EXISTS is
 // never NULL. attributes stays json: jsonb would refuse numbers beyond numeric's range.
-func (postgresEngine) queryAttribute(key string, t attrTest) (string, []any) {
+func (e postgresEngine) queryAttribute(key string, t attrTest) (string, []any) {
 	cond, more, num := valueTests(t, postgresAttr)
 	args := []any{key}
 	q := "EXISTS (SELECT 1 FROM (SELECT logs.attributes -> CAST(? AS text) AS v) a"
@@ -397,9 +398,17 @@ func (postgresEngine) queryAttribute(key string, t attrTest) (string, []any) {
 	q += ")"
 	if terms := equalityTerms(key, t); terms != nil {
 		// An equality's candidates from the GIN index logs_attr_terms: an entry matching it
-		// holds one of these terms (migrations.AttributeTerms), whose hashes the index finds.
-		q = "(attr_terms IS NOT NULL AND attr_terms && CAST(? AS int4[]) AND " + q + ")"
-		args = append([]any{pq.Array(migrations.TermHashes(terms))}, args...)
+		// holds one of these terms (migrations.AttributeTerms), whose hashes the index finds
+		// beside the project's id (migrations.ProjectTermsExpr), one lookup per hash.
+		hashes := migrations.TermHashes(terms)
+		lookups := make([]string, len(hashes))
+		var targs []any
+		for i, h := range hashes {
+			lookups[i] = migrations.ProjectTermsExpr + " @> ARRAY[CAST(CAST(? AS uuid) AS text), ?]"
+			targs = append(targs, e.project, strconv.Itoa(int(h)))
+		}
+		q = "(attr_terms IS NOT NULL AND (" + strings.Join(lookups, " OR ") + ") AND " + q + ")"
+		args = append(targs, args...)
 	}
 	return q, args
 }

@@ -125,6 +125,10 @@ type sqliteEngine struct {
 
 func (sqliteEngine) timeArg(t time.Time) any { return t.UnixMicro() }
 
+// forProject: SQLite's term lists (logs_words, logs_terms) are per row, read only for terms few
+// entries hold (sqlitePlan), and joined to the project's rows by rowid.
+func (e sqliteEngine) forProject(string) engine { return e }
+
 func (sqliteEngine) lockSuffix() string      { return "" } // the writer holds the database's write lock
 func (sqliteEngine) projectLock(bool) string { return "" } // likewise
 func (sqliteEngine) searchLock() string      { return "" } // likewise

@@ -57,6 +57,9 @@ type engine interface {
 	// lowerASCII renders column with A to Z lowered and every other character kept, whatever
 	// the database's locale (see foldedMessage).
 	lowerASCII(column string) string
+	// forProject is the engine that renders the query language's terms of a filter of project
+	// id (where): PostgreSQL's indexes look a term up beside the project (migration 00016).
+	forProject(id string) engine
 	// queryWords renders a QueryWords of the query language (words folded, at least one) as a
 	// condition that is never NULL, with its arguments (query.go).
 	queryWords(words []string, prefix bool) (string, []any)

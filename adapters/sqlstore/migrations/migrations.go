@@ -8,6 +8,7 @@
 //	00011  both: the words of every message (domain.WordText), indexed
 //	00012  SQLite: the terms of every entry's attributes, indexed (PostgreSQL's are in 00011);
 //	       PostgreSQL: an ASCII message's words derived, not stored
+//	00016  PostgreSQL: words and attribute terms indexed beside the entry's project
 //
 // A migration, once released, never changes: its version and its text are what databases written
 // by earlier releases were migrated with, so they migrate exactly as before. A change to the
@@ -86,7 +87,10 @@ func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error)
 			&goose.GoFunc{RunTx: downWordsPostgres})),
 		goose.WithGoMigrations(goose.NewGoMigration(termsMigrationVersion,
 			&goose.GoFunc{RunTx: upDerivedWords},
-			&goose.GoFunc{RunTx: downDerivedWords})))
+			&goose.GoFunc{RunTx: downDerivedWords})),
+		goose.WithGoMigrations(goose.NewGoMigration(projectTermsVersion,
+			&goose.GoFunc{RunTx: upProjectTerms},
+			&goose.GoFunc{RunTx: downProjectTerms})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

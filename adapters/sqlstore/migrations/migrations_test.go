@@ -69,6 +69,7 @@ func TestVersions(t *testing.T) {
 			{9, goose.TypeGo, "", ""},
 			{11, goose.TypeGo, "", ""},
 			{12, goose.TypeGo, "", ""},
+			{16, goose.TypeGo, "", ""},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
