@@ -1,11 +1,6 @@
 package migrations
 
-import (
-	"context"
-	"database/sql"
-
-	"example.com/obsvc/domain"
-)
+import "example.com/obsvc/domain"
 
 // Migration 00012 on PostgreSQL (SQLite's 00012 is attrterms.go): a message of ASCII alone no
 // longer stores its words, which PostgreSQL derives from the message itself (WordsExpr). Such
@@ -43,18 +38,3 @@ ALTER TABLE logs ALTER COLUMN words SET DEFAULT '';
 ALTER TABLE logs ALTER COLUMN words SET NOT NULL;
 CREATE INDEX logs_words ON logs USING gin (string_to_array(words, ' '))`
 )
-
-// upDerivedWords runs 00012 on PostgreSQL (and Citus, one connection per worker as in 00011).
-func upDerivedWords(ctx context.Context, tx *sql.Tx) error {
-	if err := execAll(ctx, tx, "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"); err != nil {
-		return err
-	}
-	return execAll(ctx, tx, derivedWordsUp)
-}
-
-func downDerivedWords(ctx context.Context, tx *sql.Tx) error {
-	if err := execAll(ctx, tx, "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"); err != nil {
-		return err
-	}
-	return execAll(ctx, tx, derivedWordsDown)
-}

@@ -86,11 +86,11 @@ func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error)
 			&goose.GoFunc{RunTx: upWordsPostgres},
 			&goose.GoFunc{RunTx: downWordsPostgres})),
 		goose.WithGoMigrations(goose.NewGoMigration(termsMigrationVersion,
-			&goose.GoFunc{RunTx: upDerivedWords},
-			&goose.GoFunc{RunTx: downDerivedWords})),
+			&goose.GoFunc{RunTx: sequentialDDL(derivedWordsUp)},
+			&goose.GoFunc{RunTx: sequentialDDL(derivedWordsDown)})),
 		goose.WithGoMigrations(goose.NewGoMigration(projectTermsVersion,
-			&goose.GoFunc{RunTx: upProjectTerms},
-			&goose.GoFunc{RunTx: downProjectTerms})))
+			&goose.GoFunc{RunTx: sequentialDDL(projectTermsUp)},
+			&goose.GoFunc{RunTx: sequentialDDL(projectTermsDown)})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

@@ -1,10 +1,5 @@
 package migrations
 
-import (
-	"context"
-	"database/sql"
-)
-
 // Migration 00016 on PostgreSQL (SQLite has none): the two GIN indexes of the query language,
 // logs_words and logs_attr_terms, index each entry's words and attribute terms beside its
 // project's id (ProjectWordsExpr, ProjectTermsExpr), so that a word or an attribute equality
@@ -46,18 +41,3 @@ CREATE INDEX logs_attr_terms ON logs USING gin (attr_terms);
 DROP INDEX logs_words;
 CREATE INDEX logs_words ON logs USING gin (string_to_array(` + WordsExpr + `, ' '))`
 )
-
-// upProjectTerms runs 00016 (on Citus one connection per worker, as 00011 and 00012 do).
-func upProjectTerms(ctx context.Context, tx *sql.Tx) error {
-	if err := execAll(ctx, tx, "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"); err != nil {
-		return err
-	}
-	return execAll(ctx, tx, projectTermsUp)
-}
-
-func downProjectTerms(ctx context.Context, tx *sql.Tx) error {
-	if err := execAll(ctx, tx, "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"); err != nil {
-		return err
-	}
-	return execAll(ctx, tx, projectTermsDown)
-}

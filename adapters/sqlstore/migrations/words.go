@@ -74,19 +74,32 @@ func WordsStatements() []Statement {
 func execAll(ctx context.Context, tx *sql.Tx, ddl string) error {
 	for _, stmt := range splitStatements(ddl) {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return fmt.Errorf("migration %05d: %w", wordsMigrationVersion, err)
+			return fmt.Errorf("%s: %w", stmt, err)
 		}
 	}
 	return nil
 }
 
+// citusSequential makes the rest of a migration's transaction run DDL on Citus over one
+// connection per worker. By default Citus uses several, after which the transaction may not
+// read the reference table projects; on plain PostgreSQL the setting is an unused placeholder.
+const citusSequential = "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"
+
+// sequentialDDL is a migration of ddl alone on PostgreSQL and Citus, after citusSequential.
+func sequentialDDL(ddl string) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error {
+		if err := execAll(ctx, tx, citusSequential); err != nil {
+			return err
+		}
+		return execAll(ctx, tx, ddl)
+	}
+}
+
 // upWordsPostgres adds the column, fills it, then builds the index (once, over the filled
 // column, rather than entry by entry).
 func upWordsPostgres(ctx context.Context, tx *sql.Tx) error {
-	// On Citus, DDL runs on the shards over several connections per worker by default, after
-	// which the transaction may not read the reference table projects; one connection per
-	// worker lets it. On plain PostgreSQL the setting is an unused placeholder.
-	if err := execAll(ctx, tx, "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"); err != nil {
+	// The backfill below reads projects after DDL on the shards (see citusSequential).
+	if err := execAll(ctx, tx, citusSequential); err != nil {
 		return err
 	}
 	if err := execAll(ctx, tx, wordsUpPostgres); err != nil {
