@@ -97,8 +97,14 @@ func explain(t *testing.T, conn *sqlx.Conn, query string, args []any, generic bo
 		}
 		stmt, args = "EXPLAIN (FORMAT JSON) EXECUTE q("+strings.Join(lits, ", ")+")", nil
 	}
+	return planOf(t, conn, stmt, args)
+}
+
+// planOf runs stmt, an EXPLAIN (FORMAT JSON) of one statement, and returns its plan.
+func planOf(t *testing.T, conn *sqlx.Conn, stmt string, args []any) planNode {
+	t.Helper()
 	var out []byte
-	if err := conn.QueryRowContext(ctx, stmt, args...).Scan(&out); err != nil {
+	if err := conn.QueryRowContext(t.Context(), stmt, args...).Scan(&out); err != nil {
 		t.Fatalf("%s: %v", stmt, err)
 	}
 	var plans []struct{ Plan planNode }
@@ -390,22 +396,15 @@ func TestPostgresTermsReadOneProject(t *testing.T) {
 // handed on (-1 when the plan reads no bitmap of index, or more than one).
 func indexRows(t *testing.T, conn *sqlx.Conn, query string, args []any, index string) float64 {
 	t.Helper()
-	var out []byte
-	if err := conn.QueryRowContext(t.Context(), "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args...).Scan(&out); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	var plans []struct{ Plan planNode }
-	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-		t.Fatalf("plan %s: %v", out, err)
-	}
+	plan := planOf(t, conn, "EXPLAIN (ANALYZE, FORMAT JSON) "+query, args)
 	read, scans := -1.0, 0
-	plans[0].Plan.walk(func(n planNode) {
+	plan.walk(func(n planNode) {
 		if n.NodeType == "Bitmap Index Scan" && n.Index == index {
 			read, scans = n.ActualRows, scans+1
 		}
 	})
 	if scans != 1 {
-		t.Logf("%d bitmap scans of %s in plan %s", scans, index, plans[0].Plan)
+		t.Logf("%d bitmap scans of %s in plan %s", scans, index, plan)
 		return -1
 	}
 	return read

@@ -1,7 +1,6 @@
 package sqlstore_test
 
 import (
-	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"example.com/obsvc/adapters/sqlstore"
@@ -30,7 +30,7 @@ func TestProjectTermsMigration(t *testing.T) {
 	const perProject = 3000
 	created := time.Now().UTC()
 	var projects []string
-	want := map[string][]string{} // the query's ids in the first project, newest first
+	want := map[string][]string{} // each query's ids in the first project, sorted below
 	for pi := range 3 {
 		p := uuid.Must(uuid.NewV7()).String()
 		projects = append(projects, p)
@@ -117,12 +117,12 @@ func TestProjectTermsMigration(t *testing.T) {
 	t.Run("up", func(t *testing.T) { ask(t, openUpgraded(t, open), true) })
 	// Down: 00016's down puts back the previous release's indexes, which its statements read.
 	t.Run("down", func(t *testing.T) {
-		db, err := sql.Open("postgres", dsn)
+		db, err := sqlx.Open("postgres", dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		p, err := migrations.Postgres(db)
+		p, err := migrations.Postgres(db.DB)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,18 +151,7 @@ func TestProjectTermsMigration(t *testing.T) {
 			{"attr_terms && CAST($2 AS int4[])", pq.Array(migrations.TermHashes([]string{migrations.StringTerm("session", "s17")})), want["session:s17"]},
 		} {
 			var got []string
-			rows, err := db.QueryContext(ctx, "SELECT id FROM logs WHERE project_id = $1 AND "+c.query+" ORDER BY id", projects[0], c.arg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					t.Fatal(err)
-				}
-				got = append(got, id)
-			}
-			if err := rows.Err(); err != nil {
+			if err := db.SelectContext(ctx, &got, "SELECT id FROM logs WHERE project_id = $1 AND "+c.query+" ORDER BY id", projects[0], c.arg); err != nil {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got, c.want) {
