@@ -9,6 +9,7 @@
 //	00012  SQLite: the terms of every entry's attributes, indexed (PostgreSQL's are in 00011);
 //	       PostgreSQL: an ASCII message's words derived, not stored
 //	00016  PostgreSQL: words and attribute terms indexed beside the entry's project
+//	00017  both: the tail's index keyed by the batch alone
 //
 // A migration, once released, never changes: its version and its text are what databases written
 // by earlier releases were migrated with, so they migrate exactly as before. A change to the
@@ -63,6 +64,9 @@ func SQLite(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 		goose.WithGoMigrations(goose.NewGoMigration(termsMigrationVersion,
 			&goose.GoFunc{RunTx: upTermsSQLite},
 			&goose.GoFunc{RunTx: downTermsSQLite})),
+		goose.WithGoMigrations(goose.NewGoMigration(tailIndexVersion,
+			&goose.GoFunc{RunTx: ddlOnly(tailIndexUpSQLite)},
+			&goose.GoFunc{RunTx: ddlOnly(tailIndexDownSQLite)})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }
@@ -90,7 +94,10 @@ func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error)
 			&goose.GoFunc{RunTx: sequentialDDL(derivedWordsDown)})),
 		goose.WithGoMigrations(goose.NewGoMigration(projectTermsVersion,
 			&goose.GoFunc{RunTx: sequentialDDL(projectTermsUp)},
-			&goose.GoFunc{RunTx: sequentialDDL(projectTermsDown)})))
+			&goose.GoFunc{RunTx: sequentialDDL(projectTermsDown)})),
+		goose.WithGoMigrations(goose.NewGoMigration(tailIndexVersion,
+			&goose.GoFunc{RunTx: sequentialDDL(tailIndexUpPostgres)},
+			&goose.GoFunc{RunTx: sequentialDDL(tailIndexDownPostgres)})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

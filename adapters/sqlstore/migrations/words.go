@@ -85,7 +85,8 @@ func execAll(ctx context.Context, tx *sql.Tx, ddl string) error {
 // read the reference table projects; on plain PostgreSQL the setting is an unused placeholder.
 const citusSequential = "SET LOCAL citus.multi_shard_modify_mode TO 'sequential'"
 
-// sequentialDDL is a migration of ddl alone on PostgreSQL and Citus, after citusSequential.
+// sequentialDDL is a migration of fixed statements (ddl) on PostgreSQL and Citus, after
+// citusSequential.
 func sequentialDDL(ddl string) func(context.Context, *sql.Tx) error {
 	return func(ctx context.Context, tx *sql.Tx) error {
 		if err := execAll(ctx, tx, citusSequential); err != nil {
@@ -93,6 +94,11 @@ func sequentialDDL(ddl string) func(context.Context, *sql.Tx) error {
 		}
 		return execAll(ctx, tx, ddl)
 	}
+}
+
+// ddlOnly is a migration of fixed statements (ddl) alone.
+func ddlOnly(ddl string) func(context.Context, *sql.Tx) error {
+	return func(ctx context.Context, tx *sql.Tx) error { return execAll(ctx, tx, ddl) }
 }
 
 // upWordsPostgres adds the column, fills it, then builds the index (once, over the filled
