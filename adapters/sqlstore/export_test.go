@@ -23,6 +23,13 @@ func DeleteSQL(s *Store, f domain.LogFilter) (string, []any) {
 	return s.bind("DELETE FROM logs" + w), args
 }
 
+// RollupStatsSQL is the statement LogStats sends, bound for the engine, when the rollup answers
+// q, and its arguments.
+func RollupStatsSQL(s *Store, q domain.StatsQuery) (string, []any) {
+	query, args := s.rollupStatsSQL(q)
+	return s.bind(query), args
+}
+
 // ReadDB is the store's read pool.
 func ReadDB(s *Store) *sqlx.DB { return s.r }
 

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -188,6 +189,14 @@ const (
 // ASCII capitals, so instr's case-sensitive comparison is the search's.
 func (sqliteEngine) containsText(column, term string) (string, any) {
 	return "instr(" + column + ", ?) > 0", term
+}
+
+func (sqliteEngine) minuteCounts(table string) (join, index, count string) {
+	cols := migrations.MinuteColumns()
+	for i, c := range cols {
+		cols[i] = table + "." + c
+	}
+	return ", json_each(json_array(" + strings.Join(cols, ", ") + ")) AS u", "u.key", "u.value"
 }
 
 func (sqliteEngine) greatest(a, b string) string { return "max(" + a + ", " + b + ")" }

@@ -11,10 +11,11 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
-// minuteMs is the width of one row of the log_counts rollup.
+// minuteMs is the width of one count of the rollup: a minute.
 const minuteMs = 60_000
 
 // floorMinute is the start of the minute holding t (Unix ms), for negative t too.
@@ -22,7 +23,7 @@ func floorMinute(t int64) int64 {
 	return t - ((t%minuteMs)+minuteMs)%minuteMs
 }
 
-// hourMs is the width of one row of the hourly rollup, log_counts_hour.
+// hourMs is the width of one row of the rollup, log_counts_hour.
 const hourMs = 3_600_000
 
 // floorHour is the start of the hour holding t (Unix ms), for negative t too.
@@ -30,14 +31,15 @@ func floorHour(t int64) int64 {
 	return t - ((t%hourMs)+hourMs)%hourMs
 }
 
-// countKey is one row of the rollup (minute: the row's minute or hour).
+// countKey is one count of the rollup: entries of a project and level in a minute (the
+// minute's start), or, as the key of a row of log_counts_hour, in an hour (the hour's start).
 type countKey struct {
 	project string
 	minute  int64
 	level   string
 }
 
-// countEntries tallies entries by rollup row.
+// countEntries tallies entries by minute.
 func countEntries(entries []domain.LogEntry) map[countKey]int64 {
 	c := make(map[countKey]int64)
 	for _, e := range entries {
@@ -46,70 +48,121 @@ func countEntries(entries []domain.LogEntry) map[countKey]int64 {
 	return c
 }
 
-// addCounts adds (sign > 0) or takes away (sign < 0) each tally of minutes in the rollup inside
-// tx: in log_counts, then, summed by hour, in log_counts_hour. Each table's rows are written in
-// key order, the minutes' before the hours', so that two transactions touching the same rows
-// lock them in the same order (no deadlock); rows that fall to zero are removed.
+// hourCounts is what one row of log_counts_hour counts: the hour's entries, n, and those of
+// each of its minutes (migration 00018).
+type hourCounts struct {
+	n       int64
+	minutes [migrations.MinutesPerHour]int64
+}
+
+// rollupRows are the statements that add to (or take from) rows of log_counts_hour, before
+// binding: upsert(n) adds n and each minute's count to n rows (upsertRows at most), writing
+// those missing, with the row's key, n and minutes as the parameters of each row of VALUES;
+// take takes them from one row (parameters: n and the minutes, then the key); drop removes a
+// row that counts nothing any more (the key).
+type rollupRows struct {
+	upsert     func(n int) string
+	take, drop string
+}
+
+// rollupParams is how many parameters a row of log_counts_hour takes: its key, n, the minutes.
+const rollupParams = 4 + migrations.MinutesPerHour
+
+// upsertRows is how many rows one upsert of the rollup writes at most: 12,800 parameters,
+// below either engine's limit.
+const upsertRows = 200
+
+// newRollupRows renders the rollup's statements.
+func newRollupRows() rollupRows {
+	cols := migrations.MinuteColumns()
+	marks := "(?" + strings.Repeat(", ?", rollupParams-1) + ")"
+	add := make([]string, len(cols))
+	take := make([]string, len(cols))
+	for i, c := range cols {
+		add[i] = c + " = log_counts_hour." + c + " + excluded." + c
+		take[i] = c + " = " + c + " - ?"
+	}
+	key := "project_id = ? AND hour = ? AND level = ?"
+	head := "INSERT INTO log_counts_hour (project_id, hour, level, n, " + strings.Join(cols, ", ") + ") VALUES " + marks
+	tail := " ON CONFLICT (project_id, hour, level) DO UPDATE SET n = log_counts_hour.n + excluded.n, " + strings.Join(add, ", ")
+	return rollupRows{
+		upsert: func(n int) string { return head + strings.Repeat(", "+marks, n-1) + tail },
+		take:   "UPDATE log_counts_hour SET n = n - ?, " + strings.Join(take, ", ") + " WHERE " + key,
+		drop:   "DELETE FROM log_counts_hour WHERE " + key + " AND n <= 0",
+	}
+}
+
+// addCounts adds (sign > 0) or takes away (sign < 0) the tallies of minutes in the rollup inside
+// tx: each hour's row of log_counts_hour, its n and its minutes in one write. Rows are written in
+// key order, so that two transactions touching the same rows lock them in the same order (no
+// deadlock); rows that fall to zero are removed.
 func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, counts map[countKey]int64, sign int64) error {
 	if len(counts) == 0 {
 		return nil
 	}
-	hours := make(map[countKey]int64, len(counts))
+	hours := make(map[countKey]*hourCounts, len(counts))
 	for k, n := range counts {
-		hours[countKey{k.project, floorHour(k.minute), k.level}] += n
+		hk := countKey{k.project, floorHour(k.minute), k.level}
+		h := hours[hk]
+		if h == nil {
+			h = &hourCounts{}
+			hours[hk] = h
+		}
+		h.n += n
+		h.minutes[(k.minute-hk.minute)/minuteMs] += n
 	}
-	if err := addCountsTo(ctx, tx, bind, "log_counts", "minute", counts, sign); err != nil {
-		return err
-	}
-	return addCountsTo(ctx, tx, bind, "log_counts_hour", "hour", hours, sign)
-}
-
-// addCountsTo is addCounts on one level of the rollup: table, keyed by project, column, level.
-func addCountsTo(ctx context.Context, tx *sqlx.Tx, bind func(string) string, table, column string, counts map[countKey]int64, sign int64) error {
-	keys := make([]countKey, 0, len(counts))
-	for k := range counts {
+	keys := make([]countKey, 0, len(hours))
+	for k := range hours {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b countKey) int {
 		return cmp.Or(strings.Compare(a.project, b.project), cmp.Compare(a.minute, b.minute), strings.Compare(a.level, b.level))
 	})
+	stmts := newRollupRows()
 	if sign > 0 {
-		// One statement per project and fourTupleRows rows (one round trip, not one per row;
+		// One statement per project and upsertRows rows (one round trip, not one per row;
 		// one project's rows, so one shard on Citus); rows are written, and locked, in the
 		// order of VALUES.
 		for len(keys) > 0 {
 			end := 1
-			for end < len(keys) && end < fourTupleRows && keys[end].project == keys[0].project {
+			for end < len(keys) && end < upsertRows && keys[end].project == keys[0].project {
 				end++
 			}
 			chunk := keys[:end]
 			keys = keys[end:]
-			args := make([]any, 0, 4*len(chunk))
+			args := make([]any, 0, rollupParams*len(chunk))
 			for _, k := range chunk {
-				args = append(args, k.project, k.minute, k.level, counts[k])
+				h := hours[k]
+				args = append(args, k.project, k.minute, k.level, h.n)
+				for _, m := range h.minutes {
+					args = append(args, m)
+				}
 			}
-			query := "INSERT INTO " + table + " (project_id, " + column + ", level, n) VALUES " + fourTuples(len(chunk)) +
-				" ON CONFLICT (project_id, " + column + ", level) DO UPDATE SET n = " + table + ".n + excluded.n"
-			if _, err := tx.ExecContext(ctx, bind(query), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, bind(stmts.upsert(len(chunk))), args...); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	query := "UPDATE " + table + " SET n = n - ? WHERE project_id = ? AND " + column + " = ? AND level = ?"
-	stmt, err := tx.PrepareContext(ctx, bind(query))
+	take, err := tx.PrepareContext(ctx, bind(stmts.take))
 	if err != nil {
 		return err
 	}
-	defer stmt.Close()
+	defer take.Close()
 	for _, k := range keys {
-		if _, err := stmt.ExecContext(ctx, counts[k], k.project, k.minute, k.level); err != nil {
+		h := hours[k]
+		args := make([]any, 0, rollupParams)
+		args = append(args, h.n)
+		for _, m := range h.minutes {
+			args = append(args, m)
+		}
+		if _, err := take.ExecContext(ctx, append(args, k.project, k.minute, k.level)...); err != nil {
 			return err
 		}
 	}
 	// Only rows this transaction already holds: sweeping the project's zero rows at large
 	// could wait on a concurrent batch that waits on this transaction.
-	drop, err := tx.PrepareContext(ctx, bind("DELETE FROM "+table+" WHERE project_id = ? AND "+column+" = ? AND level = ? AND n <= 0"))
+	drop, err := tx.PrepareContext(ctx, bind(stmts.drop))
 	if err != nil {
 		return err
 	}
@@ -168,30 +221,36 @@ const statsCut = "WITH cut AS (SELECT CASE WHEN c > ? THEN c ELSE ? END AS lo FR
 	" (SELECT COALESCE(? - CAST(retention_days AS BIGINT) * 86400000, ?) AS c FROM projects WHERE id = ?) r)"
 
 // statsBounds adds to statsCut the CTE bounds: lo again; a, the first whole minute at or after
-// lo; and h, the first whole hour at or after a, or a itself when that is at or after B (the
-// last placeholder: the end of the whole hours the statement may read from log_counts_hour).
-// Only the rollup's statement computes them: there start_time is a whole minute, so a is
-// start_time or lies a minute from the retention boundary, and h is computed only below B, so
-// neither overflows.
+// lo; h, the first whole hour at or after a, or a itself when that is at or after B (the
+// placeholder: the end of the whole hours the statement may read as whole hours); and ah, the
+// start of a's hour, or the least int64 where that would be less (the placeholders: the least
+// whole hour of int64, the least int64). Only the rollup's statement computes them: there
+// start_time is a whole minute, so a is start_time or lies a minute from the retention
+// boundary, h is computed only below B, and ah only from the least whole hour, so none
+// overflows.
 const statsBounds = statsCut + ", minutes AS (SELECT lo," +
 	" CASE WHEN lo % 60000 = 0 THEN lo ELSE lo - ((lo % 60000) + 60000) % 60000 + 60000 END AS a FROM cut)," +
 	" bounds AS (SELECT lo, a, CASE WHEN a % 3600000 = 0 OR a >= ? THEN a" +
-	" ELSE a - ((a % 3600000) + 3600000) % 3600000 + 3600000 END AS h FROM minutes)"
+	" ELSE a - ((a % 3600000) + 3600000) % 3600000 + 3600000 END AS h," +
+	" CASE WHEN a < ? THEN ? ELSE a - ((a % 3600000) + 3600000) % 3600000 END AS ah FROM minutes)"
+
+// leastHour is the least whole hour an int64 of Unix ms holds.
+const leastHour = -(math.MaxInt64 / hourMs) * hourMs
 
 // statsFound is the last part of every stats statement: one row of bucket -1 when the project
 // exists, so that an empty answer and an unknown project are told apart by the same statement.
 const statsFound = " UNION ALL SELECT -1, CAST(NULL AS TEXT), 0, 0 FROM cut"
 
 // LogStats implements domain.LogStore in one statement, which is its own snapshot on both
-// engines: the project's retention, then the counts. When the rollups can answer q, the whole
-// minutes from start_time (or the retention boundary) to end_time are summed from them (the
-// whole hours from log_counts_hour when the buckets are whole hours from a whole hour, the rest
-// from log_counts), and the cut minutes at either end are counted from the entries, every level
-// answered (a few; the service keeps the top q.Series); otherwise every count comes from the
-// entries, ranked in the statement (statsTop). The rollups' statement shapes are few (by,
-// number of levels: at most 34) and are prepared once in the listings' cache, so the dashboard
-// question is one round trip; the others, whose plans depend on their values, are planned each
-// time.
+// engines: the project's retention, then the counts. When the rollup can answer q, the whole
+// minutes from start_time (or the retention boundary) to end_time are summed from it (the
+// whole hours from log_counts_hour's n when the buckets are whole hours from a whole hour, the
+// rest from its minute columns), and the cut minutes at either end are counted from the
+// entries, every level answered (a few; the service keeps the top q.Series); otherwise every
+// count comes from the entries, ranked in the statement (statsTop). The rollup's statement
+// shapes are few (by, number of levels: at most 34) and are prepared once in the listings'
+// cache, so the dashboard question is one round trip; the others, whose plans depend on their
+// values, are planned each time.
 func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
 	start, hi := *q.Start, *q.End
 	head := []any{start, start, q.Now, start, q.ProjectID}
@@ -209,12 +268,27 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 		rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
 		return s.scanStats(rows, err)
 	}
+	query, args := s.rollupStatsSQL(q)
+	stmt, err := s.listing(ctx, s.bind(query))
+	if err != nil {
+		return nil, s.translate("stats", err)
+	}
+	rows, err := stmt.QueryContext(ctx, args...)
+	return s.scanStats(rows, err)
+}
+
+// rollupStatsSQL is LogStats' statement when the rollup answers q (rollupAnswers, by level or
+// none), before binding, and its arguments.
+func (s *Store) rollupStatsSQL(q domain.StatsQuery) (string, []any) {
+	start, hi := *q.Start, *q.End
+	head := []any{start, start, q.Now, start, q.ProjectID}
 	// The rollup counts the whole minutes [a, b), a from the statement: the whole hours [h, B)
-	// of them from log_counts_hour when the buckets are whole hours from a whole hour, the
-	// minutes [a, h) and [B, b) from log_counts (all of [a, b) when h >= B). The entries count
-	// [lo, a) and [b, hi]; when a >= b the two entry ranges are [lo, min(a-1, hi)] and [a, hi]:
-	// all of [lo, hi] once, and the rollup's ranges are empty. Each range has one lower and one
-	// upper bound, so both engines read it as one index range.
+	// of them from log_counts_hour's n when the buckets are whole hours from a whole hour, the
+	// minutes [a, h) and [B, b) from its minute columns (when h >= B, all of [a, b), and [a,
+	// ah), empty, no row read, in place of [a, h)). The entries count [lo, a) and [b, hi]; when
+	// a >= b the two entry ranges are [lo, min(a-1, hi)] and [a, hi]: all of [lo, hi] once, and
+	// the rollup's ranges are empty. Each range has one lower and one upper bound, so both
+	// engines read it as one index range.
 	b := floorMinute(hi)
 	if hi-b == minuteMs-1 {
 		b = hi + 1
@@ -240,23 +314,29 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 		return " SELECT (" + column + " - ?) / ? AS bucket, " + g + " AS grp, " + n + " AS n, 0 AS other FROM " + table +
 			" WHERE project_id = ?" + levels + " AND " + column + " >= " + from + " AND " + column + " " + upto + " GROUP BY bucket, grp"
 	}
+	// minutesPart counts the minutes [from, upto) of the rows of log_counts_hour from the hour
+	// hourFrom (from's hour or earlier): each row's minutes one row each (s.eng.minuteCounts),
+	// those of a count other than 0. A minute is its hour plus its offset computed only for a
+	// count other than 0, so that the hours at the end of int64's range do not overflow.
+	join, index, count := s.eng.minuteCounts("c")
+	minute := "c.hour + CASE WHEN " + count + " <> 0 THEN " + index + " * 60000 ELSE 0 END"
+	minutesPart := func(hourFrom, from, upto string) string {
+		return " SELECT (" + minute + " - ?) / ? AS bucket, " + g + " AS grp, SUM(" + count + ") AS n, 0 AS other FROM log_counts_hour c" + join +
+			" WHERE c.project_id = ?" + levels + " AND c.hour >= " + hourFrom + " AND c.hour < " + upto + " AND " + count + " <> 0" +
+			" AND " + minute + " >= " + from + " AND " + minute + " < " + upto + " GROUP BY bucket, grp"
+	}
 	query := statsBounds +
 		part("log_counts_hour", "hour", "SUM(n)", "(SELECT h FROM bounds)", "< ?") + " UNION ALL" +
-		part("log_counts", "minute", "SUM(n)", "(SELECT a FROM bounds)", "< (SELECT CASE WHEN h < ? THEN h ELSE a END FROM bounds)") + " UNION ALL" +
-		part("log_counts", "minute", "SUM(n)", "(SELECT CASE WHEN h < ? THEN ? ELSE a END FROM bounds)", "< ?") + " UNION ALL" +
+		minutesPart("(SELECT ah FROM bounds)", "(SELECT a FROM bounds)", "(SELECT CASE WHEN h < ? THEN h ELSE ah END FROM bounds)") + " UNION ALL" +
+		minutesPart("(SELECT CASE WHEN h < ? THEN ? ELSE ah END FROM bounds)", "(SELECT CASE WHEN h < ? THEN ? ELSE a END FROM bounds)", "?") + " UNION ALL" +
 		part("logs", "time", "count(*)", "(SELECT lo FROM bounds)", "<= (SELECT CASE WHEN a - 1 < ? THEN a - 1 ELSE ? END FROM bounds)") + " UNION ALL" +
 		part("logs", "time", "count(*)", "(SELECT CASE WHEN a > ? THEN a ELSE ? END FROM bounds)", "<= ?") +
 		statsFound
-	args := append(head, hourB) // bounds: h >= B when a >= B
-	for _, bound := range [][]any{{hourB}, {hourB}, {hourB, hourB, b}, {hi, hi}, {b, b, hi}} {
+	args := append(head, hourB, int64(leastHour), int64(math.MinInt64)) // bounds: h >= B when a >= B; ah
+	for _, bound := range [][]any{{hourB}, {hourB, hourB}, {hourB, hourB, b, hourB, hourB, b}, {hi, hi}, {b, b, hi}} {
 		args = append(append(append(args, start, q.Step, q.ProjectID), levelArgs...), bound...)
 	}
-	stmt, err := s.listing(ctx, s.bind(query))
-	if err != nil {
-		return nil, s.translate("stats", err)
-	}
-	rows, err := stmt.QueryContext(ctx, args...)
-	return s.scanStats(rows, err)
+	return query, args
 }
 
 // groupColumn is the expression a stats statement groups by, and its arguments: a column, a

@@ -66,6 +66,10 @@ type engine interface {
 	// queryAttribute renders a test of one top-level attribute as a condition that is never
 	// NULL, with its arguments (query.go).
 	queryAttribute(key string, t attrTest) (string, []any)
+	// minuteCounts renders the minutes of the row of log_counts_hour aliased table, one row
+	// each: what joins them to the table in a FROM clause, the minute's offset in the hour
+	// (0 to 59) and its count.
+	minuteCounts(table string) (join, index, count string)
 	// hasPrefix renders "column begins with the value" with one ? placeholder.
 	hasPrefix(column string) string
 	// classify says what a driver error means by the engine's codes, for translate.

@@ -10,6 +10,7 @@
 //	       PostgreSQL: an ASCII message's words derived, not stored
 //	00016  PostgreSQL: words and attribute terms indexed beside the entry's project
 //	00017  both: the tail's index keyed by the batch alone
+//	00018  both: the per-minute rollup held in the hourly one's rows
 //
 // A migration, once released, never changes: its version and its text are what databases written
 // by earlier releases were migrated with, so they migrate exactly as before. A change to the
@@ -67,6 +68,9 @@ func SQLite(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 		goose.WithGoMigrations(goose.NewGoMigration(tailIndexVersion,
 			&goose.GoFunc{RunTx: ddlOnly(tailIndexUpSQLite)},
 			&goose.GoFunc{RunTx: ddlOnly(tailIndexDownSQLite)})),
+		goose.WithGoMigrations(goose.NewGoMigration(minuteCountsVersion,
+			&goose.GoFunc{RunTx: ddlOnly(minuteCountsUpSQLite())},
+			&goose.GoFunc{RunTx: ddlOnly(minuteCountsDownSQLite())})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }
@@ -97,7 +101,10 @@ func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error)
 			&goose.GoFunc{RunTx: sequentialDDL(projectTermsDown)})),
 		goose.WithGoMigrations(goose.NewGoMigration(tailIndexVersion,
 			&goose.GoFunc{RunTx: sequentialDDL(tailIndexUpPostgres)},
-			&goose.GoFunc{RunTx: sequentialDDL(tailIndexDownPostgres)})))
+			&goose.GoFunc{RunTx: sequentialDDL(tailIndexDownPostgres)})),
+		goose.WithGoMigrations(goose.NewGoMigration(minuteCountsVersion,
+			&goose.GoFunc{RunTx: sequentialDDL(minuteCountsUpPostgres())},
+			&goose.GoFunc{RunTx: sequentialDDL(minuteCountsDownPostgres())})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 
