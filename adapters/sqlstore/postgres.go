@@ -261,11 +261,7 @@ func (postgresEngine) containsText(column, term string) (string, any) {
 }
 
 func (postgresEngine) minuteCounts(table string) (join, index, count string) {
-	cols := migrations.MinuteColumns()
-	for i, c := range cols {
-		cols[i] = table + "." + c
-	}
-	return " CROSS JOIN LATERAL unnest(ARRAY[" + strings.Join(cols, ", ") + "]) WITH ORDINALITY AS u(n, o)", "(u.o - 1)", "u.n"
+	return " CROSS JOIN LATERAL unnest(ARRAY[" + minuteColumnsOf(table) + "]) WITH ORDINALITY AS u(n, o)", "(u.o - 1)", "u.n"
 }
 
 func (postgresEngine) greatest(a, b string) string { return "GREATEST(" + a + ", " + b + ")" }

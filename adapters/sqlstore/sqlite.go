@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -192,11 +191,7 @@ func (sqliteEngine) containsText(column, term string) (string, any) {
 }
 
 func (sqliteEngine) minuteCounts(table string) (join, index, count string) {
-	cols := migrations.MinuteColumns()
-	for i, c := range cols {
-		cols[i] = table + "." + c
-	}
-	return ", json_each(json_array(" + strings.Join(cols, ", ") + ")) AS u", "u.key", "u.value"
+	return ", json_each(json_array(" + minuteColumnsOf(table) + ")) AS u", "u.key", "u.value"
 }
 
 func (sqliteEngine) greatest(a, b string) string { return "max(" + a + ", " + b + ")" }

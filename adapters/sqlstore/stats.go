@@ -55,6 +55,16 @@ type hourCounts struct {
 	minutes [migrations.MinutesPerHour]int64
 }
 
+// minuteColumnsOf lists the minute columns of log_counts_hour aliased table, in order:
+// "table.m0, table.m1, ...".
+func minuteColumnsOf(table string) string {
+	cols := migrations.MinuteColumns()
+	for i, c := range cols {
+		cols[i] = table + "." + c
+	}
+	return strings.Join(cols, ", ")
+}
+
 // rollupRows are the statements that add to (or take from) rows of log_counts_hour, before
 // binding: upsert(n) adds n and each minute's count to n rows (upsertRows at most), writing
 // those missing, with the row's key, n and minutes as the parameters of each row of VALUES;
