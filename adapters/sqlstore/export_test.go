@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/pressly/goose/v3"
 
 	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
@@ -39,16 +40,31 @@ func WriteDB(s *Store) *sqlx.DB { return s.w }
 // MigrateTo applies the migrations of engine ("sqlite" or "postgres") to db up to version only,
 // leaving the schema as an older release made it.
 func MigrateTo(ctx context.Context, db *sql.DB, engine string, version int64) error {
-	newProvider := migrations.SQLite
-	if engine == "postgres" {
-		newProvider = migrations.Postgres
-	}
-	p, err := newProvider(db)
+	p, err := provider(db, engine)
 	if err != nil {
 		return err
 	}
 	_, err = p.UpTo(ctx, version)
 	return err
+}
+
+// MigrateDownTo takes db back to version with the down migrations of engine ("sqlite" or
+// "postgres"), as an operator returning to an earlier release would.
+func MigrateDownTo(ctx context.Context, db *sql.DB, engine string, version int64) error {
+	p, err := provider(db, engine)
+	if err != nil {
+		return err
+	}
+	_, err = p.DownTo(ctx, version)
+	return err
+}
+
+// provider is the migrations of engine on db.
+func provider(db *sql.DB, engine string) (*goose.Provider, error) {
+	if engine == "postgres" {
+		return migrations.Postgres(db)
+	}
+	return migrations.SQLite(db)
 }
 
 // SweepStatements are the statements SweepLogs runs for one project: the batch's bound, then one

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"example.com/obsvc/adapters/sqlstore"
-	"example.com/obsvc/adapters/sqlstore/migrations"
 	"example.com/obsvc/domain"
 )
 
@@ -130,17 +129,8 @@ func testMinuteCountsMigration(t *testing.T, engine, dsn string, timeArg func(ti
 	}
 	t.Run("up", func(t *testing.T) { ask(t, openUpgraded(t, open)) })
 	t.Run("down", func(t *testing.T) {
-		var err error
-		raw, bind = migratedTo(t, engine, dsn, 18) // already there: opens the database
-		provider := migrations.SQLite
-		if engine == "postgres" {
-			provider = migrations.Postgres
-		}
-		p, err := provider(raw)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.DownTo(ctx, 17); err != nil {
+		raw, _ = migratedTo(t, engine, dsn, 18) // already there: opens the database
+		if err := sqlstore.MigrateDownTo(ctx, raw, engine, 17); err != nil {
 			t.Fatalf("down: %v", err)
 		}
 		if after := minuteRows(t); !slices.Equal(after, before) {

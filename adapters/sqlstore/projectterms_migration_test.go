@@ -122,11 +122,7 @@ func TestProjectTermsMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer db.Close()
-		p, err := migrations.Postgres(db.DB)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := p.DownTo(ctx, 15); err != nil {
+		if err := sqlstore.MigrateDownTo(ctx, db.DB, "postgres", 15); err != nil {
 			t.Fatal(err)
 		}
 		for ix, def := range map[string]string{
