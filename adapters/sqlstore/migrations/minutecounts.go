@@ -12,9 +12,9 @@ import (
 //
 // A rollup row costs its key and its page space whatever it counts: on PostgreSQL about 120
 // bytes an entry in log_counts and its key where a project writes two entries a minute (the
-// harness's 1,000,000 entries over 30 days and 10 projects), more than the table it counts
-// (the B-tree of its key, whose new rows land in the middle at each project's end, stays half
-// full). The hourly row holds all of them in one: 60 four-byte integers (SQLite stores a 0 in
+// harness's 1,000,000 entries over 30 days and 10 projects), a tenth of all the bytes of an
+// entry (the B-tree of its key, whose new rows land in the middle at each project's end, stays
+// half full). The hourly row holds all of them in one: 60 four-byte integers (SQLite stores a 0 in
 // its record header alone), at most 24 rows a day and level for a project, however many
 // entries. The stats statement reads whole hours from n as before and the minutes of the cut
 // hours from the columns, one row per hour.
