@@ -133,23 +133,7 @@ func TestSQLiteRollupStatsReadTheirHours(t *testing.T) {
 	} {
 		q := domain.StatsQuery{LogFilter: domain.LogFilter{ProjectID: p, Start: &c.start, End: &c.end}, Step: c.step, By: domain.ByLevel, Now: 100 * hour}
 		query, args := sqlstore.RollupStatsSQL(s, q)
-		var plan []string
-		rows, err := sqlstore.ReadDB(s).QueryContext(ctx, "EXPLAIN QUERY PLAN "+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-				t.Fatal(err)
-			}
-			plan = append(plan, detail)
-		}
-		if err := rows.Close(); err != nil {
-			t.Fatal(err)
-		}
-		text := strings.Join(plan, "\n")
+		text := sqlitePlan(t, sqlstore.ReadDB(s), query, args)
 		if strings.Contains(text, "SCAN c") || strings.Contains(text, "SCAN log_counts_hour") || strings.Contains(text, "SCAN logs") ||
 			strings.Count(text, "SEARCH c USING PRIMARY KEY (project_id=? AND hour>? AND hour<?)") != 2 {
 			t.Errorf("stats %+v: the plan does not read the rollup's hours by its key:\n%s", c, text)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jmoiron/sqlx"
 
 	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/adapters/sqlstore/storetest"
@@ -102,24 +103,30 @@ func TestSQLiteTailReadsUseIndexes(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			query, args := sqlstore.ReadTailSQL(s, q)
-			rows, err := db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			var plan []string
-			for rows.Next() {
-				var id, parent, unused int
-				var detail string
-				if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, detail)
-			}
-			if err := rows.Err(); err != nil {
-				t.Fatal(err)
-			}
-			checkTailPlan(t, strings.Join(plan, "\n"), bad, want)
+			checkTailPlan(t, sqlitePlan(t, db, query, args), bad, want)
 		})
 	}
+}
+
+// sqlitePlan is SQLite's EXPLAIN QUERY PLAN of query, one line per step.
+func sqlitePlan(t *testing.T, db *sqlx.DB, query string, args []any) string {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(plan, "\n")
 }
