@@ -257,8 +257,8 @@ func (s *Store) DueAlertRules(ctx context.Context, now int64, limit int) ([]doma
 // AcquireAlertLeases implements domain.AlertStore with one upsert of every claim (of each
 // fourTupleRows; domain.DueAlertsBatch is 500), returning the rules whose lease it wrote: a
 // lease that has expired, or that holder holds, is taken (renewed); another's is left alone and
-// not returned. All rows name the project: on Citus, one shard. The lease of a rule deleted meanwhile is harmless: the
-// evaluation finds no rule.
+// not returned. All rows name the project: on Citus, one shard. The lease of a rule deleted
+// meanwhile is harmless: the evaluation finds no rule.
 func (s *Store) AcquireAlertLeases(ctx context.Context, projectID, holder string, now int64, claims []domain.AlertLeaseClaim) ([]string, error) {
 	var taken []string
 	for chunk := range slices.Chunk(claims, fourTupleRows) {

@@ -60,7 +60,7 @@ func (s *Store) bytewise() string {
 // project (m through where, cut by its id), so on Citus it is one router query.
 func (s *Store) Facets(ctx context.Context, q domain.FacetsQuery) ([]domain.Facet, error) {
 	start, end := *q.Start, *q.End
-	args := []any{start, start, q.Now, start, q.ProjectID}
+	args := statsCutArgs(start, q.Now, q.ProjectID)
 	cols := make([]string, len(q.Targets))
 	for i, t := range q.Targets {
 		col, colArgs := s.facetColumn(t)
@@ -177,7 +177,7 @@ func (s *Store) Fields(ctx context.Context, q domain.FieldsQuery) ([]domain.Fiel
 	if err != nil {
 		return nil, s.translate("fields: plan", err)
 	}
-	args := append([]any{start, start, q.Now, start, q.ProjectID}, wargs...)
+	args := append(statsCutArgs(start, q.Now, q.ProjectID), wargs...)
 	args = append(args, q.Limit)
 	table, key := s.attributeKeys()
 	query := statsCut + " SELECT k, n FROM (SELECT " + key + " AS k, count(*) AS n FROM (SELECT attributes FROM logs" + w +

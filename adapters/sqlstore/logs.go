@@ -114,7 +114,7 @@ func (s *Store) CreateLogs(ctx context.Context, entries []domain.LogEntry, w dom
 	if err := s.eng.createLogs(ctx, tx, entries, batch); err != nil {
 		return domain.Written{}, s.translate("create logs", err)
 	}
-	if err := addCounts(ctx, tx, s.bind, countEntries(entries), 1); err != nil {
+	if err := s.addCounts(ctx, tx, countEntries(entries), 1); err != nil {
 		return domain.Written{}, s.translate("count logs", err)
 	}
 	// Last: each project's row of tail_seq stays locked from here to the commit.
@@ -284,7 +284,7 @@ func (s *Store) DeleteLogs(ctx context.Context, f domain.LogFilter) (n int64, er
 	if err != nil {
 		return 0, s.translate("delete logs: plan", err)
 	}
-	n, err = deleteCounted(ctx, tx, s.bind, "DELETE FROM logs"+w, args...)
+	n, err = s.deleteCounted(ctx, tx, "DELETE FROM logs"+w, args...)
 	if err != nil {
 		return 0, s.translate("delete logs", err)
 	}
@@ -602,11 +602,11 @@ func (s *Store) SweepLogs(ctx context.Context, projectID string, now int64, limi
 		// Each delete takes its entries out of the stats rollup in the same transaction.
 		switch err = tx.GetContext(ctx, &bound, s.bind(sweepBound), projectID, cutoff, limit-1); {
 		case errors.Is(err, sql.ErrNoRows): // fewer than limit expired: all of them
-			n, err = deleteCounted(ctx, tx, s.bind, sweepAll, projectID, cutoff)
+			n, err = s.deleteCounted(ctx, tx, sweepAll, projectID, cutoff)
 		case err == nil:
 			// The bound is expired, so time <= bound.Time implies the cutoff; said as a plain
 			// column bound it also ends SQLite's index range, which a row value alone does not.
-			n, err = deleteCounted(ctx, tx, s.bind, sweepUpTo, projectID, bound.Time, bound.Time, bound.ID)
+			n, err = s.deleteCounted(ctx, tx, sweepUpTo, projectID, bound.Time, bound.Time, bound.ID)
 		}
 		if err != nil {
 			return 0, s.translate("sweep logs", err)

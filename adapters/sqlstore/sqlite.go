@@ -69,6 +69,7 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 	r := sqlx.NewDb(sql.OpenDB(sqliteConnector{drv, dsn + "&_pragma=query_only(1)"}), "sqlite")
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
 	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }, indexedTerms: opts.IndexedTerms}
+	s.rollup = newRollupRows(s.bind)
 	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
 		_ = s.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)

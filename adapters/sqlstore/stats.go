@@ -65,11 +65,11 @@ func minuteColumnsOf(table string) string {
 	return strings.Join(cols, ", ")
 }
 
-// rollupRows are the statements that add to (or take from) rows of log_counts_hour, before
-// binding: upsert(n) adds n and each minute's count to n rows (upsertRows at most), writing
+// rollupRows are the statements that add to (or take from) rows of log_counts_hour, bound for
+// the engine: upsert(n) adds n and each minute's count to n rows (upsertRows at most), writing
 // those missing, with the row's key, n and minutes as the parameters of each row of VALUES;
 // take takes them from one row (parameters: n and the minutes, then the key); drop removes a
-// row that counts nothing any more (the key).
+// row that counts nothing any more (the key). A store renders them once (Store.rollup).
 type rollupRows struct {
 	upsert     func(n int) string
 	take, drop string
@@ -82,8 +82,8 @@ const rollupParams = 4 + migrations.MinutesPerHour
 // below either engine's limit.
 const upsertRows = 200
 
-// newRollupRows renders the rollup's statements.
-func newRollupRows() rollupRows {
+// newRollupRows renders the rollup's statements, bound by bind.
+func newRollupRows(bind func(string) string) rollupRows {
 	cols := migrations.MinuteColumns()
 	marks := "(?" + strings.Repeat(", ?", rollupParams-1) + ")"
 	add := make([]string, len(cols))
@@ -96,9 +96,9 @@ func newRollupRows() rollupRows {
 	head := "INSERT INTO log_counts_hour (project_id, hour, level, n, " + strings.Join(cols, ", ") + ") VALUES " + marks
 	tail := " ON CONFLICT (project_id, hour, level) DO UPDATE SET n = log_counts_hour.n + excluded.n, " + strings.Join(add, ", ")
 	return rollupRows{
-		upsert: func(n int) string { return head + strings.Repeat(", "+marks, n-1) + tail },
-		take:   "UPDATE log_counts_hour SET n = n - ?, " + strings.Join(take, ", ") + " WHERE " + key,
-		drop:   "DELETE FROM log_counts_hour WHERE " + key + " AND n <= 0",
+		upsert: func(n int) string { return bind(head + strings.Repeat(", "+marks, n-1) + tail) },
+		take:   bind("UPDATE log_counts_hour SET n = n - ?, " + strings.Join(take, ", ") + " WHERE " + key),
+		drop:   bind("DELETE FROM log_counts_hour WHERE " + key + " AND n <= 0"),
 	}
 }
 
@@ -106,7 +106,7 @@ func newRollupRows() rollupRows {
 // tx: each hour's row of log_counts_hour, its n and its minutes in one write. Rows are written in
 // key order, so that two transactions touching the same rows lock them in the same order (no
 // deadlock); rows that fall to zero are removed.
-func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, counts map[countKey]int64, sign int64) error {
+func (s *Store) addCounts(ctx context.Context, tx *sqlx.Tx, counts map[countKey]int64, sign int64) error {
 	if len(counts) == 0 {
 		return nil
 	}
@@ -128,7 +128,6 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 	slices.SortFunc(keys, func(a, b countKey) int {
 		return cmp.Or(strings.Compare(a.project, b.project), cmp.Compare(a.minute, b.minute), strings.Compare(a.level, b.level))
 	})
-	stmts := newRollupRows()
 	if sign > 0 {
 		// One statement per project and upsertRows rows (one round trip, not one per row;
 		// one project's rows, so one shard on Citus); rows are written, and locked, in the
@@ -148,13 +147,13 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 					args = append(args, m)
 				}
 			}
-			if _, err := tx.ExecContext(ctx, bind(stmts.upsert(len(chunk))), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, s.rollup.upsert(len(chunk)), args...); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	take, err := tx.PrepareContext(ctx, bind(stmts.take))
+	take, err := tx.PrepareContext(ctx, s.rollup.take)
 	if err != nil {
 		return err
 	}
@@ -172,7 +171,7 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 	}
 	// Only rows this transaction already holds: sweeping the project's zero rows at large
 	// could wait on a concurrent batch that waits on this transaction.
-	drop, err := tx.PrepareContext(ctx, bind(stmts.drop))
+	drop, err := tx.PrepareContext(ctx, s.rollup.drop)
 	if err != nil {
 		return err
 	}
@@ -188,8 +187,8 @@ func addCounts(ctx context.Context, tx *sqlx.Tx, bind func(string) string, count
 // deleteCounted runs a DELETE of logs inside tx, takes the minute and level of every row it
 // removes (RETURNING, so exactly the rows removed, whatever commits beside it) and takes them
 // off the rollup in the same transaction. It says how many rows it removed.
-func deleteCounted(ctx context.Context, tx *sqlx.Tx, bind func(string) string, del string, args ...any) (int64, error) {
-	rows, err := tx.QueryContext(ctx, bind(del+" RETURNING project_id, time, level"), args...)
+func (s *Store) deleteCounted(ctx context.Context, tx *sqlx.Tx, del string, args ...any) (int64, error) {
+	rows, err := tx.QueryContext(ctx, s.bind(del+" RETURNING project_id, time, level"), args...)
 	if err != nil {
 		return 0, err
 	}
@@ -211,7 +210,7 @@ func deleteCounted(ctx context.Context, tx *sqlx.Tx, bind func(string) string, d
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
-	return n, addCounts(ctx, tx, bind, counts, -1)
+	return n, s.addCounts(ctx, tx, counts, -1)
 }
 
 // rollupAnswers says whether the rollup can count q: a filter of project, time and levels only,
@@ -229,6 +228,11 @@ func rollupAnswers(q domain.StatsQuery) bool {
 // both engines, with no transaction.
 const statsCut = "WITH cut AS (SELECT CASE WHEN c > ? THEN c ELSE ? END AS lo FROM" +
 	" (SELECT COALESCE(? - CAST(retention_days AS BIGINT) * 86400000, ?) AS c FROM projects WHERE id = ?) r)"
+
+// statsCutArgs are statsCut's placeholders for a count from start in project at now.
+func statsCutArgs(start, now int64, project string) []any {
+	return []any{start, start, now, start, project}
+}
 
 // statsBounds adds to statsCut the CTE bounds: lo again; a, the first whole minute at or after
 // lo; h, the first whole hour at or after a, or a itself when that is at or after B (the
@@ -263,7 +267,7 @@ const statsFound = " UNION ALL SELECT -1, CAST(NULL AS TEXT), 0, 0 FROM cut"
 // values, are planned each time.
 func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.BucketCount, error) {
 	start, hi := *q.Start, *q.End
-	head := []any{start, start, q.Now, start, q.ProjectID}
+	head := statsCutArgs(start, q.Now, q.ProjectID)
 	if !rollupAnswers(q) || (q.By != domain.ByLevel && q.By != domain.ByNone) {
 		f := q.LogFilter
 		f.Start, f.End = nil, &hi // lo, the later of start and the retention, is added below
@@ -291,7 +295,7 @@ func (s *Store) LogStats(ctx context.Context, q domain.StatsQuery) ([]domain.Buc
 // none), before binding, and its arguments.
 func (s *Store) rollupStatsSQL(q domain.StatsQuery) (string, []any) {
 	start, hi := *q.Start, *q.End
-	head := []any{start, start, q.Now, start, q.ProjectID}
+	head := statsCutArgs(start, q.Now, q.ProjectID)
 	// The rollup counts the whole minutes [a, b), a from the statement: the whole hours [h, B)
 	// of them from log_counts_hour's n when the buckets are whole hours from a whole hour, the
 	// minutes [a, h) and [B, b) from its minute columns (when h >= B, all of [a, b), and [a,

@@ -97,6 +97,8 @@ type Store struct {
 	eng  engine
 	tail tailSQL
 	bind func(query string) string
+	// rollup is the rollup's write statements, rendered and bound once (newRollupRows).
+	rollup rollupRows
 	// indexedTerms: SQLiteOptions.IndexedTerms (SQLite only).
 	indexedTerms int
 
