@@ -63,7 +63,7 @@ func uuidv7Time(id string) (int64, bool) {
 // contextSide renders one side of a context: the n entries matching q's neighbour filter right
 // before (before) or right after the anchor at (t, id), oldest first. Each is one keyset read
 // of the (project_id, time, id) order from the anchor, as a listing's next page is (the anchor
-// first among the conditions on time, see listQueryFrom), LIMIT n; the side before reads
+// first among the conditions on time, see listQuery), LIMIT n; the side before reads
 // backwards and is put back in order by an outer sort of its n rows.
 func contextSide(e engine, q domain.ContextQuery, t int64, id string, before bool, n int) (string, []any) {
 	w, args := where(e, q.Neighbours())

@@ -14,8 +14,11 @@ import (
 
 // ListSQL is the exact statement ListLogs runs for q, for plan tests.
 func ListSQL(s *Store, q domain.LogQuery) (string, []any) {
-	query, args := listQuery(s.eng, q)
-	return s.bind(query), args
+	query, args, err := s.listStatement(context.Background(), q)
+	if err != nil {
+		panic(err)
+	}
+	return query, args
 }
 
 // DeleteSQL is the exact statement DeleteLogs runs for f.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -24,48 +25,76 @@ import (
 	"github.com/twitchtv/twirp"
 
 	"example.com/obsvc/adapters/httpapi/apitest"
+	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/api/haberdasher"
 	"example.com/obsvc/app/server"
 	"example.com/obsvc/domain"
 )
 
-// readTable is a PostgreSQL database holding BENCH_ROWS entries of one project, filled once per
-// benchmark binary.
+// readTable is a database holding BENCH_ROWS entries of one project, filled once per benchmark
+// binary, served by the service (env) and open for the same queries by hand (db, whose
+// placeholders are bound by bind).
 type readTable struct {
 	env  *benchEnv
 	db   *sql.DB
+	bind func(string) string
 	rows int
 }
 
-// newReadTable fills a fresh database; it lives until b (the parent benchmark) ends.
+// fillRead writes BENCH_ROWS entries of one project through st and serves st.
+func fillRead(b *testing.B, st server.Store) (*benchEnv, int) {
+	b.Helper()
+	e := newBenchEnv(b, st, nil)
+	n := benchRows()
+	const batch = 10_000
+	for i := 0; i < n; i += batch {
+		rows := Batch(i/batch, min(batch, n-i))
+		entries := make([]domain.LogEntry, len(rows))
+		for j, r := range rows {
+			subject, user := r.Subject, r.User
+			entries[j] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: e.project, Time: r.Time, Level: r.Level, Message: r.Message, Subject: &subject, UserID: &user}
+		}
+		if _, err := st.CreateLogs(context.Background(), entries, domain.LogWrite{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return e, n
+}
+
+// newReadTable fills a fresh PostgreSQL database; it lives until b (the parent benchmark) ends.
 func newReadTable(b *testing.B) *readTable {
 	b.Helper()
-	{
-		st, dbURL := benchPostgres(b)
-		e := newBenchEnv(b, st, nil)
-		n := benchRows()
-		const batch = 10_000
-		for i := 0; i < n; i += batch {
-			rows := Batch(i/batch, min(batch, n-i))
-			entries := make([]domain.LogEntry, len(rows))
-			for j, r := range rows {
-				subject, user := r.Subject, r.User
-				entries[j] = domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), ProjectID: e.project, Time: r.Time, Level: r.Level, Message: r.Message, Subject: &subject, UserID: &user}
-			}
-			if _, err := st.CreateLogs(context.Background(), entries, domain.LogWrite{}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		db, err := sql.Open("postgres", dbURL)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { _ = db.Close() })
-		if _, err := db.Exec("VACUUM ANALYZE logs"); err != nil {
-			b.Fatal(err)
-		}
-		return &readTable{env: e, db: db, rows: n}
+	st, dbURL := benchPostgres(b)
+	e, n := fillRead(b, st)
+	db, err := sql.Open("postgres", dbURL)
+	if err != nil {
+		b.Fatal(err)
 	}
+	b.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Exec("VACUUM ANALYZE logs"); err != nil {
+		b.Fatal(err)
+	}
+	return &readTable{env: e, db: db, bind: func(q string) string { return q }, rows: n}
+}
+
+// newSQLiteReadTable fills a fresh SQLite file, as the service leaves it (no ANALYZE), and
+// opens it read-only a second time for the queries by hand.
+func newSQLiteReadTable(b *testing.B) *readTable {
+	b.Helper()
+	path := filepath.Join(b.TempDir(), "read.db")
+	st, err := sqlstore.OpenSQLite(context.Background(), path, sqlstore.DefaultSQLiteOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	e, n := fillRead(b, st)
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = db.Close() })
+	placeholder := regexp.MustCompile(`\$[0-9]+`)
+	return &readTable{env: e, db: db, bind: func(q string) string { return placeholder.ReplaceAllString(q, "?") }, rows: n}
 }
 
 func p50(ds []time.Duration) time.Duration {
@@ -80,6 +109,13 @@ func BenchmarkReadPostgres(b *testing.B) {
 	t := newReadTable(b)
 	b.Run("query", func(b *testing.B) { benchQueries(b, t) })
 	b.Run("stream", func(b *testing.B) { benchStreamMemory(b, t) })
+}
+
+// BenchmarkReadSQLite is query/* of BenchmarkReadPostgres on the SQLite store, each listing
+// against the same query by hand on the same file.
+func BenchmarkReadSQLite(b *testing.B) {
+	t := newSQLiteReadTable(b)
+	b.Run("query", func(b *testing.B) { benchQueries(b, t) })
 }
 
 // benchQueries: GET /logs per filter combination against the same query written by hand and run
@@ -121,7 +157,7 @@ func benchQueries(b *testing.B, t *readTable) {
 				api = append(api, time.Since(start))
 
 				start = time.Now()
-				rows, err := t.db.Query(c.sql, c.args...)
+				rows, err := t.db.Query(t.bind(c.sql), c.args...)
 				if err != nil {
 					b.Fatal(err)
 				}
