@@ -28,7 +28,8 @@ type planNode struct {
 	NodeType   string     `json:"Node Type"`
 	Relation   string     `json:"Relation Name"`
 	Index      string     `json:"Index Name"`
-	ActualRows float64    `json:"Actual Rows"` // with ANALYZE
+	Presorted  []string   `json:"Presorted Key"` // of an Incremental Sort
+	ActualRows float64    `json:"Actual Rows"`   // with ANALYZE
 	Plans      []planNode `json:"Plans"`
 }
 
@@ -117,7 +118,7 @@ func planOf(t *testing.T, conn *sqlx.Conn, stmt string, args []any) planNode {
 // planWant is what a plan must show.
 type planWant struct {
 	indexes []string // logs must be read through one of these, never a Seq Scan
-	ordered bool     // read in listing order by an Index (Only) Scan, no Sort: LIMIT stops early
+	ordered bool     // read in listing order by an Index (Only) Scan, no Sort but of one time's entries: LIMIT stops early
 }
 
 func checkPlan(t *testing.T, plan planNode, want planWant) {
@@ -128,8 +129,12 @@ func checkPlan(t *testing.T, plan planNode, want planWant) {
 		switch n.NodeType {
 		case "Seq Scan":
 			ok = false
-		case "Sort", "Incremental Sort":
+		case "Sort":
 			ok = ok && !want.ordered
+		case "Incremental Sort":
+			// Rows read in time order (an index ending in time, migration 00019), the entries
+			// of one time put in id order as they come: LIMIT still stops early.
+			ok = ok && (!want.ordered || slices.Equal(n.Presorted, []string{`logs."time"`}))
 		case "Index Scan", "Index Only Scan":
 			if n.Relation == "logs" {
 				used = append(used, n.Index)
@@ -232,8 +237,10 @@ func TestPostgresQueriesUseIndexes(t *testing.T) {
 		{"project", domain.LogFilter{ProjectID: p}, pkey, true},
 		{"project+time", domain.LogFilter{ProjectID: p, Start: start, End: end}, pkey, true},
 		{"project+start", domain.LogFilter{ProjectID: p, Start: start}, pkey, true},
-		{"project+heavy user", domain.LogFilter{ProjectID: p, UserID: ptr("heavy")}, byUser, true},
-		{"project+heavy user+time", domain.LogFilter{ProjectID: p, UserID: ptr("heavy"), Start: start, End: end}, byUser, true},
+		// Half the project's entries are the heavy user's: reading the project in order and
+		// testing the user reads about two entries a row, in order, and is as good a plan.
+		{"project+heavy user", domain.LogFilter{ProjectID: p, UserID: ptr("heavy")}, slices.Concat(byUser, pkey), true},
+		{"project+heavy user+time", domain.LogFilter{ProjectID: p, UserID: ptr("heavy"), Start: start, End: end}, slices.Concat(byUser, pkey), true},
 		{"project+rare user", domain.LogFilter{ProjectID: p, UserID: ptr("u1")}, byUser, false},
 		{"project+rare user+time", domain.LogFilter{ProjectID: p, UserID: ptr("u1"), Start: start, End: end}, byUser, false},
 		{"project+level", domain.LogFilter{ProjectID: p, Level: ptr("error")}, byLevel, true},

@@ -16,9 +16,12 @@ import (
 
 // TestSQLiteFieldListingsReadTheirIndex: on SQLite a listing filtered by one field, in either
 // order, with or without a cursor and a time range, reads the range of that field's index from
-// its bound on (time, id), in listing order: never the primary key's range of the project,
-// never a sort. (Left to its planner, SQLite read the primary key in 19 of these 32 shapes:
-// every one by user, level or subject with a cursor or a time range among them.)
+// its bound on time, in time order, and sorts nothing but the entries of one time by id (since
+// migration 00019 the index ends in time: a sorter for the last term of the ORDER BY, which
+// SQLite empties at each new time and stops at the LIMIT): never the primary key's range of the
+// project, never a sort of every match. (Left to its planner, SQLite read the primary key in 19
+// of these 32 shapes before 00019, every one by user, level or subject with a cursor or a time
+// range among them, and in all 32 after.)
 func TestSQLiteFieldListingsReadTheirIndex(t *testing.T) {
 	s := storetest.OpenSQLite(t)
 	ctx := t.Context()
@@ -76,8 +79,14 @@ func TestSQLiteFieldListingsReadTheirIndex(t *testing.T) {
 							}
 						}
 						ok := len(read) == 1 && strings.Contains(read[0], "SEARCH logs USING INDEX "+c.index+" ") && bound.MatchString(read[0])
-						if !ok || strings.Contains(plan, "TEMP B-TREE") {
-							t.Errorf("plan:\n%s\nwant logs read once, by a range of %s bounded by time, and no sort", plan, c.index)
+						for _, line := range strings.Split(plan, "\n") {
+							// The one sort allowed: of the entries of one time, by id.
+							if strings.Contains(line, "TEMP B-TREE") && !strings.HasSuffix(line, "TEMP B-TREE FOR LAST TERM OF ORDER BY") {
+								ok = false
+							}
+						}
+						if !ok {
+							t.Errorf("plan:\n%s\nwant logs read once, by a range of %s bounded by time, sorting the entries of one time at most", plan, c.index)
 						}
 					})
 				}

@@ -11,6 +11,7 @@
 //	00016  PostgreSQL: words and attribute terms indexed beside the entry's project
 //	00017  both: the tail's index keyed by the batch alone
 //	00018  both: the per-minute rollup held in the hourly one's rows
+//	00019  both: the field filters' indexes end in time, not (time, id), and skip NULLs
 //
 // A migration, once released, never changes: its version and its text are what databases written
 // by earlier releases were migrated with, so they migrate exactly as before. A change to the
@@ -71,6 +72,9 @@ func SQLite(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error) {
 		goose.WithGoMigrations(goose.NewGoMigration(minuteCountsVersion,
 			&goose.GoFunc{RunTx: ddlOnly(minuteCountsUpSQLite())},
 			&goose.GoFunc{RunTx: ddlOnly(minuteCountsDownSQLite())})),
+		goose.WithGoMigrations(goose.NewGoMigration(fieldIndexesVersion,
+			&goose.GoFunc{RunTx: ddlOnly(fieldIndexesDDL(true, false))},
+			&goose.GoFunc{RunTx: ddlOnly(fieldIndexesDDL(false, false))})),
 	)
 	return goose.NewProvider(goose.DialectSQLite3, db, files, opts...)
 }
@@ -104,7 +108,10 @@ func Postgres(db *sql.DB, opts ...goose.ProviderOption) (*goose.Provider, error)
 			&goose.GoFunc{RunTx: sequentialDDL(tailIndexDownPostgres)})),
 		goose.WithGoMigrations(goose.NewGoMigration(minuteCountsVersion,
 			&goose.GoFunc{RunTx: sequentialDDL(minuteCountsUpPostgres())},
-			&goose.GoFunc{RunTx: sequentialDDL(minuteCountsDownPostgres())})))
+			&goose.GoFunc{RunTx: sequentialDDL(minuteCountsDownPostgres())})),
+		goose.WithGoMigrations(goose.NewGoMigration(fieldIndexesVersion,
+			&goose.GoFunc{RunTx: sequentialDDL(fieldIndexesDDL(true, true))},
+			&goose.GoFunc{RunTx: sequentialDDL(fieldIndexesDDL(false, true))})))
 	return goose.NewProvider(goose.DialectPostgres, db, files, opts...)
 }
 

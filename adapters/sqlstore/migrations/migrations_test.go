@@ -54,6 +54,7 @@ func TestVersions(t *testing.T) {
 			{12, goose.TypeGo, "", ""},
 			{17, goose.TypeGo, "", ""},
 			{18, goose.TypeGo, "", ""},
+			{19, goose.TypeGo, "", ""},
 		}},
 		{"postgres", "postgres", "postgres://localhost/none", Postgres, postgresMigrations, "postgres", []released{
 			{1, goose.TypeSQL, "00001_init.sql", "f54efb4ab284b3f21544b86b3409c0e4fb7feab5e2abfc3fcb53ba5bed725009"},
@@ -74,6 +75,7 @@ func TestVersions(t *testing.T) {
 			{16, goose.TypeGo, "", ""},
 			{17, goose.TypeGo, "", ""},
 			{18, goose.TypeGo, "", ""},
+			{19, goose.TypeGo, "", ""},
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
