@@ -467,14 +467,15 @@ func (s *Store) listStatement(ctx context.Context, q domain.LogQuery) (string, [
 }
 
 // sqliteFieldIndex is, on SQLite, the index a listing filtered by a field's one value reads:
-// logs_trace, logs_user, logs_subject or logs_level (in that order, the rarer values first),
-// whose range of (project_id, value) is in listing order, (time, id), so the page is that
+// logs_trace, logs_user, logs_subject or logs_level (in that order, the rarer values first).
+// Its range of (project_id, value) holds only the entries of the value, in time order (the
+// entries of one time put in id order as they are read, migration 00019), so the page is that
 // range's first entries that pass the rest of the filter. SQLite's planner, which has no
 // statistics of the values, took the primary key instead in 19 of the 24 shapes of
 // TestSQLiteFieldListingsReadTheirIndex that filter by user, level or subject (every one with a
-// cursor or a time range among them): the project's entries in order, each read from the table
-// to test the value, so a page of a rare value read the project up to its 100th match. The field's range is never more than
-// that: it holds only the entries of the value. "" when no field filter has one value, or on
+// cursor or a time range among them), and in all 32 once the indexes ended in time: the
+// project's entries in order, each read from the table to test the value, so a page of a rare
+// value read the project up to its 100th match. "" when no field filter has one value, or on
 // PostgreSQL, whose planner has statistics of the values.
 func sqliteFieldIndex(e engine, f domain.LogFilter) string {
 	if _, ok := e.(sqliteEngine); !ok {
