@@ -21,6 +21,7 @@ import (
 // ones after the up step, and each time every field filter lists exactly its entries in
 // (time, id) order, both ways, in one page and (after the up step) in pages of 7.
 func TestFieldIndexesMigration(t *testing.T) {
+	skipUnderRace(t)
 	onBothEngines(t, testFieldIndexesMigration)
 }
 

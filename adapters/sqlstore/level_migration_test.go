@@ -23,6 +23,7 @@ import (
 // spellings of one level, so stats answer one series per level from either rollup and from the
 // entries, and a log_level filter in any spelling finds them all.
 func TestLevelMigrationMakesLevelsCanonical(t *testing.T) {
+	skipUnderRace(t)
 	t.Run("SQLite", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "test.db")
 		testLevelMigration(t, "sqlite", "file:"+path, nil, func(ts time.Time) any { return ts.UnixMicro() }, func() (*sqlstore.Store, error) {

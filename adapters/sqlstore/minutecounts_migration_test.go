@@ -21,6 +21,7 @@ import (
 // hours) equal the counts of the entries; the down step gives back exactly the per-minute rows
 // the previous release kept.
 func TestMinuteCountsMigration(t *testing.T) {
+	skipUnderRace(t)
 	onBothEngines(t, testMinuteCountsMigration)
 }
 

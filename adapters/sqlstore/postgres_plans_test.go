@@ -164,6 +164,7 @@ func checkPlan(t *testing.T, plan planNode, want planWant) {
 // dozen rows may be planned as a bitmap read and a sort of those rows, which is the cheaper plan
 // there, and so may DELETE, which reads every match anyway.
 func TestPostgresQueriesUseIndexes(t *testing.T) {
+	skipUnderRace(t)
 	s := storetest.OpenPostgres(t, pg.NewDatabase(t))
 	ctx := t.Context()
 	var projects []string

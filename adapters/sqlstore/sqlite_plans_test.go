@@ -23,6 +23,7 @@ import (
 // of these 32 shapes before 00019, every one by user, level or subject with a cursor or a time
 // range among them, and in all 32 after.)
 func TestSQLiteFieldListingsReadTheirIndex(t *testing.T) {
+	skipUnderRace(t)
 	s := storetest.OpenSQLite(t)
 	ctx := t.Context()
 	now := time.Now().UTC()

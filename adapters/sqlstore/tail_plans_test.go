@@ -94,6 +94,7 @@ func TestPostgresTailReadsUseIndexes(t *testing.T) {
 // from the position through tail_batches' key and each batch's rows, in order, through
 // logs_tail: no scan of a table, no sort. A filtered read never scans logs whole.
 func TestSQLiteTailReadsUseIndexes(t *testing.T) {
+	skipUnderRace(t)
 	s := storetest.OpenSQLite(t)
 	db := sqlstore.ReadDB(s)
 	for name, q := range tailPlanQueries(t, s) {

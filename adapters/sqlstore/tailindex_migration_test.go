@@ -21,6 +21,7 @@ import (
 // of each project, read forward from its start in small pages and replayed backwards, gives
 // exactly its batches' entries in ingest order, never the history.
 func TestTailIndexMigration(t *testing.T) {
+	skipUnderRace(t)
 	onBothEngines(t, testTailIndexMigration)
 }
 

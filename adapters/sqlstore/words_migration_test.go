@@ -20,6 +20,7 @@ import (
 // indexes the old entries' attribute terms: the attribute equalities below read them (fewer
 // than 5,000 entries hold each value).
 func TestWordsMigrationIndexesStoredEntries(t *testing.T) {
+	skipUnderRace(t)
 	onBothEngines(t, testWordsMigration)
 }
 
