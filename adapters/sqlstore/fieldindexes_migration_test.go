@@ -31,13 +31,7 @@ func testFieldIndexesMigration(t *testing.T, engine, dsn string, _ func(time.Tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC()
-	projects := []string{uuid.Must(uuid.NewV7()).String(), uuid.Must(uuid.NewV7()).String()}
-	for _, p := range projects {
-		if err := s.CreateProject(ctx, domain.Project{ID: p, Name: "p", CreatedAt: now, UpdatedAt: now}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	projects := newProjects(t, s, 2)
 	trace := func(i int) *string { return ptr(fmt.Sprintf("%032x", i%3)) }
 	var all []domain.LogEntry
 	for i := range 2_000 {

@@ -92,6 +92,20 @@ func skipUnderRace(t *testing.T) {
 	}
 }
 
+// newProjects creates n projects in s and returns their ids.
+func newProjects(t *testing.T, s *sqlstore.Store, n int) []string {
+	t.Helper()
+	now := time.Now().UTC()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = uuid.Must(uuid.NewV7()).String()
+		if err := s.CreateProject(t.Context(), domain.Project{ID: ids[i], Name: fmt.Sprint("p", i), CreatedAt: now, UpdatedAt: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
+}
+
 func openUpgraded(t *testing.T, open func() (*sqlstore.Store, error)) *sqlstore.Store {
 	t.Helper()
 	s, err := open()

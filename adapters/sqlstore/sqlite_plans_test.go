@@ -5,7 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -26,15 +25,7 @@ func TestSQLiteFieldListingsReadTheirIndex(t *testing.T) {
 	skipUnderRace(t)
 	s := storetest.OpenSQLite(t)
 	ctx := t.Context()
-	now := time.Now().UTC()
-	var projects []string
-	for i := range 4 {
-		id := uuid.Must(uuid.NewV7()).String()
-		if err := s.CreateProject(ctx, domain.Project{ID: id, Name: fmt.Sprint("p", i), CreatedAt: now, UpdatedAt: now}); err != nil {
-			t.Fatal(err)
-		}
-		projects = append(projects, id)
-	}
+	projects := newProjects(t, s, 4)
 	levels := []string{"debug", "info", "warn", "error"}
 	for b := range 4 {
 		batch := make([]domain.LogEntry, 5_000)

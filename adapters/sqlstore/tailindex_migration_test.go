@@ -31,14 +31,7 @@ func testTailIndexMigration(t *testing.T, engine, dsn string, _ func(time.Time) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := time.Now().UTC()
-	projects := make([]string, 3)
-	for i := range projects {
-		projects[i] = uuid.Must(uuid.NewV7()).String()
-		if err := s.CreateProject(ctx, domain.Project{ID: projects[i], Name: "p", CreatedAt: now, UpdatedAt: now}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	projects := newProjects(t, s, 3)
 	want := map[string][]string{} // each project's ids in ingest order
 	for b := range 60 {
 		batch := make([]domain.LogEntry, 40)
