@@ -450,7 +450,7 @@ func listQuery(e engine, q domain.LogQuery, table string) (string, []any) {
 
 // listStatement is the statement of one page of q, bound for the engine, and its arguments:
 // listQuery over logs, or, on SQLite, over the rows of a rare term of q (logs NOT INDEXED,
-// see sqlitePlan) or over the index of a field filter (sqliteFieldIndex).
+// see sqlitePlan) or over the index of a field filter (listTable).
 func (s *Store) listStatement(ctx context.Context, q domain.LogQuery) (string, []any, error) {
 	eng, first, err := s.sqlitePlan(ctx, q.Parsed.Root)
 	if err != nil {
@@ -459,39 +459,11 @@ func (s *Store) listStatement(ctx context.Context, q domain.LogQuery) (string, [
 	table := "logs"
 	if first {
 		table = "logs NOT INDEXED"
-	} else if ix := sqliteFieldIndex(eng, q.LogFilter); ix != "" {
-		table = "logs INDEXED BY " + ix
+	} else {
+		table = eng.listTable(q.LogFilter)
 	}
 	query, args := listQuery(eng, q, table)
 	return s.bind(query), args, nil
-}
-
-// sqliteFieldIndex is, on SQLite, the index a listing filtered by a field's one value reads:
-// logs_trace, logs_user, logs_subject or logs_level (in that order, the rarer values first).
-// Its range of (project_id, value) holds only the entries of the value, in time order (the
-// entries of one time put in id order as they are read, migration 00019), so the page is that
-// range's first entries that pass the rest of the filter. SQLite's planner, which has no
-// statistics of the values, took the primary key instead in 19 of the 24 shapes of
-// TestSQLiteFieldListingsReadTheirIndex that filter by user, level or subject (every one with a
-// cursor or a time range among them), and in all 32 once the indexes ended in time: the
-// project's entries in order, each read from the table to test the value, so a page of a rare
-// value read the project up to its 100th match. "" when no field filter has one value, or on
-// PostgreSQL, whose planner has statistics of the values.
-func sqliteFieldIndex(e engine, f domain.LogFilter) string {
-	if _, ok := e.(sqliteEngine); !ok {
-		return ""
-	}
-	switch {
-	case f.TraceID != nil:
-		return "logs_trace"
-	case f.UserID != nil:
-		return "logs_user"
-	case f.Subject != nil:
-		return "logs_subject"
-	case f.Level != nil && len(f.Levels) == 0, f.Level == nil && len(f.Levels) == 1:
-		return "logs_level"
-	}
-	return ""
 }
 
 // listing returns the prepared statement of a listing query, preparing it once.

@@ -66,6 +66,9 @@ type engine interface {
 	// queryAttribute renders a test of one top-level attribute as a condition that is never
 	// NULL, with its arguments (query.go).
 	queryAttribute(key string, t attrTest) (string, []any)
+	// listTable is the table a listing matching f reads in listing order: logs, or on SQLite
+	// logs INDEXED BY the index of a field filter of f (see sqliteEngine.listTable).
+	listTable(f domain.LogFilter) string
 	// minuteCounts renders the minutes of the row of log_counts_hour aliased table, one row
 	// each: what joins them to the table in a FROM clause, the minute's offset in the hour
 	// (0 to 59) and its count.

@@ -25,7 +25,7 @@ import "strings"
 //
 // logs_level keeps (time, id) on PostgreSQL: level is never NULL, and with keys ending in time
 // the generic plan of a level listing with a time range became a bitmap of the project's whole
-// range. On SQLite, where the store names the index of a field filter (sqliteFieldIndex), it
+// range. On SQLite, where the store names the index of a field filter (listTable), it
 // ends in time too.
 //
 // Each index is dropped and built again in the migration's transaction: one read of the table
