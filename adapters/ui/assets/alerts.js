@@ -11,10 +11,16 @@ export function setupAlerts({ $, el, state, rangeSeconds, fmtTime }) {
     $('alerts-msg').classList.toggle('ok', ok);
   };
 
+  // listed counts the lists asked for: only the answer to the latest is shown, so a slower
+  // answer to an earlier one (a rule's state before it fired) never replaces it, and an answer
+  // that comes after the menu closed is dropped.
+  let listed = 0;
   async function refresh() {
     if (!state.project) return;
+    const mine = ++listed;
     try {
       const { body } = await getJSON('/alerts?' + new URLSearchParams({ project_id: state.project }));
+      if (mine !== listed || !menu.open) return;
       $('alerts-list').replaceChildren(...body.map(item));
       if (body.length === 0) $('alerts-list').append(el('li', { class: 'hint' }, 'No alert rules in this project yet.'));
     } catch (err) {
@@ -86,6 +92,6 @@ export function setupAlerts({ $, el, state, rangeSeconds, fmtTime }) {
     refresh();
   });
   menu.addEventListener('toggle', () => {
-    if (menu.open) { say(''); refresh(); } else $('alerts-list').replaceChildren();
+    if (menu.open) { say(''); refresh(); } else { listed++; $('alerts-list').replaceChildren(); }
   });
 }
