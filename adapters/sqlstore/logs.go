@@ -569,10 +569,7 @@ const (
 // SingleWriter says whether every write of the store queues for one lock, as on SQLite, where
 // a sweep transaction holds back all ingest while it runs; on PostgreSQL a sweep and inserts
 // of other rows run side by side. The service paces its sweep by it.
-func (s *Store) SingleWriter() bool {
-	_, one := s.eng.(sqliteEngine)
-	return one
-}
+func (s *Store) SingleWriter() bool { return s.eng.singleWriter() }
 
 // SweepLogs implements domain.LogStore: one bounded transaction, under the engine's sweep lock.
 // The project's row is read with the engine's lock suffix, so a retention change waits for the

@@ -145,6 +145,21 @@ type postgresEngine struct {
 // listTable: PostgreSQL's planner, which has statistics of the values, chooses the index.
 func (postgresEngine) listTable(domain.LogFilter) string { return "logs" }
 
+// attributeText: the json operator returns the stored text of a member.
+func (postgresEngine) attributeText(column string) string {
+	return "CAST(" + column + " -> CAST(? AS TEXT) AS TEXT)"
+}
+
+func (postgresEngine) attributeKeys(row string) (table, key string) {
+	return "json_object_keys(" + row + ".attributes) AS j (key)", "j.key"
+}
+
+// bytewise: the "C" collation; the database's own may order by its locale.
+func (postgresEngine) bytewise() string { return ` COLLATE "C"` }
+
+// singleWriter: a sweep and inserts of other rows run side by side.
+func (postgresEngine) singleWriter() bool { return false }
+
 func (e postgresEngine) forProject(id string) engine {
 	e.project = id
 	return e

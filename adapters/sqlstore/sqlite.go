@@ -154,6 +154,24 @@ func (sqliteEngine) listTable(f domain.LogFilter) string {
 // entries hold (sqlitePlan), and joined to the project's rows by rowid.
 func (e sqliteEngine) forProject(string) engine { return e }
 
+// attributeText quotes the key with json_quote, which the path parser reads back whatever the
+// key holds (dots, quotes, backslashes, brackets); -> renders the member as stored (numbers
+// keep their text). A third of the time of finding the member by json_each and its fullkey
+// (0.45 s against 1.45 s for the facets of 100,000 entries).
+func (sqliteEngine) attributeText(column string) string {
+	return column + " -> ('$.' || json_quote(?))"
+}
+
+func (sqliteEngine) attributeKeys(row string) (table, key string) {
+	return "json_each(" + row + ".attributes) AS j", "j.key"
+}
+
+// bytewise: SQLite's default collation, BINARY, already compares bytes.
+func (sqliteEngine) bytewise() string { return "" }
+
+// singleWriter: the writer holds the database's write lock for every transaction.
+func (sqliteEngine) singleWriter() bool { return true }
+
 func (sqliteEngine) lockSuffix() string      { return "" } // the writer holds the database's write lock
 func (sqliteEngine) projectLock(bool) string { return "" } // likewise
 func (sqliteEngine) searchLock() string      { return "" } // likewise

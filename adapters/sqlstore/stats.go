@@ -354,17 +354,11 @@ func (s *Store) rollupStatsSQL(q domain.StatsQuery) (string, []any) {
 }
 
 // groupColumn is the expression a stats statement groups by, and its arguments: a column, a
-// constant for none, or an attribute's value as the JSON text stored (NULL when the entry lacks
-// the key). The key is an argument, never part of a JSON path: PostgreSQL takes the member by
-// name (attributes is json, whose members keep their text as written), SQLite finds the key
-// with json_each and reads its member by the path json_each writes itself (fullkey), which ->
-// answers as the stored text too (an attribute's numbers, escapes and nesting byte for byte).
+// constant for none, or an attribute's value as the JSON text stored, NULL when the entry lacks
+// the key (engine.attributeText: the key is an argument, never part of the statement's text).
 func (s *Store) groupColumn(by string) (string, []any) {
 	if key, ok := strings.CutPrefix(by, domain.ByAttributePrefix); ok {
-		if _, lite := s.eng.(sqliteEngine); lite {
-			return "(SELECT logs.attributes -> j.fullkey FROM json_each(logs.attributes) AS j WHERE j.key = ?)", []any{key}
-		}
-		return "CAST(attributes -> CAST(? AS TEXT) AS TEXT)", []any{key}
+		return s.eng.attributeText("logs.attributes"), []any{key}
 	}
 	switch by {
 	case domain.BySubject, domain.ByUserID, domain.ByTraceID, domain.BySpanID:
@@ -381,10 +375,7 @@ func (s *Store) groupColumn(by string) (string, []any) {
 // the answer is exact and holds at most ? + 1 groups however many the range has. Placeholders:
 // the number of groups kept, twice.
 func (s *Store) statsTop() string {
-	bytewise := "" // SQLite compares text with BINARY unless told otherwise
-	if _, lite := s.eng.(sqliteEngine); !lite {
-		bytewise = ` COLLATE "C"`
-	}
+	bytewise := s.eng.bytewise()
 	return ", totals AS (SELECT bucket, grp, n, SUM(n) OVER (PARTITION BY grp) AS total FROM counts)" +
 		", ranked AS (SELECT bucket, grp, n, DENSE_RANK() OVER (ORDER BY total DESC, CASE WHEN grp IS NULL THEN 0 ELSE 1 END, grp" + bytewise + ") AS rk FROM totals)" +
 		" SELECT bucket, grp, n, 0 AS other FROM ranked WHERE rk <= ?" +

@@ -75,6 +75,18 @@ type engine interface {
 	minuteCounts(table string) (join, index, count string)
 	// hasPrefix renders "column begins with the value" with one ? placeholder.
 	hasPrefix(column string) string
+	// attributeText renders the member of the attributes object in column whose key is the one
+	// ? placeholder, as its JSON text exactly as stored (numbers keep their text, strings their
+	// escapes, nesting its bytes): NULL when the key is absent, the text null when the value is.
+	attributeText(column string) string
+	// attributeKeys renders the keys of the attributes of each row of alias row as a table
+	// joined to it, and the expression of one key (NULL attributes: no keys).
+	attributeKeys(row string) (table, key string)
+	// bytewise is the collation clause that orders text by its bytes (UTF-8 in code point
+	// order), as Go's strings.Compare does, appended to an ORDER BY term.
+	bytewise() string
+	// singleWriter says whether every write queues for one lock (see Store.SingleWriter).
+	singleWriter() bool
 	// classify says what a driver error means by the engine's codes, for translate.
 	classify(err error) dbError
 }
