@@ -456,11 +456,9 @@ func (s *Store) listStatement(ctx context.Context, q domain.LogQuery) (string, [
 	if err != nil {
 		return "", nil, err
 	}
-	table := "logs"
+	table := eng.listTable(q.LogFilter)
 	if first {
 		table = "logs NOT INDEXED"
-	} else {
-		table = eng.listTable(q.LogFilter)
 	}
 	query, args := listQuery(eng, q, table)
 	return s.bind(query), args, nil

@@ -79,7 +79,6 @@ func upgrade(t *testing.T, raw *sql.DB, open func() (*sqlstore.Store, error)) *s
 	return openUpgraded(t, open)
 }
 
-// openUpgraded opens the store, which migrates the database; it is closed when the test ends.
 // skipUnderRace skips a test that drives one goroutine over thousands of entries, a migration or
 // a plan checked at a size: the race detector has nothing to find there (the store's concurrent
 // paths run under it in the store contract suites) and makes it several times slower, SQLite
@@ -106,6 +105,7 @@ func newProjects(t *testing.T, s *sqlstore.Store, n int) []string {
 	return ids
 }
 
+// openUpgraded opens the store, which migrates the database; it is closed when the test ends.
 func openUpgraded(t *testing.T, open func() (*sqlstore.Store, error)) *sqlstore.Store {
 	t.Helper()
 	s, err := open()

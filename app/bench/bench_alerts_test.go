@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,20 +19,10 @@ import (
 
 // benchBlocks is BENCH_ABBA, the blocks of spans (alone, with, with, alone) of
 // BenchmarkAlertsPostgres (default 3).
-func benchBlocks() int {
-	if n, err := strconv.Atoi(os.Getenv("BENCH_ABBA")); err == nil && n > 0 {
-		return n
-	}
-	return 3
-}
+func benchBlocks() int { return envCount("BENCH_ABBA", 3) }
 
 // benchRules is BENCH_RULES, the alert rules of BenchmarkAlertsPostgres (default 1,000).
-func benchRules() int {
-	if n, err := strconv.Atoi(os.Getenv("BENCH_RULES")); err == nil && n > 0 {
-		return n
-	}
-	return 1000
-}
+func benchRules() int { return envCount("BENCH_RULES", 1000) }
 
 // BenchmarkAlertsPostgres measures alert rules on a table of BENCH_ROWS entries of two projects,
 // half each, spread over the 10 minutes before the rules' first evaluation (six levels, every

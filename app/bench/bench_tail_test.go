@@ -86,12 +86,7 @@ func benchTail(b *testing.B, st server.Store, database string) {
 // tailSamples is BENCH_TAIL_SAMPLES when set, else n: the fewest entries a latency benchmark
 // times. Each waits for a poll of the hub (about 100 ms), so the defaults take 20 and 11 s a
 // store; CI, which runs the benchmarks only to keep them working, takes 20.
-func tailSamples(n int) int {
-	if v, err := strconv.Atoi(os.Getenv("BENCH_TAIL_SAMPLES")); err == nil && v > 0 {
-		return v
-	}
-	return n
-}
+func tailSamples(n int) int { return envCount("BENCH_TAIL_SAMPLES", n) }
 
 // benchTailIngest posts the same kind of batches as BenchmarkCreateLogs* (1,000 entries, 2
 // clients) with no tail open and with 100 tails open (tail i on tailURL(i)), in pairs of rounds,

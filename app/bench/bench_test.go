@@ -40,12 +40,16 @@ var citus *pgtest.Citus
 // TestMain starts the PostgreSQL server, and the Citus cluster too under the citus build tag.
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, pgtest.WithCitus(&citus))) }
 
-func benchRows() int {
-	if n, err := strconv.Atoi(os.Getenv("BENCH_ROWS")); err == nil && n > 0 {
+// envCount is the positive whole number in the environment variable name, else def: how the
+// benchmarks take their sizes (BENCH_ROWS, BENCH_RULES, BENCH_ABBA, BENCH_TAIL_SAMPLES).
+func envCount(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
 	}
-	return 1_000_000
+	return def
 }
+
+func benchRows() int { return envCount("BENCH_ROWS", 1_000_000) }
 
 // benchEnv is the real wiring over a store, served on loopback.
 type benchEnv struct {
