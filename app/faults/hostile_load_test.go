@@ -39,10 +39,15 @@ const (
 	// over the attack, VmHWM and 10 ms samples of VmRSS, above the warmed-up baseline).
 	rssGrowthBound = 64 << 20
 	// latencyRatio and latencyFloor bound the victim's page under attack: its loaded p99 at most
-	// latencyRatio times its unloaded p99 plus latencyFloor. The floor is there because the
-	// unloaded p99 on loopback is about a millisecond, and the attack runs on the same two cores
-	// as the server, the clients and the database: one victim request preempted once by a
-	// runnable attacker thread waits a scheduler slice (a few ms under CFS with these many
+	// latencyRatio times its unloaded p99 plus latencyFloor. The unloaded p99 is measured just
+	// before the attack and again just after it, and the larger counts: a write's latency is
+	// mostly the disk's flush, which on a shared machine can double from one minute to the next
+	// (a CI run measured 32.6 ms unloaded before an attack, and 70 ms on a run of its own), and
+	// what the bound is for, a victim blocked behind the attack, costs seconds either way (the
+	// victim's requests run one at a time, so one blocked request is its p99). The floor is there
+	// because the unloaded p99 on loopback is about a millisecond, and the attack runs on the same
+	// two cores as the server, the clients and the database: one victim request preempted once by
+	// a runnable attacker thread waits a scheduler slice (a few ms under CFS with these many
 	// threads), whatever the server does. 10 ms is far below what a blocked page costs (seconds:
 	// the review measured 23.5 s on SQLite and 49 s on PostgreSQL).
 	latencyRatio = 2
@@ -65,6 +70,8 @@ const (
 	searchMessages  = 200
 	// unloadedPages is how many victim pages, one after another, measure the unloaded p99.
 	unloadedPages = 200
+	// deleteAttempts is how many tries H2-delete's latency bound gets (see deleteAttack).
+	deleteAttempts = 3
 )
 
 // pathologicalQ is a 255-character term that matches at no position of a message of 'a's but
@@ -87,9 +94,10 @@ var pathologicalQ = strings.Repeat("a", 254) + "b"
 //     64 MiB.
 //   - H2: sixteen searches at once with a pathological 255-character q over 200 of the attacker's
 //     64 KiB messages, and six tails replaying with it from the epoch (at least 3 s, cut at 15 s):
-//     the victim's 10-entry page keeps its p99 within 2x its unloaded p99 plus 10 ms, and none
+//     the victim's 10-entry page keeps its p99 within 2x its unloaded p99 (the larger of one
+//     measured before the attack and one after) plus 10 ms, and none
 //     of its requests fails. Likewise the victim's one-entry writes during one DELETE with that
-//     q (nothing matches, so nothing is deleted).
+//     q (nothing matches, so nothing is deleted), whose latency bound gets three tries.
 //
 // Each attack runs on a fresh server process, so that each peak is its own. Every figure is
 // printed on a line starting with "FAULTS HOSTILE".
@@ -682,6 +690,21 @@ func misconfigured(t *testing.T, name string, c *tally) {
 	}
 }
 
+// unloadedP99 runs the victim's request n times, one after another, with no attack, and returns
+// their p99. It fails the test when one is not answered want.
+func unloadedP99(t *testing.T, what string, n int, want string, victim func() (time.Duration, string)) time.Duration {
+	t.Helper()
+	d := make([]time.Duration, 0, n)
+	for range n {
+		took, code := victim()
+		if code != want {
+			t.Fatalf("unloaded %s: %s", what, code)
+		}
+		d = append(d, took)
+	}
+	return p99(d)
+}
+
 // search runs the H2 attack: sixteen pathological searches and six tails replaying with the
 // same q, all at once, while the victim pages its own entries.
 func (h *hostile) search(t *testing.T) {
@@ -706,16 +729,7 @@ func (h *hostile) search(t *testing.T) {
 	if code, _, _, err := h.do(t.Context(), http.DefaultClient, "search", "GET", short, nil, nil); err != nil || code != http.StatusOK {
 		t.Fatalf("warm-up search: %d %v", code, err)
 	}
-	unloaded := make([]time.Duration, 0, unloadedPages)
-	for range unloadedPages {
-		d, code := victimPage()
-		if code != "200" {
-			t.Fatalf("unloaded victim page: %s", code)
-		}
-		unloaded = append(unloaded, d)
-	}
-	base99 := p99(unloaded)
-	bound := latencyRatio*base99 + latencyFloor
+	before99 := unloadedP99(t, "victim page", unloadedPages, "200", victimPage)
 
 	m := startMeter(t, srv)
 	var searches, tails tally
@@ -771,16 +785,19 @@ func (h *hostile) search(t *testing.T) {
 	}
 	loaded, victim, lasted := attack(t, searchAttackers+tailAttackers, launch, victimPage)
 	peak := m.finish()
+	after99 := unloadedP99(t, "victim page after the attack", unloadedPages, "200", victimPage)
+	base99 := max(before99, after99)
+	bound := latencyRatio*base99 + latencyFloor
 	loaded99 := p99(loaded)
 	failed := len(loaded) - victim["200"]
-	fmt.Printf("FAULTS HOSTILE store=%s finding=H2-search victim_p99_unloaded=%s victim_p99_loaded=%s bound=%s victim_max=%s victim_requests=%d victim_answers=%v searches=%v slowest_search=%s tails=%v attack=%s rss_base=%s rss_peak=%s growth=%s\n",
-		h.store, base99.Round(10*time.Microsecond), loaded99.Round(10*time.Microsecond), bound.Round(10*time.Microsecond), slices.Max(loaded).Round(time.Millisecond),
+	fmt.Printf("FAULTS HOSTILE store=%s finding=H2-search victim_p99_unloaded=%s/%s victim_p99_loaded=%s bound=%s victim_max=%s victim_requests=%d victim_answers=%v searches=%v slowest_search=%s tails=%v attack=%s rss_base=%s rss_peak=%s growth=%s\n",
+		h.store, before99.Round(10*time.Microsecond), after99.Round(10*time.Microsecond), loaded99.Round(10*time.Microsecond), bound.Round(10*time.Microsecond), slices.Max(loaded).Round(time.Millisecond),
 		len(loaded), victim, &searches, slowest.Round(time.Millisecond), &tails, lasted.Round(time.Millisecond), mib(m.base), mib(peak), mib(peak-m.base))
 	misconfigured(t, "H2", &searches)
 	misconfigured(t, "H2 tails", &tails)
 	if loaded99 > bound {
-		t.Errorf("H2: the victim's 10-entry page took %v at p99 (slowest %v, %d requests) during %d pathological searches and %d replaying tails (%v, cut at %v), want at most %d x its unloaded p99 %v + %v = %v",
-			loaded99, slices.Max(loaded), len(loaded), searchAttackers, tailAttackers, lasted.Round(time.Millisecond), attackWindow, latencyRatio, base99, latencyFloor, bound)
+		t.Errorf("H2: the victim's 10-entry page took %v at p99 (slowest %v, %d requests) during %d pathological searches and %d replaying tails (%v, cut at %v), want at most %d x its unloaded p99 %v (before %v, after %v) + %v = %v",
+			loaded99, slices.Max(loaded), len(loaded), searchAttackers, tailAttackers, lasted.Round(time.Millisecond), attackWindow, latencyRatio, base99, before99, after99, latencyFloor, bound)
 	}
 	if failed != 0 {
 		t.Errorf("H2: %d of the victim's %d requests during the attack did not answer 200: %v", failed, len(loaded), victim)
@@ -808,16 +825,24 @@ func (h *hostile) deleteAttack(t *testing.T) {
 			t.Fatalf("warm-up victim write: %s", code)
 		}
 	}
-	var unloaded []time.Duration
-	for range unloadedPages / 2 {
-		d, code := victimWrite()
-		if code != "201" {
-			t.Fatalf("unloaded victim write: %s", code)
+	// A write's latency is mostly the disk's flush, and on Citus a write now and then waits 150 to
+	// 600 ms with or without an attack (measured: unloaded p99s from 9 ms to 154 ms in four runs
+	// of this test on an idle machine), which is as long as the DELETE itself now takes. So the
+	// latency bound gets deleteAttempts tries, each with its own baselines, and fails only when
+	// every one is over it: a writer blocked behind the DELETE is blocked on every try.
+	for attempt := 1; ; attempt++ {
+		within := h.deleteAttempt(t, base, attempt, victimWrite, attempt == deleteAttempts)
+		if within || attempt == deleteAttempts {
+			return
 		}
-		unloaded = append(unloaded, d)
 	}
-	base99 := p99(unloaded)
-	bound := latencyRatio*base99 + latencyFloor
+}
+
+// deleteAttempt is one try of deleteAttack: the victim's unloaded p99, the attack, the unloaded
+// p99 again. It reports whether the loaded p99 was within the bound; last says to fail the test
+// when it was not. Any write not answered 201 fails the test whatever the try.
+func (h *hostile) deleteAttempt(t *testing.T, base string, attempt int, victimWrite func() (time.Duration, string), last bool) bool {
+	before99 := unloadedP99(t, "victim write", unloadedPages/2, "201", victimWrite)
 
 	var deletes tally
 	var took time.Duration
@@ -842,17 +867,21 @@ func (h *hostile) deleteAttack(t *testing.T) {
 		})
 	}
 	loaded, victim, lasted := attack(t, 1, launch, victimWrite)
+	after99 := unloadedP99(t, "victim write after the attack", unloadedPages/2, "201", victimWrite)
+	base99 := max(before99, after99)
+	bound := latencyRatio*base99 + latencyFloor
 	loaded99 := p99(loaded)
 	failed := len(loaded) - victim["201"]
-	fmt.Printf("FAULTS HOSTILE store=%s finding=H2-delete victim_write_p99_unloaded=%s victim_write_p99_loaded=%s bound=%s victim_max=%s victim_requests=%d victim_answers=%v delete=%v delete_took=%s attack=%s\n",
-		h.store, base99.Round(10*time.Microsecond), loaded99.Round(10*time.Microsecond), bound.Round(10*time.Microsecond), slices.Max(loaded).Round(time.Millisecond),
+	fmt.Printf("FAULTS HOSTILE store=%s finding=H2-delete attempt=%d victim_write_p99_unloaded=%s/%s victim_write_p99_loaded=%s bound=%s victim_max=%s victim_requests=%d victim_answers=%v delete=%v delete_took=%s attack=%s\n",
+		h.store, attempt, before99.Round(10*time.Microsecond), after99.Round(10*time.Microsecond), loaded99.Round(10*time.Microsecond), bound.Round(10*time.Microsecond), slices.Max(loaded).Round(time.Millisecond),
 		len(loaded), victim, &deletes, took.Round(time.Millisecond), lasted.Round(time.Millisecond))
 	misconfigured(t, "H2-delete", &deletes)
-	if loaded99 > bound {
-		t.Errorf("H2-delete: the victim's one-entry write took %v at p99 (slowest %v, %d requests) during a DELETE with a pathological q (%v, cut at %v), want at most %d x its unloaded p99 %v + %v = %v",
-			loaded99, slices.Max(loaded), len(loaded), lasted.Round(time.Millisecond), attackWindow, latencyRatio, base99, latencyFloor, bound)
+	if loaded99 > bound && last {
+		t.Errorf("H2-delete: on each of %d tries the victim's one-entry write was over its bound; on the last, it took %v at p99 (slowest %v, %d requests) during a DELETE with a pathological q (%v, cut at %v), want at most %d x its unloaded p99 %v (before %v, after %v) + %v = %v",
+			deleteAttempts, loaded99, slices.Max(loaded), len(loaded), lasted.Round(time.Millisecond), attackWindow, latencyRatio, base99, before99, after99, latencyFloor, bound)
 	}
 	if failed != 0 {
 		t.Errorf("H2-delete: %d of the victim's %d writes during the attack did not answer 201: %v", failed, len(loaded), victim)
 	}
+	return loaded99 <= bound
 }
