@@ -41,7 +41,8 @@ var citus *pgtest.Citus
 func TestMain(m *testing.M) { os.Exit(pgtest.Run(m, &pg, pgtest.WithCitus(&citus))) }
 
 // envCount is the positive whole number in the environment variable name, else def: how the
-// benchmarks take their sizes (BENCH_ROWS, BENCH_RULES, BENCH_ABBA, BENCH_TAIL_SAMPLES).
+// benchmarks take their sizes (BENCH_ROWS, BENCH_RULES, BENCH_ABBA, BENCH_TAIL_SAMPLES,
+// BENCH_SWEEP_ROWS).
 func envCount(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
