@@ -139,6 +139,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLP$$' -fuzztime $(FUZZTIME) ./app/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzOTLPBombs$$' -fuzztime $(FUZZTIME) ./app/e2e
 	$(GO) test -run '^$$' -fuzz '^FuzzParseQuery$$' -fuzztime $(FUZZTIME) ./domain
+	$(GO) test -run '^$$' -fuzz '^FuzzAttributeText$$' -fuzztime $(FUZZTIME) ./domain
 	$(GO) test -run '^$$' -fuzz '^FuzzBulk$$' -fuzztime $(FUZZTIME) ./adapters/esbulk
 	$(GO) test -run '^$$' -fuzz '^FuzzFlatten$$' -fuzztime $(FUZZTIME) ./adapters/esbulk
 
