@@ -693,7 +693,8 @@ func recordedProject(t *testing.T, n int, more func(e *domain.LogEntry, i int)) 
 }
 
 // TestCitusFacetsAreRouted runs the facets and fields statements on a Citus coordinator, with
-// every filter, entry fields and attributes, and EXPLAINs each: one task, a router query.
+// every filter, entry fields and attributes, facets both counted in the service and grouped by
+// the store, and EXPLAINs each: one task, a router query.
 func TestCitusFacetsAreRouted(t *testing.T) {
 	ctx := t.Context()
 	s, rec, p, batch := recordedProject(t, 50, func(e *domain.LogEntry, i int) {
@@ -709,12 +710,15 @@ func TestCitusFacetsAreRouted(t *testing.T) {
 	}
 	targets := []domain.QueryField{{Name: "level"}, {Name: "subject"}, {Name: "route", Attribute: true}, {Name: "status", Attribute: true}}
 	for _, f := range filters {
-		facets, err := s.Facets(ctx, domain.FacetsQuery{LogFilter: f, Fields: []string{"level", "subject", "route", "status"}, Targets: targets, Limit: 2, Now: 150_000})
-		if err != nil {
-			t.Fatalf("facets: %v", err)
-		}
-		if f.Q == nil && (len(facets) != 4 || facets[2].Values[0].Count+facets[2].Values[1].Count+facets[2].Other != 50) {
-			t.Errorf("facets = %+v", facets)
+		for _, memory := range []int64{16 << 20, 0} {
+			sqlstore.SetFacetsMemory(s, memory)
+			facets, err := s.Facets(ctx, domain.FacetsQuery{LogFilter: f, Fields: []string{"level", "subject", "route", "status"}, Targets: targets, Limit: 2, Now: 150_000})
+			if err != nil {
+				t.Fatalf("facets: %v", err)
+			}
+			if f.Q == nil && (len(facets) != 4 || facets[2].Values[0].Count+facets[2].Values[1].Count+facets[2].Other != 50) {
+				t.Errorf("facets (memory %d) = %+v", memory, facets)
+			}
 		}
 		keys, err := s.Fields(ctx, domain.FieldsQuery{LogFilter: f, Limit: 1000, Now: 150_000})
 		if err != nil {

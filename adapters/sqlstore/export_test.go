@@ -34,6 +34,10 @@ func RollupStatsSQL(s *Store, q domain.StatsQuery) (string, []any) {
 	return s.bind(query), args
 }
 
+// SetFacetsMemory sets the bytes of distinct values s's Facets counts in the service before
+// the store groups them instead: 0 makes the store group every time.
+func SetFacetsMemory(s *Store, n int64) { s.facetsMemory = n }
+
 // ReadDB is the store's read pool.
 func ReadDB(s *Store) *sqlx.DB { return s.r }
 

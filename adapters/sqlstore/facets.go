@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -27,21 +28,205 @@ const (
 // facetColumn renders what the facets statement groups field t by, with its arguments: the
 // entry's column, or the attribute's value as JSON text exactly as stored (engine.attributeText).
 func (s *Store) facetColumn(t domain.QueryField) (string, []any) {
-	if !t.Attribute {
-		switch t.Name {
-		case domain.FieldLevel, domain.FieldMessage, domain.FieldSubject, domain.FieldUserID, domain.FieldTraceID, domain.FieldSpanID:
-			return t.Name, nil
-		}
+	if !t.Attribute && isEntryField(t.Name) {
+		return t.Name, nil
 	}
 	return s.eng.attributeText("attributes"), []any{t.Name}
 }
 
-// Facets implements domain.FacetStore in one statement, its own snapshot on both engines: the
-// project's retention (statsCut), the matching entries' fields read once (the CTE m, which both
-// engines materialise, being used more than once), then per field its q.Limit most common
-// values, how many entries have the field, and how many entries match. Every part names the
-// project (m through where, cut by its id), so on Citus it is one router query.
+// defaultFacetsMemory bounds what Facets holds while it counts in the service (Store.facetsMemory):
+// the bytes of the distinct values it has met, each with facetsValueOverhead for its map entry.
+// Past it the store groups instead (facetsGrouped), in its own memory, spilling to disk as it
+// must.
+const (
+	defaultFacetsMemory = 16 << 20
+	facetsValueOverhead = 64
+)
+
+// errFacetsInStore: the service's count gave up (too many distinct values, or attributes not in
+// the stored form AttributeText reads); the store groups instead.
+var errFacetsInStore = errors.New("facets: grouped by the store")
+
+// Facets implements domain.FacetStore. The matching entries' fields are read in one statement
+// and counted here (facetsCounted): taking one member from each entry's attributes is most of
+// the work, and the stores' JSON operators parse each entry's whole object for it, where
+// domain.AttributeText scans to the member. When the distinct values outgrow s.facetsMemory the
+// store groups them itself (facetsGrouped); both give the same answer.
 func (s *Store) Facets(ctx context.Context, q domain.FacetsQuery) ([]domain.Facet, error) {
+	out, err := s.facetsCounted(ctx, q)
+	if errors.Is(err, errFacetsInStore) {
+		return s.facetsGrouped(ctx, q)
+	}
+	return out, err
+}
+
+// facetCount is one value of a field, as the answer orders it (raw: the attribute's JSON text,
+// or the entry's own field's text), and how many entries have it.
+type facetCount struct {
+	raw string
+	n   int64
+}
+
+// facetBefore orders a facet's values: the most common first, ties bytewise.
+func facetBefore(a, b facetCount) int {
+	return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.raw, b.raw))
+}
+
+// facetsCounted reads, in one statement and so one snapshot on both engines, the project's
+// retention (statsCut), one row when the project exists, then per matching entry the fields
+// asked for (an entry's own column, or its attributes once for every attribute asked for), and
+// counts them. The statement names the project in both parts, so on Citus it is one router
+// query.
+func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]domain.Facet, error) {
+	start, end := *q.Start, *q.End
+	f := q.LogFilter
+	f.Start, f.End = nil, &end // lo, the later of start and the retention, is added below
+	w, wargs, err := s.plannedWhere(ctx, f)
+	if err != nil {
+		return nil, s.translate("facets: plan", err)
+	}
+	// Column c+1 of a row is the field of targets col[c]; attrCol the attributes' column, or -1.
+	var cols, nulls []string
+	colOf := make([]int, len(q.Targets))
+	attrCol := -1
+	for i, t := range q.Targets {
+		if t.Attribute || !isEntryField(t.Name) {
+			if attrCol < 0 {
+				attrCol = len(cols)
+				cols, nulls = append(cols, "attributes"), append(nulls, "NULL")
+			}
+			colOf[i] = attrCol
+			continue
+		}
+		colOf[i] = len(cols)
+		cols, nulls = append(cols, t.Name), append(nulls, "CAST(NULL AS TEXT)")
+	}
+	query := statsCut + " SELECT 0" + prefixEach(", ", nulls) + " FROM cut UNION ALL SELECT 1" + prefixEach(", ", cols) +
+		" FROM logs" + w + " AND time >= (SELECT lo FROM cut)"
+	args := append(statsCutArgs(start, q.Now, q.ProjectID), wargs...)
+	rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
+	if err != nil {
+		return nil, s.translate("facets", err)
+	}
+	defer rows.Close()
+
+	var kind int64
+	raw := make([]sql.RawBytes, len(cols))
+	dest := make([]any, 1+len(cols))
+	dest[0] = &kind
+	for c := range raw {
+		dest[c+1] = &raw[c]
+	}
+	// values[i] are field i's distinct values and their counts, index[i] finds one in it.
+	values := make([][]facetCount, len(q.Targets))
+	index := make([]map[string]int, len(q.Targets))
+	for i := range index {
+		index[i] = make(map[string]int, 64)
+	}
+	present := make([]int64, len(q.Targets))
+	var total, memory int64
+	found := false
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, s.translate("facets", err)
+		}
+		if kind == 0 {
+			found = true
+			continue
+		}
+		total++
+		for i, t := range q.Targets {
+			v := raw[colOf[i]]
+			if colOf[i] == attrCol {
+				var has, ok bool
+				if v, has, ok = domain.AttributeText(v, t.Name); !ok {
+					return nil, errFacetsInStore
+				} else if !has {
+					continue
+				}
+			} else if v == nil {
+				continue
+			}
+			present[i]++
+			if at, ok := index[i][string(v)]; ok {
+				values[i][at].n++
+				continue
+			}
+			if memory += int64(len(v)) + facetsValueOverhead; memory > s.facetsMemory {
+				return nil, errFacetsInStore
+			}
+			k := string(v)
+			index[i][k] = len(values[i])
+			values[i] = append(values[i], facetCount{k, 1})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate("facets", err)
+	}
+	if !found {
+		return nil, s.translate("facets: project", sql.ErrNoRows)
+	}
+	out := make([]domain.Facet, len(q.Targets))
+	for i, t := range q.Targets {
+		top := make([]facetCount, 0, q.Limit+1)
+		for _, c := range values[i] {
+			if len(top) >= q.Limit && (len(top) == 0 || facetBefore(c, top[len(top)-1]) >= 0) {
+				continue
+			}
+			at, _ := slices.BinarySearchFunc(top, c, facetBefore)
+			top = slices.Insert(top, at, c)
+			if len(top) > q.Limit {
+				top = top[:q.Limit]
+			}
+		}
+		out[i] = facetOf(q.Fields[i], t, top, present[i], total)
+	}
+	return out, nil
+}
+
+// isEntryField reports whether name is one of the entry's own fields, which a facet reads from
+// its column.
+func isEntryField(name string) bool {
+	switch name {
+	case domain.FieldLevel, domain.FieldMessage, domain.FieldSubject, domain.FieldUserID, domain.FieldTraceID, domain.FieldSpanID:
+		return true
+	}
+	return false
+}
+
+// prefixEach is each of parts with p before it, joined.
+func prefixEach(p string, parts []string) string {
+	var b strings.Builder
+	for _, x := range parts {
+		b.WriteString(p)
+		b.WriteString(x)
+	}
+	return b.String()
+}
+
+// facetOf is the answer for field (t, as named) from its most common values in order, how many
+// matching entries have the field, and how many match.
+func facetOf(field string, t domain.QueryField, top []facetCount, present, total int64) domain.Facet {
+	fc := domain.Facet{Field: field, Values: make([]domain.FacetValue, len(top)), Missing: total - present}
+	listed := int64(0)
+	for j, v := range top {
+		text := v.raw
+		if !t.Attribute {
+			text = jsonString(v.raw)
+		}
+		fc.Values[j] = domain.FacetValue{Value: text, Count: v.n}
+		listed += v.n
+	}
+	fc.Other = present - listed
+	return fc
+}
+
+// facetsGrouped answers Facets in one statement that groups in the store, its own snapshot on
+// both engines: the project's retention (statsCut), the matching entries' fields read once (the
+// CTE m, which both engines materialise, being used more than once), then per field its q.Limit
+// most common values, how many entries have the field, and how many entries match. Every part
+// names the project (m through where, cut by its id), so on Citus it is one router query.
+func (s *Store) facetsGrouped(ctx context.Context, q domain.FacetsQuery) ([]domain.Facet, error) {
 	start, end := *q.Start, *q.End
 	args := statsCutArgs(start, q.Now, q.ProjectID)
 	cols := make([]string, len(q.Targets))
@@ -76,11 +261,7 @@ func (s *Store) Facets(ctx context.Context, q domain.FacetsQuery) ([]domain.Face
 		return nil, s.translate("facets", err)
 	}
 	defer rows.Close()
-	type value struct {
-		raw string
-		n   int64
-	}
-	values := make([][]value, len(q.Targets))
+	values := make([][]facetCount, len(q.Targets))
 	present := make([]int64, len(q.Targets))
 	var total int64
 	found := false
@@ -100,7 +281,7 @@ func (s *Store) Facets(ctx context.Context, q domain.FacetsQuery) ([]domain.Face
 		case kind == facetPresent:
 			present[fi] = n
 		case kind == facetValue && v.Valid:
-			values[fi] = append(values[fi], value{v.String, n})
+			values[fi] = append(values[fi], facetCount{v.String, n})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -111,21 +292,9 @@ func (s *Store) Facets(ctx context.Context, q domain.FacetsQuery) ([]domain.Face
 	}
 	out := make([]domain.Facet, len(q.Targets))
 	for i, t := range q.Targets {
-		vs := values[i]
 		// The statement's order, kept whatever order UNION ALL hands the rows on in.
-		slices.SortFunc(vs, func(a, b value) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.raw, b.raw)) })
-		fc := domain.Facet{Field: q.Fields[i], Values: make([]domain.FacetValue, len(vs)), Missing: total - present[i]}
-		listed := int64(0)
-		for j, v := range vs {
-			text := v.raw
-			if !t.Attribute {
-				text = jsonString(v.raw)
-			}
-			fc.Values[j] = domain.FacetValue{Value: text, Count: v.n}
-			listed += v.n
-		}
-		fc.Other = present[i] - listed
-		out[i] = fc
+		slices.SortFunc(values[i], facetBefore)
+		out[i] = facetOf(q.Fields[i], t, values[i], present[i], total)
 	}
 	return out, nil
 }

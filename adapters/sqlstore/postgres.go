@@ -63,7 +63,7 @@ func OpenPostgres(ctx context.Context, rawURL string, opts PostgresOptions) (*St
 	db.SetMaxIdleConns(opts.MaxIdleConns)
 	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
 	db.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
-	s := &Store{w: db, r: db, eng: postgresEngine{}, tail: postgresTail{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }}
+	s := &Store{w: db, r: db, eng: postgresEngine{}, tail: postgresTail{}, bind: func(q string) string { return sqlx.Rebind(sqlx.DOLLAR, q) }, facetsMemory: defaultFacetsMemory}
 	s.rollup = newRollupRows(s.bind)
 	// Readiness has a connection of its own (one more per instance on the server), retired like
 	// the pool's so that it follows a failover too.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"example.com/obsvc/adapters/sqlstore"
 	"example.com/obsvc/domain"
 )
 
@@ -422,21 +423,30 @@ func TestFacetsAgreeWithAReference(t *testing.T) {
 			if _, err := s.CreateLogs(t.Context(), batch, domain.LogWrite{}); err != nil {
 				t.Fatal(err)
 			}
+			// The service counts (the default), the store groups (no memory to count in), and the
+			// service gives up part-way through and the store groups.
+			paths := []struct {
+				name   string
+				memory int64
+			}{{"counted", 32 << 20}, {"grouped", 0}, {"grouped after counting", 2000}}
 			for _, r := range ranges {
 				for _, limit := range []int{1, 3, 100} {
 					wantFacets, wantKeys := reference(r, limit)
 					f := domain.LogFilter{ProjectID: p, Start: &r.start, End: &r.end}
-					got, err := s.Facets(t.Context(), domain.FacetsQuery{LogFilter: f, Fields: fields, Targets: targets, Limit: limit, Now: now.UnixMilli()})
-					if err != nil {
-						t.Fatal(err)
-					}
-					for i := range got {
-						if got[i].Values == nil {
-							got[i].Values = []domain.FacetValue{}
+					for _, path := range paths {
+						sqlstore.SetFacetsMemory(s.(*sqlstore.Store), path.memory)
+						got, err := s.Facets(t.Context(), domain.FacetsQuery{LogFilter: f, Fields: fields, Targets: targets, Limit: limit, Now: now.UnixMilli()})
+						if err != nil {
+							t.Fatal(err)
 						}
-					}
-					if !reflect.DeepEqual(got, wantFacets) {
-						t.Errorf("range %v limit %d: facets\n%s\nwant\n%s", r, limit, show(got), show(wantFacets))
+						for i := range got {
+							if got[i].Values == nil {
+								got[i].Values = []domain.FacetValue{}
+							}
+						}
+						if !reflect.DeepEqual(got, wantFacets) {
+							t.Errorf("%s, range %v limit %d: facets\n%s\nwant\n%s", path.name, r, limit, show(got), show(wantFacets))
+						}
 					}
 					keys, err := s.Fields(t.Context(), domain.FieldsQuery{LogFilter: f, Limit: 1000, Now: now.UnixMilli()})
 					if err != nil {

@@ -68,7 +68,7 @@ func OpenSQLite(ctx context.Context, path string, opts SQLiteOptions) (*Store, e
 	w.SetConnMaxIdleTime(0)
 	r := sqlx.NewDb(sql.OpenDB(sqliteConnector{drv, dsn + "&_pragma=query_only(1)"}), "sqlite")
 	r.SetMaxOpenConns(max(opts.MaxReaders, 1))
-	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }, indexedTerms: opts.IndexedTerms}
+	s := &Store{w: w, r: r, eng: sqliteEngine{}, tail: sqliteTail{}, bind: func(q string) string { return q }, indexedTerms: opts.IndexedTerms, facetsMemory: defaultFacetsMemory}
 	s.rollup = newRollupRows(s.bind)
 	if s.ping, err = pingPool("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
 		_ = s.Close()

@@ -116,6 +116,8 @@ type Store struct {
 	rollup rollupRows
 	// indexedTerms: SQLiteOptions.IndexedTerms (SQLite only).
 	indexedTerms int
+	// facetsMemory bounds the distinct values Facets counts in the service (defaultFacetsMemory).
+	facetsMemory int64
 
 	// listings caches a prepared statement per listing shape (filters x order x cursor, at most
 	// 64): PostgreSQL then plans each shape once per connection instead of once per request,
