@@ -303,6 +303,9 @@ func (h *harness) measureSearch(ctx context.Context) error {
 	// needle(i) is the request id of a different entry of project 3 each time.
 	needle := func(i int) string { return requestID(3 + seedProjects*((i*7919)%perProject)) }
 	session := func(i int) string { return fmt.Sprintf("s-%04d", (i*37)%1000) }
+	// The targets are the query language's: a needle within 2x of VictoriaLogs on PostgreSQL and
+	// 5x on SQLite, the equality and facets within 2x on both; the common word and the day of
+	// counts have none of their own and keep the needle's.
 	questions := []struct {
 		name      string
 		ours      func(i int) string
@@ -321,12 +324,12 @@ func (h *harness) measureSearch(ctx context.Context) error {
 			},
 			func(i int) string {
 				return "/select/logsql/query?" + vlRange(start, end) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} session.id:="`+session(i)+`" | sort by (_time desc) | limit 100`)
-			}, 2, 5},
+			}, 2, 2},
 		{"facets: top 10 of a 50,000-value attribute over a day",
 			func(int) string { return "/logs/facets?project_id=" + p + daySpan + "&field=k8s.pod.name&limit=10" },
 			func(int) string {
 				return "/select/logsql/query?" + vlRange(end-2*day, end-day-1) + "&query=" + url.QueryEscape(`{project_id="`+p+`"} | top 10 (k8s.pod.name)`)
-			}, 2, 5},
+			}, 2, 2},
 		{"newest 100 entries with a common word",
 			func(int) string { return "/logs?project_id=" + p + month + "&order=desc&limit=100&query=completed" },
 			func(int) string {
