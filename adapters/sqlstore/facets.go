@@ -73,10 +73,10 @@ func facetBefore(a, b facetCount) int {
 }
 
 // facetsCounted reads, in one statement and so one snapshot on both engines, the project's
-// retention (statsCut), one row when the project exists, then per matching entry the fields
-// asked for (an entry's own column, or its attributes once for every attribute asked for), and
-// counts them. The statement names the project in both parts, so on Citus it is one router
-// query.
+// retention (statsCut) and the fields asked for of every matching entry (an entry's own column,
+// or its attributes once for every attribute asked for), and counts them. An entry read means
+// the project exists; only an empty answer asks (projectExists), as a listing does. Both
+// statements name the project, so on Citus each is one router query.
 func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]domain.Facet, error) {
 	start, end := *q.Start, *q.End
 	f := q.LogFilter
@@ -85,24 +85,23 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 	if err != nil {
 		return nil, s.translate("facets: plan", err)
 	}
-	// Column c+1 of a row is the field of targets col[c]; attrCol the attributes' column, or -1.
-	var cols, nulls []string
+	// Column colOf[i] of a row holds target i; attrCol is the attributes' column, or -1.
+	var cols []string
 	colOf := make([]int, len(q.Targets))
 	attrCol := -1
 	for i, t := range q.Targets {
 		if t.Attribute || !isEntryField(t.Name) {
 			if attrCol < 0 {
 				attrCol = len(cols)
-				cols, nulls = append(cols, "attributes"), append(nulls, "NULL")
+				cols = append(cols, "attributes")
 			}
 			colOf[i] = attrCol
 			continue
 		}
 		colOf[i] = len(cols)
-		cols, nulls = append(cols, t.Name), append(nulls, "CAST(NULL AS TEXT)")
+		cols = append(cols, t.Name)
 	}
-	query := statsCut + " SELECT 0" + prefixEach(", ", nulls) + " FROM cut UNION ALL SELECT 1" + prefixEach(", ", cols) +
-		" FROM logs" + w + " AND time >= (SELECT lo FROM cut)"
+	query := statsCut + " SELECT " + strings.Join(cols, ", ") + " FROM logs" + w + " AND time >= (SELECT lo FROM cut)"
 	args := append(statsCutArgs(start, q.Now, q.ProjectID), wargs...)
 	rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
 	if err != nil {
@@ -110,12 +109,10 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 	}
 	defer rows.Close()
 
-	var kind int64
 	raw := make([]sql.RawBytes, len(cols))
-	dest := make([]any, 1+len(cols))
-	dest[0] = &kind
+	dest := make([]any, len(cols))
 	for c := range raw {
-		dest[c+1] = &raw[c]
+		dest[c] = &raw[c]
 	}
 	// values[i] are field i's distinct values and their counts, index[i] finds one in it.
 	values := make([][]facetCount, len(q.Targets))
@@ -125,14 +122,9 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 	}
 	present := make([]int64, len(q.Targets))
 	var total, memory int64
-	found := false
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, s.translate("facets", err)
-		}
-		if kind == 0 {
-			found = true
-			continue
 		}
 		total++
 		for i, t := range q.Targets {
@@ -163,8 +155,11 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 	if err := rows.Err(); err != nil {
 		return nil, s.translate("facets", err)
 	}
-	if !found {
-		return nil, s.translate("facets: project", sql.ErrNoRows)
+	if total == 0 {
+		var one int
+		if err := s.r.GetContext(ctx, &one, s.bind(projectExists), q.ProjectID); err != nil {
+			return nil, s.translate("facets: project", err)
+		}
 	}
 	out := make([]domain.Facet, len(q.Targets))
 	for i, t := range q.Targets {
@@ -192,16 +187,6 @@ func isEntryField(name string) bool {
 		return true
 	}
 	return false
-}
-
-// prefixEach is each of parts with p before it, joined.
-func prefixEach(p string, parts []string) string {
-	var b strings.Builder
-	for _, x := range parts {
-		b.WriteString(p)
-		b.WriteString(x)
-	}
-	return b.String()
 }
 
 // facetOf is the answer for field (t, as named) from its most common values in order, how many

@@ -359,7 +359,7 @@ func TestFacetsAgreeWithAReference(t *testing.T) {
 		return strings.TrimSuffix(b.String(), "\n"), *s, true
 	}
 	type ranged struct{ start, end int64 }
-	ranges := []ranged{{0, 999}, {100, 500}, {700, 700}}
+	ranges := []ranged{{0, 999}, {100, 500}, {700, 700}, {1000, 2000}} // the last holds no entry
 	reference := func(r ranged, limit int) ([]domain.Facet, []domain.FieldCount) {
 		var in []entry
 		for _, e := range entries {
