@@ -109,10 +109,17 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 	}
 	defer rows.Close()
 
-	raw := make([]sql.RawBytes, len(cols))
+	// The attributes are read in place (RawBytes: valid until the next row); an entry's own
+	// fields as strings, since a driver may hand an empty string on as a nil RawBytes, which
+	// would read as a field the entry does not have.
+	var attrs sql.RawBytes
+	own := make([]sql.NullString, len(cols))
 	dest := make([]any, len(cols))
-	for c := range raw {
-		dest[c] = &raw[c]
+	for c := range cols {
+		dest[c] = &own[c]
+		if c == attrCol {
+			dest[c] = &attrs
+		}
 	}
 	// values[i] are field i's distinct values and their counts, index[i] finds one in it.
 	values := make([][]facetCount, len(q.Targets))
@@ -128,16 +135,18 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 		}
 		total++
 		for i, t := range q.Targets {
-			v := raw[colOf[i]]
-			if colOf[i] == attrCol {
+			var v []byte
+			if c := colOf[i]; c == attrCol {
 				var has, ok bool
-				if v, has, ok = domain.AttributeText(v, t.Name); !ok {
+				if v, has, ok = domain.AttributeText(attrs, t.Name); !ok {
 					return nil, errFacetsInStore
 				} else if !has {
 					continue
 				}
-			} else if v == nil {
+			} else if !own[c].Valid {
 				continue
+			} else {
+				v = []byte(own[c].String)
 			}
 			present[i]++
 			if at, ok := index[i][string(v)]; ok {

@@ -321,8 +321,9 @@ func TestFacetsAgreeWithAReference(t *testing.T) {
 			b.WriteString(attrs[k])
 		}
 		b.WriteByte('}')
-		e := domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), Time: int64(rng.IntN(1000)), Level: pick([]string{"info", "warn", "error"}), Message: pick([]string{"m1", "m2"})}
-		if s := pick(subjects); s != "" {
+		e := domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), Time: int64(rng.IntN(1000)), Level: pick([]string{"info", "warn", "error"}), Message: pick([]string{"m1", "m2", ""})}
+		if rng.IntN(7) > 0 {
+			s := pick(subjects) // "" among them: a subject that is empty, not missing
 			e.Subject = &s
 		}
 		if len(attrs) > 0 || rng.IntN(2) == 0 {
@@ -330,7 +331,11 @@ func TestFacetsAgreeWithAReference(t *testing.T) {
 		}
 		entries[i] = entry{e, attrs}
 	}
-	fields := []string{"level", "subject", "user_id", "k1", "k2", "a.b", `q"x`, "$", "attributes.level", "missing"}
+	// Alone in its range, so that it is the first row a statement reads: an empty message and
+	// subject are values, not missing fields.
+	empty := ""
+	entries = append(entries, entry{domain.LogEntry{ID: uuid.Must(uuid.NewV7()).String(), Time: 1500, Level: "info", Subject: &empty}, map[string]string{}})
+	fields := []string{"level", "message", "subject", "user_id", "k1", "k2", "a.b", `q"x`, "$", "attributes.level", "missing"}
 	targets := make([]domain.QueryField, len(fields))
 	for i, f := range fields {
 		targets[i] = domain.ResolveField(f)
@@ -344,6 +349,8 @@ func TestFacetsAgreeWithAReference(t *testing.T) {
 		switch t.Name {
 		case "level":
 			s = &e.e.Level
+		case "message":
+			s = &e.e.Message
 		case "subject":
 			s = e.e.Subject
 		case "user_id":
@@ -359,7 +366,7 @@ func TestFacetsAgreeWithAReference(t *testing.T) {
 		return strings.TrimSuffix(b.String(), "\n"), *s, true
 	}
 	type ranged struct{ start, end int64 }
-	ranges := []ranged{{0, 999}, {100, 500}, {700, 700}, {1000, 2000}} // the last holds no entry
+	ranges := []ranged{{0, 999}, {100, 500}, {700, 700}, {1000, 1499}, {1500, 1500}} // {1000, 1499} holds no entry
 	reference := func(r ranged, limit int) ([]domain.Facet, []domain.FieldCount) {
 		var in []entry
 		for _, e := range entries {
@@ -454,6 +461,28 @@ func TestFacetsAgreeWithAReference(t *testing.T) {
 					}
 					if !reflect.DeepEqual(keys, wantKeys) {
 						t.Errorf("range %v: fields %v, want %v", r, keys, wantKeys)
+					}
+				}
+			}
+			// Each of the entry's own fields alone, so that it is a statement's first column.
+			r := ranged{1500, 1500}
+			f := domain.LogFilter{ProjectID: p, Start: &r.start, End: &r.end}
+			want, _ := reference(r, 3)
+			for i, t0 := range targets {
+				if t0.Attribute {
+					continue
+				}
+				for _, path := range paths {
+					sqlstore.SetFacetsMemory(s.(*sqlstore.Store), path.memory)
+					got, err := s.Facets(t.Context(), domain.FacetsQuery{LogFilter: f, Fields: fields[i : i+1], Targets: targets[i : i+1], Limit: 3, Now: now.UnixMilli()})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got[0].Values == nil {
+						got[0].Values = []domain.FacetValue{}
+					}
+					if !reflect.DeepEqual(got[0], want[i]) {
+						t.Errorf("%s, %s alone: facets\n%s\nwant\n%s", path.name, fields[i], show(got), show(want[i:i+1]))
 					}
 				}
 			}
