@@ -16,50 +16,106 @@ import (
 // store instead. The scan stops at the member it finds, as the text is JSON a store accepted. Empty
 // attrs and JSON null hold no member. A key written with escapes is compared decoded.
 func AttributeText(attrs []byte, key string) (value []byte, found, ok bool) {
-	if len(attrs) == 0 || string(attrs) == "null" {
-		return nil, false, true
-	}
-	if attrs[0] != '{' {
-		return nil, false, false
-	}
-	i := 1
-	if i < len(attrs) && attrs[i] == '}' {
-		return nil, false, i+1 == len(attrs)
-	}
-	for i < len(attrs) {
-		if attrs[i] != '"' {
-			return nil, false, false
-		}
-		end, escaped := skipString(attrs, i)
-		if end < 0 || end >= len(attrs) || attrs[end] != ':' {
-			return nil, false, false
-		}
-		rawKey := attrs[i+1 : end-1]
-		vs := end + 1
-		ve := skipValue(attrs, vs)
-		if ve < 0 || ve >= len(attrs) {
-			return nil, false, false
-		}
-		if keyIs(attrs[i:end], rawKey, escaped, key) {
-			return attrs[vs:ve], true, true
-		}
-		switch attrs[ve] {
-		case ',':
-			i = ve + 1
-		case '}':
-			return nil, false, ve+1 == len(attrs)
-		default:
-			return nil, false, false
+	m := members{b: attrs}
+	for m.next() {
+		if keyIs(m.key, m.escaped, key) {
+			return m.value, true, true
 		}
 	}
-	return nil, false, false
+	return nil, false, m.ok
 }
 
-// keyIs reports whether the member key quoted (its JSON text) and raw (between the quotes) is
-// key: raw itself when it holds no escape, else quoted decoded.
-func keyIs(quoted, raw []byte, escaped bool, key string) bool {
+// AttributeKeys calls fn with each top-level key of attrs, attributes as stored, decoded (fn must
+// not keep the slice). It reads the form AttributeText reads, and ok is false when attrs is not
+// in it; fn may have been called for some keys by then.
+func AttributeKeys(attrs []byte, fn func(key []byte)) (ok bool) {
+	m := members{b: attrs}
+	for m.next() {
+		if !m.escaped {
+			fn(m.key[1 : len(m.key)-1])
+			continue
+		}
+		var k string
+		if json.Unmarshal(m.key, &k) != nil {
+			return false
+		}
+		fn([]byte(k))
+	}
+	return m.ok
+}
+
+// members walks the top-level members of compact JSON object text b (see AttributeText): each
+// call of next moves to the next member, setting key (its JSON text, quotes included), whether
+// the key holds an escape, and value (its JSON text). Once next returns false, ok tells the end
+// of the object from text out of form. Empty text and null are an object without members.
+type members struct {
+	b           []byte
+	i           int // where the next member starts; 0 before the first
+	key, value  []byte
+	escaped, ok bool
+	started     bool
+	closed      bool // the object's closing brace is read
+	done        bool
+}
+
+func (m *members) next() bool {
+	if m.done {
+		return false
+	}
+	b := m.b
+	if !m.started {
+		m.started = true
+		switch {
+		case len(b) == 0 || string(b) == "null":
+			return m.end(true)
+		case b[0] != '{':
+			return m.end(false)
+		case len(b) > 1 && b[1] == '}':
+			return m.end(len(b) == 2)
+		}
+		m.i = 1
+	}
+	if m.closed {
+		return m.end(true)
+	}
+	i := m.i
+	if i >= len(b) || b[i] != '"' {
+		return m.end(false)
+	}
+	end, escaped := skipString(b, i)
+	if end < 0 || end >= len(b) || b[end] != ':' {
+		return m.end(false)
+	}
+	ve := skipValue(b, end+1)
+	if ve < 0 || ve >= len(b) {
+		return m.end(false)
+	}
+	switch b[ve] {
+	case ',':
+		m.i = ve + 1
+	case '}':
+		if ve+1 != len(b) {
+			return m.end(false)
+		}
+		m.closed = true // the last member: the next call ends the walk
+	default:
+		return m.end(false)
+	}
+	m.key, m.escaped, m.value = b[i:end], escaped, b[end+1:ve]
+	return true
+}
+
+// end stops the walk: ok says whether the text was in form.
+func (m *members) end(ok bool) bool {
+	m.done, m.ok = true, ok
+	return false
+}
+
+// keyIs reports whether the member key quoted (its JSON text, quotes included) is key: the text
+// between the quotes itself when it holds no escape, else quoted decoded.
+func keyIs(quoted []byte, escaped bool, key string) bool {
 	if !escaped {
-		return string(raw) == key
+		return string(quoted[1:len(quoted)-1]) == key
 	}
 	var k string
 	return json.Unmarshal(quoted, &k) == nil && k == key

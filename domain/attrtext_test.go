@@ -3,6 +3,8 @@ package domain
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
 	"testing"
 	"unicode/utf8"
 )
@@ -45,6 +47,8 @@ func TestAttributeText(t *testing.T) {
 		{`{}x`, "a", ``, false, false},
 		{`[1]`, "a", ``, false, false},
 		{`{"a":1`, "a", ``, false, false},
+		{`{`, "a", ``, false, false},
+		{`{"a":1}}`, "b", ``, false, false},
 		{`{"a":}`, "a", ``, false, false},
 		{`{"a"1}`, "a", ``, false, false},
 		{`{"a":"x`, "a", ``, false, false},
@@ -56,6 +60,30 @@ func TestAttributeText(t *testing.T) {
 		v, found, ok := AttributeText([]byte(c.attrs), c.key)
 		if string(v) != c.want || found != c.found || ok != c.ok {
 			t.Errorf("AttributeText(%s, %q) = %q, %v, %v; want %q, %v, %v", c.attrs, c.key, v, found, ok, c.want, c.found, c.ok)
+		}
+	}
+}
+
+func TestAttributeKeys(t *testing.T) {
+	cases := []struct {
+		attrs string
+		want  []string
+		ok    bool
+	}{
+		{`{"a":1,"b":{"c":2},"é":[]}`, []string{"a", "b", "é"}, true},
+		{`{"k\"q":1,"k\u00e9":2,"x\\":3}`, []string{`k"q`, "ké", `x\`}, true},
+		{`{}`, nil, true},
+		{``, nil, true},
+		{`null`, nil, true},
+		{`{"a":1, "b":2}`, []string{"a"}, false},
+		{`{"a":1`, nil, false},
+		{`[1]`, nil, false},
+	}
+	for _, c := range cases {
+		var got []string
+		ok := AttributeKeys([]byte(c.attrs), func(k []byte) { got = append(got, string(k)) })
+		if ok != c.ok || ok && !slices.Equal(got, c.want) {
+			t.Errorf("AttributeKeys(%s) = %q, %v; want %q, %v", c.attrs, got, ok, c.want, c.ok)
 		}
 	}
 }
@@ -82,6 +110,13 @@ func FuzzAttributeText(f *testing.F) {
 				if found != has || found && !bytes.Equal(v, want) {
 					t.Fatalf("AttributeText(%s, %q) = %s, %v; encoding/json: %s, %v", raw, key, v, found, want, has)
 				}
+				var keys []string
+				if AttributeKeys(raw, func(k []byte) { keys = append(keys, string(k)) }) {
+					slices.Sort(keys)
+					if !slices.Equal(keys, slices.Sorted(maps.Keys(m))) {
+						t.Fatalf("AttributeKeys(%s) = %q; encoding/json: %q", raw, keys, slices.Sorted(maps.Keys(m)))
+					}
+				}
 			}
 		}
 		stored, problem := l.canonicalAttributes(raw, nil)
@@ -91,6 +126,10 @@ func FuzzAttributeText(f *testing.F) {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(stored, &m); err != nil {
 			t.Fatalf("stored attributes %s: %v", stored, err)
+		}
+		var keys []string
+		if !AttributeKeys(stored, func(k []byte) { keys = append(keys, string(k)) }) || !slices.Equal(keys, slices.Sorted(maps.Keys(m))) {
+			t.Fatalf("AttributeKeys(%s) = %q; want %q", stored, keys, slices.Sorted(maps.Keys(m)))
 		}
 		for k, want := range withKey(m, key) {
 			v, found, ok := AttributeText(stored, k)

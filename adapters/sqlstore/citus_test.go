@@ -693,8 +693,8 @@ func recordedProject(t *testing.T, n int, more func(e *domain.LogEntry, i int)) 
 }
 
 // TestCitusFacetsAreRouted runs the facets and fields statements on a Citus coordinator, with
-// every filter, entry fields and attributes, facets both counted in the service and grouped by
-// the store, and EXPLAINs each: one task, a router query.
+// every filter, entry fields and attributes, both counted in the service and grouped by the
+// store, and EXPLAINs each: one task, a router query.
 func TestCitusFacetsAreRouted(t *testing.T) {
 	ctx := t.Context()
 	s, rec, p, batch := recordedProject(t, 50, func(e *domain.LogEntry, i int) {
@@ -719,13 +719,13 @@ func TestCitusFacetsAreRouted(t *testing.T) {
 			if f.Q == nil && (len(facets) != 4 || facets[2].Values[0].Count+facets[2].Values[1].Count+facets[2].Other != 50) {
 				t.Errorf("facets (memory %d) = %+v", memory, facets)
 			}
-		}
-		keys, err := s.Fields(ctx, domain.FieldsQuery{LogFilter: f, Limit: 1000, Now: 150_000})
-		if err != nil {
-			t.Fatalf("fields: %v", err)
-		}
-		if f.Q == nil && (len(keys) != 2 || keys[0] != (domain.FieldCount{Field: "route", Count: 50})) {
-			t.Errorf("fields = %+v", keys)
+			keys, err := s.Fields(ctx, domain.FieldsQuery{LogFilter: f, Limit: 1000, Now: 150_000})
+			if err != nil {
+				t.Fatalf("fields: %v", err)
+			}
+			if f.Q == nil && (len(keys) != 2 || keys[0] != (domain.FieldCount{Field: "route", Count: 50})) {
+				t.Errorf("fields (memory %d) = %+v", memory, keys)
+			}
 		}
 	}
 	t.Run("EveryStatementIsRouted", func(t *testing.T) { checkRouted(t, rec) })

@@ -302,11 +302,87 @@ func jsonString(s string) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// Fields implements domain.FacetStore in one statement, its own snapshot on both engines: the
-// project's retention (statsCut), then the keys of the matching entries' attributes counted,
-// the q.Limit most common. The matching entries are read in a subquery of their own, so that
-// where's columns are the entry's alone.
+// Fields implements domain.FacetStore as Facets does: the matching entries' attributes are read
+// and their keys counted here (fieldsCounted), with domain.AttributeKeys, unless the distinct
+// keys outgrow s.facetsMemory or attributes are not in the stored form; then the store counts
+// them (fieldsGrouped). Both give the same answer.
 func (s *Store) Fields(ctx context.Context, q domain.FieldsQuery) ([]domain.FieldCount, error) {
+	out, err := s.fieldsCounted(ctx, q)
+	if errors.Is(err, errFacetsInStore) {
+		return s.fieldsGrouped(ctx, q)
+	}
+	return out, err
+}
+
+// fieldsCounted reads, in one statement, the project's retention (statsCut) and the attributes
+// of every matching entry, and counts their keys; an empty answer asks whether the project
+// exists (projectExists). Both statements name the project: on Citus each is a router query.
+func (s *Store) fieldsCounted(ctx context.Context, q domain.FieldsQuery) ([]domain.FieldCount, error) {
+	start, end := *q.Start, *q.End
+	f := q.LogFilter
+	f.Start, f.End = nil, &end
+	w, wargs, err := s.plannedWhere(ctx, f)
+	if err != nil {
+		return nil, s.translate("fields: plan", err)
+	}
+	query := statsCut + " SELECT attributes FROM logs" + w + " AND time >= (SELECT lo FROM cut)"
+	rows, err := s.r.QueryContext(ctx, s.bind(query), append(statsCutArgs(start, q.Now, q.ProjectID), wargs...)...)
+	if err != nil {
+		return nil, s.translate("fields", err)
+	}
+	defer rows.Close()
+	var (
+		attrs           sql.RawBytes
+		counts          = []domain.FieldCount{} // an answer of no keys is [], not null
+		index           = make(map[string]int, 64)
+		entries, memory int64
+		tooMany         bool
+	)
+	count := func(k []byte) {
+		if at, ok := index[string(k)]; ok {
+			counts[at].Count++
+			return
+		}
+		if memory += int64(len(k)) + facetsValueOverhead; memory > s.facetsMemory {
+			tooMany = true
+			return
+		}
+		key := string(k)
+		index[key] = len(counts)
+		counts = append(counts, domain.FieldCount{Field: key, Count: 1})
+	}
+	for rows.Next() {
+		if err := rows.Scan(&attrs); err != nil {
+			return nil, s.translate("fields", err)
+		}
+		entries++
+		if !domain.AttributeKeys(attrs, count) || tooMany {
+			return nil, errFacetsInStore
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.translate("fields", err)
+	}
+	if entries == 0 {
+		var one int
+		if err := s.r.GetContext(ctx, &one, s.bind(projectExists), q.ProjectID); err != nil {
+			return nil, s.translate("fields: project", err)
+		}
+	}
+	slices.SortFunc(counts, fieldBefore)
+	return counts[:min(len(counts), q.Limit)], nil
+}
+
+// fieldBefore orders a fields answer: the most common first, ties bytewise.
+func fieldBefore(a, b domain.FieldCount) int {
+	return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Field, b.Field))
+}
+
+// fieldsGrouped answers Fields in one statement that counts in the store, its own snapshot on
+// both engines: the project's retention (statsCut), then the keys of the matching entries'
+// attributes counted, the q.Limit most common. The matching entries are read in a subquery of
+// their own, so that where's columns are the entry's alone.
+func (s *Store) fieldsGrouped(ctx context.Context, q domain.FieldsQuery) ([]domain.FieldCount, error) {
 	start, end := *q.Start, *q.End
 	f := q.LogFilter
 	f.Start, f.End = nil, &end
@@ -345,8 +421,6 @@ func (s *Store) Fields(ctx context.Context, q domain.FieldsQuery) ([]domain.Fiel
 	if !found {
 		return nil, s.translate("fields: project", sql.ErrNoRows)
 	}
-	slices.SortFunc(out, func(a, b domain.FieldCount) int {
-		return cmp.Or(cmp.Compare(b.Count, a.Count), strings.Compare(a.Field, b.Field))
-	})
+	slices.SortFunc(out, fieldBefore)
 	return out, nil
 }
