@@ -72,19 +72,9 @@ func facetBefore(a, b facetCount) int {
 	return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.raw, b.raw))
 }
 
-// facetsCounted reads, in one statement and so one snapshot on both engines, the project's
-// retention (statsCut) and the fields asked for of every matching entry (an entry's own column,
-// or its attributes once for every attribute asked for), and counts them. An entry read means
-// the project exists; only an empty answer asks (projectExists), as a listing does. Both
-// statements name the project, so on Citus each is one router query.
+// facetsCounted reads the fields asked for of every matching entry (eachMatching: an entry's own
+// column, or its attributes once for every attribute asked for) and counts them.
 func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]domain.Facet, error) {
-	start, end := *q.Start, *q.End
-	f := q.LogFilter
-	f.Start, f.End = nil, &end // lo, the later of start and the retention, is added below
-	w, wargs, err := s.plannedWhere(ctx, f)
-	if err != nil {
-		return nil, s.translate("facets: plan", err)
-	}
 	// Column colOf[i] of a row holds target i; attrCol is the attributes' column, or -1.
 	var cols []string
 	colOf := make([]int, len(q.Targets))
@@ -101,14 +91,6 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 		colOf[i] = len(cols)
 		cols = append(cols, t.Name)
 	}
-	query := statsCut + " SELECT " + strings.Join(cols, ", ") + " FROM logs" + w + " AND time >= (SELECT lo FROM cut)"
-	args := append(statsCutArgs(start, q.Now, q.ProjectID), wargs...)
-	rows, err := s.r.QueryContext(ctx, s.bind(query), args...)
-	if err != nil {
-		return nil, s.translate("facets", err)
-	}
-	defer rows.Close()
-
 	// The attributes are read in place (RawBytes: valid until the next row); an entry's own
 	// fields as strings, since a driver may hand an empty string on as a nil RawBytes, which
 	// would read as a field the entry does not have.
@@ -129,17 +111,14 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 	}
 	present := make([]int64, len(q.Targets))
 	var total, memory int64
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, s.translate("facets", err)
-		}
+	err := s.eachMatching(ctx, "facets", q.LogFilter, q.Now, cols, dest, func() error {
 		total++
 		for i, t := range q.Targets {
 			var v []byte
 			if c := colOf[i]; c == attrCol {
 				var has, ok bool
 				if v, has, ok = domain.AttributeText(attrs, t.Name); !ok {
-					return nil, errFacetsInStore
+					return errFacetsInStore
 				} else if !has {
 					continue
 				}
@@ -154,21 +133,16 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 				continue
 			}
 			if memory += int64(len(v)) + facetsValueOverhead; memory > s.facetsMemory {
-				return nil, errFacetsInStore
+				return errFacetsInStore
 			}
 			k := string(v)
 			index[i][k] = len(values[i])
 			values[i] = append(values[i], facetCount{k, 1})
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.translate("facets", err)
-	}
-	if total == 0 {
-		var one int
-		if err := s.r.GetContext(ctx, &one, s.bind(projectExists), q.ProjectID); err != nil {
-			return nil, s.translate("facets: project", err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := make([]domain.Facet, len(q.Targets))
 	for i, t := range q.Targets {
@@ -186,6 +160,47 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 		out[i] = facetOf(q.Fields[i], t, top, present[i], total)
 	}
 	return out, nil
+}
+
+// eachMatching reads cols of every entry f matches (f.Start and f.End are required) into dest
+// and calls row for each, in one statement and so one snapshot on both engines with the
+// project's retention at now (statsCut). When no entry matches it asks whether the project
+// exists (projectExists), as an empty listing does: an entry read says so already. Both
+// statements name the project, so on Citus each is one router query. what names the question
+// in errors; an error of row ends the read and is returned as it is.
+func (s *Store) eachMatching(ctx context.Context, what string, f domain.LogFilter, now int64, cols []string, dest []any, row func() error) error {
+	start := *f.Start
+	f.Start = nil // lo, the later of start and the retention, is added below
+	w, wargs, err := s.plannedWhere(ctx, f)
+	if err != nil {
+		return s.translate(what+": plan", err)
+	}
+	query := statsCut + " SELECT " + strings.Join(cols, ", ") + " FROM logs" + w + " AND time >= (SELECT lo FROM cut)"
+	rows, err := s.r.QueryContext(ctx, s.bind(query), append(statsCutArgs(start, now, f.ProjectID), wargs...)...)
+	if err != nil {
+		return s.translate(what, err)
+	}
+	defer rows.Close()
+	read := false
+	for rows.Next() {
+		read = true
+		if err := rows.Scan(dest...); err != nil {
+			return s.translate(what, err)
+		}
+		if err := row(); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return s.translate(what, err)
+	}
+	if !read {
+		var one int
+		if err := s.r.GetContext(ctx, &one, s.bind(projectExists), f.ProjectID); err != nil {
+			return s.translate(what+": project", err)
+		}
+	}
+	return nil
 }
 
 // isEntryField reports whether name is one of the entry's own fields, which a facet reads from
@@ -314,29 +329,15 @@ func (s *Store) Fields(ctx context.Context, q domain.FieldsQuery) ([]domain.Fiel
 	return out, err
 }
 
-// fieldsCounted reads, in one statement, the project's retention (statsCut) and the attributes
-// of every matching entry, and counts their keys; an empty answer asks whether the project
-// exists (projectExists). Both statements name the project: on Citus each is a router query.
+// fieldsCounted reads the attributes of every matching entry (eachMatching) and counts their
+// keys.
 func (s *Store) fieldsCounted(ctx context.Context, q domain.FieldsQuery) ([]domain.FieldCount, error) {
-	start, end := *q.Start, *q.End
-	f := q.LogFilter
-	f.Start, f.End = nil, &end
-	w, wargs, err := s.plannedWhere(ctx, f)
-	if err != nil {
-		return nil, s.translate("fields: plan", err)
-	}
-	query := statsCut + " SELECT attributes FROM logs" + w + " AND time >= (SELECT lo FROM cut)"
-	rows, err := s.r.QueryContext(ctx, s.bind(query), append(statsCutArgs(start, q.Now, q.ProjectID), wargs...)...)
-	if err != nil {
-		return nil, s.translate("fields", err)
-	}
-	defer rows.Close()
 	var (
-		attrs           sql.RawBytes
-		counts          = []domain.FieldCount{} // an answer of no keys is [], not null
-		index           = make(map[string]int, 64)
-		entries, memory int64
-		tooMany         bool
+		attrs   sql.RawBytes
+		counts  = []domain.FieldCount{} // an answer of no keys is [], not null
+		index   = make(map[string]int, 64)
+		memory  int64
+		tooMany bool
 	)
 	count := func(k []byte) {
 		if at, ok := index[string(k)]; ok {
@@ -351,23 +352,14 @@ func (s *Store) fieldsCounted(ctx context.Context, q domain.FieldsQuery) ([]doma
 		index[key] = len(counts)
 		counts = append(counts, domain.FieldCount{Field: key, Count: 1})
 	}
-	for rows.Next() {
-		if err := rows.Scan(&attrs); err != nil {
-			return nil, s.translate("fields", err)
-		}
-		entries++
+	err := s.eachMatching(ctx, "fields", q.LogFilter, q.Now, []string{"attributes"}, []any{&attrs}, func() error {
 		if !domain.AttributeKeys(attrs, count) || tooMany {
-			return nil, errFacetsInStore
+			return errFacetsInStore
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.translate("fields", err)
-	}
-	if entries == 0 {
-		var one int
-		if err := s.r.GetContext(ctx, &one, s.bind(projectExists), q.ProjectID); err != nil {
-			return nil, s.translate("fields: project", err)
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(counts, fieldBefore)
 	return counts[:min(len(counts), q.Limit)], nil
