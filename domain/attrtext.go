@@ -35,8 +35,8 @@ func AttributeKeys(attrs []byte, fn func(key []byte)) (ok bool) {
 			fn(m.key[1 : len(m.key)-1])
 			continue
 		}
-		var k string
-		if json.Unmarshal(m.key, &k) != nil {
+		k, ok := decodedKey(m.key)
+		if !ok {
 			return false
 		}
 		fn([]byte(k))
@@ -117,8 +117,15 @@ func keyIs(quoted []byte, escaped bool, key string) bool {
 	if !escaped {
 		return string(quoted[1:len(quoted)-1]) == key
 	}
+	k, ok := decodedKey(quoted)
+	return ok && k == key
+}
+
+// decodedKey is the key written with escapes as quoted (its JSON text), decoded.
+func decodedKey(quoted []byte) (string, bool) {
 	var k string
-	return json.Unmarshal(quoted, &k) == nil && k == key
+	err := json.Unmarshal(quoted, &k)
+	return k, err == nil
 }
 
 // skipString returns the index just past the string starting at b[i] (a quote), and whether it

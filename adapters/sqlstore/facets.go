@@ -47,6 +47,59 @@ const (
 // the stored form AttributeText reads); the store groups instead.
 var errFacetsInStore = errors.New("facets: grouped by the store")
 
+// valueCounts counts the distinct values of one field, in the order met (index finds a value in
+// values), charging each new one to a budget of bytes shared by the fields of one question.
+type valueCounts struct {
+	index  map[string]int
+	values []facetCount
+}
+
+func newValueCounts() *valueCounts { return &valueCounts{index: make(map[string]int, 64)} }
+
+// add counts v; false when a new value would overdraw budget. The lookup converts v without
+// copying it; only a new value is copied.
+func (c *valueCounts) add(v []byte, budget *int64) bool {
+	if at, ok := c.index[string(v)]; ok {
+		c.values[at].n++
+		return true
+	}
+	return c.insert(string(v), budget)
+}
+
+// addString is add for a value already held as a string.
+func (c *valueCounts) addString(v string, budget *int64) bool {
+	if at, ok := c.index[v]; ok {
+		c.values[at].n++
+		return true
+	}
+	return c.insert(v, budget)
+}
+
+func (c *valueCounts) insert(v string, budget *int64) bool {
+	if *budget -= int64(len(v)) + facetsValueOverhead; *budget < 0 {
+		return false
+	}
+	c.index[v] = len(c.values)
+	c.values = append(c.values, facetCount{v, 1})
+	return true
+}
+
+// top is the limit most common values, in facetBefore's order.
+func (c *valueCounts) top(limit int) []facetCount {
+	top := make([]facetCount, 0, limit+1)
+	for _, v := range c.values {
+		if len(top) >= limit && (len(top) == 0 || facetBefore(v, top[len(top)-1]) >= 0) {
+			continue
+		}
+		at, _ := slices.BinarySearchFunc(top, v, facetBefore)
+		top = slices.Insert(top, at, v)
+		if len(top) > limit {
+			top = top[:limit]
+		}
+	}
+	return top
+}
+
 // Facets implements domain.FacetStore. The matching entries' fields are read in one statement
 // and counted here (facetsCounted): taking one member from each entry's attributes is most of
 // the work, and the stores' JSON operators parse each entry's whole object for it, where
@@ -103,41 +156,34 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 			dest[c] = &attrs
 		}
 	}
-	// values[i] are field i's distinct values and their counts, index[i] finds one in it.
-	values := make([][]facetCount, len(q.Targets))
-	index := make([]map[string]int, len(q.Targets))
-	for i := range index {
-		index[i] = make(map[string]int, 64)
+	counts := make([]*valueCounts, len(q.Targets))
+	for i := range counts {
+		counts[i] = newValueCounts()
 	}
 	present := make([]int64, len(q.Targets))
-	var total, memory int64
+	var total int64
+	budget := s.facetsMemory
 	err := s.eachMatching(ctx, "facets", q.LogFilter, q.Now, cols, dest, func() error {
 		total++
 		for i, t := range q.Targets {
-			var v []byte
+			counted := true
 			if c := colOf[i]; c == attrCol {
-				var has, ok bool
-				if v, has, ok = domain.AttributeText(attrs, t.Name); !ok {
+				v, has, ok := domain.AttributeText(attrs, t.Name)
+				if !ok {
 					return errFacetsInStore
 				} else if !has {
 					continue
 				}
+				counted = counts[i].add(v, &budget)
 			} else if !own[c].Valid {
 				continue
 			} else {
-				v = []byte(own[c].String)
+				counted = counts[i].addString(own[c].String, &budget)
 			}
-			present[i]++
-			if at, ok := index[i][string(v)]; ok {
-				values[i][at].n++
-				continue
-			}
-			if memory += int64(len(v)) + facetsValueOverhead; memory > s.facetsMemory {
+			if !counted {
 				return errFacetsInStore
 			}
-			k := string(v)
-			index[i][k] = len(values[i])
-			values[i] = append(values[i], facetCount{k, 1})
+			present[i]++
 		}
 		return nil
 	})
@@ -146,18 +192,7 @@ func (s *Store) facetsCounted(ctx context.Context, q domain.FacetsQuery) ([]doma
 	}
 	out := make([]domain.Facet, len(q.Targets))
 	for i, t := range q.Targets {
-		top := make([]facetCount, 0, q.Limit+1)
-		for _, c := range values[i] {
-			if len(top) >= q.Limit && (len(top) == 0 || facetBefore(c, top[len(top)-1]) >= 0) {
-				continue
-			}
-			at, _ := slices.BinarySearchFunc(top, c, facetBefore)
-			top = slices.Insert(top, at, c)
-			if len(top) > q.Limit {
-				top = top[:q.Limit]
-			}
-		}
-		out[i] = facetOf(q.Fields[i], t, top, present[i], total)
+		out[i] = facetOf(q.Fields[i], t, counts[i].top(q.Limit), present[i], total)
 	}
 	return out, nil
 }
@@ -332,28 +367,13 @@ func (s *Store) Fields(ctx context.Context, q domain.FieldsQuery) ([]domain.Fiel
 // fieldsCounted reads the attributes of every matching entry (eachMatching) and counts their
 // keys.
 func (s *Store) fieldsCounted(ctx context.Context, q domain.FieldsQuery) ([]domain.FieldCount, error) {
-	var (
-		attrs   sql.RawBytes
-		counts  = []domain.FieldCount{} // an answer of no keys is [], not null
-		index   = make(map[string]int, 64)
-		memory  int64
-		tooMany bool
-	)
-	count := func(k []byte) {
-		if at, ok := index[string(k)]; ok {
-			counts[at].Count++
-			return
-		}
-		if memory += int64(len(k)) + facetsValueOverhead; memory > s.facetsMemory {
-			tooMany = true
-			return
-		}
-		key := string(k)
-		index[key] = len(counts)
-		counts = append(counts, domain.FieldCount{Field: key, Count: 1})
-	}
+	var attrs sql.RawBytes
+	keys := newValueCounts()
+	budget := s.facetsMemory
+	within := true
+	count := func(k []byte) { within = within && keys.add(k, &budget) }
 	err := s.eachMatching(ctx, "fields", q.LogFilter, q.Now, []string{"attributes"}, []any{&attrs}, func() error {
-		if !domain.AttributeKeys(attrs, count) || tooMany {
+		if !domain.AttributeKeys(attrs, count) || !within {
 			return errFacetsInStore
 		}
 		return nil
@@ -361,8 +381,12 @@ func (s *Store) fieldsCounted(ctx context.Context, q domain.FieldsQuery) ([]doma
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(counts, fieldBefore)
-	return counts[:min(len(counts), q.Limit)], nil
+	top := keys.top(q.Limit)
+	out := make([]domain.FieldCount, len(top)) // an answer of no keys is [], not null
+	for i, k := range top {
+		out[i] = domain.FieldCount{Field: k.raw, Count: k.n}
+	}
+	return out, nil
 }
 
 // fieldBefore orders a fields answer: the most common first, ties bytewise.
